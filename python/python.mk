@@ -1,0 +1,42 @@
+# Python part: the `ctxbench` package and CLI (python/src/ctxbench).
+# Included by the top-level Makefile, which defines BUILD, VENV and PY.
+#   make venv         .venv with the package's dependencies and the dev tools
+#                     (ruff, pytest, jsonschema, playwright, scikit-build-core)
+#   make python-run   `pip install .` (builds the engine through CMake), then
+#                     `ctxbench run` the default suite, store it, write report.html
+#   make test-python  pytest over python/tests (runs last in `make test`)
+.PHONY: venv python-install python-run test-python
+
+# The dependency lists live once, in pyproject.toml; read them with tomllib.
+PY_REQS = $(VENV)/requirements.txt
+REPORT ?= report.html
+
+$(VENV)/.stamp: pyproject.toml python/python.mk
+	@scripts/deps.sh engine
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+	  print("\n".join(p["dependencies"] + p["optional-dependencies"]["dev"]))' > $(PY_REQS)
+	$(PY) -m pip install -q -r $(PY_REQS)
+	touch $@
+
+venv: $(VENV)/.stamp
+
+# The package carries a copy of the record schema (an installed ctxbench has
+# no repository beside it); keep it identical to schema/record.schema.json.
+python/src/ctxbench/data/record.schema.json: schema/record.schema.json
+	cp $< $@
+
+# Build isolation off: the venv already has scikit-build-core, and the system
+# cmake/ninja are used, so a second install is an incremental build.
+python-install: venv python/src/ctxbench/data/record.schema.json
+	$(PY) -m pip install -q --no-build-isolation .
+
+python-run: python-install
+	$(VENV)/bin/ctxbench run --report $(REPORT)
+	@echo "report written to $(REPORT)"
+
+# Chromium (Debian) opens the report in a test; install it when we may.
+test-python: python-install
+	@if [ "$$(id -u)" -eq 0 ]; then scripts/deps.sh browser; fi
+	$(PY) -m pytest python/tests

@@ -1,0 +1,569 @@
+"""The ``ctxbench`` command: a thin layer over runner, store, compare and report.
+
+stdout carries data (tables, JSON, CSV); progress and diagnostics go to
+stderr. Every error is one line, ``ctxbench: error: ...``, naming the
+problem and the fix; usage errors exit 2, failures 1, an interrupted run 130
+(after storing what finished).
+"""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import io
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from difflib import get_close_matches
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ctxbench import __version__, fmt, tables
+from ctxbench.errors import BadInput, CtxbenchError, EngineError, RecordError
+from ctxbench.records import RunRecords, dumps, group_run, read_run_file, record_problem
+from ctxbench.runner import EngineRun, RunOptions, capture_env, find_engine, list_probes
+from ctxbench.runner import Progress as EngineProgress
+from ctxbench.store import Store, StoredRun
+
+EXIT_INTERRUPTED = 130
+CPUS_CHOICES = ("same", "cross", "any")
+BETWEEN_CHOICES = ("threads", "processes")
+SIMULATORS = {"spike": ["spike"], "qemu": ["qemu"], "all": ["spike", "qemu"]}
+
+
+# ---- consoles ---------------------------------------------------------------
+def _console(stderr: bool = False) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    width = None
+    if not stream.isatty():
+        # Piped or captured: do not squeeze tables into 80 columns.
+        width = int(os.environ.get("COLUMNS", "200"))
+    return Console(file=stream, width=width, highlight=False, soft_wrap=False)
+
+
+def _say(message: str) -> None:
+    """A status line on stderr (never on stdout, which carries data)."""
+    click.echo(message, err=True)
+
+
+# ---- errors: one line each --------------------------------------------------
+class CtxbenchGroup(click.Group):
+    """A group whose errors are one line: 'ctxbench: error: ...'."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            code = super().main(
+                args=args,
+                prog_name=prog_name or "ctxbench",
+                complete_var=complete_var,
+                standalone_mode=False,
+                **extra,
+            )
+            code = code if isinstance(code, int) else 0
+        except click.exceptions.NoArgsIsHelpError as error:
+            click.echo(error.ctx.get_help() if error.ctx else str(error), err=True)
+            code = 2
+        except click.ClickException as error:
+            hint = ""
+            if isinstance(error, click.UsageError) and error.ctx is not None:
+                hint = f" (see '{error.ctx.command_path} --help')"
+            _error_line(error.format_message() + hint)
+            code = error.exit_code
+        except CtxbenchError as error:
+            _error_line(str(error))
+            code = error.exit_code
+        except click.Abort:
+            _error_line("aborted")
+            code = EXIT_INTERRUPTED
+        except BrokenPipeError:
+            code = 1
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _error_line(message: str) -> None:
+    message = " ".join(str(message).split())  # one line, whatever it contained
+    click.echo(f"ctxbench: error: {message}", err=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli.main(args=argv, prog_name="ctxbench", standalone_mode=False)
+
+
+db_option = click.option(
+    "--db",
+    "db",
+    type=click.Path(dir_okay=True, path_type=Path),
+    default=None,
+    help="SQLite store (default: $CTXBENCH_DB, else the user data directory).",
+)
+
+
+def _open_store(db: Path | None, create: bool = True) -> Store:
+    return Store.open(db, create=create)
+
+
+def _check_output_path(path: Path | None, option: str) -> None:
+    if path is None or str(path) == "-":
+        return
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise BadInput(f"{option} {path} is a directory; give a file name")
+    if not parent.is_dir():
+        raise BadInput(f"{option} {path}: directory {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK):
+        raise BadInput(f"{option} {path}: directory {parent} is not writable")
+
+
+def _write_text(path: Path, text: str, option: str) -> None:
+    _check_output_path(path, option)
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise BadInput(f"cannot write {option} {path}: {error.strerror}") from None
+
+
+def _comma_choices(value: str | None, choices: tuple[str, ...], option: str) -> str | None:
+    if value is None:
+        return None
+    parts = [part.strip() for part in value.split(",") if part.strip()]
+    bad = [part for part in parts if part not in choices]
+    if bad or not parts:
+        raise click.BadParameter(
+            f"'{value}': use one or more of {', '.join(choices)}, comma-separated",
+            param_hint=option,
+        )
+    return ",".join(parts)
+
+
+@click.group(cls=CtxbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ctxbench")
+def cli() -> None:
+    """Measure context switches, system calls and traps; keep, compare and report runs."""
+
+
+# ---- run ----------------------------------------------------------------------
+def _resolve_selectors(selectors: tuple[str, ...], probes: list[dict[str, Any]]) -> list[str]:
+    names = [str(p.get("name")) for p in probes]
+    families = {name.split(".", 1)[0] for name in names}
+    resolved = []
+    for selector in selectors:
+        if selector in names:
+            resolved.append(selector)
+            continue
+        if selector in families:
+            resolved.append(f"{selector}.*")
+            continue
+        if any(ch in selector for ch in "*?[") and fnmatch.filter(names, selector):
+            resolved.append(selector)
+            continue
+        close = get_close_matches(selector, names, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise BadInput(f"unknown probe '{selector}'{hint} (`ctxbench list` shows the probes)")
+    return resolved
+
+
+class _ProgressView:
+    """Progress on stderr: a live bar on a terminal, one line per variant otherwise."""
+
+    def __init__(self) -> None:
+        self.console = _console(stderr=True)
+        self.live = self.console.is_terminal and not os.environ.get("CI")
+        self.started = time.monotonic()
+        self._progress: Progress | None = None
+        self._task = None
+
+    def __enter__(self) -> _ProgressView:
+        if self.live:
+            self._progress = Progress(
+                TextColumn("probe"),
+                MofNCompleteColumn(),
+                BarColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}", markup=False),
+                console=self.console,
+                transient=False,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("starting the engine", total=None)
+        else:
+            self.console.print("running the engine...", markup=False)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def update(self, progress: EngineProgress) -> None:
+        label = progress.probe
+        params = fmt.params(progress.params)
+        if params != "—":
+            label += f" {params}"
+        if self._progress is not None:
+            self._progress.update(
+                self._task, total=progress.total, completed=progress.number - 1, description=label
+            )
+        else:
+            elapsed = time.monotonic() - self.started
+            self.console.print(
+                f"[{progress.number}/{progress.total}] {label} ({elapsed:.0f} s)", markup=False
+            )
+
+    def finished_one(self) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.advance(self._task)
+
+    def message(self, line: str) -> None:
+        self.console.print(line, markup=False, highlight=False)
+
+
+@contextmanager
+def _forward_interrupts(run: EngineRun, view: _ProgressView) -> Iterator[None]:
+    def on_interrupt(signum: int, frame: object) -> None:
+        run.interrupt()
+        if run.interrupts == 1:
+            view.message(
+                "interrupted: stopping the engine; finished results will be kept "
+                "(Ctrl-C again to kill it)"
+            )
+        else:
+            view.message("killing the engine")
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _store_run(store: Store, run: RunRecords, origin: str, label: str | None) -> StoredRun:
+    store.add_run(run, origin=origin, label=label)
+    return store.load(run.run_id)
+
+
+def _print_results(results: list[dict[str, Any]], title: str | None = None) -> None:
+    console = _console()
+    console.print(tables.results_table(results, title=title))
+    notes = tables.verdict_notes(results)
+    for note in notes:
+        console.print(f"  {note}", markup=False)
+
+
+@cli.command()
+@click.argument("probes", nargs=-1, metavar="[PROBE|GLOB]...")
+@click.option("--quick", is_flag=True, help="Fewer samples and shorter runs (smoke run).")
+@click.option("--samples", type=click.IntRange(min=1), help="Samples per probe variant.")
+@click.option("--min-time", type=click.FloatRange(min=0, min_open=True), help="Seconds per sample.")
+@click.option("--cpus", help="Placement: same, cross, any (comma-separated).")
+@click.option("--between", help="threads, processes (comma-separated).")
+@db_option
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Also write the records (JSON Lines) to FILE.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Also write an HTML report to FILE.")
+@click.option("--label", help="A name for this run (e.g. 'host, mitigations=off').")
+def run(
+    probes: tuple[str, ...],
+    quick: bool,
+    samples: int | None,
+    min_time: float | None,
+    cpus: str | None,
+    between: str | None,
+    db: Path | None,
+    json_path: Path | None,
+    report_path: Path | None,
+    label: str | None,
+) -> int:
+    """Run probes (default: the whole suite), store the run, print its summary.
+
+    PROBE is a probe name (`ctxbench list`), a family (`syscall`) or a glob
+    (`'switch.*'`). Ctrl-C stops cleanly and keeps the finished results as a
+    partial run.
+    """
+    cpus = _comma_choices(cpus, CPUS_CHOICES, "--cpus")
+    between = _comma_choices(between, BETWEEN_CHOICES, "--between")
+    _check_output_path(json_path, "--json")
+    _check_output_path(report_path, "--report")
+    with _open_store(db) as store:
+        engine = find_engine()
+        selectors = _resolve_selectors(probes, list_probes(engine)) if probes else []
+        options = RunOptions(
+            selectors=selectors,
+            quick=quick,
+            samples=samples,
+            min_time=min_time,
+            cpus=cpus,
+            between=between,
+        )
+        records: list[dict[str, Any]] = []
+        json_file = json_path.open("w", encoding="utf-8") if json_path else None
+        try:
+            with _ProgressView() as view:
+                engine_run = EngineRun(
+                    options, on_progress=view.update, on_diagnostic=view.message, engine=engine
+                )
+                with _forward_interrupts(engine_run, view):
+                    engine_run.start()
+                    for record in engine_run.records():
+                        records.append(record)
+                        if json_file is not None:
+                            json_file.write(dumps(record) + "\n")
+                            json_file.flush()
+                        if record["kind"] == "result":
+                            view.finished_one()
+        finally:
+            if json_file is not None:
+                json_file.close()
+        for problem in engine_run.problems[:5]:
+            _say(f"ctxbench: warning: {problem}")
+        if not any(r["kind"] == "env" for r in records):
+            failure = engine_run.failure()
+            if failure is not None:
+                raise failure
+            if engine_run.interrupted:
+                _say("interrupted before the engine wrote anything; nothing stored")
+                return EXIT_INTERRUPTED
+            raise EngineError("the engine wrote no env record; nothing stored")
+        stored = _store_run(store, group_run(records, "engine output"), "run", label)
+        _print_results(stored.results, title=f"run {stored.run_id}")
+        state = "partial run" if stored.info.interrupted else "run"
+        _say(f"stored {state} {stored.run_id} ({len(stored.results)} results) in {store.path}")
+        if report_path is not None:
+            _write_report([stored], report_path)
+    if engine_run.problems:
+        raise EngineError(
+            f"{len(engine_run.problems)} engine output line(s) were not valid records "
+            f"(first: {engine_run.problems[0]}); the valid ones were stored"
+        )
+    failure = engine_run.failure()
+    if failure is not None:
+        raise EngineError(f"{failure}; the finished results were stored as a partial run")
+    if engine_run.interrupted:
+        return EXIT_INTERRUPTED
+    return 0
+
+
+def _write_report(runs: list[StoredRun], path: Path, title: str | None = None) -> None:
+    from ctxbench.report import render  # plotly is slow to import; only when needed
+
+    _write_text(path, render(runs, title=title), "report")
+    _say(f"report written to {path}")
+
+
+# ---- list / env ------------------------------------------------------------------
+@cli.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the engine's probe descriptors as JSON.")
+def list_command(as_json: bool) -> None:
+    """The probes, with what one operation of each is and whether it runs here."""
+    probes = list_probes()
+    if as_json:
+        click.echo(json.dumps(probes, indent=2))
+        return
+    _console().print(tables.probes_table(probes))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the env record as JSON.")
+def env(as_json: bool) -> None:
+    """The environment capture alone: CPU, kernel, clocksource, virtualization..."""
+    record = capture_env()
+    if as_json:
+        click.echo(json.dumps(record, indent=2))
+        return
+    _console().print(tables.env_table(record))
+
+
+# ---- history / show ----------------------------------------------------------------
+@cli.command()
+@db_option
+def history(db: Path | None) -> None:
+    """The runs in the store, oldest first."""
+    try:
+        store = _open_store(db, create=False)
+    except CtxbenchError as error:
+        if str(error).startswith("no store at"):
+            _say(f"{error}")
+            return
+        raise
+    with store:
+        infos = store.runs()
+        if not infos:
+            _say(f"no runs in {store.path} yet")
+            return
+        _console().print(tables.history_table(infos))
+
+
+@cli.command()
+@click.argument("run_ref", metavar="RUN")
+@db_option
+def show(run_ref: str, db: Path | None) -> None:
+    """One run as a table. RUN: a run id, a unique prefix, or 'latest'."""
+    with _open_store(db, create=False) as store:
+        stored = store.load(run_ref)
+    info = stored.info
+    console = _console()
+    env = stored.env
+    cpu = env.get("cpu", {})
+    kernel = env.get("kernel", {})
+    virt = env.get("virtualization", {})
+    state = "partial" if info.interrupted else "complete"
+    console.print(
+        f"run {info.run_id} ({state}) · {info.hostname or '?'} · {env.get('arch', '?')} · "
+        f"{cpu.get('model', '?')} · kernel {kernel.get('release', '?')} · "
+        f"virtualization {virt.get('detected', '?')}"
+        + (f" · label {info.label}" if info.label else ""),
+        markup=False,
+    )
+    _print_results(stored.results)
+
+
+# ---- compare / report ----------------------------------------------------------------
+@cli.command()
+@click.argument("run_refs", nargs=-1, required=True, metavar="RUN_A RUN_B [RUN...]")
+@db_option
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True, help="Significance level of the U test.")
+def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
+    """Runs side by side: medians, ratio with bootstrap CI, U test, environment diff."""
+    from ctxbench.compare import compare_runs
+
+    if len(run_refs) < 2:
+        raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
+    with _open_store(db, create=False) as store:
+        runs = [store.load(ref) for ref in run_refs]
+    ids = [run.run_id for run in runs]
+    if len(set(ids)) != len(ids):
+        raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")
+    comparison = compare_runs(runs, alpha=alpha)
+    console = _console()
+    console.print(tables.runs_legend(comparison))
+    console.print(tables.env_diff_table(comparison))
+    console.print(tables.comparison_table(comparison))
+
+
+@cli.command()
+@click.argument("run_refs", nargs=-1, required=True, metavar="RUN [RUN...]")
+@click.option("-o", "--output", "output", type=click.Path(path_type=Path), default=Path("report.html"), show_default=True, help="HTML file to write.")
+@click.option("--title", help="Title of the page.")
+@db_option
+def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: Path | None) -> None:
+    """A self-contained HTML report (offline, plots inline) of one or more runs."""
+    _check_output_path(output, "-o")
+    with _open_store(db, create=False) as store:
+        runs = [store.load(ref) for ref in run_refs]
+    _write_report(runs, output, title)
+
+
+# ---- import / export -----------------------------------------------------------------
+@cli.command("import")
+@click.argument("path", type=click.Path(path_type=Path), metavar="FILE")
+@click.option("--label", help="A name for the imported run.")
+@db_option
+def import_command(path: Path, label: str | None, db: Path | None) -> None:
+    """Store a run from engine JSON Lines (e.g. `ctxbench-engine run --json` on a board)."""
+    if str(path) == "-":
+        text = sys.stdin.read()
+        from ctxbench.records import parse_jsonl
+
+        run_records = group_run(parse_jsonl(text, "stdin"), "stdin")
+    else:
+        if not path.exists():
+            raise BadInput(f"no file {path}; give the JSON Lines file written by `run --json`")
+        if path.is_dir():
+            raise BadInput(f"{path} is a directory; give a JSON Lines file")
+        run_records = read_run_file(path)
+    with _open_store(db) as store:
+        stored = _store_run(store, run_records, "import", label)
+    state = "partial run" if stored.info.interrupted else "run"
+    _say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.path}")
+
+
+CSV_COLUMNS = [
+    "run_id", "probe", "family", "params", "unit", "status", "reasons", "n", "min", "median",
+    "mean", "stddev", "p90", "p99", "max", "median_ci_low", "median_ci_high", "baseline_name",
+    "baseline_value", "net_median", "net_min", "op",
+]  # fmt: skip
+
+
+def _csv_rows(stored: StoredRun) -> Iterator[list[Any]]:
+    for result in stored.results:
+        summary = result.get("summary") or {}
+        ci = summary.get("median_ci") or {}
+        baseline = result.get("baseline") or {}
+        corrected = result.get("corrected") or {}
+        yield [
+            result["run_id"],
+            result["probe"],
+            result["family"],
+            json.dumps(result["params"], sort_keys=True),
+            result["unit"],
+            result["verdict"]["status"],
+            "; ".join(f"{r['code']}: {r['detail']}" for r in result["verdict"]["reasons"]),
+            summary.get("n", 0),
+            *(summary.get(k, "") for k in ("min", "median", "mean", "stddev", "p90", "p99", "max")),
+            ci.get("low", ""),
+            ci.get("high", ""),
+            baseline.get("name", ""),
+            baseline.get("value", ""),
+            corrected.get("median", ""),
+            corrected.get("min", ""),
+            result["op"],
+        ]
+
+
+@cli.command()
+@click.argument("run_ref", metavar="RUN")
+@click.option("--format", "form", type=click.Choice(["json", "csv"]), default="json", show_default=True, help="json: the records as JSON Lines (importable); csv: one row per result.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="File to write (default: stdout).")
+@db_option
+def export(run_ref: str, form: str, output: Path | None, db: Path | None) -> None:
+    """A stored run as JSON Lines (the engine's records, importable) or CSV."""
+    _check_output_path(output, "-o")
+    with _open_store(db, create=False) as store:
+        stored = store.load(run_ref)
+    if form == "json":
+        text = "".join(dumps(record) + "\n" for record in stored.records.all())
+    else:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(CSV_COLUMNS)
+        writer.writerows(_csv_rows(stored))
+        text = buffer.getvalue()
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        _write_text(output, text, "-o")
+        _say(f"wrote {stored.run_id} to {output}")
+
+
+# ---- riscv --------------------------------------------------------------------------
+@cli.command()
+@click.option("--sim", type=click.Choice(sorted(SIMULATORS)), default="all", show_default=True, help="Simulator(s) to run the trap lab on.")
+@click.option("--label", help="A name for this run.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Also write an HTML report to FILE.")
+@db_option
+def riscv(sim: str, label: str | None, report_path: Path | None, db: Path | None) -> None:
+    """The RISC-V trap lab: ecall round trips in Spike and/or QEMU, stored as a run."""
+    _check_output_path(report_path, "--report")
+    try:
+        from ctxbench import riscv_lab
+    except ImportError as error:
+        raise EngineError(f"the RISC-V lab is not available in this install ({error})") from None
+    with _open_store(db) as store:
+        _say(f"running the RISC-V trap lab on {', '.join(SIMULATORS[sim])}...")
+        produced = riscv_lab.run_lab(sims=SIMULATORS[sim], lab_dir=None, build_dir=None)
+        for number, record in enumerate(produced, start=1):
+            problem = record_problem(record)
+            if problem is not None:
+                raise RecordError(f"riscv lab record {number} is not valid: {problem}")
+        stored = _store_run(store, group_run(produced, "riscv lab"), "riscv", label)
+        _print_results(stored.results, title=f"riscv lab run {stored.run_id}")
+        _say(f"stored run {stored.run_id} ({len(stored.results)} results) in {store.path}")
+        if report_path is not None:
+            _write_report([stored], report_path)

@@ -1,0 +1,207 @@
+"""Side-by-side comparison of stored runs: per probe variant and per environment.
+
+Results are matched on (probe, params). The first run is the reference; for
+every other run, each matched variant gets the ratio of medians
+(other / reference) with a bootstrap confidence interval and a Mann-Whitney
+U test on the raw per-operation samples (before baseline subtraction, the
+figures the engine measured), and a decision: faster, slower, or "not
+significant" (see ``ctxbench.stats``). Variants that are unsupported or
+failed on a side are shown as such, never compared.
+
+The environment diff flattens each env record to dotted keys and lists the
+keys whose values differ, the keys that explain differences first (kernel,
+CPU, virtualization, mitigations, clocksource, frequency governor).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ctxbench import stats
+from ctxbench.records import params_key
+from ctxbench.store import StoredRun
+
+COMPARABLE = ("ok", "suspect")
+
+# Keys that say why two machines differ, in the order a reader wants them.
+ENV_PRIORITY = (
+    "hostname",
+    "arch",
+    "cpu.model",
+    "cpu.vendor",
+    "cpu.logical",
+    "kernel.release",
+    "kernel.version",
+    "kernel.cmdline",
+    "virtualization",
+    "mitigations",
+    "clocksource",
+    "frequency",
+    "scheduler",
+    "libc",
+    "compiler",
+    "build",
+)
+# Per-run bookkeeping, not environment.
+ENV_SKIP = {"schema", "kind", "run_id", "started_at", "options", "notes"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run's side of a row."""
+
+    result: dict[str, Any] | None  # None: the run has no such variant
+    difference: stats.Difference | None  # vs the reference; None for it or when not comparable
+    note: str | None  # why no comparison (missing, unsupported, failed)
+
+    @property
+    def median(self) -> float | None:
+        if self.result is None or not self.result.get("summary"):
+            return None
+        return float(self.result["summary"]["median"])
+
+    @property
+    def status(self) -> str | None:
+        return None if self.result is None else self.result["verdict"]["status"]
+
+
+@dataclass(frozen=True)
+class Row:
+    probe: str
+    family: str
+    params: dict[str, Any]
+    unit: str
+    cells: list[Cell]  # one per run, reference first
+
+
+@dataclass(frozen=True)
+class EnvDiff:
+    keys: list[str]  # every key, ordered
+    values: dict[str, list[str | None]]  # key -> one value per run (None: absent)
+    differing: list[str]  # the keys whose values differ
+
+
+@dataclass(frozen=True)
+class Comparison:
+    runs: list[StoredRun]
+    rows: list[Row]
+    env: EnvDiff
+    level: float
+    alpha: float
+
+
+def compare_runs(
+    runs: list[StoredRun],
+    alpha: float = stats.DEFAULT_ALPHA,
+    level: float = stats.DEFAULT_LEVEL,
+    resamples: int = stats.DEFAULT_RESAMPLES,
+) -> Comparison:
+    if len(runs) < 2:
+        raise ValueError("a comparison needs at least two runs")
+    indexed: list[dict[tuple[str, str], dict[str, Any]]] = []
+    order: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in runs:
+        by_key = {}
+        for result in run.results:
+            key = (result["probe"], params_key(result["params"]))
+            by_key[key] = result
+            order.setdefault(key, result)
+        indexed.append(by_key)
+
+    rows = []
+    for key, first_seen in order.items():
+        reference = indexed[0].get(key)
+        cells = [Cell(result=reference, difference=None, note=_note(reference))]
+        for by_key in indexed[1:]:
+            other = by_key.get(key)
+            note = _note(other) or (None if other is None else _note(reference))
+            difference = None
+            if note is None and reference is not None and other is not None:
+                difference = stats.compare_samples(
+                    reference["samples"], other["samples"], alpha, level, resamples
+                )
+            cells.append(Cell(result=other, difference=difference, note=note))
+        rows.append(
+            Row(
+                probe=first_seen["probe"],
+                family=first_seen["family"],
+                params=first_seen["params"],
+                unit=first_seen["unit"],
+                cells=cells,
+            )
+        )
+    return Comparison(
+        runs=runs, rows=rows, env=env_diff([run.env for run in runs]), level=level, alpha=alpha
+    )
+
+
+def _note(result: dict[str, Any] | None) -> str | None:
+    if result is None:
+        return "not in this run"
+    status = result["verdict"]["status"]
+    if status not in COMPARABLE:
+        return status
+    if not result.get("samples"):
+        return "no samples"
+    return None
+
+
+def describe(difference: stats.Difference | None, unit: str) -> str:
+    """A difference in words: '1.82x slower', '0.55x (faster)', 'not significant'."""
+    if difference is None or difference.ratio is None:
+        return "no ratio"
+    if not difference.significant:
+        return "not significant"
+    ratio = difference.ratio.ratio
+    higher = ratio > 1.0
+    if stats.lower_is_better(unit):
+        word = "slower" if higher else "faster"
+    else:
+        word = "faster" if higher else "slower"
+    return f"{ratio:.3g}x {word}"
+
+
+# ---- environment -----------------------------------------------------------
+def flatten_env(env: dict[str, Any]) -> dict[str, str]:
+    flat: dict[str, str] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for name, inner in value.items():
+                walk(f"{prefix}.{name}" if prefix else str(name), inner)
+        elif isinstance(value, list) and value and all(not isinstance(v, dict | list) for v in value):
+            flat[prefix] = ", ".join(_scalar(v) for v in value)
+        elif isinstance(value, dict | list):
+            flat[prefix] = json.dumps(value, sort_keys=True) if value else "(none)"
+        else:
+            flat[prefix] = _scalar(value)
+
+    for name, value in env.items():
+        if name not in ENV_SKIP:
+            walk(name, value)
+    return flat
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _priority(key: str) -> tuple[int, str]:
+    for rank, prefix in enumerate(ENV_PRIORITY):
+        if key == prefix or key.startswith(prefix + "."):
+            return rank, key
+    return len(ENV_PRIORITY), key
+
+
+def env_diff(envs: list[dict[str, Any]]) -> EnvDiff:
+    flats = [flatten_env(env) for env in envs]
+    keys = sorted({key for flat in flats for key in flat}, key=_priority)
+    values = {key: [flat.get(key) for flat in flats] for key in keys}
+    differing = [key for key in keys if len(set(values[key])) > 1]
+    return EnvDiff(keys=keys, values=values, differing=differing)

@@ -1,0 +1,410 @@
+"""Self-contained HTML report of stored runs: tables and plotly plots, offline.
+
+Renders only from stored records (``StoredRun``); measures nothing. The page
+carries plotly.js inline and makes no network request. Every string that
+comes from a record reaches the page escaped: Jinja2 autoescapes the HTML,
+figure data travels as JSON in ``<script type="application/json">`` with
+``<``, ``>`` and ``&`` escaped, and labels given to plotly (which
+understands a few HTML tags) are HTML-escaped first.
+
+Plots:
+* per family: the median of each variant with its confidence interval,
+  one trace per run; log scale where the family spans more than a factor 20;
+* per family: the distribution of the per-operation samples (box plots);
+* switch.ring: a heatmap of the net cost per switch over processes x
+  working set (lmbench lat_ctx's grid);
+* several runs: the ratio of medians with its bootstrap CI against the
+  first run, one marker style for significant and one for not.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from itertools import count
+from typing import Any
+
+import jinja2
+import plotly.graph_objects as go
+import plotly.io as pio
+from markupsafe import Markup
+from plotly.offline import get_plotlyjs
+
+from ctxbench import __version__, fmt
+from ctxbench.compare import Comparison, compare_runs, describe, flatten_env
+from ctxbench.records import params_text
+from ctxbench.store import StoredRun
+
+LOG_SPAN = 20.0  # log axis when max/min over a plot exceeds this
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+RING_PROBE = "switch.ring"
+
+
+def esc(text: Any) -> str:
+    """Escape a record string for plotly, which renders some HTML in labels."""
+    return html.escape(str(text), quote=True)
+
+
+def _script_json(text: str) -> Markup:
+    # Safe inside <script>: no "</script>", no "<!--", no HTML entities.
+    return Markup(
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+@dataclass
+class Figure:
+    id: str
+    title: str
+    json: Markup
+    height: int
+
+
+@dataclass
+class FamilySection:
+    family: str
+    unit: str
+    median_plot: Figure | None
+    distribution_plot: Figure | None
+    tables: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)
+
+
+def _letter(index: int) -> str:
+    return chr(ord("A") + index) if index < 26 else f"R{index}"
+
+
+def _run_name(index: int, run: StoredRun) -> str:
+    return f"{_letter(index)}: {run.info.label or run.run_id}"
+
+
+def _variant_label(result: dict[str, Any]) -> str:
+    probe = result["probe"]
+    short = probe.split(".", 1)[1] if "." in probe else probe
+    text = esc(short)
+    params = params_text(result["params"])
+    if params:
+        text += "<br>" + esc(params)
+    return text
+
+
+def _axis_type(values: list[float]) -> str:
+    positive = [v for v in values if v is not None and v > 0]
+    if len(positive) >= 2 and max(positive) / min(positive) > LOG_SPAN:
+        return "log"
+    return "linear"
+
+
+def _unit_title(unit: str) -> str:
+    return {"ns": "ns per operation", "msgs/s": "messages per second"}.get(unit, f"{unit} per operation")
+
+
+class _Figures:
+    def __init__(self) -> None:
+        self._ids = count(1)
+
+    def make(self, title: str, figure: go.Figure, height: int) -> Figure:
+        figure.update_layout(
+            height=height,
+            margin={"l": 10, "r": 20, "t": 40, "b": 40},
+            template="plotly_white",
+            legend={"orientation": "h", "y": -0.12},
+            font={"family": "system-ui, sans-serif", "size": 12},
+        )
+        figure.update_yaxes(automargin=True)
+        figure.update_xaxes(automargin=True)
+        return Figure(
+            id=f"plot-{next(self._ids)}",
+            title=title,
+            json=_script_json(pio.to_json(figure, validate=True, engine="json")),
+            height=height,
+        )
+
+
+def _median_figure(
+    figures: _Figures, family: str, unit: str, per_run: list[list[dict[str, Any]]], names: list[str]
+) -> Figure | None:
+    figure = go.Figure()
+    values: list[float] = []
+    labels: list[str] = []
+    for index, results in enumerate(per_run):
+        plotted = [r for r in results if r.get("summary")]
+        if not plotted:
+            continue
+        y = [_variant_label(r) for r in plotted]
+        x = [r["summary"]["median"] for r in plotted]
+        low = []
+        high = []
+        for result, median in zip(plotted, x):
+            ci = result["summary"].get("median_ci")
+            low.append(median - ci["low"] if ci else 0.0)
+            high.append(ci["high"] - median if ci else 0.0)
+            if ci:
+                values += [ci["low"], ci["high"]]
+        values += x
+        labels += [label for label in y if label not in labels]
+        figure.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="markers",
+                name=esc(names[index]),
+                marker={"color": PALETTE[index % len(PALETTE)], "size": 9},
+                error_x={"type": "data", "symmetric": False, "array": high, "arrayminus": low},
+                hovertemplate="%{y}<br>median %{x}<extra>" + esc(names[index]) + "</extra>",
+            )
+        )
+    if not figure.data:
+        return None
+    figure.update_xaxes(type=_axis_type(values), title=_unit_title(unit))
+    figure.update_yaxes(type="category", autorange="reversed", categoryorder="array", categoryarray=labels)
+    height = max(260, 110 + len(labels) * (26 + 8 * (len(figure.data) - 1)))
+    return figures.make(f"{family}: median with confidence interval ({unit})", figure, height)
+
+
+def _distribution_figure(
+    figures: _Figures, family: str, unit: str, per_run: list[list[dict[str, Any]]], names: list[str]
+) -> Figure | None:
+    figure = go.Figure()
+    values: list[float] = []
+    labels: list[str] = []
+    for index, results in enumerate(per_run):
+        xs: list[float] = []
+        ys: list[str] = []
+        for result in results:
+            samples = result.get("samples") or []
+            if not samples:
+                continue
+            label = _variant_label(result)
+            if label not in labels:
+                labels.append(label)
+            xs += samples
+            ys += [label] * len(samples)
+        if not xs:
+            continue
+        values += xs
+        figure.add_trace(
+            go.Box(
+                x=xs,
+                y=ys,
+                orientation="h",
+                name=esc(names[index]),
+                marker={"color": PALETTE[index % len(PALETTE)], "size": 3},
+                boxpoints="outliers",
+            )
+        )
+    if not figure.data:
+        return None
+    figure.update_layout(boxmode="group")
+    figure.update_xaxes(type=_axis_type(values), title=_unit_title(unit) + " (each sample)")
+    figure.update_yaxes(type="category", autorange="reversed", categoryorder="array", categoryarray=labels)
+    height = max(260, 110 + len(labels) * (30 + 12 * (len(figure.data) - 1)))
+    return figures.make(f"{family}: distribution of samples ({unit})", figure, height)
+
+
+def _ring_axes(results: list[dict[str, Any]]) -> tuple[str, str | None, list[str]] | None:
+    """Pick (column param, row param, other params) for the ring grid."""
+    varying = [
+        name
+        for name in sorted({k for r in results for k in r["params"]})
+        if len({json.dumps(r["params"].get(name)) for r in results}) > 1
+    ]
+    numeric = [
+        name
+        for name in varying
+        if all(isinstance(r["params"].get(name), int | float) for r in results)
+    ]
+    if not numeric:
+        return None
+    procs = [n for n in numeric if "proc" in n] or numeric[:1]
+    column = procs[0]
+    rest = [n for n in numeric if n != column]
+    sized = [n for n in rest if any(w in n for w in ("ws", "work", "size", "kib", "kb"))]
+    row = (sized or rest or [None])[0]
+    others = [n for n in varying if n not in (column, row)]
+    return column, row, others
+
+
+def _ring_figures(figures: _Figures, runs: list[StoredRun]) -> list[Figure]:
+    out = []
+    for index, run in enumerate(runs):
+        results = [r for r in run.results if r["probe"] == RING_PROBE and r.get("summary")]
+        if not results:
+            continue
+        axes = _ring_axes(results)
+        if axes is None:
+            continue
+        column, row, others = axes
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for result in results:
+            key = params_text({k: result["params"].get(k) for k in others})
+            groups.setdefault(key, []).append(result)
+        for key, group in groups.items():
+            xs = sorted({r["params"][column] for r in group})
+            ys = sorted({r["params"][row] for r in group}) if row else [0]
+            z: list[list[float | None]] = [[None] * len(xs) for _ in ys]
+            text: list[list[str]] = [[""] * len(xs) for _ in ys]
+            unit = group[0]["unit"]
+            net = all(r.get("corrected") for r in group)
+            for result in group:
+                value = result["corrected"]["median"] if net else result["summary"]["median"]
+                i = ys.index(result["params"][row]) if row else 0
+                j = xs.index(result["params"][column])
+                z[i][j] = value
+                text[i][j] = esc(fmt.value(value, unit))
+            figure = go.Figure(
+                go.Heatmap(
+                    x=[esc(x) for x in xs],
+                    y=[esc(y) for y in ys],
+                    z=z,
+                    text=text,
+                    texttemplate="%{text}",
+                    colorscale="Viridis",
+                    colorbar={"title": {"text": esc(unit)}},
+                    hovertemplate=esc(column) + "=%{x}<br>" + esc(row or "") + "=%{y}<br>%{text}"
+                    "<extra></extra>",
+                )
+            )
+            figure.update_xaxes(type="category", title=esc(column))
+            figure.update_yaxes(type="category", title=esc(row or ""))
+            what = "net cost per switch (minus baseline)" if net else "median per switch"
+            title = f"{RING_PROBE} grid, {_run_name(index, run)}: {what}"
+            if key:
+                title += f" — {key}"
+            out.append(figures.make(title, figure, max(300, 120 + 40 * len(ys))))
+    return out
+
+
+def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | None:
+    figure = go.Figure()
+    labels: list[str] = []
+    values: list[float] = []
+    for index in range(1, len(comparison.runs)):
+        for significant in (True, False):
+            xs, ys, low, high, hover = [], [], [], [], []
+            for row in comparison.rows:
+                difference = row.cells[index].difference
+                if difference is None or difference.ratio is None:
+                    continue
+                if difference.significant != significant:
+                    continue
+                label = esc(row.probe) + (
+                    "<br>" + esc(params_text(row.params)) if row.params else ""
+                )
+                if label not in labels:
+                    labels.append(label)
+                ratio = difference.ratio
+                xs.append(ratio.ratio)
+                ys.append(label)
+                low.append(ratio.ratio - ratio.low)
+                high.append(ratio.high - ratio.ratio)
+                values += [ratio.low, ratio.high]
+                hover.append(esc(describe(difference, row.unit)))
+            if not xs:
+                continue
+            color = PALETTE[index % len(PALETTE)]
+            figure.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    mode="markers",
+                    name=esc(f"{_run_name(index, comparison.runs[index])} / A")
+                    + ("" if significant else " (not significant)"),
+                    marker={
+                        "color": color if significant else "rgba(0,0,0,0)",
+                        "line": {"color": color, "width": 2},
+                        "size": 9,
+                        "symbol": "circle",
+                    },
+                    error_x={"type": "data", "symmetric": False, "array": high, "arrayminus": low},
+                    text=hover,
+                    hovertemplate="%{y}<br>ratio %{x:.3g}: %{text}<extra></extra>",
+                )
+            )
+    if not figure.data:
+        return None
+    figure.add_vline(x=1.0, line={"color": "#888", "dash": "dot"})
+    figure.update_xaxes(type="log", title="ratio of medians to run A (log scale)")
+    figure.update_yaxes(type="category", autorange="reversed", categoryorder="array", categoryarray=labels)
+    height = max(260, 110 + len(labels) * 28)
+    return figures.make("ratio to run A with bootstrap CI", figure, height)
+
+
+def _families(runs: list[StoredRun]) -> list[tuple[str, str]]:
+    seen: dict[tuple[str, str], None] = {}
+    for run in runs:
+        for result in run.results:
+            seen.setdefault((result["family"], result["unit"]), None)
+    return list(seen)
+
+
+def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, Any]:
+    figures = _Figures()
+    names = [_run_name(i, run) for i, run in enumerate(runs)]
+    comparison = compare_runs(runs) if len(runs) > 1 else None
+    sections = []
+    for family, unit in _families(runs):
+        per_run = [
+            [r for r in run.results if r["family"] == family and r["unit"] == unit] for run in runs
+        ]
+        section = FamilySection(
+            family=family,
+            unit=unit,
+            median_plot=_median_figure(figures, family, unit, per_run, names),
+            distribution_plot=_distribution_figure(figures, family, unit, per_run, names),
+        )
+        for name, results in zip(names, per_run):
+            if results:
+                section.tables.append((name, results))
+        sections.append(section)
+    envs = [flatten_env(run.env) for run in runs]
+    env_keys = comparison.env.keys if comparison else list(envs[0])
+    differing = set(comparison.env.differing) if comparison else set()
+    env_rows = [
+        {"key": key, "values": [env.get(key) for env in envs], "differs": key in differing}
+        for key in env_keys
+    ]
+    env_rows.sort(key=lambda row: not row["differs"])
+    notes = []
+    for name, run in zip(names, runs):
+        for result in run.results:
+            if result["verdict"]["status"] != "ok":
+                notes.append((name, result))
+    return {
+        "title": title or "ctxbench report",
+        "version": __version__,
+        "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "runs": list(zip(names, runs)),
+        "env_rows": env_rows,
+        "n_differing": len(differing),
+        "sections": sections,
+        "ring_plots": _ring_figures(figures, runs),
+        "comparison": comparison,
+        "comparison_plot": _comparison_figure(figures, comparison) if comparison else None,
+        "notes": notes,
+        "fmt": fmt,
+        "describe": describe,
+        "letter": _letter,
+        "plotly_js": Markup(get_plotlyjs().replace("</script", "<\\/script")),
+    }
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("ctxbench", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render(runs: list[StoredRun], title: str | None = None) -> str:
+    if not runs:
+        raise ValueError("a report needs at least one run")
+    return _environment().get_template("report.html.j2").render(build_context(runs, title))

@@ -1,0 +1,258 @@
+"""Runs ``ctxbench-engine`` and streams its records as they arrive.
+
+The engine writes JSON Lines on stdout (env, one result per probe variant,
+run_end) and, with ``--progress``, lines ``@progress {json}`` on stderr
+before each variant starts; any other stderr line is a diagnostic to pass
+on. This module only moves data: it parses and validates each record and
+hands progress and diagnostics to callbacks. It never prints.
+
+The engine runs in its own session, so a Ctrl-C at the terminal reaches
+ctxbench only; ctxbench forwards exactly one SIGINT (``interrupt()``), the
+engine finishes the record it is writing, writes run_end with
+interrupted=true and exits 130. A second interrupt kills it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ctxbench.errors import BadInput, EngineError
+from ctxbench.records import record_problem
+
+ENGINE_NAME = "ctxbench-engine"
+PROGRESS_PREFIX = "@progress "
+ENGINE_ERROR_PREFIX = "ctxbench-engine: error:"
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def find_engine() -> Path:
+    """The engine binary: $CTXBENCH_ENGINE, the packaged one, a build tree, or PATH."""
+    override = os.environ.get("CTXBENCH_ENGINE")
+    if override:
+        path = Path(override)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise EngineError(
+                f"CTXBENCH_ENGINE={override} is not an executable file; "
+                "point it at a built ctxbench-engine or unset it"
+            )
+        return path
+    packaged = Path(str(resources.files("ctxbench").joinpath("bin", ENGINE_NAME)))
+    if packaged.is_file() and os.access(packaged, os.X_OK):
+        return packaged
+    # Running from a source checkout (PYTHONPATH=python/src): use `make engine`'s output.
+    for parent in Path(__file__).resolve().parents:
+        candidate = parent / "build" / "engine" / ENGINE_NAME
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+        if (parent / "pyproject.toml").exists():
+            break
+    on_path = shutil.which(ENGINE_NAME)
+    if on_path:
+        return Path(on_path)
+    raise EngineError(
+        "ctxbench-engine not found: install ctxbench with `pip install .` (it builds the "
+        "engine), run `make engine`, or set CTXBENCH_ENGINE to the binary"
+    )
+
+
+def _engine_failure(command: str, returncode: int, stderr: str) -> EngineError | BadInput:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(ENGINE_ERROR_PREFIX):
+            message = line[len(ENGINE_ERROR_PREFIX) :].strip()
+            if returncode == EXIT_USAGE:
+                return BadInput(message)
+            return EngineError(f"engine {command} failed: {message}")
+    tail = lines[-1] if lines else "no message"
+    return EngineError(f"engine {command} failed (exit {returncode}): {tail}")
+
+
+def _run_json(engine: Path, args: list[str]) -> Any:
+    try:
+        done = subprocess.run(
+            [str(engine), *args], capture_output=True, text=True, timeout=120, check=False
+        )
+    except OSError as error:
+        raise EngineError(f"cannot start {engine}: {error.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise EngineError(f"engine {' '.join(args)} did not answer in 120 s") from None
+    if done.returncode != 0:
+        raise _engine_failure(args[0], done.returncode, done.stderr)
+    try:
+        return json.loads(done.stdout)
+    except json.JSONDecodeError as error:
+        raise EngineError(f"engine {args[0]} printed no JSON ({error.msg})") from None
+
+
+def list_probes(engine: Path | None = None) -> list[dict[str, Any]]:
+    """The engine's probe descriptors (``ctxbench-engine list --json``)."""
+    probes = _run_json(engine or find_engine(), ["list", "--json"])
+    if not isinstance(probes, list):
+        raise EngineError("engine list --json did not print a JSON array")
+    return probes
+
+
+def capture_env(engine: Path | None = None) -> dict[str, Any]:
+    """The environment record alone (``ctxbench-engine env --json``)."""
+    env = _run_json(engine or find_engine(), ["env", "--json"])
+    problem = record_problem(env)
+    if problem is not None:
+        raise EngineError(f"engine env --json printed an invalid record: {problem}")
+    return env
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The engine is about to run variant ``number`` of ``total``."""
+
+    number: int  # 1-based
+    total: int
+    probe: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    selectors: Sequence[str] = ()
+    quick: bool = False
+    samples: int | None = None
+    min_time: float | None = None
+    cpus: str | None = None
+    between: str | None = None
+
+    def engine_args(self) -> list[str]:
+        args = ["run", *self.selectors]
+        if self.quick:
+            args.append("--quick")
+        if self.samples is not None:
+            args += ["--samples", str(self.samples)]
+        if self.min_time is not None:
+            args += ["--min-time", str(self.min_time)]
+        if self.cpus:
+            args += ["--cpus", self.cpus]
+        if self.between:
+            args += ["--between", self.between]
+        return [*args, "--json", "--progress"]
+
+
+class EngineRun:
+    """One ``ctxbench-engine run`` subprocess; iterate ``records()`` to drive it."""
+
+    def __init__(
+        self,
+        options: RunOptions,
+        on_progress: Callable[[Progress], None] = lambda progress: None,
+        on_diagnostic: Callable[[str], None] = lambda line: None,
+        engine: Path | None = None,
+    ):
+        self.options = options
+        self.engine = engine or find_engine()
+        self._on_progress = on_progress
+        self._on_diagnostic = on_diagnostic
+        self._process: subprocess.Popen[str] | None = None
+        self._stderr_thread: threading.Thread | None = None
+        self._stderr_tail: deque[str] = deque(maxlen=20)
+        self._first_index: int | None = None
+        self.interrupts = 0
+        self.problems: list[str] = []  # stdout lines that were not valid records
+        self.returncode: int | None = None
+
+    def start(self) -> None:
+        try:
+            self._process = subprocess.Popen(
+                [str(self.engine), *self.options.engine_args()],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                bufsize=1,
+                start_new_session=True,  # Ctrl-C reaches us; we forward it once.
+            )
+        except OSError as error:
+            raise EngineError(f"cannot start {self.engine}: {error.strerror}") from None
+        self._stderr_thread = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_thread.start()
+
+    def _read_stderr(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        for raw in self._process.stderr:
+            line = raw.rstrip("\n")
+            if line.startswith(PROGRESS_PREFIX):
+                progress = self._parse_progress(line[len(PROGRESS_PREFIX) :])
+                if progress is not None:
+                    self._on_progress(progress)
+                    continue
+            if line.strip():
+                self._stderr_tail.append(line)
+                self._on_diagnostic(line)
+
+    def _parse_progress(self, text: str) -> Progress | None:
+        try:
+            data = json.loads(text)
+            index, total = int(data["index"]), int(data["total"])
+            probe = str(data["probe"])
+            params = data.get("params") or {}
+        except (ValueError, KeyError, TypeError):
+            return None
+        if self._first_index is None:
+            self._first_index = index
+        # Accept 0- or 1-based indices: the first announced variant is number 1.
+        offset = 1 if self._first_index == 0 else 0
+        return Progress(number=index + offset, total=total, probe=probe, params=params)
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Valid records, as the engine writes them; invalid lines go to ``problems``."""
+        if self._process is None:
+            self.start()
+        assert self._process is not None and self._process.stdout is not None
+        for number, line in enumerate(self._process.stdout, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                self.problems.append(f"engine stdout line {number}: not JSON ({error.msg})")
+                continue
+            problem = record_problem(record)
+            if problem is not None:
+                self.problems.append(f"engine stdout line {number}: {problem}")
+                continue
+            yield record
+        self.returncode = self._process.wait()
+        if self._stderr_thread is not None:
+            self._stderr_thread.join(timeout=5)
+
+    def interrupt(self) -> None:
+        """First call: ask the engine to stop (SIGINT). Second call: kill it."""
+        self.interrupts += 1
+        process = self._process
+        if process is None or process.poll() is not None:
+            return
+        try:
+            process.send_signal(signal.SIGINT if self.interrupts == 1 else signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def failure(self) -> EngineError | BadInput | None:
+        """Why the engine failed, or None if it succeeded or was interrupted."""
+        if self.returncode in (0, None) or self.interrupted:
+            return None
+        return _engine_failure("run", self.returncode, "\n".join(self._stderr_tail))
+
+    @property
+    def interrupted(self) -> bool:
+        return self.interrupts > 0 or self.returncode == EXIT_INTERRUPTED

@@ -1,0 +1,222 @@
+"""Terminal tables (rich) for runs, probes, history, environments and comparisons.
+
+Presentation only: every figure comes from a stored record or a
+``compare.Comparison``; nothing is measured or computed here beyond
+choosing how to show it. Colour is rich's business: it honours NO_COLOR and
+turns itself off when the output is not a terminal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from ctxbench import fmt
+from ctxbench.compare import Comparison, describe, flatten_env
+from ctxbench.store import RunInfo
+
+STATUS_STYLE = {"ok": "green", "suspect": "yellow", "unsupported": "dim", "failed": "red"}
+
+
+def _verdict_text(result: dict[str, Any]) -> Text:
+    return Text(fmt.verdict(result), style=STATUS_STYLE.get(result["verdict"]["status"], ""))
+
+
+def results_table(results: list[dict[str, Any]], title: str | None = None) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("probe", no_wrap=True)
+    table.add_column("params")
+    table.add_column("median", justify="right", no_wrap=True)
+    table.add_column("p99", justify="right", no_wrap=True)
+    table.add_column("95% CI of median", justify="right")
+    table.add_column("baseline", justify="right", no_wrap=True)
+    table.add_column("net", justify="right", no_wrap=True)
+    table.add_column("verdict")
+    for result in results:
+        summary = result.get("summary") or {}
+        table.add_row(
+            Text(result["probe"]),
+            Text(fmt.params(result["params"])),
+            fmt.value(summary.get("median"), result["unit"]),
+            fmt.value(summary.get("p99"), result["unit"]),
+            fmt.median_ci(result),
+            fmt.baseline(result),
+            fmt.net(result),
+            _verdict_text(result),
+        )
+    return table
+
+
+def verdict_notes(results: list[dict[str, Any]]) -> list[str]:
+    """One line per result that is not plain ok: what the reasons say."""
+    notes = []
+    for result in results:
+        if result["verdict"]["status"] != "ok":
+            label = result["probe"]
+            if result["params"]:
+                label += f" ({fmt.params(result['params'])})"
+            notes.append(f"{label}: {fmt.verdict_detail(result)}")
+    return notes
+
+
+def history_table(infos: list[RunInfo]) -> Table:
+    table = Table()
+    table.add_column("run id", no_wrap=True)
+    table.add_column("started (UTC)", no_wrap=True)
+    table.add_column("host")
+    table.add_column("label")
+    table.add_column("from")
+    table.add_column("results", justify="right")
+    table.add_column("ok/suspect/unsupp./failed", justify="right")
+    table.add_column("state")
+    for info in infos:
+        counts = "/".join(
+            str(info.counts.get(s, 0)) for s in ("ok", "suspect", "unsupported", "failed")
+        )
+        state = "complete"
+        if info.interrupted:
+            state = "partial (interrupted)" if info.complete else "partial (no run_end)"
+        table.add_row(
+            Text(info.run_id),
+            Text(info.started_at or "?"),
+            Text(info.hostname or "?"),
+            Text(info.label or ""),
+            Text(info.origin),
+            str(info.n_results),
+            counts,
+            Text(state, style="yellow" if info.interrupted else ""),
+        )
+    return table
+
+
+def probes_table(probes: list[dict[str, Any]]) -> Table:
+    table = Table()
+    table.add_column("probe", no_wrap=True)
+    table.add_column("unit", no_wrap=True)
+    table.add_column("one operation is")
+    table.add_column("params")
+    table.add_column("baseline")
+    table.add_column("here")
+    for probe in probes:
+        params = " ".join(
+            f"{p.get('name')}={'|'.join(str(v) for v in p.get('values', []))}"
+            for p in probe.get("params", [])
+        )
+        baseline = probe.get("baseline")
+        if isinstance(baseline, dict):
+            baseline = baseline.get("name") or baseline.get("probe")
+        supported = probe.get("supported", True)
+        here = Text("yes", style="green") if supported else Text(
+            f"no: {probe.get('reason') or 'unsupported'}", style="dim"
+        )
+        table.add_row(
+            Text(str(probe.get("name"))),
+            Text(str(probe.get("unit", ""))),
+            Text(str(probe.get("op", ""))),
+            Text(params or "—"),
+            Text(str(baseline) if baseline else "—"),
+            here,
+        )
+    return table
+
+
+def env_table(env: dict[str, Any]) -> Table:
+    table = Table(show_header=True)
+    table.add_column("environment", no_wrap=True)
+    table.add_column("value")
+    for key, value in flatten_env(env).items():
+        table.add_row(Text(key), Text(_clip(value, 300)))
+    return table
+
+
+def env_diff_table(comparison: Comparison) -> Table:
+    table = Table(title="environment: what differs", title_justify="left")
+    table.add_column("key", no_wrap=True)
+    for index, run in enumerate(comparison.runs):
+        table.add_column(_run_label(index, run.run_id, run.info.label))
+    for key in comparison.env.differing:
+        table.add_row(
+            Text(key), *[Text(_clip(v, 120) if v is not None else "—") for v in comparison.env.values[key]]
+        )
+    if not comparison.env.differing:
+        table.add_row(Text("(nothing)"), *["" for _ in comparison.runs])
+    return table
+
+
+def comparison_table(comparison: Comparison) -> Table:
+    table = Table(
+        title=f"results (reference: A; ratio = other / A, {comparison.level:.0%} bootstrap CI; "
+        f"Mann-Whitney U, alpha {comparison.alpha:g})",
+        title_justify="left",
+    )
+    table.add_column("probe", no_wrap=True)
+    table.add_column("params")
+    table.add_column("A median", justify="right", no_wrap=True)
+    for index in range(1, len(comparison.runs)):
+        letter = _letter(index)
+        table.add_column(f"{letter} median", justify="right", no_wrap=True)
+        table.add_column(f"{letter}/A [CI]", justify="right", no_wrap=True)
+        table.add_column("p", justify="right", no_wrap=True)
+        table.add_column(f"{letter} vs A")
+    for row in comparison.rows:
+        reference = row.cells[0]
+        cells: list[Any] = [
+            Text(row.probe),
+            Text(fmt.params(row.params)),
+            fmt.value(reference.median, row.unit) if reference.note is None else Text(
+                reference.note, style="dim"
+            ),
+        ]
+        for cell in row.cells[1:]:
+            median = fmt.value(cell.median, row.unit) if cell.result and cell.median is not None else "—"
+            difference = cell.difference
+            if difference is None or difference.ratio is None:
+                note = cell.note or (difference.why_not if difference else None) or "—"
+                cells += [median, "—", "—", Text(note, style="dim")]
+                continue
+            ratio = difference.ratio
+            p = f"{difference.u_test.p_value:.2g}" if difference.u_test else "—"
+            words = describe(difference, row.unit)
+            style = "" if difference.significant else "dim"
+            if difference.significant:
+                style = "red" if words.endswith("slower") else "green"
+            cells += [
+                median,
+                fmt.ratio(ratio.low, ratio.ratio, ratio.high),
+                p,
+                Text(words, style=style),
+            ]
+        table.add_row(*cells)
+    return table
+
+
+def runs_legend(comparison: Comparison) -> Table:
+    table = Table(show_header=True)
+    table.add_column("")
+    table.add_column("run id", no_wrap=True)
+    table.add_column("host")
+    table.add_column("label")
+    table.add_column("started (UTC)")
+    for index, run in enumerate(comparison.runs):
+        table.add_row(
+            _letter(index),
+            Text(run.run_id),
+            Text(run.info.hostname or "?"),
+            Text(run.info.label or ""),
+            Text(run.info.started_at or "?"),
+        )
+    return table
+
+
+def _letter(index: int) -> str:
+    return chr(ord("A") + index) if index < 26 else f"R{index}"
+
+
+def _run_label(index: int, run_id: str, label: str | None) -> str:
+    return f"{_letter(index)}: {label or run_id}"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
