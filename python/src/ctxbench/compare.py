@@ -44,6 +44,9 @@ ENV_PRIORITY = (
     "compiler",
     "build",
 )
+# Decimal numbers in the env are measurements (TSC period, timer overhead):
+# run-to-run noise below this relative difference is not a difference.
+FLOAT_TOLERANCE = 0.05
 # Per-run bookkeeping, not environment.
 ENV_SKIP = {"schema", "kind", "run_id", "started_at", "options", "notes"}
 
@@ -160,7 +163,8 @@ def describe(difference: stats.Difference | None, unit: str) -> str:
         word = "slower" if higher else "faster"
     else:
         word = "faster" if higher else "slower"
-    return f"{ratio:.3g}x {word}"
+    factor = ratio if higher else 1.0 / ratio
+    return f"{factor:.3g}× {word}"
 
 
 # ---- environment -----------------------------------------------------------
@@ -199,9 +203,23 @@ def _priority(key: str) -> tuple[int, str]:
     return len(ENV_PRIORITY), key
 
 
+def _same(values: list[str | None]) -> bool:
+    """Equal values; measured decimals (timer overhead...) within FLOAT_TOLERANCE."""
+    if len(set(values)) <= 1:
+        return True
+    if any(v is None or "." not in v for v in values):
+        return False
+    try:
+        numbers = [float(v) for v in values if v is not None]
+    except ValueError:
+        return False
+    largest = max(abs(n) for n in numbers)
+    return max(numbers) - min(numbers) <= FLOAT_TOLERANCE * largest
+
+
 def env_diff(envs: list[dict[str, Any]]) -> EnvDiff:
     flats = [flatten_env(env) for env in envs]
     keys = sorted({key for flat in flats for key in flat}, key=_priority)
     values = {key: [flat.get(key) for flat in flats] for key in keys}
-    differing = [key for key in keys if len(set(values[key])) > 1]
+    differing = [key for key in keys if not _same(values[key])]
     return EnvDiff(keys=keys, values=values, differing=differing)

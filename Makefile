@@ -1,0 +1,73 @@
+# ctxbench: the two commands of the quick start are `make run` and `make test`.
+# Each installs what it needs (Debian packages as root via scripts/deps.sh,
+# Python packages into .venv). Parts own their rules: engine here,
+# python/python.mk and riscv/riscv.mk for the others.
+
+SHELL := /bin/bash
+BUILD ?= build
+VENV ?= .venv
+PY := $(VENV)/bin/python
+JOBS ?= $(shell nproc)
+CMAKE_GEN := -G Ninja
+
+.PHONY: all run test deps-engine engine engine-asan test-engine test-asan cross test-cross lint format docs
+
+all: engine
+
+deps-engine:
+	@scripts/deps.sh engine
+
+# ---- engine ---------------------------------------------------------------
+engine: deps-engine
+	cmake -S engine -B $(BUILD)/engine $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release -DCTXBENCH_WERROR=ON
+	cmake --build $(BUILD)/engine -j $(JOBS)
+
+test-engine: engine
+	cd $(BUILD)/engine && ctest --output-on-failure -j $(JOBS)
+
+engine-asan: deps-engine
+	cmake -S engine -B $(BUILD)/asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DCTXBENCH_WERROR=ON -DCTXBENCH_SANITIZE=ON
+	cmake --build $(BUILD)/asan -j $(JOBS)
+
+# The engine's tests once more under AddressSanitizer + UBSan (unit tests only:
+# the fault tests kill children, which sanitizers report as noise).
+test-asan: engine-asan
+	cd $(BUILD)/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -L unit
+
+cross:
+	@scripts/deps.sh engine cross
+	for arch in aarch64 riscv64; do \
+	  cmake -S engine -B $(BUILD)/$$arch $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release -DCTXBENCH_WERROR=ON \
+	    -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/engine/cmake/toolchain-$$arch-linux.cmake -DCTXBENCH_TESTS=OFF && \
+	  cmake --build $(BUILD)/$$arch -j $(JOBS) || exit 1; \
+	done
+
+# Cross-built engines run a smoke set under qemu-user; their records must validate.
+test-cross: cross venv
+	engine/tests/cross_smoke.sh $(BUILD) $(PY)
+
+lint: venv engine
+	@echo "clang-format check"; clang-format --dry-run --Werror $$(git ls-files 'engine/*.cpp' 'engine/*.hpp' 'engine/*.h')
+	$(VENV)/bin/ruff check python bench scripts
+	$(VENV)/bin/ruff format --check python bench scripts
+	@echo "docs/probes.md is current"; $(BUILD)/engine/ctxbench-engine docs probes | diff -u docs/probes.md - \
+	  || { echo "docs/probes.md is stale: run 'make docs'"; exit 1; }
+	@$(BUILD)/engine/ctxbench-engine docs probe-names | diff -u schema/probe-names.json - \
+	  || { echo "schema/probe-names.json is stale: run 'make docs'"; exit 1; }
+
+format: venv
+	clang-format -i $$(git ls-files 'engine/*.cpp' 'engine/*.hpp' 'engine/*.h')
+	$(VENV)/bin/ruff format python bench scripts
+
+docs: engine
+	$(BUILD)/engine/ctxbench-engine docs probes > docs/probes.md
+	$(BUILD)/engine/ctxbench-engine docs probe-names > schema/probe-names.json
+
+include python/python.mk
+include riscv/riscv.mk
+
+run: python-run
+
+# pytest runs last so the closing line CI reads is pytest's summary.
+test: lint test-engine test-asan test-cross test-riscv test-python

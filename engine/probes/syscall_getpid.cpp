@@ -1,0 +1,21 @@
+// syscall.getpid: the cost of one getpid system call, made with syscall(2)
+// so that no libc can answer from a cache (glibc 2.3.4-2.24 cached getpid;
+// UnixBench and perf bench were both misled by it). A test counts the calls
+// the kernel saw with strace and compares them with the ops performed.
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "workloads.hpp"
+
+namespace {
+using namespace ctx;
+
+const Registrar registrar({
+    .name = "syscall.getpid",
+    .op = "one getpid system call through syscall(SYS_getpid), bypassing any libc cache",
+    .unit = Unit::ns,
+    .make = [](Context&) { return loop_of([] { syscall(SYS_getpid); }); },
+    .method = "lmbench lat_syscall 'null' / UnixBench syscall (raw SYS_getpid since 2020); batched and timer-corrected",
+});
+
+}  // namespace

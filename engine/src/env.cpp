@@ -1,0 +1,252 @@
+#include "env.hpp"
+
+#include <dirent.h>
+#include <gnu/libc-version.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+#include "record.hpp"
+#include "tasks.hpp"
+
+namespace ctx {
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return "";
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ' || line.back() == '\r')) line.pop_back();
+  return line;
+}
+
+namespace {
+
+std::vector<std::string> list_dir(const std::string& path) {
+  std::vector<std::string> names;
+  if (DIR* dir = opendir(path.c_str())) {
+    while (dirent* entry = readdir(dir))
+      if (entry->d_name[0] != '.') names.emplace_back(entry->d_name);
+    closedir(dir);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<int> parse_cpu_list(const std::string& text) {
+  std::vector<int> cpus;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    if (part.empty()) continue;
+    const auto dash = part.find('-');
+    try {
+      const int first = std::stoi(part.substr(0, dash));
+      const int last = dash == std::string::npos ? first : std::stoi(part.substr(dash + 1));
+      for (int c = first; c <= last; ++c) cpus.push_back(c);
+    } catch (const std::exception&) {
+    }
+  }
+  return cpus;
+}
+
+// Key: value lines of /proc/cpuinfo for the first CPU.
+std::map<std::string, std::string> cpuinfo_first() {
+  std::map<std::string, std::string> fields;
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) break;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    std::string value = colon + 1 < line.size() ? line.substr(colon + 2) : "";
+    fields[key] = value;
+  }
+  return fields;
+}
+
+nlohmann::json json_or_null(const std::string& text) {
+  return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
+}
+
+}  // namespace
+
+nlohmann::json capture_environment(const std::string& run_id, const TimerInfo& timer, const std::string& timer_note) {
+  nlohmann::json env;
+  env["schema"] = schema_version;
+  env["kind"] = "env";
+  env["run_id"] = run_id;
+  env["producer"] = {{"name", "ctxbench-engine"}, {"version", CTXBENCH_VERSION}};
+  env["started_at"] = utc_now_iso();
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  env["hostname"] = host;
+  utsname uts{};
+  uname(&uts);
+  env["arch"] = uts.machine;
+  nlohmann::json notes = nlohmann::json::array();
+
+  // CPU and topology.
+  const auto info = cpuinfo_first();
+  auto field = [&](const char* key) {
+    auto it = info.find(key);
+    return it == info.end() ? std::string() : it->second;
+  };
+  std::string model = field("model name");
+  if (model.empty()) model = field("uarch");
+  if (model.empty()) model = field("isa");
+  if (model.empty()) model = field("CPU part");
+  nlohmann::json cpu = {{"model", model.empty() ? "unknown" : model}, {"vendor", field("vendor_id")}};
+  const auto online = parse_cpu_list(read_first_line("/sys/devices/system/cpu/online"));
+  cpu["logical"] = std::max<long>(1, sysconf(_SC_NPROCESSORS_CONF));
+  cpu["online"] = online;
+  cpu["allowed"] = allowed_cpus();
+  nlohmann::json topology = nlohmann::json::array();
+  for (int c : online) {
+    const std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+    nlohmann::json t = {{"cpu", c}};
+    const std::string core = read_first_line(base + "core_id"), package = read_first_line(base + "physical_package_id");
+    if (!core.empty()) t["core"] = std::stoi(core);
+    if (!package.empty()) t["package"] = std::stoi(package);
+    const std::string siblings = read_first_line(base + "thread_siblings_list");
+    if (!siblings.empty()) t["smt_siblings"] = siblings;
+    const std::string llc =
+        read_first_line("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/cache/index3/shared_cpu_list");
+    if (!llc.empty()) t["llc_shared_with"] = llc;
+    topology.push_back(t);
+  }
+  cpu["topology"] = topology;
+  std::set<std::string> interesting = {
+      "constant_tsc", "nonstop_tsc", "tsc_known_freq", "hypervisor", "pti",  "avx",  "avx2",  "avx512f",  "xsave",
+      "xsaves",       "fsgsbase",    "pcid",           "invpcid",    "ibrs", "ibpb", "stibp", "md_clear", "rdtscp"};
+  nlohmann::json flags = nlohmann::json::array();
+  std::stringstream flag_stream(field("flags").empty() ? field("Features") : field("flags"));
+  for (std::string f; flag_stream >> f;)
+    if (interesting.count(f) || field("flags").empty()) flags.push_back(f);
+  cpu["flags"] = flags;
+  cpu["tsc"] = {{"timer", timer.source},
+                {"ns_per_tick", timer.ns_per_tick},
+                {"overhead_ns", timer.overhead_ns},
+                {"resolution_ns", timer.resolution_ns}};
+  if (!timer_note.empty()) cpu["tsc"]["note"] = timer_note;
+  env["cpu"] = cpu;
+
+  // Frequency policy and idle states.
+  const std::string cpufreq = "/sys/devices/system/cpu/cpu0/cpufreq/";
+  nlohmann::json frequency = {
+      {"driver", json_or_null(read_first_line(cpufreq + "scaling_driver"))},
+      {"governor", json_or_null(read_first_line(cpufreq + "scaling_governor"))},
+      {"epp", json_or_null(read_first_line(cpufreq + "energy_performance_preference"))},
+      {"no_turbo", json_or_null(read_first_line("/sys/devices/system/cpu/intel_pstate/no_turbo"))},
+      {"boost", json_or_null(read_first_line("/sys/devices/system/cpu/cpufreq/boost"))},
+      {"cpuidle_driver", json_or_null(read_first_line("/sys/devices/system/cpu/cpuidle/current_driver"))},
+      {"cpuidle_governor", json_or_null(read_first_line("/sys/devices/system/cpu/cpuidle/current_governor_ro"))}};
+  nlohmann::json idle_states = nlohmann::json::array();
+  for (const auto& state : list_dir("/sys/devices/system/cpu/cpu0/cpuidle"))
+    idle_states.push_back(
+        {{"name", read_first_line("/sys/devices/system/cpu/cpu0/cpuidle/" + state + "/name")},
+         {"latency_us", read_first_line("/sys/devices/system/cpu/cpu0/cpuidle/" + state + "/latency")}});
+  frequency["idle_states"] = idle_states;
+  if (frequency["driver"].is_null())
+    notes.push_back("no cpufreq driver exposed (typical in a VM): frequency policy unknown");
+  env["frequency"] = frequency;
+
+  env["kernel"] = {{"sysname", uts.sysname},
+                   {"release", uts.release},
+                   {"version", uts.version},
+                   {"cmdline", read_first_line("/proc/cmdline")},
+                   {"preempt", json_or_null(read_first_line("/sys/kernel/debug/sched/preempt"))}};
+  const std::string cs = "/sys/devices/system/clocksource/clocksource0/";
+  env["clocksource"] = {{"current", read_first_line(cs + "current_clocksource")},
+                        {"available", read_first_line(cs + "available_clocksource")}};
+
+  // Virtualization: the CPUID hypervisor bit and vendor, DMI, systemd-detect-virt, WSL.
+  nlohmann::json virt;
+  std::string detected = "none";
+#if defined(__x86_64__)
+  {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    __get_cpuid(1, &a, &b, &c, &d);
+    const bool bit = (c >> 31) & 1u;
+    virt["hypervisor_bit"] = bit;
+    if (bit) {
+      unsigned regs[4] = {};
+      __cpuid(0x40000000u, regs[0], regs[1], regs[2], regs[3]);
+      char vendor[13] = {};
+      std::memcpy(vendor, &regs[1], 4);
+      std::memcpy(vendor + 4, &regs[2], 4);
+      std::memcpy(vendor + 8, &regs[3], 4);
+      virt["hypervisor_vendor"] = std::string(vendor);
+      detected = std::string(vendor);
+    } else {
+      virt["hypervisor_vendor"] = nullptr;
+    }
+  }
+#else
+  virt["hypervisor_bit"] = nullptr;
+  virt["hypervisor_vendor"] = nullptr;
+  if (!read_first_line("/sys/hypervisor/type").empty()) detected = read_first_line("/sys/hypervisor/type");
+#endif
+  virt["dmi_product"] = json_or_null(read_first_line("/sys/class/dmi/id/product_name"));
+  virt["dmi_vendor"] = json_or_null(read_first_line("/sys/class/dmi/id/sys_vendor"));
+  std::string sdv;
+  if (access("/usr/bin/systemd-detect-virt", X_OK) == 0 || access("/bin/systemd-detect-virt", X_OK) == 0) {
+    if (FILE* pipe = popen("systemd-detect-virt 2>/dev/null", "r")) {
+      char line[128] = {};
+      if (fgets(line, sizeof line, pipe)) sdv = line;
+      pclose(pipe);
+      while (!sdv.empty() && (sdv.back() == '\n' || sdv.back() == ' ')) sdv.pop_back();
+    }
+  }
+  virt["systemd_detect_virt"] = json_or_null(sdv);
+  const std::string osrelease = read_first_line("/proc/sys/kernel/osrelease");
+  const bool wsl = osrelease.find("microsoft") != std::string::npos || osrelease.find("WSL") != std::string::npos;
+  virt["wsl"] = wsl;
+  if (wsl)
+    detected = "wsl";
+  else if (!sdv.empty() && sdv != "none")
+    detected = sdv;
+  virt["detected"] = detected;
+  env["virtualization"] = virt;
+
+  nlohmann::json mitigations = nlohmann::json::object();
+  for (const auto& name : list_dir("/sys/devices/system/cpu/vulnerabilities"))
+    mitigations[name] = read_first_line("/sys/devices/system/cpu/vulnerabilities/" + name);
+  env["mitigations"] = mitigations;
+
+  env["scheduler"] = {{"autogroup", json_or_null(read_first_line("/proc/sys/kernel/sched_autogroup_enabled"))},
+                      {"sched_ext", json_or_null(read_first_line("/sys/kernel/sched_ext/root/ops"))},
+                      {"perf_event_paranoid", json_or_null(read_first_line("/proc/sys/kernel/perf_event_paranoid"))}};
+  env["memory"] = {{"total_kib",
+                    [] {
+                      std::ifstream in("/proc/meminfo");
+                      std::string key;
+                      long value = 0;
+                      in >> key >> value;
+                      return value;
+                    }()},
+                   {"page_size", sysconf(_SC_PAGESIZE)},
+                   {"thp", json_or_null(read_first_line("/sys/kernel/mm/transparent_hugepage/enabled"))}};
+  env["libc"] = {{"name", "glibc"}, {"version", gnu_get_libc_version()}};
+  env["compiler"] = {{"id", "gcc"}, {"version", __VERSION__}};
+  env["build"] = {{"type", CTXBENCH_BUILD_TYPE},
+                  {"flags", CTXBENCH_BUILD_FLAGS},
+                  {"boost_context", CTXBENCH_HAVE_BOOST_CONTEXT == 1},
+                  {"boost_fiber", CTXBENCH_HAVE_BOOST_FIBER == 1}};
+  if (!timer_note.empty()) notes.push_back(timer_note);
+  env["notes"] = notes;
+  return env;
+}
+
+}  // namespace ctx

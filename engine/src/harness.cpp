@@ -1,0 +1,353 @@
+#include "harness.hpp"
+
+#include <fmt/format.h>
+#include <linux/perf_event.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "tasks.hpp"
+
+namespace ctx {
+
+double batch_target_ns(const HarnessOptions& options, const TimerInfo& timer) {
+  return std::max({options.min_sample_s * 1e9, 1000.0 * timer.resolution_ns, 100.0 * timer.overhead_ns});
+}
+
+std::uint64_t calibrate_batch(const std::function<double(std::uint64_t)>& timed_run, double target_ns,
+                              std::uint64_t max_iterations) {
+  std::uint64_t iterations = 1;
+  for (;;) {
+    const double elapsed = timed_run(iterations);
+    if (elapsed >= target_ns || iterations >= max_iterations) return iterations;
+    // Predict the count that reaches the target with 40% head-room, but grow
+    // at most tenfold while a batch is still under a tenth of the target
+    // (one slow first batch must not make the next one enormous).
+    double factor = elapsed > 0 ? target_ns * 1.4 / elapsed : 10.0;
+    if (elapsed < target_ns / 10) factor = std::min(factor, 10.0);
+    factor = std::max(factor, 2.0);
+    const double next = std::ceil(static_cast<double>(iterations) * factor);
+    iterations = next >= static_cast<double>(max_iterations) ? max_iterations : static_cast<std::uint64_t>(next);
+  }
+}
+
+double time_batch(Clock& clock, const TimerInfo& timer, Workload& workload, std::uint64_t iterations) {
+  workload.prepare(iterations);
+  const std::uint64_t start = clock.now();
+  workload.run(iterations);
+  const std::uint64_t end = clock.now();
+  workload.after(iterations);
+  if (interrupted_flag().load()) throw ProbeError(Reason::interrupted, "interrupted");
+  // One read's cost falls inside [start, end]: subtract it once per batch.
+  return clock.ticks_to_ns(end - start) - timer.overhead_ns;
+}
+
+std::optional<std::pair<Reason, std::string>> judge_switches(double expected, double observed, Check& check) {
+  check.expected = expected;
+  check.observed = observed;
+  check.ratio = expected > 0 ? std::optional<double>(observed / expected) : std::nullopt;
+  check.ok = expected > 0 && observed >= 0.9 * expected && observed <= 1.1 * expected;
+  if (check.ok) return std::nullopt;
+  if (expected <= 0) return std::make_pair(Reason::error, std::string("no switches were expected"));
+  if (observed < 0.9 * expected)
+    return std::make_pair(Reason::too_few_switches,
+                          fmt::format("{}: {:.0f} observed vs {:.0f} expected ({:.0f}%): a waiter did not sleep (it "
+                                      "spun or found the hand-off already done), so part of the figure is a call "
+                                      "cost, not a switch",
+                                      check.name, observed, expected, 100.0 * observed / expected));
+  return std::make_pair(Reason::too_many_switches,
+                        fmt::format("{}: {:.0f} observed vs {:.0f} expected ({:.0f}%): the primitive switches more "
+                                    "than once per hand-off; see derived.per_observed_switch_ns",
+                                    check.name, observed, expected, 100.0 * observed / expected));
+}
+
+namespace {
+
+// Restores the calling thread's affinity and policy when a variant ends.
+class AffinityGuard {
+ public:
+  AffinityGuard() { saved_ok_ = sched_getaffinity(0, sizeof saved_, &saved_) == 0; }
+  ~AffinityGuard() {
+    if (saved_ok_) sched_setaffinity(0, sizeof saved_, &saved_);
+    sched_param normal{};
+    sched_setscheduler(0, SCHED_OTHER, &normal);  // undo a variant's `policy`
+  }
+
+ private:
+  cpu_set_t saved_{};
+  bool saved_ok_ = false;
+};
+
+// Core cycles of the calling thread, where the hardware counter exists
+// (it does not in most VMs); the error says why not.
+class CycleCounter {
+ public:
+  CycleCounter() {
+    perf_event_attr attr{};
+    attr.type = PERF_TYPE_HARDWARE;
+    attr.size = sizeof attr;
+    attr.config = PERF_COUNT_HW_CPU_CYCLES;
+    attr.exclude_hv = 1;
+    fd_ = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
+    if (fd_ < 0) {
+      const int first_error = errno;
+      attr.exclude_kernel = 1;  // unprivileged users may count user cycles only
+      fd_ = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
+      if (fd_ < 0)
+        error_ = fmt::format("perf_event_open(cycles): {}", std::strerror(first_error));
+      else
+        user_only_ = true;
+    }
+  }
+  ~CycleCounter() {
+    if (fd_ >= 0) close(fd_);
+  }
+  std::optional<std::uint64_t> read_value() const {
+    std::uint64_t value = 0;
+    if (fd_ < 0 || ::read(fd_, &value, sizeof value) != sizeof value) return std::nullopt;
+    return value;
+  }
+  const std::string& error() const { return error_; }
+  bool user_only() const { return user_only_; }
+
+ private:
+  int fd_ = -1;
+  bool user_only_ = false;
+  std::string error_;
+};
+
+long counted(const SwitchCount& c, Counter counter) {
+  switch (counter) {
+    case Counter::voluntary: return c.voluntary;
+    case Counter::involuntary: return c.involuntary;
+    case Counter::any: return c.voluntary + c.involuntary;
+  }
+  return c.voluntary;
+}
+
+struct Sampled {
+  std::vector<double> per_op;
+  std::uint64_t iterations_per_sample = 0;
+  std::uint64_t total_iterations = 0;
+  bool budget_hit = false;
+};
+
+Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& workload, Clock& clock,
+               const TimerInfo& timer, const HarnessOptions& options, double ops_per_iteration,
+               const std::function<void()>& before_timed = {}) {
+  Sampled out;
+  auto timed = [&](std::uint64_t n) { return time_batch(clock, timer, workload, n); };
+  out.iterations_per_sample =
+      probe.fixed_iterations ? probe.fixed_iterations(params) : calibrate_batch(timed, batch_target_ns(options, timer));
+  for (int w = 0; w < options.warmup_samples; ++w) timed(out.iterations_per_sample);
+  if (before_timed) before_timed();
+  const std::uint64_t deadline = monotonic_raw_ns() + static_cast<std::uint64_t>(options.max_variant_s * 1e9);
+  const double ops = static_cast<double>(out.iterations_per_sample) * ops_per_iteration;
+  for (int i = 0; i < options.samples; ++i) {
+    out.per_op.push_back(timed(out.iterations_per_sample) / ops);
+    out.total_iterations += out.iterations_per_sample;
+    if (i >= 4 && monotonic_raw_ns() > deadline) {
+      out.budget_hit = true;
+      break;
+    }
+  }
+  return out;
+}
+
+void add_switch_checks(const Expectation& expectation, double ops_total, const SwitchCount& main_delta,
+                       const std::vector<TaskReport>& partners, const Summary& summary, Result& r) {
+  const double expected_main = ops_total * expectation.main_per_op;
+  const auto observed_main = static_cast<double>(counted(main_delta, expectation.counter));
+  double expected_all = expected_main, observed_all = observed_main;
+  Check main_check;
+  main_check.name = fmt::format("{}_switches.measuring_task", counter_name(expectation.counter));
+  main_check.detail = expectation.why;
+  if (auto problem = judge_switches(expected_main, observed_main, main_check))
+    r.verdict.add(Status::suspect, problem->first, problem->second);
+  r.checks.push_back(main_check);
+  if (!partners.empty() && expectation.partner_per_handoff > 0) {
+    double expected = 0, observed = 0;
+    for (const auto& p : partners) {
+      expected += static_cast<double>(p.handoffs) * expectation.partner_per_handoff;
+      observed += static_cast<double>(counted({p.voluntary, p.involuntary}, expectation.counter));
+    }
+    Check partner_check;
+    partner_check.name = fmt::format("{}_switches.partners", counter_name(expectation.counter));
+    partner_check.detail = fmt::format("{} partner task(s), over their whole life (warm-up included)", partners.size());
+    if (auto problem = judge_switches(expected, observed, partner_check))
+      r.verdict.add(Status::suspect, problem->first, problem->second);
+    r.checks.push_back(partner_check);
+    expected_all += expected;
+    observed_all += observed;
+  }
+  r.derived["involuntary_switches_measuring_task"] = main_delta.involuntary;
+  if (expected_all > 0 && observed_all > 0) {
+    const double per_expected = observed_all / expected_all;
+    r.derived["observed_switches_per_expected"] = per_expected;
+    // What one switch costs if every observed switch shares the time.
+    r.derived["per_observed_switch_ns"] = summary.median / per_expected;
+  }
+}
+
+void add_placement_check(const Placement& placement, Result& r) {
+  Check check;
+  check.name = "placement";
+  check.expected = placement.cpus.empty() ? nlohmann::json("unpinned") : nlohmann::json(placement.cpus);
+  nlohmann::json observed = {{"start", r.observed_start}, {"end", r.observed_end}};
+  check.observed = observed;
+  check.ok = true;
+  if (!placement.cpus.empty()) {
+    for (std::size_t t = 0; t < r.observed_start.size(); ++t) {
+      const int want = placement.cpus[t % placement.cpus.size()];
+      if ((r.observed_start[t] >= 0 && r.observed_start[t] != want) ||
+          (r.observed_end[t] >= 0 && r.observed_end[t] != want))
+        check.ok = false;
+    }
+    if (!check.ok)
+      r.verdict.add(Status::suspect, Reason::migrated, "a task ran on a CPU other than the one it was pinned to");
+  } else {
+    check.detail = "unpinned: the scheduler placed the tasks";
+  }
+  r.checks.push_back(check);
+}
+
+}  // namespace
+
+Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
+                   const HarnessOptions& options) {
+  Result r;
+  const std::uint64_t began = monotonic_raw_ns();
+  r.probe = probe.name;
+  r.family = probe.name.substr(0, probe.name.find('.'));
+  r.params = params;
+  for (const auto& spec : probe.params)
+    if (spec.numeric && params.count(spec.name)) r.numeric_params[spec.name] = std::stod(params.at(spec.name));
+  r.unit = probe.unit;
+  r.op = probe.op;
+  r.started_at = utc_now_iso();
+  r.timer_source = timer.source;
+  r.timer_overhead_ns = timer.overhead_ns;
+  r.timer_resolution_ns = timer.resolution_ns;
+  r.warmup_samples = options.warmup_samples;
+  auto done = [&]() -> Result {
+    r.duration_s = static_cast<double>(monotonic_raw_ns() - began) / 1e9;
+    if (r.verdict.status == Status::unsupported || r.verdict.status == Status::failed) r.summary.reset();
+    return r;
+  };
+
+  if (probe.supported) {
+    const Support support = probe.supported(params);
+    if (!support.ok) {
+      r.verdict.add(Status::unsupported, support.code, support.reason);
+      return done();
+    }
+  }
+  const auto cpus = params.find("cpus");
+  std::string why;
+  const auto placement = resolve_placement(cpus == params.end() ? "none" : cpus->second, probe.tasks(params), &why);
+  if (!placement) {
+    r.placement_requested = cpus->second;
+    r.verdict.add(Status::unsupported, Reason::placement_unavailable, why);
+    return done();
+  }
+  r.placement_requested = placement->requested;
+  r.placement_cpus = placement->cpus;
+
+  AffinityGuard restore_affinity;
+  Context ctx(params, *placement, options.quick);
+  try {
+    ctx.pin(0);
+    const int main_cpu_start = current_cpu();
+    const double ops_per_iteration = probe.ops_per_iteration(params);
+    auto workload = probe.make(ctx);
+    SwitchCount before{};
+    std::optional<std::uint64_t> cycles_before;
+    CycleCounter cycles;
+    Sampled measured = sample(probe, params, *workload, clock, timer, options, ops_per_iteration, [&] {
+      before = thread_switches();
+      cycles_before = cycles.read_value();
+    });
+    const SwitchCount after = thread_switches();
+    const auto cycles_after = cycles.read_value();
+    const int main_cpu_end = current_cpu();
+    const std::vector<TaskReport> partners = workload->finish();
+    r.samples = measured.per_op;
+    r.ops_per_sample = static_cast<std::uint64_t>(
+        std::llround(static_cast<double>(measured.iterations_per_sample) * ops_per_iteration));
+    if (r.ops_per_sample == 0) r.ops_per_sample = 1;
+    const double ops_total = static_cast<double>(measured.total_iterations) * ops_per_iteration;
+    if (measured.budget_hit)
+      r.notes.push_back(fmt::format("sampling stopped after {} samples: the variant's time budget ({:.0f} s) ran out",
+                                    measured.per_op.size(), options.max_variant_s));
+
+    r.observed_start.assign(static_cast<std::size_t>(probe.tasks(params)), -1);
+    r.observed_end = r.observed_start;
+    r.observed_start[0] = main_cpu_start;
+    r.observed_end[0] = main_cpu_end;
+    for (const auto& p : partners) {
+      if (p.task > 0 && static_cast<std::size_t>(p.task) < r.observed_start.size()) {
+        r.observed_start[static_cast<std::size_t>(p.task)] = p.cpu_start;
+        r.observed_end[static_cast<std::size_t>(p.task)] = p.cpu_end;
+      }
+    }
+    if (probe.make_baseline) {
+      auto baseline = probe.make_baseline(ctx);
+      Sampled base = sample(probe, params, *baseline, clock, timer, options, probe.baseline_ops_per_iteration(params));
+      baseline->finish();
+      Baseline b;
+      b.name = probe.baseline;
+      b.probe = probe.name + ".baseline";
+      b.summary = summarize(base.per_op);
+      b.value = b.summary->median;
+      b.unit = Unit::ns;
+      r.baseline = b;
+    }
+
+    const Summary summary = summarize(r.samples);
+    r.summary = summary;
+    r.timer_corrected = true;
+    if (probe.expects) {
+      if (auto expectation = probe.expects(params))
+        add_switch_checks(*expectation, ops_total,
+                          {after.voluntary - before.voluntary, after.involuntary - before.involuntary}, partners,
+                          summary, r);
+    }
+    add_placement_check(*placement, r);
+    const double shortest_batch_ns = summary.min * static_cast<double>(r.ops_per_sample);
+    if (timer.resolution_ns > 0 && shortest_batch_ns < 100 * timer.resolution_ns)
+      r.verdict.add(Status::suspect, Reason::timer_quantization,
+                    fmt::format("the shortest batch lasted {:.0f} ns, under 100x the timer's resolution ({:.1f} ns)",
+                                shortest_batch_ns, timer.resolution_ns));
+    if (r.baseline && summary.median - r.baseline->value <= 0)
+      r.verdict.add(Status::suspect, Reason::nonpositive_after_baseline,
+                    fmt::format("the baseline ({:.1f} ns) is not below the result ({:.1f} ns): the figure is the "
+                                "primitive's own cost, and the difference is noise",
+                                r.baseline->value, summary.median));
+    if (clock.counts_ticks()) r.derived["tsc_ticks_per_op"] = summary.median / timer.ns_per_tick;
+    if (cycles_before && cycles_after && ops_total > 0) {
+      r.derived["core_cycles_per_op"] = static_cast<double>(*cycles_after - *cycles_before) / ops_total;
+      if (cycles.user_only()) r.derived["core_cycles_scope"] = "user mode only (perf_event_paranoid)";
+    } else {
+      r.derived["core_cycles_per_op"] = nullptr;
+      r.derived["core_cycles_unavailable"] = cycles.error().empty() ? "counter read failed" : cycles.error();
+    }
+    if (probe.unit == Unit::msgs_per_s) {
+      // The samples were ns per message; the unit asked for is a rate.
+      r.derived["median_ns_per_msg"] = summary.median;
+      for (double& v : r.samples) v = 1e9 / v;
+      r.summary = summarize(r.samples);
+    }
+    workload->annotate(r);
+  } catch (const ProbeError& e) {
+    r.verdict.add(e.status, e.code, e.what());
+  } catch (const std::exception& e) {
+    r.verdict.add(Status::failed, Reason::error, e.what());
+  }
+  return done();
+}
+
+}  // namespace ctx

@@ -1,0 +1,52 @@
+// The harness owns time. For one probe variant it pins the tasks, builds the
+// workload, calibrates the batch size, warms up, takes timed samples,
+// subtracts the timer's own cost, divides into per-operation figures, runs
+// the baseline the same way, checks the kernel's switch counts and the CPUs
+// the tasks ran on, and returns a finished Result. It never prints.
+//
+// Batch calibration follows Google Benchmark's iteration prediction: start at
+// one iteration and grow by the ratio of the target to the time taken (x1.4
+// head-room, at most x10 per step) until one batch lasts the target, which is
+// the larger of --min-time and 1000x the timer's resolution and 100x a read's
+// cost. lmbench's linearity search is more thorough but costs seconds per
+// probe; the prediction reaches the target in a few steps, and the
+// quantization check below flags a sample that still came out too short.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "registry.hpp"
+#include "timer.hpp"
+
+namespace ctx {
+
+struct HarnessOptions {
+  int samples = 30;
+  int warmup_samples = 2;
+  double min_sample_s = 0.01;   // a batch lasts at least this long
+  double max_variant_s = 20.0;  // sampling stops early past this budget
+  bool quick = false;
+};
+
+// Target duration of one batch, in ns.
+double batch_target_ns(const HarnessOptions& options, const TimerInfo& timer);
+
+// Grows the iteration count until `timed_run(k)` (ns) reaches `target_ns`.
+// Pure given its callback, so it is tested with a fake clock.
+std::uint64_t calibrate_batch(const std::function<double(std::uint64_t)>& timed_run, double target_ns,
+                              std::uint64_t max_iterations = 1ull << 40);
+
+// Times one batch of `iterations` with `clock`; returns ns, timer-corrected.
+double time_batch(Clock& clock, const TimerInfo& timer, Workload& workload, std::uint64_t iterations);
+
+// Runs one variant (a probe with one value per parameter) to a finished record.
+Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
+                   const HarnessOptions& options);
+
+// Verdict from observed vs expected switches (pure, tested on known counts).
+// Fills `check`; returns the reason when outside 90%..110%.
+std::optional<std::pair<Reason, std::string>> judge_switches(double expected, double observed, Check& check);
+
+}  // namespace ctx

@@ -1,0 +1,168 @@
+#include "record.hpp"
+
+#include <fmt/format.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <random>
+
+namespace ctx {
+
+const char* unit_name(Unit unit) {
+  switch (unit) {
+    case Unit::ns: return "ns";
+    case Unit::cycles: return "cycles";
+    case Unit::instructions: return "instructions";
+    case Unit::msgs_per_s: return "msgs/s";
+  }
+  return "ns";
+}
+
+const char* status_name(Status status) {
+  switch (status) {
+    case Status::ok: return "ok";
+    case Status::suspect: return "suspect";
+    case Status::unsupported: return "unsupported";
+    case Status::failed: return "failed";
+  }
+  return "failed";
+}
+
+const char* reason_name(Reason reason) {
+  switch (reason) {
+    case Reason::too_few_switches: return "too_few_switches";
+    case Reason::too_many_switches: return "too_many_switches";
+    case Reason::migrated: return "migrated";
+    case Reason::placement_unavailable: return "placement_unavailable";
+    case Reason::nonpositive_after_baseline: return "nonpositive_after_baseline";
+    case Reason::high_spread: return "high_spread";
+    case Reason::timer_quantization: return "timer_quantization";
+    case Reason::not_supported_here: return "not_supported_here";
+    case Reason::permission_denied: return "permission_denied";
+    case Reason::built_without: return "built_without";
+    case Reason::child_failed: return "child_failed";
+    case Reason::timeout: return "timeout";
+    case Reason::interrupted: return "interrupted";
+    case Reason::error: return "error";
+  }
+  return "error";
+}
+
+void Verdict::add(Status at_least, Reason reason, std::string detail) {
+  auto rank = [](Status s) {
+    switch (s) {
+      case Status::ok: return 0;
+      case Status::suspect: return 1;
+      case Status::unsupported: return 2;
+      case Status::failed: return 3;
+    }
+    return 3;
+  };
+  if (rank(at_least) > rank(status)) status = at_least;
+  reasons.emplace_back(reason, std::move(detail));
+}
+
+nlohmann::json summary_to_json(const Summary& s) {
+  nlohmann::json j = {{"n", s.n},           {"min", s.min}, {"median", s.median}, {"mean", s.mean},
+                      {"stddev", s.stddev}, {"p90", s.p90}, {"p99", s.p99},       {"max", s.max}};
+  if (s.median_ci) {
+    j["median_ci"] = {{"low", s.median_ci->low},
+                      {"high", s.median_ci->high},
+                      {"level", s.median_ci->level},
+                      {"method", s.median_ci->method}};
+  } else {
+    j["median_ci"] = nullptr;
+  }
+  return j;
+}
+
+nlohmann::json result_to_json(const Result& r) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [key, value] : r.params) {
+    auto numeric = r.numeric_params.find(key);
+    if (numeric != r.numeric_params.end())
+      params[key] = numeric->second;
+    else
+      params[key] = value;
+  }
+  nlohmann::json j = {
+      {"schema", schema_version}, {"kind", "result"}, {"run_id", r.run_id},        {"probe", r.probe},
+      {"family", r.family},       {"params", params}, {"unit", unit_name(r.unit)}, {"op", r.op},
+  };
+  if (r.ops_per_sample > 0) j["ops_per_sample"] = r.ops_per_sample;
+  j["warmup_samples"] = r.warmup_samples;
+  j["samples"] = r.samples;
+  j["summary"] = r.summary ? summary_to_json(*r.summary) : nlohmann::json(nullptr);
+  if (r.baseline) {
+    nlohmann::json b = {
+        {"name", r.baseline->name}, {"value", r.baseline->value}, {"unit", unit_name(r.baseline->unit)}};
+    if (!r.baseline->probe.empty()) b["probe"] = r.baseline->probe;
+    if (r.baseline->summary) b["summary"] = summary_to_json(*r.baseline->summary);
+    j["baseline"] = b;
+  } else {
+    j["baseline"] = nullptr;
+  }
+  if (r.baseline && r.summary) {
+    const double median = r.summary->median - r.baseline->value;
+    const double minimum = r.summary->min - (r.baseline->summary ? r.baseline->summary->min : r.baseline->value);
+    j["corrected"] = {{"median", median},
+                      {"min", minimum},
+                      {"p99", r.summary->p99 - r.baseline->value},
+                      {"nonpositive", median <= 0}};
+  } else {
+    j["corrected"] = nullptr;
+  }
+  j["derived"] = r.derived;
+  j["timer"] = {
+      {"source", r.timer_source.empty() ? std::string("none") : r.timer_source},
+      {"overhead_ns", r.timer_overhead_ns ? nlohmann::json(*r.timer_overhead_ns) : nlohmann::json(nullptr)},
+      {"resolution_ns", r.timer_resolution_ns ? nlohmann::json(*r.timer_resolution_ns) : nlohmann::json(nullptr)},
+      {"corrected", r.timer_corrected}};
+  nlohmann::json placement = {{"requested", r.placement_requested}};
+  placement["cpus"] = r.placement_cpus;
+  if (!r.observed_start.empty()) placement["observed_start"] = r.observed_start;
+  if (!r.observed_end.empty()) placement["observed_end"] = r.observed_end;
+  j["placement"] = placement;
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& c : r.checks) {
+    nlohmann::json cj = {{"name", c.name}, {"ok", c.ok}};
+    if (!c.expected.is_null()) cj["expected"] = c.expected;
+    if (!c.observed.is_null()) cj["observed"] = c.observed;
+    if (c.ratio) cj["ratio"] = *c.ratio;
+    if (!c.detail.empty()) cj["detail"] = c.detail;
+    checks.push_back(cj);
+  }
+  j["checks"] = checks;
+  nlohmann::json reasons = nlohmann::json::array();
+  for (const auto& [code, detail] : r.verdict.reasons)
+    reasons.push_back({{"code", reason_name(code)}, {"detail", detail}});
+  j["verdict"] = {{"status", status_name(r.verdict.status)}, {"reasons", reasons}};
+  if (!r.started_at.empty()) j["started_at"] = r.started_at;
+  j["duration_s"] = r.duration_s;
+  j["source"] = "engine";
+  if (!r.notes.empty()) j["notes"] = r.notes;
+  return j;
+}
+
+std::string utc_now_iso() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  tm utc{};
+  gmtime_r(&ts.tv_sec, &utc);
+  char buffer[32];
+  strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
+std::string new_run_id() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  tm utc{};
+  gmtime_r(&ts.tv_sec, &utc);
+  char stamp[32];
+  strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  std::random_device entropy;
+  return fmt::format("{}-{:08x}", stamp, entropy() ^ static_cast<unsigned>(getpid()));
+}
+
+}  // namespace ctx

@@ -1,0 +1,105 @@
+// The record: one per probe variant, the engine's only output contract.
+// Field meanings live in schema/record.schema.json (schema version 1); this
+// file builds the JSON and nothing else. Changing a field means changing the
+// schema and both sides' tests in the same commit.
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "stats.hpp"
+
+namespace ctx {
+
+inline constexpr int schema_version = 1;
+
+enum class Unit { ns, cycles, instructions, msgs_per_s };
+const char* unit_name(Unit unit);
+
+enum class Status { ok, suspect, unsupported, failed };
+const char* status_name(Status status);
+
+// The closed set of reasons a verdict is not plain `ok` (the schema's enum).
+enum class Reason {
+  too_few_switches,
+  too_many_switches,
+  migrated,
+  placement_unavailable,
+  nonpositive_after_baseline,
+  high_spread,
+  timer_quantization,
+  not_supported_here,
+  permission_denied,
+  built_without,
+  child_failed,
+  timeout,
+  interrupted,
+  error,
+};
+const char* reason_name(Reason reason);
+
+using Params = std::map<std::string, std::string>;
+
+struct Check {
+  std::string name;
+  nlohmann::json expected;
+  nlohmann::json observed;
+  std::optional<double> ratio;
+  bool ok = true;
+  std::string detail;
+};
+
+struct Baseline {
+  std::string name;
+  std::string probe;
+  double value = 0;
+  Unit unit = Unit::ns;
+  std::optional<Summary> summary;
+};
+
+struct Verdict {
+  Status status = Status::ok;
+  std::vector<std::pair<Reason, std::string>> reasons;
+  // Worsens the status (ok < suspect < failed; unsupported stands alone) and adds the reason.
+  void add(Status at_least, Reason reason, std::string detail);
+};
+
+struct Result {
+  std::string run_id;
+  std::string probe;
+  std::string family;
+  Params params;
+  std::map<std::string, double> numeric_params;  // params whose values are numbers
+  Unit unit = Unit::ns;
+  std::string op;
+  std::uint64_t ops_per_sample = 0;
+  int warmup_samples = 0;
+  std::vector<double> samples;
+  std::optional<Summary> summary;
+  std::optional<Baseline> baseline;
+  nlohmann::json derived = nlohmann::json::object();
+  std::string timer_source;
+  std::optional<double> timer_overhead_ns;
+  std::optional<double> timer_resolution_ns;
+  bool timer_corrected = false;
+  std::string placement_requested = "none";
+  std::vector<int> placement_cpus;
+  std::vector<int> observed_start;
+  std::vector<int> observed_end;
+  std::vector<Check> checks;
+  Verdict verdict;
+  std::string started_at;
+  double duration_s = 0;
+  std::vector<std::string> notes;
+};
+
+nlohmann::json summary_to_json(const Summary& summary);
+nlohmann::json result_to_json(const Result& result);
+
+std::string utc_now_iso();
+std::string new_run_id();
+
+}  // namespace ctx

@@ -1,0 +1,92 @@
+#include "registry.hpp"
+
+#include <algorithm>
+#include <regex>
+#include <stdexcept>
+
+namespace ctx {
+
+namespace {
+std::vector<ProbeDescriptor>& registry_storage() {
+  static std::vector<ProbeDescriptor> probes;
+  return probes;
+}
+}  // namespace
+
+const char* counter_name(Counter counter) {
+  switch (counter) {
+    case Counter::voluntary: return "voluntary";
+    case Counter::involuntary: return "involuntary";
+    case Counter::any: return "voluntary+involuntary";
+  }
+  return "voluntary";
+}
+
+void register_probe(ProbeDescriptor descriptor) {
+  auto& probes = registry_storage();
+  if (!descriptor.ops_per_iteration) descriptor.ops_per_iteration = constant(1);
+  if (descriptor.make_baseline && !descriptor.baseline_ops_per_iteration)
+    descriptor.baseline_ops_per_iteration = constant(1);
+  if (!descriptor.tasks) descriptor.tasks = [](const Params&) { return 1; };
+  auto position = std::lower_bound(probes.begin(), probes.end(), descriptor.name,
+                                   [](const ProbeDescriptor& p, const std::string& n) { return p.name < n; });
+  if (position != probes.end() && position->name == descriptor.name)
+    throw std::logic_error("probe registered twice: " + descriptor.name);
+  probes.insert(position, std::move(descriptor));
+}
+
+const std::vector<ProbeDescriptor>& all_probes() { return registry_storage(); }
+
+const ProbeDescriptor* find_probe(const std::string& name) {
+  for (const auto& p : registry_storage())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+ParamSpec cpus_param() {
+  return {"cpus", {"same", "cross", "any"}, {}, "same: all tasks pinned to one CPU; cross: to two CPUs; any: unpinned"};
+}
+
+ParamSpec between_param() {
+  return {"between", {"threads", "processes"}, {}, "the tasks are threads of one process, or processes"};
+}
+
+ParamSpec policy_param() {
+  return {"policy",
+          {"batch", "normal"},
+          {"batch"},
+          "scheduling policy of every task. batch (SCHED_BATCH): a woken task does not preempt its waker, so each "
+          "side sleeps in its wait and every switch is voluntary, the classic model. normal (SCHED_OTHER): the "
+          "wakee may preempt the waker at once, which turns half the switches involuntary (same count in all)"};
+}
+
+Expectation switch_expectation(const Params& params, const std::string& wait) {
+  const auto policy = params.find("policy");
+  if (policy != params.end() && policy->second == "normal")
+    return {Counter::any, 0.5, 1,
+            "each side switches out once per round trip (two switches): a sleep in " + wait +
+                " or a preemption by the task it woke"};
+  return {Counter::voluntary, 0.5, 1, "each side sleeps in " + wait + " once per round trip (two switches)"};
+}
+
+std::string descriptor_problems(const ProbeDescriptor& d) {
+  std::string problems;
+  auto missing = [&](const char* what) { problems += std::string(problems.empty() ? "" : ", ") + what; };
+  static const std::regex name_pattern("^[a-z][a-z0-9_]*(\\.[a-z0-9_]+)+$");
+  if (!std::regex_match(d.name, name_pattern)) missing("name is not family.variant");
+  if (d.op.size() < 8) missing("op (what one operation is)");
+  if (!d.make) missing("make (the workload)");
+  if (d.make_baseline && d.baseline.empty()) missing("baseline description");
+  if (!d.make_baseline && !d.baseline.empty()) missing("make_baseline");
+  if (d.method.empty()) missing("method (where it comes from)");
+  for (const auto& p : d.params) {
+    if (p.values.empty()) missing("values of a parameter");
+    if (p.help.empty()) missing("help of a parameter");
+    for (const auto& r : p.runs)
+      if (!p.open_ended && std::find(p.values.begin(), p.values.end(), r) == p.values.end())
+        missing("default run value not among allowed values");
+  }
+  return problems;
+}
+
+}  // namespace ctx

@@ -1,0 +1,133 @@
+// The probe registry. A probe is one file under engine/probes/ that fills a
+// ProbeDescriptor and registers it with a static Registrar; `list`,
+// docs/probes.md and schema/probe-names.json are generated from here.
+// A descriptor says what one operation is, its unit, its parameters, its
+// baseline, what the kernel should count, and whether it runs here. The
+// harness owns time; a probe's Workload owns only its operation.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "record.hpp"
+
+namespace ctx {
+
+class Context;
+
+struct ParamSpec {
+  std::string name;
+  std::vector<std::string> values;  // every allowed value
+  std::vector<std::string> runs;    // values run by default (empty: all of `values`)
+  std::string help;
+  bool numeric = false;     // values are integers, recorded as numbers
+  bool open_ended = false;  // numeric values outside `values` are accepted too
+};
+
+enum class Counter { voluntary, involuntary, any };
+const char* counter_name(Counter counter);
+
+// What getrusage should show if the operation really switches.
+struct Expectation {
+  Counter counter = Counter::voluntary;
+  double main_per_op = 0;          // switches the measuring task makes per op
+  double partner_per_handoff = 0;  // switches a partner makes per hand-off it serves
+  std::string why;                 // one sentence: where the switches come from
+};
+
+struct Support {
+  bool ok = true;
+  Reason code = Reason::not_supported_here;
+  std::string reason;
+  static Support yes() { return {}; }
+  static Support no(Reason code, std::string reason) { return {false, code, std::move(reason)}; }
+};
+
+// What a partner task (thread or process) saw over its life.
+struct TaskReport {
+  int task = 0;
+  int cpu_start = -1;
+  int cpu_end = -1;
+  long voluntary = 0;
+  long involuntary = 0;
+  std::uint64_t handoffs = 0;
+};
+
+// Thrown by a workload when the operation cannot go on; the harness records
+// the variant as failed (or unsupported) with this reason and moves on.
+struct ProbeError : std::runtime_error {
+  ProbeError(Reason reason, const std::string& detail, Status at_least = Status::failed)
+      : std::runtime_error(detail), code(reason), status(at_least) {}
+  Reason code;
+  Status status;
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  // Untimed, before each timed batch (e.g. map fresh pages to fault on).
+  virtual void prepare(std::uint64_t /*iterations*/) {}
+  // Timed: perform `iterations` iterations of the operation.
+  virtual void run(std::uint64_t iterations) = 0;
+  // Untimed, after each timed batch (e.g. unmap those pages).
+  virtual void after(std::uint64_t /*iterations*/) {}
+  // Stops partner tasks and reports what they saw; called once, after sampling.
+  virtual std::vector<TaskReport> finish() { return {}; }
+  // Adds probe-specific derived figures, checks or notes to the record.
+  virtual void annotate(Result& /*result*/) {}
+};
+
+using WorkloadFactory = std::function<std::unique_ptr<Workload>(Context&)>;
+
+struct ProbeDescriptor {
+  std::string name;  // family.variant
+  std::string op;    // what one operation is, in one sentence
+  Unit unit = Unit::ns;
+  // Operations in one iteration of Workload::run, e.g. 2 when one iteration
+  // is a round trip and one op is one switch. A function when it depends on
+  // the parameters (a ring of N processes makes N switches per lap).
+  std::function<double(const Params&)> ops_per_iteration;
+  std::vector<ParamSpec> params;
+  std::string baseline;  // what is subtracted, in words; empty: nothing
+  WorkloadFactory make;
+  WorkloadFactory make_baseline;  // null when there is no baseline
+  std::function<double(const Params&)> baseline_ops_per_iteration;
+  std::function<std::optional<Expectation>(const Params&)> expects;  // null: not a switch probe
+  std::function<Support(const Params&)> supported;                   // null: always
+  // Tasks the probe runs (the measuring one included), for placement.
+  std::function<int(const Params&)> tasks;
+  // Fixed iterations per sample instead of calibration (switch.burst).
+  std::function<std::uint64_t(const Params&)> fixed_iterations;
+  std::string method;  // where the method comes from, for docs/probes.md
+};
+
+void register_probe(ProbeDescriptor descriptor);
+const std::vector<ProbeDescriptor>& all_probes();
+const ProbeDescriptor* find_probe(const std::string& name);
+
+struct Registrar {
+  explicit Registrar(ProbeDescriptor descriptor) { register_probe(std::move(descriptor)); }
+};
+
+// Helpers for the descriptor's function fields.
+inline std::function<double(const Params&)> constant(double value) {
+  return [value](const Params&) { return value; };
+}
+ParamSpec cpus_param();     // same | cross | any
+ParamSpec between_param();  // threads | processes
+ParamSpec policy_param();   // batch | normal (scheduling policy of every task)
+
+// The expectation of a two-task ping-pong where one op is one switch: each
+// task switches once per round trip (two ops). Under policy batch each switch
+// is a voluntary sleep in `wait`; under normal the wakee may preempt its
+// waker, so both counters together are checked.
+Expectation switch_expectation(const Params& params, const std::string& wait);
+
+// Checks a descriptor is complete; returns what is missing ("" when complete).
+std::string descriptor_problems(const ProbeDescriptor& descriptor);
+
+}  // namespace ctx

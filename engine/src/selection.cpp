@@ -1,0 +1,123 @@
+#include "selection.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+
+namespace ctx {
+
+std::vector<std::string> split_list(const std::string& text, const std::string& option) {
+  std::vector<std::string> values;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty())
+      throw UsageError(fmt::format("{}: empty value in '{}'; give a comma-separated list such as a,b", option, text));
+    values.push_back(item);
+  }
+  if (values.empty()) throw UsageError(fmt::format("{}: no value given; give a comma-separated list", option));
+  return values;
+}
+
+void add_param_choice(Selection& selection, const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError(fmt::format("--param: '{}' is not NAME=VALUE[,VALUE]; write e.g. --param procs=2,8", text));
+  selection.choices[text.substr(0, eq)] = split_list(text.substr(eq + 1), "--param " + text.substr(0, eq));
+}
+
+bool probe_matches(const std::string& pattern, const std::string& name) {
+  if (pattern.find_first_of("*?[") == std::string::npos) return name == pattern || name.rfind(pattern + ".", 0) == 0;
+  return fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
+}
+
+namespace {
+bool is_integer(const std::string& text) {
+  if (text.empty()) return false;
+  return std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+}  // namespace
+
+std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Selection& selection) {
+  std::vector<const ProbeDescriptor*> chosen;
+  if (selection.patterns.empty()) {
+    for (const auto& p : probes) chosen.push_back(&p);
+  } else {
+    for (const auto& pattern : selection.patterns) {
+      bool any = false;
+      for (const auto& p : probes) {
+        if (!probe_matches(pattern, p.name)) continue;
+        any = true;
+        if (std::find(chosen.begin(), chosen.end(), &p) == chosen.end()) chosen.push_back(&p);
+      }
+      if (!any)
+        throw UsageError(fmt::format("unknown probe '{}'; run 'ctxbench-engine list' to see the probe names", pattern));
+    }
+  }
+  // A --param for a name no chosen probe has is a typo, not a no-op.
+  for (const auto& [name, values] : selection.choices) {
+    bool known = false;
+    for (const auto* p : chosen)
+      for (const auto& spec : p->params) known = known || spec.name == name;
+    if (!known)
+      throw UsageError(
+          fmt::format("parameter '{}' belongs to none of the chosen probes; see 'ctxbench-engine list'", name));
+  }
+  std::vector<Variant> variants;
+  for (const auto* p : chosen) {
+    std::vector<Params> combos(1);
+    for (const auto& spec : p->params) {
+      std::vector<std::string> values = spec.runs.empty() ? spec.values : spec.runs;
+      if (auto choice = selection.choices.find(spec.name); choice != selection.choices.end()) {
+        values = choice->second;
+        for (const auto& v : values) {
+          const bool listed = std::find(spec.values.begin(), spec.values.end(), v) != spec.values.end();
+          const bool accepted = listed || (spec.open_ended && spec.numeric && is_integer(v) && std::stol(v) > 0);
+          if (!accepted)
+            throw UsageError(fmt::format("{}={}: not allowed for {}; allowed: {}{}", spec.name, v, p->name,
+                                         fmt::join(spec.values, ", "),
+                                         spec.open_ended ? " (or another positive whole number)" : ""));
+        }
+      }
+      std::vector<Params> next;
+      for (const auto& combo : combos)
+        for (const auto& v : values) {
+          Params extended = combo;
+          extended[spec.name] = v;
+          next.push_back(extended);
+        }
+      combos = std::move(next);
+    }
+    for (auto& combo : combos) variants.push_back({p, std::move(combo)});
+  }
+  return variants;
+}
+
+long parse_positive(const std::string& text, const std::string& option, long max) {
+  errno = 0;
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE)
+    throw UsageError(fmt::format("{}: '{}' is not a whole number; give one from 1 to {}", option, text, max));
+  if (value < 1 || value > max)
+    throw UsageError(fmt::format("{}: {} is out of range; give a whole number from 1 to {}", option, value, max));
+  return value;
+}
+
+double parse_seconds(const std::string& text, const std::string& option) {
+  errno = 0;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !(value > 0) || value > 3600)
+    throw UsageError(
+        fmt::format("{}: '{}' is not a duration in seconds; give a number above 0 such as 0.01", option, text));
+  return value;
+}
+
+}  // namespace ctx

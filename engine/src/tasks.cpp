@@ -1,0 +1,312 @@
+#include "tasks.hpp"
+
+#include <errno.h>
+#include <fmt/format.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "timer.hpp"
+
+namespace ctx {
+
+// ---- placement --------------------------------------------------------------
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  return cpus;
+}
+
+int current_cpu() { return sched_getcpu(); }
+
+bool pin_current_thread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+void set_thread_policy(const std::string& policy) {
+  sched_param param{};
+  const int wanted = policy == "batch" ? SCHED_BATCH : SCHED_OTHER;
+  if (sched_setscheduler(0, wanted, &param) != 0) throw_errno("sched_setscheduler(" + policy + ")");
+}
+
+std::optional<int> Placement::cpu_for(int task) const {
+  if (cpus.empty()) return std::nullopt;
+  return cpus[static_cast<std::size_t>(task) % cpus.size()];
+}
+
+std::optional<Placement> resolve_placement(const std::string& requested, int tasks, std::string* why) {
+  Placement placement;
+  placement.requested = requested;
+  if (requested == "any" || requested == "none") return placement;
+  const std::vector<int> cpus = allowed_cpus();
+  if (cpus.empty()) {
+    *why = "sched_getaffinity failed, so no CPU can be chosen";
+    return std::nullopt;
+  }
+  if (requested == "same") {
+    placement.cpus.assign(static_cast<std::size_t>(tasks), cpus.front());
+    return placement;
+  }
+  if (requested == "cross") {
+    if (cpus.size() < 2) {
+      *why = fmt::format(
+          "--cpus cross needs two CPUs but only CPU {} is allowed (affinity mask); run without taskset "
+          "or allow a second CPU",
+          cpus.front());
+      return std::nullopt;
+    }
+    // Tasks alternate between two CPUs, so every hand-off crosses CPUs.
+    for (int t = 0; t < tasks; ++t) placement.cpus.push_back(cpus[static_cast<std::size_t>(t % 2)]);
+    return placement;
+  }
+  *why = fmt::format("unknown placement '{}'", requested);
+  return std::nullopt;
+}
+
+const std::string& Context::param(const std::string& name) const {
+  auto it = params_.find(name);
+  if (it == params_.end()) throw std::logic_error("probe asked for undeclared parameter " + name);
+  return it->second;
+}
+
+long Context::param_int(const std::string& name) const { return std::stol(param(name)); }
+
+void Context::pin(int task) const {
+  if (auto policy = params_.find("policy"); policy != params_.end()) set_thread_policy(policy->second);
+  if (auto cpu = placement_.cpu_for(task)) {
+    if (!pin_current_thread(*cpu))
+      throw ProbeError(Reason::placement_unavailable,
+                       fmt::format("cannot pin task {} to CPU {}: {}", task, *cpu, std::strerror(errno)),
+                       Status::unsupported);
+  }
+}
+
+// ---- children -------------------------------------------------------------------
+namespace {
+std::mutex children_mutex;
+std::set<pid_t>& children() {
+  static std::set<pid_t> pids;
+  return pids;
+}
+}  // namespace
+
+void track_child(pid_t pid) {
+  std::lock_guard lock(children_mutex);
+  children().insert(pid);
+}
+
+void untrack_child(pid_t pid) {
+  std::lock_guard lock(children_mutex);
+  children().erase(pid);
+}
+
+void kill_and_reap_children() {
+  std::lock_guard lock(children_mutex);
+  for (pid_t pid : children()) kill(pid, SIGKILL);
+  for (pid_t pid : children()) waitpid(pid, nullptr, 0);
+  children().clear();
+}
+
+std::atomic<bool>& interrupted_flag() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+pid_t fork_tracked() {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // the engine died before the prctl
+    return 0;
+  }
+  if (pid > 0) track_child(pid);
+  return pid;
+}
+
+// ---- switch counts ---------------------------------------------------------------
+SwitchCount thread_switches() {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return {usage.ru_nvcsw, usage.ru_nivcsw};
+}
+
+Between parse_between(const std::string& value) {
+  if (value == "threads") return Between::threads;
+  if (value == "processes") return Between::processes;
+  throw std::invalid_argument("between must be threads or processes, not " + value);
+}
+
+// ---- shared memory ---------------------------------------------------------------
+SharedMemory::SharedMemory(std::size_t bytes) : bytes_(bytes) {
+  data_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (data_ == MAP_FAILED) {
+    data_ = nullptr;
+    throw_errno("mmap of shared memory");
+  }
+}
+
+SharedMemory::~SharedMemory() {
+  if (data_) munmap(data_, bytes_);
+}
+
+// ---- partner ------------------------------------------------------------------------
+struct Partner::Slot {
+  TaskReport report;
+  std::atomic<int> state;  // 0 running, 1 done, 2 failed
+  char error[256];
+};
+
+namespace {
+void run_partner_body(const Context& ctx, int task, const std::function<std::uint64_t()>& body, TaskReport& report,
+                      std::atomic<int>& state, char* error, std::size_t error_size) {
+  try {
+    ctx.pin(task);
+    report.task = task;
+    report.cpu_start = current_cpu();
+    const SwitchCount before = thread_switches();
+    report.handoffs = body();
+    const SwitchCount after = thread_switches();
+    report.cpu_end = current_cpu();
+    report.voluntary = after.voluntary - before.voluntary;
+    report.involuntary = after.involuntary - before.involuntary;
+    state.store(1);
+  } catch (const std::exception& e) {
+    std::snprintf(error, error_size, "%s", e.what());
+    state.store(2);
+  }
+}
+}  // namespace
+
+Partner::Partner(const Context& ctx, int task, Between between, std::function<std::uint64_t()> body,
+                 std::vector<int> close_in_child, std::vector<int> close_in_parent)
+    : shared_(sizeof(Slot)), slot_(new (shared_.data()) Slot{}) {
+  if (between == Between::threads) {
+    auto* thread = new std::thread([this, &ctx, task, body = std::move(body)] {
+      // Signals belong to the engine's main thread and monitor, not partners.
+      sigset_t all;
+      sigfillset(&all);
+      pthread_sigmask(SIG_BLOCK, &all, nullptr);
+      run_partner_body(ctx, task, body, slot_->report, slot_->state, slot_->error, sizeof slot_->error);
+    });
+    thread_ = thread;
+    return;
+  }
+  pid_ = fork_tracked();
+  if (pid_ < 0) throw_errno("fork of a partner process");
+  if (pid_ == 0) {
+    for (int fd : close_in_child) close(fd);
+    run_partner_body(ctx, task, body, slot_->report, slot_->state, slot_->error, sizeof slot_->error);
+    _exit(slot_->state.load() == 1 ? 0 : 1);
+  }
+  for (int fd : close_in_parent) close(fd);
+}
+
+Partner::~Partner() {
+  if (joined_) return;
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    untrack_child(pid_);
+  }
+  if (thread_) {
+    auto* thread = static_cast<std::thread*>(thread_);
+    // A thread cannot be killed; the workload's teardown must have released it.
+    if (thread->joinable()) thread->join();
+    delete thread;
+  }
+}
+
+bool Partner::alive() const {
+  if (pid_ > 0) return waitpid(pid_, nullptr, WNOHANG) == 0 && kill(pid_, 0) == 0;
+  return slot_->state.load() == 0;
+}
+
+TaskReport Partner::join(double timeout_s) {
+  joined_ = true;
+  if (thread_) {
+    auto* thread = static_cast<std::thread*>(thread_);
+    thread->join();
+    delete thread;
+    thread_ = nullptr;
+  } else if (pid_ > 0) {
+    int status = 0;
+    const std::uint64_t deadline = monotonic_raw_ns() + static_cast<std::uint64_t>(timeout_s * 1e9);
+    pid_t done = 0;
+    while ((done = waitpid(pid_, &status, WNOHANG)) == 0 && monotonic_raw_ns() < deadline) usleep(1000);
+    if (done == 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      untrack_child(pid_);
+      throw ProbeError(Reason::timeout,
+                       fmt::format("partner process {} did not stop within {:.0f} s; killed", pid_, timeout_s));
+    }
+    untrack_child(pid_);
+    if (WIFSIGNALED(status))
+      throw ProbeError(Reason::child_failed, fmt::format("partner process {} was killed by signal {} ({})", pid_,
+                                                         WTERMSIG(status), strsignal(WTERMSIG(status))));
+  }
+  if (slot_->state.load() == 2)
+    throw ProbeError(Reason::child_failed, fmt::format("partner task failed: {}", slot_->error));
+  if (slot_->state.load() != 1) throw ProbeError(Reason::child_failed, "partner task ended without reporting");
+  return slot_->report;
+}
+
+void read_exact(int fd, void* buffer, std::size_t bytes, const char* what) {
+  auto* at = static_cast<char*>(buffer);
+  while (bytes > 0) {
+    const ssize_t got = read(fd, at, bytes);
+    if (got > 0) {
+      at += got;
+      bytes -= static_cast<std::size_t>(got);
+    } else if (got == 0) {
+      throw ProbeError(Reason::child_failed, fmt::format("{}: the other side closed (it exited or was killed)", what));
+    } else if (errno != EINTR || interrupted_flag().load()) {
+      throw_errno(what);
+    }
+  }
+}
+
+void write_exact(int fd, const void* buffer, std::size_t bytes, const char* what) {
+  const auto* at = static_cast<const char*>(buffer);
+  while (bytes > 0) {
+    const ssize_t put = write(fd, at, bytes);
+    if (put > 0) {
+      at += put;
+      bytes -= static_cast<std::size_t>(put);
+    } else if (put < 0 && errno == EPIPE) {
+      throw ProbeError(Reason::child_failed, fmt::format("{}: the other side closed (it exited or was killed)", what));
+    } else if (put < 0 && (errno != EINTR || interrupted_flag().load())) {
+      throw_errno(what);
+    }
+  }
+}
+
+void throw_errno(const std::string& what) {
+  const int error = errno;
+  if (error == EPERM || error == EACCES)
+    throw ProbeError(Reason::permission_denied, fmt::format("{}: {}", what, std::strerror(error)), Status::unsupported);
+  if (error == ENOSYS || error == ENOTSUP)
+    throw ProbeError(Reason::not_supported_here, fmt::format("{}: {}", what, std::strerror(error)),
+                     Status::unsupported);
+  throw ProbeError(Reason::error, fmt::format("{}: {}", what, std::strerror(error)));
+}
+
+}  // namespace ctx

@@ -1,0 +1,126 @@
+"""Shared test helpers.
+
+Two kinds of test data:
+* ``fixtures/run_a.jsonl`` and ``fixtures/run_b.jsonl``: real engine output
+  (``ctxbench-engine run --quick --json ...``, see fixtures/README.md), used
+  wherever a test is about what the engine writes (compare, report, CLI).
+* ``synthetic_run()``: small schema-valid records built here, labelled as
+  made by "ctxbench-tests", for store mechanics (transactions, migrations,
+  concurrency) where the figures do not matter.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxbench.records import RunRecords, group_run, read_run_file
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_store(tmp_path, monkeypatch):
+    """No test touches the user's real store."""
+    monkeypatch.setenv("CTXBENCH_DB", str(tmp_path / "default-store.db"))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "240")
+
+
+def fixture_path(name: str) -> Path:
+    return FIXTURES / name
+
+
+def real_run(name: str = "run_a.jsonl") -> RunRecords:
+    return read_run_file(fixture_path(name))
+
+
+def synthetic_run(run_id: str, n_results: int = 3, interrupted: bool = False) -> RunRecords:
+    """A schema-valid run with made-up figures (for store mechanics only)."""
+    env = {
+        "schema": 1,
+        "kind": "env",
+        "run_id": run_id,
+        "producer": {"name": "ctxbench-tests", "version": "0"},
+        "started_at": "2026-01-01T00:00:00Z",
+        "hostname": "test-host",
+        "arch": "x86_64",
+        "cpu": {"model": "synthetic", "logical": 2, "online": [0, 1], "allowed": [0, 1]},
+        "kernel": {"release": "0.0-test"},
+        "virtualization": {"detected": "none"},
+        "mitigations": {},
+        "build": {},
+    }
+    results = []
+    for index in range(n_results):
+        samples = [100.0 + index + 0.1 * k for k in range(5)]
+        results.append(
+            {
+                "schema": 1,
+                "kind": "result",
+                "run_id": run_id,
+                "probe": f"test.probe_{index}",
+                "family": "test",
+                "params": {"index": index},
+                "unit": "ns",
+                "op": "one synthetic operation",
+                "samples": samples,
+                "summary": {
+                    "n": 5,
+                    "min": samples[0],
+                    "median": samples[2],
+                    "mean": samples[2],
+                    "stddev": 0.158,
+                    "p90": samples[4],
+                    "p99": samples[4],
+                    "max": samples[4],
+                    "median_ci": None,
+                },
+                "baseline": None,
+                "corrected": None,
+                "derived": {},
+                "timer": {
+                    "source": "test",
+                    "overhead_ns": None,
+                    "resolution_ns": None,
+                    "corrected": False,
+                },
+                "placement": {"requested": "none"},
+                "checks": [],
+                "verdict": {"status": "ok", "reasons": []},
+            }
+        )
+    end = {
+        "schema": 1,
+        "kind": "run_end",
+        "run_id": run_id,
+        "finished_at": "2026-01-01T00:00:01Z",
+        "counts": {"ok": n_results, "suspect": 0, "unsupported": 0, "failed": 0},
+        "interrupted": interrupted,
+    }
+    return group_run([env, *results, end])
+
+
+def with_run_id(run: RunRecords, run_id: str) -> RunRecords:
+    records = copy.deepcopy(run.all())
+    for record in records:
+        record["run_id"] = run_id
+    return group_run(records)
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def chromium_path() -> str | None:
+    for candidate in (os.environ.get("CTXBENCH_CHROMIUM"), "/usr/bin/chromium"):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return None

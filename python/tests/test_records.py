@@ -1,0 +1,95 @@
+"""The record contract: the packaged schema, real engine output, and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import REPO, fixture_path, real_run
+
+from ctxbench.errors import RecordError
+from ctxbench.records import (
+    group_run,
+    params_key,
+    params_text,
+    parse_jsonl,
+    read_run_file,
+    record_problem,
+    schema,
+)
+
+
+def test_packaged_schema_is_the_repository_schema():
+    repository_schema = json.loads((REPO / "schema" / "record.schema.json").read_text())
+    assert schema() == repository_schema, "run `make python-install` to copy schema/ again"
+
+
+@pytest.mark.parametrize("name", ["run_a.jsonl", "run_b.jsonl"])
+def test_fixtures_are_valid_engine_runs(name):
+    run = real_run(name)
+    assert run.env["producer"]["name"] == "ctxbench-engine"
+    assert run.end is not None and run.end["interrupted"] is False
+    assert {r["probe"] for r in run.results} >= {"syscall.getpid", "switch.pipe"}
+    for result in run.results:
+        assert record_problem(result) is None
+        if result["verdict"]["status"] in ("ok", "suspect"):
+            assert result["summary"]["n"] == len(result["samples"])
+
+
+def test_a_record_missing_a_field_is_named():
+    result = next(r for r in real_run().results if r["probe"] == "switch.pipe")
+    broken = dict(result)
+    del broken["unit"]
+    assert "'unit' is a required property" in record_problem(broken)
+
+
+def test_an_ok_verdict_needs_a_summary():
+    result = dict(real_run().results[0], summary=None)
+    assert record_problem(result) is not None
+
+
+@pytest.mark.parametrize(
+    "record, expected",
+    [
+        ([1, 2], "expected a JSON object"),
+        ({"kind": "banana"}, "'kind' is 'banana'"),
+        ({"kind": "env", "schema": 2}, "this ctxbench reads schema 1"),
+    ],
+)
+def test_obviously_wrong_records(record, expected):
+    assert expected in record_problem(record)
+
+
+def test_parse_jsonl_names_the_line():
+    lines = fixture_path("run_a.jsonl").read_text().splitlines()
+    lines.insert(2, "{not json")
+    with pytest.raises(RecordError, match="line 3: not JSON"):
+        parse_jsonl("\n".join(lines), "f.jsonl")
+    with pytest.raises(RecordError, match="no records"):
+        parse_jsonl("\n\n", "empty.jsonl")
+
+
+def test_group_run_refuses_mixed_or_headless_runs():
+    a, b = real_run("run_a.jsonl"), real_run("run_b.jsonl")
+    with pytest.raises(RecordError, match="different runs"):
+        group_run([a.env, *b.results])
+    with pytest.raises(RecordError, match="more than one env"):
+        group_run([a.env, a.env])
+    with pytest.raises(RecordError, match="no env record"):
+        group_run(a.results)
+
+
+def test_read_run_file_errors(tmp_path):
+    with pytest.raises(RecordError, match="cannot read"):
+        read_run_file(tmp_path / "absent.jsonl")
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00junk")
+    with pytest.raises(RecordError, match="not UTF-8"):
+        read_run_file(binary)
+
+
+def test_params_helpers():
+    assert params_key({"b": 1, "a": "x"}) == params_key({"a": "x", "b": 1})
+    assert params_text({"cpus": "same", "between": "threads", "on": True}) == (
+        "between=threads cpus=same on=true"
+    )

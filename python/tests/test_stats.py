@@ -1,0 +1,136 @@
+"""Statistics against known values and against scipy's own implementations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from ctxbench import stats
+
+
+# ---- Mann-Whitney U -----------------------------------------------------------
+def test_u_test_known_value_from_scipy_documentation():
+    # The example of scipy.stats.mannwhitneyu's documentation: U = 17, exact p = 0.1111.
+    males = [19, 22, 16, 29, 24]
+    females = [20, 11, 17, 12]
+    result = stats.mann_whitney_u(males, females)
+    assert result is not None
+    assert result.u == 17.0
+    assert result.p_value == pytest.approx(0.11111, abs=1e-4)
+    assert (result.n1, result.n2) == (5, 4)
+
+
+def test_u_test_complete_separation_small_samples():
+    # Exact distribution: P(U = 0 or U = 9 | n1 = n2 = 3) = 2 / C(6, 3) = 0.1.
+    result = stats.mann_whitney_u([1, 2, 3], [4, 5, 6])
+    assert result.u == 0.0
+    assert result.p_value == pytest.approx(0.1)
+
+
+def test_u_test_matches_scipy_on_large_samples_with_ties():
+    rng = np.random.default_rng(7)
+    a = np.round(rng.lognormal(5.0, 0.2, 300), 1)
+    b = np.round(rng.lognormal(5.05, 0.2, 250), 1)
+    ours = stats.mann_whitney_u(a, b)
+    theirs = scipy_stats.mannwhitneyu(a, b, alternative="two-sided")
+    assert ours.u == pytest.approx(theirs.statistic)
+    assert ours.p_value == pytest.approx(theirs.pvalue)
+
+
+def test_u_test_all_values_tied_is_not_a_difference():
+    result = stats.mann_whitney_u([5.0] * 4, [5.0] * 6)
+    assert result.u == 12.0
+    assert result.p_value == 1.0
+
+
+@pytest.mark.parametrize("a,b", [([], [1.0, 2.0]), ([1.0], [1.0, 2.0]), ([1.0, 2.0], [3.0])])
+def test_u_test_needs_two_samples_a_side(a, b):
+    assert stats.mann_whitney_u(a, b) is None
+
+
+# ---- bootstrap ratio of medians -------------------------------------------------
+def test_ratio_of_constant_samples_is_exact():
+    interval = stats.bootstrap_ratio_of_medians([2.0, 2.0, 2.0], [4.0, 4.0, 4.0, 4.0])
+    assert (interval.ratio, interval.low, interval.high) == (2.0, 2.0, 2.0)
+    assert not interval.excludes_one() or interval.low > 1.0
+
+
+def test_ratio_point_estimate_is_ratio_of_medians():
+    interval = stats.bootstrap_ratio_of_medians([1, 2, 3, 4, 100], [10, 20, 30])
+    assert interval.ratio == pytest.approx(20 / 3)
+    assert interval.low <= interval.ratio <= interval.high
+
+
+def test_ratio_interval_agrees_with_scipy_percentile_bootstrap():
+    rng = np.random.default_rng(11)
+    a = rng.lognormal(6.0, 0.3, 80)
+    b = rng.lognormal(6.4, 0.3, 60)
+    ours = stats.bootstrap_ratio_of_medians(a, b, level=0.95, resamples=8000, seed=1)
+
+    def ratio(x, y, axis):
+        return np.median(y, axis=axis) / np.median(x, axis=axis)
+
+    theirs = scipy_stats.bootstrap(
+        (a, b),
+        ratio,
+        vectorized=True,
+        paired=False,
+        confidence_level=0.95,
+        n_resamples=8000,
+        method="percentile",
+        rng=np.random.default_rng(2),
+    ).confidence_interval
+    # Two independent Monte Carlo estimates of the same quantiles.
+    assert ours.low == pytest.approx(theirs.low, rel=0.02)
+    assert ours.high == pytest.approx(theirs.high, rel=0.02)
+    assert ours.excludes_one()
+
+
+def test_ratio_is_deterministic_for_a_seed():
+    a, b = [1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 5.0, 8.0]
+    assert stats.bootstrap_ratio_of_medians(a, b, seed=3) == stats.bootstrap_ratio_of_medians(
+        a, b, seed=3
+    )
+
+
+def test_ratio_undefined_cases():
+    assert stats.bootstrap_ratio_of_medians([1.0], [1.0, 2.0]) is None
+    assert stats.bootstrap_ratio_of_medians([0.0, 0.0, 0.0], [1.0, 2.0]) is None
+    with pytest.raises(ValueError):
+        stats.bootstrap_ratio_of_medians([1.0, 2.0], [1.0, 2.0], level=1.5)
+    with pytest.raises(ValueError):
+        stats.bootstrap_ratio_of_medians([1.0, float("nan")], [1.0, 2.0])
+
+
+# ---- the decision -------------------------------------------------------------
+def test_clear_difference_is_significant():
+    rng = np.random.default_rng(5)
+    a = rng.normal(1000, 10, 50)
+    b = rng.normal(2000, 20, 50)
+    difference = stats.compare_samples(a, b)
+    assert difference.significant
+    assert difference.why_not is None
+    assert difference.ratio.ratio == pytest.approx(2.0, rel=0.02)
+
+
+def test_same_distribution_is_not_significant():
+    rng = np.random.default_rng(6)
+    a = rng.normal(1000, 50, 40)
+    b = rng.normal(1000, 50, 40)
+    difference = stats.compare_samples(a, b)
+    assert not difference.significant
+    assert difference.why_not
+
+
+def test_too_few_samples_says_so():
+    difference = stats.compare_samples([1.0], [2.0, 3.0])
+    assert not difference.significant
+    assert "too few samples" in difference.why_not
+    assert difference.ratio is None and difference.u_test is None
+
+
+def test_direction_depends_on_unit():
+    assert stats.lower_is_better("ns")
+    assert stats.lower_is_better("instructions")
+    assert not stats.lower_is_better("msgs/s")

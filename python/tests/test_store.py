@@ -1,0 +1,194 @@
+"""The SQLite store: schema versions and migrations, transactions, refusals, concurrency."""
+
+from __future__ import annotations
+
+import copy
+import multiprocessing
+import sqlite3
+
+import pytest
+from conftest import real_run, synthetic_run
+
+from ctxbench import store as store_module
+from ctxbench.errors import BadInput, StoreError
+from ctxbench.records import group_run
+from ctxbench.store import APPLICATION_ID, LATEST_VERSION, MIGRATIONS, Store
+
+
+def test_new_store_is_marked_and_at_latest_version(tmp_path):
+    path = tmp_path / "s.db"
+    with Store.open(path) as store:
+        assert store.schema_version() == LATEST_VERSION
+    connection = sqlite3.connect(path)
+    assert connection.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
+
+
+def test_round_trip_keeps_records_verbatim(tmp_path):
+    run = real_run("run_a.jsonl")
+    with Store.open(tmp_path / "s.db") as store:
+        store.add_run(run, origin="import", label="machine A")
+        loaded = store.load(run.run_id)
+    assert loaded.records.all() == run.all()
+    assert loaded.info.label == "machine A"
+    assert loaded.info.origin == "import"
+    assert loaded.info.complete and not loaded.info.interrupted
+    assert loaded.info.n_results == len(run.results)
+
+
+def _make_v1_store(path, run):
+    """A store as the first release wrote it: schema 1, no label column."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    for statement in store_module._statements(MIGRATIONS[0][1]):
+        connection.execute(statement)
+    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    connection.execute("PRAGMA user_version = 1")
+    connection.execute(
+        "INSERT INTO runs (run_id, started_at, origin, complete, interrupted, stored_at, env)"
+        " VALUES (?, ?, 'run', 1, 0, '2026-01-01T00:00:00Z', ?)",
+        (run.run_id, run.env["started_at"], __import__("json").dumps(run.env)),
+    )
+    connection.close()
+
+
+def test_migration_from_version_1_keeps_runs(tmp_path):
+    path = tmp_path / "old.db"
+    run = synthetic_run("old-run-0001", n_results=0)
+    _make_v1_store(path, run)
+    with Store.open(path) as store:
+        assert store.schema_version() == LATEST_VERSION
+        loaded = store.load("old-run")
+        assert loaded.run_id == "old-run-0001"
+        assert loaded.info.label is None
+        store.add_run(synthetic_run("new-run-0002"), origin="run", label="after migration")
+        assert [info.run_id for info in store.runs()] == ["old-run-0001", "new-run-0002"]
+    columns = {row[1] for row in sqlite3.connect(path).execute("PRAGMA table_info(runs)")}
+    assert "label" in columns
+
+
+def test_store_from_a_newer_ctxbench_is_refused_untouched(tmp_path):
+    path = tmp_path / "newer.db"
+    Store.open(path).close()
+    connection = sqlite3.connect(path)
+    connection.execute(f"PRAGMA user_version = {LATEST_VERSION + 5}")
+    connection.commit()
+    connection.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="newer than this ctxbench"):
+        Store.open(path)
+    assert path.read_bytes() == before
+
+
+def test_file_that_is_not_sqlite_is_refused_untouched(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_text("these are my notes, not a database\n" * 20)
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not a ctxbench store"):
+        Store.open(path)
+    assert path.read_bytes() == before
+
+
+def test_damaged_sqlite_file_is_refused_untouched(tmp_path):
+    path = tmp_path / "damaged.db"
+    with Store.open(path) as store:
+        store.add_run(synthetic_run("damaged-0001"), origin="run")
+    data = bytearray(path.read_bytes())
+    data[100:4096] = b"\xff" * (4096 - 100)  # wipe the schema page after the header
+    path.write_bytes(bytes(data))
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="damaged|not a database"):
+        Store.open(path)
+    assert path.read_bytes() == before
+
+
+def test_foreign_sqlite_database_is_refused_untouched(tmp_path):
+    path = tmp_path / "other.db"
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, amount REAL)")
+    connection.execute("INSERT INTO invoices (amount) VALUES (12.5)")
+    connection.commit()
+    connection.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not a ctxbench store"):
+        Store.open(path)
+    assert path.read_bytes() == before
+
+
+def test_unusable_paths_give_clear_errors(tmp_path):
+    with pytest.raises(StoreError, match="is a directory"):
+        Store.open(tmp_path)
+    with pytest.raises(StoreError, match="is not a directory"):
+        Store.open(tmp_path / "missing-dir" / "s.db")
+    with pytest.raises(StoreError, match="no store at"):
+        Store.open(tmp_path / "absent.db", create=False)
+    assert not (tmp_path / "absent.db").exists()
+
+
+def test_a_failing_run_write_leaves_nothing_behind(tmp_path):
+    good = synthetic_run("tx-run-0001", n_results=4)
+    broken_records = copy.deepcopy(good.all())
+    del broken_records[3]["verdict"]  # the third result cannot be written
+    broken = group_run(broken_records)
+    with Store.open(tmp_path / "s.db") as store:
+        with pytest.raises(KeyError):
+            store.add_run(broken, origin="run")
+        assert store.runs() == []
+        assert store._db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 0
+        store.add_run(good, origin="run")
+        assert len(store.load("tx-run").results) == 4
+
+
+def test_duplicate_run_is_refused_and_first_copy_kept(tmp_path):
+    with Store.open(tmp_path / "s.db") as store:
+        store.add_run(synthetic_run("dup-run-0001", n_results=2), origin="run", label="first")
+        with pytest.raises(BadInput, match="already in"):
+            store.add_run(synthetic_run("dup-run-0001", n_results=5), origin="import")
+        loaded = store.load("dup-run-0001")
+    assert loaded.info.label == "first" and len(loaded.results) == 2
+
+
+def test_run_references(tmp_path):
+    with Store.open(tmp_path / "s.db") as store:
+        for run_id in ("20260101T000000Z-aaaa1111", "20260101T000000Z-aaab2222", "x_y-00000001"):
+            store.add_run(synthetic_run(run_id, n_results=1), origin="run")
+        assert store.resolve("latest") == "x_y-00000001"
+        assert store.resolve("20260101T000000Z-aaaa1111") == "20260101T000000Z-aaaa1111"
+        assert store.resolve("20260101T000000Z-aaab") == "20260101T000000Z-aaab2222"
+        with pytest.raises(BadInput, match="ambiguous"):
+            store.resolve("20260101T000000Z-aaa")
+        with pytest.raises(BadInput, match="no run 'zzz'"):
+            store.resolve("zzz")
+        # LIKE wildcards in a reference are literal characters.
+        with pytest.raises(BadInput, match="no run"):
+            store.resolve("x%")
+        assert store.resolve("x_y") == "x_y-00000001"
+        with pytest.raises(BadInput, match="no run"):
+            store.resolve("X_Y")
+
+
+def test_latest_on_an_empty_store(tmp_path):
+    with Store.open(tmp_path / "s.db") as store, pytest.raises(BadInput, match="no runs"):
+        store.resolve("latest")
+
+
+def _writer(path: str, worker: int, runs_each: int) -> None:
+    for index in range(runs_each):
+        with Store.open(path) as store:
+            store.add_run(synthetic_run(f"w{worker}-run-{index:04d}", n_results=20), origin="run")
+
+
+def test_concurrent_writers_do_not_lose_runs(tmp_path):
+    # Several processes create the same new store and write runs into it at once.
+    path = tmp_path / "shared.db"
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_writer, args=(str(path), w, 6)) for w in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+        assert worker.exitcode == 0
+    with Store.open(path) as store:
+        infos = store.runs()
+        assert len(infos) == 24
+        assert all(info.n_results == 20 for info in infos)
+        assert store.schema_version() == LATEST_VERSION
