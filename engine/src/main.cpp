@@ -19,6 +19,7 @@
 #include "env.hpp"
 #include "harness.hpp"
 #include "output.hpp"
+#include "presets.hpp"
 #include "selection.hpp"
 #include "tasks.hpp"
 #include "timer.hpp"
@@ -80,6 +81,7 @@ struct RunOptions {
   bool json = false;
   std::string out;
   bool progress = false;
+  std::string preset;
 };
 
 int run_command(const RunOptions& o) {
@@ -113,6 +115,17 @@ int run_command(const RunOptions& o) {
           throw UsageError(fmt::format("--between: '{}' is not a task kind; use threads or processes", v));
     }
     for (const auto& p : o.params) add_param_choice(selection, p);
+    if (!o.preset.empty()) {
+      bool known = false;
+      for (const auto& p : all_presets()) known = known || p.name == o.preset;
+      if (!known) {
+        std::string names;
+        for (const auto& p : all_presets()) names += (names.empty() ? "" : ", ") + p.name;
+        throw UsageError(
+            fmt::format("--preset: unknown preset '{}'; known: {}", o.preset, names.empty() ? "none" : names));
+      }
+      if (!o.probes.empty()) throw UsageError("--preset runs its own probes; drop the probe names or the --preset");
+    }
     // --cpus/--between narrow the probes that have them and leave the rest alone.
     Selection lenient = selection;
     variants = expand(all_probes(), [&] {
@@ -168,6 +181,15 @@ int run_command(const RunOptions& o) {
   std::thread monitor_thread([&] { monitor.loop(); });
 
   output.begin(env);
+  int status = 0;
+  if (!o.preset.empty()) {
+    for (const auto& p : all_presets()) {
+      if (p.name != o.preset) continue;
+      PresetContext preset{*clock, timer, harness, output, o.json && !out_file ? stderr : stdout, run_id};
+      status = p.run(preset);
+    }
+    variants.clear();
+  }
   const bool tty_progress = !o.progress && isatty(STDERR_FILENO);
   for (std::size_t i = 0; i < variants.size(); ++i) {
     const auto& v = variants[i];
@@ -198,7 +220,7 @@ int run_command(const RunOptions& o) {
   monitor.stop.store(true);
   monitor_thread.join();
   if (out_file) std::fclose(out_file);
-  return 0;
+  return status;
 }
 
 }  // namespace
@@ -244,6 +266,7 @@ int main(int argc, char** argv) {
   run->add_option("--param", run_options.params, "Parameter values: NAME=V1,V2 (repeatable), e.g. procs=2,8");
   run->add_flag("--json", run_options.json, "Write JSON Lines (env, one record per variant, run_end)");
   run->add_option("--out", run_options.out, "Write JSON Lines to this file (with --json: instead of stdout)");
+  run->add_option("--preset", run_options.preset, "Run a named experiment instead of probes (e.g. fibers-vs-threads)");
   run->add_flag("--progress", run_options.progress, "Write '@progress {json}' lines to stderr before each variant");
 
   try {
