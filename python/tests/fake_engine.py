@@ -90,8 +90,10 @@ def main(argv):
         print(f"ctxbench-engine: error: unknown subcommand {command}", file=sys.stderr)
         return 2
     if mode == "usage":
-        print("ctxbench-engine: error: --cpus: 'sideways' is not one of same, cross, any",
-              file=sys.stderr)
+        print(
+            "ctxbench-engine: error: --cpus: 'sideways' is not one of same, cross, any",
+            file=sys.stderr,
+        )
         return 2
     signal.signal(signal.SIGINT, on_sigint)
     selectors = [a for a in rest if not a.startswith("--")]
@@ -105,8 +107,12 @@ def main(argv):
     for index, result in enumerate(results, start=1):
         if interrupted:
             break
-        payload = {"index": index, "total": len(results), "probe": result["probe"],
-                   "params": result["params"]}
+        payload = {
+            "index": index,
+            "total": len(results),
+            "probe": result["probe"],
+            "params": result["params"],
+        }
         print("@progress " + json.dumps(payload), file=sys.stderr, flush=True)
         deadline = time.monotonic() + delay
         while time.monotonic() < deadline and not interrupted:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import REPO, fixture_path, real_run
 
+from conftest import REPO, fixture_path, real_run
 from ctxbench.errors import RecordError
 from ctxbench.records import (
     group_run,

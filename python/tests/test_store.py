@@ -7,8 +7,8 @@ import multiprocessing
 import sqlite3
 
 import pytest
-from conftest import real_run, synthetic_run
 
+from conftest import real_run, synthetic_run
 from ctxbench import store as store_module
 from ctxbench.errors import BadInput, StoreError
 from ctxbench.records import group_run
@@ -96,7 +96,7 @@ def test_damaged_sqlite_file_is_refused_untouched(tmp_path):
     data[100:4096] = b"\xff" * (4096 - 100)  # wipe the schema page after the header
     path.write_bytes(bytes(data))
     before = path.read_bytes()
-    with pytest.raises(StoreError, match="damaged|not a database"):
+    with pytest.raises(StoreError, match=r"damaged|not a database"):
         Store.open(path)
     assert path.read_bytes() == before
 

@@ -266,8 +266,18 @@ def _print_results(results: list[dict[str, Any]], title: str | None = None) -> N
 @click.option("--cpus", help="Placement: same, cross, any (comma-separated).")
 @click.option("--between", help="threads, processes (comma-separated).")
 @db_option
-@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Also write the records (JSON Lines) to FILE.")
-@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Also write an HTML report to FILE.")
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path),
+    help="Also write the records (JSON Lines) to FILE.",
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(path_type=Path),
+    help="Also write an HTML report to FILE.",
+)
 @click.option("--label", help="A name for this run (e.g. 'host, mitigations=off').")
 def run(
     probes: tuple[str, ...],
@@ -359,7 +369,9 @@ def _write_report(runs: list[StoredRun], path: Path, title: str | None = None) -
 
 # ---- list / env ------------------------------------------------------------------
 @cli.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print the engine's probe descriptors as JSON.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the engine's probe descriptors as JSON."
+)
 def list_command(as_json: bool) -> None:
     """The probes, with what one operation of each is and whether it runs here."""
     probes = list_probes()
@@ -428,7 +440,13 @@ def show(run_ref: str, db: Path | None) -> None:
 @cli.command()
 @click.argument("run_refs", nargs=-1, required=True, metavar="RUN_A RUN_B [RUN...]")
 @db_option
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True, help="Significance level of the U test.")
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level of the U test.",
+)
 def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
     """Runs side by side: medians, ratio with bootstrap CI, U test, environment diff."""
     from ctxbench.compare import compare_runs
@@ -449,7 +467,15 @@ def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
 
 @cli.command()
 @click.argument("run_refs", nargs=-1, required=True, metavar="RUN [RUN...]")
-@click.option("-o", "--output", "output", type=click.Path(path_type=Path), default=Path("report.html"), show_default=True, help="HTML file to write.")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(path_type=Path),
+    default=Path("report.html"),
+    show_default=True,
+    help="HTML file to write.",
+)
 @click.option("--title", help="Title of the page.")
 @db_option
 def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: Path | None) -> None:
@@ -519,8 +545,17 @@ def _csv_rows(stored: StoredRun) -> Iterator[list[Any]]:
 
 @cli.command()
 @click.argument("run_ref", metavar="RUN")
-@click.option("--format", "form", type=click.Choice(["json", "csv"]), default="json", show_default=True, help="json: the records as JSON Lines (importable); csv: one row per result.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="File to write (default: stdout).")
+@click.option(
+    "--format",
+    "form",
+    type=click.Choice(["json", "csv"]),
+    default="json",
+    show_default=True,
+    help="json: the records as JSON Lines (importable); csv: one row per result.",
+)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="File to write (default: stdout)."
+)
 @db_option
 def export(run_ref: str, form: str, output: Path | None, db: Path | None) -> None:
     """A stored run as JSON Lines (the engine's records, importable) or CSV."""
@@ -544,9 +579,20 @@ def export(run_ref: str, form: str, output: Path | None, db: Path | None) -> Non
 
 # ---- riscv --------------------------------------------------------------------------
 @cli.command()
-@click.option("--sim", type=click.Choice(sorted(SIMULATORS)), default="all", show_default=True, help="Simulator(s) to run the trap lab on.")
+@click.option(
+    "--sim",
+    type=click.Choice(sorted(SIMULATORS)),
+    default="all",
+    show_default=True,
+    help="Simulator(s) to run the trap lab on.",
+)
 @click.option("--label", help="A name for this run.")
-@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Also write an HTML report to FILE.")
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(path_type=Path),
+    help="Also write an HTML report to FILE.",
+)
 @db_option
 def riscv(sim: str, label: str | None, report_path: Path | None, db: Path | None) -> None:
     """The RISC-V trap lab: ecall round trips in Spike and/or QEMU, stored as a run."""

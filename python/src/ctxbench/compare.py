@@ -175,7 +175,9 @@ def flatten_env(env: dict[str, Any]) -> dict[str, str]:
         if isinstance(value, dict) and value:
             for name, inner in value.items():
                 walk(f"{prefix}.{name}" if prefix else str(name), inner)
-        elif isinstance(value, list) and value and all(not isinstance(v, dict | list) for v in value):
+        elif (
+            isinstance(value, list) and value and all(not isinstance(v, dict | list) for v in value)
+        ):
             flat[prefix] = ", ".join(_scalar(v) for v in value)
         elif isinstance(value, dict | list):
             flat[prefix] = json.dumps(value, sort_keys=True) if value else "(none)"

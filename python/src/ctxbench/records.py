@@ -54,9 +54,7 @@ def record_problem(record: Any) -> str | None:
     if kind not in KINDS:
         return f"'kind' is {kind!r}, expected one of {', '.join(KINDS)}"
     if record.get("schema") != SCHEMA_VERSION:
-        return (
-            f"'schema' is {record.get('schema')!r}; this ctxbench reads schema {SCHEMA_VERSION}"
-        )
+        return f"'schema' is {record.get('schema')!r}; this ctxbench reads schema {SCHEMA_VERSION}"
     error = best_match(_validator(kind).iter_errors(record))
     if error is None:
         error = best_match(_validator(None).iter_errors(record))

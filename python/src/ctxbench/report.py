@@ -101,7 +101,9 @@ def _axis_type(values: list[float]) -> str:
 
 
 def _unit_title(unit: str) -> str:
-    return {"ns": "ns per operation", "msgs/s": "messages per second"}.get(unit, f"{unit} per operation")
+    return {"ns": "ns per operation", "msgs/s": "messages per second"}.get(
+        unit, f"{unit} per operation"
+    )
 
 
 class _Figures:
@@ -140,7 +142,7 @@ def _median_figure(
         x = [r["summary"]["median"] for r in plotted]
         low = []
         high = []
-        for result, median in zip(plotted, x):
+        for result, median in zip(plotted, x, strict=True):
             ci = result["summary"].get("median_ci")
             low.append(median - ci["low"] if ci else 0.0)
             high.append(ci["high"] - median if ci else 0.0)
@@ -162,7 +164,9 @@ def _median_figure(
     if not figure.data:
         return None
     figure.update_xaxes(type=_axis_type(values), title=_unit_title(unit))
-    figure.update_yaxes(type="category", autorange="reversed", categoryorder="array", categoryarray=labels)
+    figure.update_yaxes(
+        type="category", autorange="reversed", categoryorder="array", categoryarray=labels
+    )
     height = max(260, 110 + len(labels) * (26 + 8 * (len(figure.data) - 1)))
     return figures.make(f"{family}: median with confidence interval ({unit})", figure, height)
 
@@ -202,7 +206,9 @@ def _distribution_figure(
         return None
     figure.update_layout(boxmode="group")
     figure.update_xaxes(type=_axis_type(values), title=_unit_title(unit) + " (each sample)")
-    figure.update_yaxes(type="category", autorange="reversed", categoryorder="array", categoryarray=labels)
+    figure.update_yaxes(
+        type="category", autorange="reversed", categoryorder="array", categoryarray=labels
+    )
     height = max(260, 110 + len(labels) * (30 + 12 * (len(figure.data) - 1)))
     return figures.make(f"{family}: distribution of samples ({unit})", figure, height)
 
@@ -330,7 +336,9 @@ def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | No
         return None
     figure.add_vline(x=1.0, line={"color": "#888", "dash": "dot"})
     figure.update_xaxes(type="log", title="ratio of medians to run A (log scale)")
-    figure.update_yaxes(type="category", autorange="reversed", categoryorder="array", categoryarray=labels)
+    figure.update_yaxes(
+        type="category", autorange="reversed", categoryorder="array", categoryarray=labels
+    )
     height = max(260, 110 + len(labels) * 28)
     return figures.make("ratio to run A with bootstrap CI", figure, height)
 
@@ -358,7 +366,7 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
             median_plot=_median_figure(figures, family, unit, per_run, names),
             distribution_plot=_distribution_figure(figures, family, unit, per_run, names),
         )
-        for name, results in zip(names, per_run):
+        for name, results in zip(names, per_run, strict=True):
             if results:
                 section.tables.append((name, results))
         sections.append(section)
@@ -371,7 +379,7 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
     ]
     env_rows.sort(key=lambda row: not row["differs"])
     notes = []
-    for name, run in zip(names, runs):
+    for name, run in zip(names, runs, strict=True):
         for result in run.results:
             if result["verdict"]["status"] != "ok":
                 notes.append((name, result))
@@ -379,7 +387,7 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
         "title": title or "ctxbench report",
         "version": __version__,
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "runs": list(zip(names, runs)),
+        "runs": list(zip(names, runs, strict=True)),
         "env_rows": env_rows,
         "n_differing": len(differing),
         "sections": sections,

@@ -14,6 +14,7 @@ interrupted=true and exits 130. A second interrupt kills it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -198,7 +199,9 @@ class EngineRun:
                     continue
             if line.strip():
                 self._stderr_tail.append(line)
-                self._on_diagnostic(line)
+                if not line.startswith(ENGINE_ERROR_PREFIX):
+                    # Errors are not echoed: failure() reports them, once.
+                    self._on_diagnostic(line)
 
     def _parse_progress(self, text: str) -> Progress | None:
         try:
@@ -242,10 +245,8 @@ class EngineRun:
         process = self._process
         if process is None or process.poll() is not None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError):
             process.send_signal(signal.SIGINT if self.interrupts == 1 else signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     def failure(self) -> EngineError | BadInput | None:
         """Why the engine failed, or None if it succeeded or was interrupted."""

@@ -379,7 +379,7 @@ def _check_path(path: Path, create: bool, explicit: bool) -> None:
                 head = handle.read(len(SQLITE_MAGIC))
         except OSError as error:
             raise StoreError(f"cannot read store {path}: {error.strerror}; {hint}") from None
-        if head and head != SQLITE_MAGIC[: len(head)] or 0 < len(head) < len(SQLITE_MAGIC):
+        if (head and head != SQLITE_MAGIC[: len(head)]) or 0 < len(head) < len(SQLITE_MAGIC):
             raise StoreError(
                 f"{path} is not a ctxbench store (not an SQLite file); it was left untouched: "
                 f"{hint}"

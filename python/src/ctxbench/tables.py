@@ -108,8 +108,10 @@ def probes_table(probes: list[dict[str, Any]]) -> Table:
         if isinstance(baseline, dict):
             baseline = baseline.get("name") or baseline.get("probe")
         supported = probe.get("supported", True)
-        here = Text("yes", style="green") if supported else Text(
-            f"no: {probe.get('reason') or 'unsupported'}", style="dim"
+        here = (
+            Text("yes", style="green")
+            if supported
+            else Text(f"no: {probe.get('reason') or 'unsupported'}", style="dim")
         )
         table.add_row(
             Text(str(probe.get("name"))),
@@ -138,7 +140,8 @@ def env_diff_table(comparison: Comparison) -> Table:
         table.add_column(_run_label(index, run.run_id, run.info.label))
     for key in comparison.env.differing:
         table.add_row(
-            Text(key), *[Text(_clip(v, 120) if v is not None else "—") for v in comparison.env.values[key]]
+            Text(key),
+            *[Text(_clip(v, 120) if v is not None else "—") for v in comparison.env.values[key]],
         )
     if not comparison.env.differing:
         table.add_row(Text("(nothing)"), *["" for _ in comparison.runs])
@@ -165,12 +168,14 @@ def comparison_table(comparison: Comparison) -> Table:
         cells: list[Any] = [
             Text(row.probe),
             Text(fmt.params(row.params)),
-            fmt.value(reference.median, row.unit) if reference.note is None else Text(
-                reference.note, style="dim"
-            ),
+            fmt.value(reference.median, row.unit)
+            if reference.note is None
+            else Text(reference.note, style="dim"),
         ]
         for cell in row.cells[1:]:
-            median = fmt.value(cell.median, row.unit) if cell.result and cell.median is not None else "—"
+            median = (
+                fmt.value(cell.median, row.unit) if cell.result and cell.median is not None else "—"
+            )
             difference = cell.difference
             if difference is None or difference.ratio is None:
                 note = cell.note or (difference.why_not if difference else None) or "—"

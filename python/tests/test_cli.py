@@ -1,0 +1,374 @@
+"""The command line through click's CliRunner, on real recorded runs.
+
+`run`, `list` and `env` talk to tests/fake_engine.py (set as CTXBENCH_ENGINE),
+which replays a recorded engine run; the real engine is exercised by
+test_smoke.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import fixture_path, real_run
+from ctxbench.cli import cli
+from ctxbench.store import Store
+
+FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
+
+
+def invoke(*args: str, input: str | None = None):
+    runner = CliRunner()
+    return runner.invoke(cli, list(args), input=input, catch_exceptions=False)
+
+
+def one_error_line(result) -> str:
+    """The error is one line, and the last thing said; other lines may be progress."""
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if "error:" in line]
+    assert len(errors) == 1, result.stderr
+    assert lines[-1] == errors[0] and errors[0].startswith("ctxbench: error: ")
+    return errors[0]
+
+
+@pytest.fixture
+def db(tmp_path) -> str:
+    return str(tmp_path / "cli.db")
+
+
+@pytest.fixture
+def two_runs(db):
+    for name, label in (("run_a.jsonl", "A"), ("run_b.jsonl", "B")):
+        result = invoke("import", str(fixture_path(name)), "--label", label, "--db", db)
+        assert result.exit_code == 0, result.stderr
+    return real_run("run_a.jsonl").run_id, real_run("run_b.jsonl").run_id
+
+
+@pytest.fixture
+def fake_engine(tmp_path, monkeypatch):
+    wrapper = tmp_path / "ctxbench-engine"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_ENGINE}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CTXBENCH_ENGINE", str(wrapper))
+    monkeypatch.setenv("FAKE_ENGINE_RECORDS", str(fixture_path("run_a.jsonl")))
+    monkeypatch.setenv("FAKE_ENGINE_ARGS", str(tmp_path / "engine-args.jsonl"))
+    return tmp_path / "engine-args.jsonl"
+
+
+# ---- import / history / show -------------------------------------------------------
+def test_import_history_show(db, two_runs):
+    run_a, run_b = two_runs
+    history = invoke("history", "--db", db)
+    assert history.exit_code == 0
+    assert run_a in history.stdout and run_b in history.stdout
+    shown = invoke("show", run_a[:18], "--db", db)
+    assert shown.exit_code == 0, shown.stderr
+    assert "switch.pipe" in shown.stdout and "syscall.getpid" in shown.stdout
+    assert "between=processes cpus=cross" in shown.stdout
+    latest = invoke("show", "latest", "--db", db)
+    assert f"run {run_b}" in latest.stdout
+
+
+def test_show_unknown_run_is_one_line_exit_2(db, two_runs):
+    result = invoke("show", "nosuchrun", "--db", db)
+    assert result.exit_code == 2
+    assert "no run 'nosuchrun'" in one_error_line(result)
+    assert "ctxbench history" in result.stderr
+
+
+def test_history_without_a_store(tmp_path):
+    result = invoke("history", "--db", str(tmp_path / "none.db"))
+    assert result.exit_code == 0
+    assert "no store at" in result.stderr
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_import_of_a_hand_edited_bad_file_stores_nothing(db, tmp_path, two_runs):
+    lines = fixture_path("run_a.jsonl").read_text().splitlines()
+    record = json.loads(lines[3])
+    record["unit"] = "furlongs"  # hand edit: not a unit of the schema
+    record["run_id"] = "edited-run-0001"
+    lines[3] = json.dumps(record)
+    bad = tmp_path / "edited.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    before = invoke("history", "--db", db).stdout
+    result = invoke("import", str(bad), "--db", db)
+    assert result.exit_code == 2
+    line = one_error_line(result)
+    assert "line 4" in line and "unit" in line and "furlongs" in line
+    assert invoke("history", "--db", db).stdout == before
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ('{"hello": "world"}\n', "not a ctxbench record"),
+        ("[1, 2, 3]\n", "expected a JSON object"),
+        ("just some text\n", "not JSON"),
+        ("", "no records"),
+    ],
+)
+def test_import_of_files_that_are_not_records(tmp_path, content, expected):
+    path = tmp_path / "thing.json"
+    path.write_text(content)
+    db = tmp_path / "s.db"
+    result = invoke("import", str(path), "--db", str(db))
+    assert result.exit_code == 2
+    assert expected in one_error_line(result)
+    assert not db.exists() or Store.open(db).runs() == []
+
+
+def test_import_missing_file_and_duplicate(db, two_runs, tmp_path):
+    missing = invoke("import", str(tmp_path / "nope.jsonl"), "--db", db)
+    assert missing.exit_code == 2 and "no file" in one_error_line(missing)
+    again = invoke("import", str(fixture_path("run_a.jsonl")), "--db", db)
+    assert again.exit_code == 2 and "already in" in one_error_line(again)
+
+
+def test_import_from_stdin(db):
+    result = invoke("import", "-", "--db", db, input=fixture_path("run_b.jsonl").read_text())
+    assert result.exit_code == 0, result.stderr
+    assert real_run("run_b.jsonl").run_id in invoke("history", "--db", db).stdout
+
+
+def test_import_partial_run_without_run_end(db, tmp_path):
+    lines = fixture_path("run_a.jsonl").read_text().splitlines()[:-1]
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("\n".join(lines) + "\n")
+    result = invoke("import", str(partial), "--db", db)
+    assert result.exit_code == 0
+    assert "partial run" in result.stderr
+    assert "partial (no run_end)" in invoke("history", "--db", db).stdout
+
+
+# ---- bad --db ------------------------------------------------------------------------
+def test_unusable_db_paths(tmp_path):
+    for db, expected in (
+        (tmp_path, "is a directory"),
+        (tmp_path / "missing" / "x.db", "is not a directory"),
+    ):
+        result = invoke("import", str(fixture_path("run_a.jsonl")), "--db", str(db))
+        assert result.exit_code == 2
+        assert expected in one_error_line(result)
+    not_a_store = tmp_path / "notes.txt"
+    not_a_store.write_text("my notes\n")
+    result = invoke("show", "latest", "--db", str(not_a_store))
+    assert result.exit_code == 2
+    assert "not a ctxbench store" in one_error_line(result)
+    assert not_a_store.read_text() == "my notes\n"
+
+
+def test_db_from_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXBENCH_DB", str(tmp_path / "env.db"))
+    assert invoke("import", str(fixture_path("run_a.jsonl"))).exit_code == 0
+    assert (tmp_path / "env.db").exists()
+
+
+# ---- compare -------------------------------------------------------------------------
+def test_compare_two_real_runs(db, two_runs):
+    run_a, run_b = two_runs
+    result = invoke("compare", run_a, run_b, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "environment: what differs" in out
+    assert "B/A [CI]" in out
+    # Every comparable variant gets a ratio with an interval, and a decision.
+    for line in out.splitlines():
+        if line.startswith("│ switch.pipe") or line.startswith("│ syscall.getpid"):
+            assert "×" in line
+            assert "not significant" in line or "slower" in line or "faster" in line
+
+
+def test_compare_needs_two_distinct_runs(db, two_runs):
+    run_a, _ = two_runs
+    single = invoke("compare", run_a, "--db", db)
+    assert single.exit_code == 2 and "at least two runs" in one_error_line(single)
+    same = invoke("compare", run_a, run_a[:20], "--db", db)
+    assert same.exit_code == 2 and "named twice" in one_error_line(same)
+    unknown = invoke("compare", run_a, "bogus", "--db", db)
+    assert unknown.exit_code == 2 and "no run 'bogus'" in one_error_line(unknown)
+
+
+# ---- export ----------------------------------------------------------------------------
+def test_export_json_round_trips(db, two_runs, tmp_path):
+    run_a, _ = two_runs
+    result = invoke("export", run_a, "--format", "json", "--db", db)
+    assert result.exit_code == 0
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert records == real_run("run_a.jsonl").all()
+    out = tmp_path / "a.jsonl"
+    assert invoke("export", run_a, "-o", str(out), "--db", db).exit_code == 0
+    other = str(tmp_path / "other.db")
+    assert invoke("import", str(out), "--db", other).exit_code == 0
+
+
+def test_export_csv(db, two_runs):
+    run_a, _ = two_runs
+    result = invoke("export", run_a, "--format", "csv", "--db", db)
+    assert result.exit_code == 0
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert len(rows) == len(real_run("run_a.jsonl").results)
+    getpid = next(row for row in rows if row["probe"] == "syscall.getpid")
+    assert float(getpid["median"]) > 0 and getpid["unit"] == "ns"
+
+
+def test_export_bad_format_is_a_usage_error(db, two_runs):
+    result = invoke("export", "latest", "--format", "xml", "--db", db)
+    assert result.exit_code == 2
+    assert "xml" in one_error_line(result)
+
+
+# ---- report ------------------------------------------------------------------------------
+def test_report_writes_one_file(db, two_runs, tmp_path):
+    out = tmp_path / "r.html"
+    result = invoke("report", *two_runs, "-o", str(out), "--db", db)
+    assert result.exit_code == 0, result.stderr
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert "Plotly.newPlot" in page and 'id="comparison"' in page
+    assert "<script src" not in page and '<link rel="stylesheet"' not in page
+
+
+def test_report_into_a_missing_directory(db, two_runs, tmp_path):
+    result = invoke("report", "latest", "-o", str(tmp_path / "no" / "r.html"), "--db", db)
+    assert result.exit_code == 2
+    assert "does not exist" in one_error_line(result)
+
+
+# ---- run / list / env through the replaying engine --------------------------------------------
+def test_run_stores_and_prints_summary(db, fake_engine, tmp_path):
+    json_out = tmp_path / "run.jsonl"
+    report_out = tmp_path / "run.html"
+    result = invoke(
+        "run", "switch.*", "--quick", "--cpus", "same,cross", "--db", db,
+        "--json", str(json_out), "--report", str(report_out), "--label", "replayed",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    arguments = json.loads(fake_engine.read_text().splitlines()[-1])
+    assert arguments[:2] == ["run", "switch.*"]
+    assert {"--quick", "--json", "--progress", "--cpus"} <= set(arguments)
+    assert "switch.pipe" in result.stdout and "syscall.getpid" not in result.stdout
+    assert "[1/6] switch.pipe" in result.stderr  # progress, on stderr
+    assert "replaying recorded output" in result.stderr  # engine diagnostics pass through
+    assert "stored run" in result.stderr
+    with Store.open(db) as store:
+        stored = store.load("latest")
+    assert stored.info.label == "replayed" and len(stored.results) == 6
+    assert [json.loads(line) for line in json_out.read_text().splitlines()] == stored.records.all()
+    assert report_out.exists()
+
+
+def test_run_family_name_becomes_a_glob(db, fake_engine):
+    result = invoke("run", "syscall", "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(fake_engine.read_text().splitlines()[-1])[1] == "syscall.*"
+
+
+def test_run_unknown_probe(db, fake_engine):
+    result = invoke("run", "switch.pipes", "--db", db)
+    assert result.exit_code == 2
+    line = one_error_line(result)
+    assert "unknown probe 'switch.pipes'" in line and "switch.pipe" in line
+    assert not Path(db).exists() or Store.open(db).runs() == []
+
+
+def test_run_bad_choice_and_bad_output_paths(db, fake_engine, tmp_path):
+    bad_cpus = invoke("run", "--cpus", "sideways", "--db", db)
+    assert bad_cpus.exit_code == 2 and "--cpus" in one_error_line(bad_cpus)
+    missing = invoke("run", "--report", str(tmp_path / "no" / "r.html"), "--db", db)
+    assert missing.exit_code == 2 and "does not exist" in one_error_line(missing)
+    assert not fake_engine.exists()  # the engine never started
+
+
+def test_engine_usage_error_is_passed_on(db, fake_engine, monkeypatch):
+    monkeypatch.setenv("FAKE_ENGINE_MODE", "usage")
+    result = invoke("run", "--db", db)
+    assert result.exit_code == 2
+    assert "'sideways' is not one of" in one_error_line(result)
+
+
+def test_engine_crash_keeps_finished_results(db, fake_engine, monkeypatch):
+    monkeypatch.setenv("FAKE_ENGINE_MODE", "crash")
+    result = invoke("run", "--db", db)
+    assert result.exit_code == 1
+    assert "probe crashed" in result.stderr
+    with Store.open(db) as store:
+        stored = store.load("latest")
+    assert stored.info.interrupted and not stored.info.complete
+    assert len(stored.results) == 2
+
+
+def test_engine_writing_garbage_is_reported(db, fake_engine, monkeypatch):
+    monkeypatch.setenv("FAKE_ENGINE_MODE", "garbage")
+    result = invoke("run", "--db", db)
+    assert result.exit_code == 1
+    assert "not valid records" in result.stderr
+    with Store.open(db) as store:
+        assert len(store.load("latest").results) == 7
+
+
+def test_missing_engine(db, monkeypatch, tmp_path):
+    monkeypatch.setenv("CTXBENCH_ENGINE", str(tmp_path / "nothing-here"))
+    result = invoke("run", "--db", db)
+    assert result.exit_code == 1
+    assert "CTXBENCH_ENGINE" in one_error_line(result)
+
+
+def test_list_and_env(fake_engine):
+    listed = invoke("list")
+    assert listed.exit_code == 0 and "switch.pipe" in listed.stdout
+    as_json = invoke("list", "--json")
+    assert {p["name"] for p in json.loads(as_json.stdout)} == {"syscall.getpid", "switch.pipe"}
+    env = invoke("env")
+    assert env.exit_code == 0 and "kernel.release" in env.stdout
+    env_json = json.loads(invoke("env", "--json").stdout)
+    assert env_json["kind"] == "env"
+
+
+def test_ctrl_c_keeps_a_partial_run(tmp_path, fake_engine):
+    """A real SIGINT to the ctxbench process: the engine stops, the finished results are stored."""
+    db = tmp_path / "sigint.db"
+    env = dict(
+        os.environ, FAKE_ENGINE_DELAY="0.5", PYTHONPATH=str(Path(__file__).parents[1] / "src")
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ctxbench", "run", "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    # Progress lines arrive on stderr; interrupt while the third variant runs.
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if line.startswith("[3/7]"):
+            break
+    assert seen and seen[-1].startswith("[3/7]"), "".join(seen)
+    process.send_signal(signal.SIGINT)
+    _, rest = process.communicate(timeout=30)
+    err = "".join(seen) + rest
+    assert process.returncode == 130, err
+    assert "interrupted" in err
+    assert "stored partial run" in err
+    with Store.open(db) as store:
+        stored = store.load("latest")
+    assert stored.info.interrupted and stored.info.complete  # run_end says interrupted
+    assert len(stored.results) in (2, 3)
+
+
+def test_help_and_version():
+    assert invoke("--help").exit_code == 0
+    assert "ctxbench" in invoke("--version").stdout
+    unknown = invoke("frobnicate")
+    assert unknown.exit_code == 2 and "No such command" in one_error_line(unknown)
