@@ -1,0 +1,80 @@
+// Option handling: probe selection, parameter expansion, bad values refused.
+#include "selection.hpp"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using namespace ctx;
+
+std::vector<ProbeDescriptor> fake_probes() {
+  ProbeDescriptor a;
+  a.name = "switch.alpha";
+  a.params = {{"cpus", {"same", "cross", "any"}, {}, "placement"}, {"size", {"1", "2"}, {"1"}, "size", true, true}};
+  ProbeDescriptor b;
+  b.name = "syscall.beta";
+  return {a, b};
+}
+
+TEST(Selection, EverythingByDefaultWithDefaultValues) {
+  const auto variants = expand(fake_probes(), {});
+  ASSERT_EQ(variants.size(), 4u);  // alpha: 3 cpus x 1 default size; beta: 1
+  EXPECT_EQ(variants[0].params.at("size"), "1");
+}
+
+TEST(Selection, GlobsAndFamilyNames) {
+  EXPECT_TRUE(probe_matches("switch.*", "switch.alpha"));
+  EXPECT_TRUE(probe_matches("switch", "switch.alpha"));
+  EXPECT_FALSE(probe_matches("switch", "switchy.alpha"));
+  EXPECT_FALSE(probe_matches("sys*.alpha", "syscall.beta"));
+  Selection s;
+  s.patterns = {"syscall"};
+  EXPECT_EQ(expand(fake_probes(), s).size(), 1u);
+}
+
+TEST(Selection, UnknownProbeIsAUsageError) {
+  Selection s;
+  s.patterns = {"nope.*"};
+  try {
+    expand(fake_probes(), s);
+    FAIL() << "expected a usage error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown probe 'nope.*'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("ctxbench-engine list"), std::string::npos);
+  }
+}
+
+TEST(Selection, ChoicesNarrowAndAreValidated) {
+  Selection s;
+  s.patterns = {"switch.alpha"};
+  s.choices["cpus"] = {"same"};
+  s.choices["size"] = {"2", "64"};  // 64 accepted: open-ended numeric
+  EXPECT_EQ(expand(fake_probes(), s).size(), 2u);
+  s.choices["cpus"] = {"sideways"};
+  EXPECT_THROW(expand(fake_probes(), s), UsageError);
+  s.choices["cpus"] = {"same"};
+  s.choices["size"] = {"-4"};
+  EXPECT_THROW(expand(fake_probes(), s), UsageError);
+  s.choices.erase("size");
+  s.choices["colour"] = {"red"};
+  EXPECT_THROW(expand(fake_probes(), s), UsageError);
+}
+
+TEST(Selection, ParamSyntax) {
+  Selection s;
+  add_param_choice(s, "procs=2,8");
+  EXPECT_EQ(s.choices.at("procs"), (std::vector<std::string>{"2", "8"}));
+  EXPECT_THROW(add_param_choice(s, "procs"), UsageError);
+  EXPECT_THROW(add_param_choice(s, "=3"), UsageError);
+  EXPECT_THROW(add_param_choice(s, "procs=2,,8"), UsageError);
+}
+
+TEST(Selection, SamplesMustBeAPositiveWholeNumber) {
+  EXPECT_EQ(parse_positive("30", "--samples", 1000), 30);
+  for (const char* bad : {"0", "-3", "x", "", "3.5", "99999999999999999999", "1001"})
+    EXPECT_THROW(parse_positive(bad, "--samples", 1000), UsageError) << bad;
+  EXPECT_DOUBLE_EQ(parse_seconds("0.01", "--min-time"), 0.01);
+  for (const char* bad : {"0", "-1", "soon", "nan"}) EXPECT_THROW(parse_seconds(bad, "--min-time"), UsageError) << bad;
+}
+
+}  // namespace
