@@ -505,32 +505,37 @@ def _n(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
 
+def _share(part: float, total: float) -> str:
+    return f"{100 * part / total:.0f}%" if total else "-"
+
+
 def explain(sim: str, call: str, parts: dict[str, float]) -> str:
     """Which part dominates this call's round trip, by how much, in words."""
     total = parts["total"]
     ranked = sorted(PART_NAMES, key=lambda p: parts[p], reverse=True)
     top, second = ranked[0], ranked[1]
-    share = 100 * parts[top] / total if total else 0.0
-    ratio = parts[top] / parts[second] if parts[second] > 0 else math.inf
-    ratio_words = (
-        "more than any other part"
-        if math.isinf(ratio)
-        else f"{ratio:.1f}x {PART_NAMES[second]} ({_n(parts[second])})"
+    words = (
+        f"{call} on {sim}: {_n(total)} instructions per round trip; "
+        f"{PART_NAMES[top]} dominates with {_n(parts[top])} ({_share(parts[top], total)})"
     )
+    if parts[second] > 0:
+        words += (
+            f", {parts[top] / parts[second]:.1f}x the next part, "
+            f"{PART_NAMES[second]} ({_n(parts[second])})"
+        )
     logic = parts["call_logic"]
     if call == "enosys":
-        logic_words = "there is no call logic (sys_ni_syscall is counted as dispatch)"
-    else:
-        logic_share = 100 * logic / total if total else 0.0
-        logic_words = f"the call's own logic is {_n(logic)} ({logic_share:.0f}%)"
-    return (
-        f"{call} on {sim}: {_n(total)} instructions per round trip; "
-        f"{PART_NAMES[top]} dominates with {_n(parts[top])} ({share:.0f}%), "
-        f"{ratio_words}; {logic_words}."
-    )
+        words += "; there is no call logic (sys_ni_syscall counts as dispatch)"
+    elif top != "call_logic" and logic > 0:
+        words += (
+            f", and {parts[top] / logic:.1f}x the call's own logic "
+            f"({_n(logic)}, {_share(logic, total)})"
+        )
+    return words + "."
 
 
-def explain_variants(sim: str, parts: dict[str, dict[str, float]]) -> str:
+def explain_variants(sim: str, parts: dict[str, dict[str, float]], empty_length: int) -> str:
+    """What each other handler changes, on getpid, in words."""
     getpid = parts["getpid"]
     base = getpid["total"]
 
@@ -538,15 +543,20 @@ def explain_variants(sim: str, parts: dict[str, dict[str, float]]) -> str:
         change = getpid[name] - base
         return f"{'+' if change >= 0 else ''}{_n(change)} ({100 * change / base:+.0f}%)"
 
+    smode_change = getpid["smode"] - base
+    smode_words = (
+        " (the same instructions run; a difference on silicon would be in cycles, "
+        "which this simulator does not model)"
+        if smode_change == 0
+        else ""
+    )
     trap = getpid["trap_itself"]
     return (
         f"{sim}, getpid: saving only the caller-saved registers changes the round trip by "
-        f"{delta('minimal')}; delegating to S-mode by {delta('smode')} "
-        f"(same instruction count; any difference on silicon would be in cycles, which "
-        f"this simulator does not model); saving FPU state as well by {delta('fpu')}, "
-        f"what lazy FPU saving avoids. The trap itself (ecall in, mret out, beyond the "
-        f"empty handler's own instructions) counts {_n(trap)} instruction"
-        f"{'' if trap == 1 else 's'} here."
+        f"{delta('minimal')}; delegating the trap to S-mode by {delta('smode')}{smode_words}; "
+        f"saving the FPU state as well by {delta('fpu')}, which is what lazy FPU saving "
+        f"avoids. The ecall itself, beyond the empty handler's {empty_length} instructions "
+        f"(mret included), counts {_n(trap)} instruction{'' if trap == 1 else 's'} here."
     )
 
 
@@ -938,7 +948,9 @@ def format_report(records: Sequence[dict[str, Any]], runs: Sequence[SimRun] = ()
         for run in decomposed:
             for call in CALLS:
                 lines.append("- " + explain(run.sim, call, run.parts[call]))  # type: ignore[index]
-            lines.append("- " + explain_variants(run.sim, run.parts))  # type: ignore[arg-type]
+            lines.append(
+                "- " + explain_variants(run.sim, run.parts, run.shape["empty"]["instructions"])
+            )  # type: ignore[arg-type,index]
     for run in runs:
         if run.problem:
             lines.append(f"- {run.sim}: not measured: {run.problem}")
