@@ -132,7 +132,8 @@ long counted(const SwitchCount& c, Counter counter) {
 struct Sampled {
   std::vector<double> per_op;
   std::uint64_t iterations_per_sample = 0;
-  std::uint64_t total_iterations = 0;
+  std::uint64_t total_iterations = 0;  // in the timed samples
+  std::uint64_t all_iterations = 0;    // calibration and warm-up included
   bool budget_hit = false;
 };
 
@@ -140,7 +141,10 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
                const TimerInfo& timer, const HarnessOptions& options, double ops_per_iteration,
                const std::function<void()>& before_timed = {}) {
   Sampled out;
-  auto timed = [&](std::uint64_t n) { return time_batch(clock, timer, workload, n); };
+  auto timed = [&](std::uint64_t n) {
+    out.all_iterations += n;
+    return time_batch(clock, timer, workload, n);
+  };
   out.iterations_per_sample =
       probe.fixed_iterations ? probe.fixed_iterations(params) : calibrate_batch(timed, batch_target_ns(options, timer));
   for (int w = 0; w < options.warmup_samples; ++w) timed(out.iterations_per_sample);
@@ -280,6 +284,8 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
         std::llround(static_cast<double>(measured.iterations_per_sample) * ops_per_iteration));
     if (r.ops_per_sample == 0) r.ops_per_sample = 1;
     const double ops_total = static_cast<double>(measured.total_iterations) * ops_per_iteration;
+    // Every op the workload performed, so a test can compare with what the kernel saw.
+    r.derived["ops_executed"] = static_cast<double>(measured.all_iterations) * ops_per_iteration;
     if (measured.budget_hit)
       r.notes.push_back(fmt::format("sampling stopped after {} samples: the variant's time budget ({:.0f} s) ran out",
                                     measured.per_op.size(), options.max_variant_s));

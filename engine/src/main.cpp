@@ -263,12 +263,18 @@ int main(int argc, char** argv) {
                   "Seconds a variant may run before its children are killed (default 120)");
   run->add_option("--cpus", run_options.cpus, "Placements to run: same,cross,any");
   run->add_option("--between", run_options.between, "Task kinds to run: threads,processes");
-  run->add_option("--param", run_options.params, "Parameter values: NAME=V1,V2 (repeatable), e.g. procs=2,8");
+  run->add_option("--param", run_options.params, "Parameter values: NAME=V1,V2 (repeatable), e.g. procs=2,8")
+      ->allow_extra_args(false);
   run->add_flag("--json", run_options.json, "Write JSON Lines (env, one record per variant, run_end)");
   run->add_option("--out", run_options.out, "Write JSON Lines to this file (with --json: instead of stdout)");
   run->add_option("--preset", run_options.preset, "Run a named experiment instead of probes (e.g. fibers-vs-threads)");
   run->add_flag("--progress", run_options.progress, "Write '@progress {json}' lines to stderr before each variant");
 
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string command = argv[1];
+    if (command != "run" && command != "list" && command != "env" && command != "docs")
+      return usage_error(fmt::format("unknown command '{}'; use run, list, env or docs (see --help)", command));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -1,0 +1,44 @@
+"""Unprivileged: the quick suite as nobody. Every probe is ok, or unsupported
+with a reason, or suspect for a measurement reason (e.g. too few switches on
+a cross-CPU yield) - never failed, and never a permission problem hidden as a
+figure. The engine changes no system setting, so this also runs as root."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import parse_records, results
+
+PRIVILEGE_REASONS = {"permission_denied"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root to drop to nobody with setpriv (util-linux)")
+def test_quick_suite_as_nobody(engine, tmp_path):
+    # The engine must be reachable by nobody: copy it (and its exec helper) out of a private tree.
+    exe_dir = tmp_path / "bin"
+    exe_dir.mkdir()
+    for name in ("ctxbench-engine", "ctxbench-exit0"):
+        source = os.path.join(os.path.dirname(engine), name)
+        if os.path.exists(source):
+            shutil.copy2(source, exe_dir / name)
+    os.chmod(tmp_path, 0o755)
+    os.chmod(exe_dir, 0o755)
+    proc = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all",
+         str(exe_dir / "ctxbench-engine"), "run", "--quick", "--json"],
+        capture_output=True, text=True, timeout=600, cwd="/",
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = parse_records(proc.stdout)
+    assert records[-1]["kind"] == "run_end"
+    for r in results(records):
+        status = r["verdict"]["status"]
+        codes = {reason["code"] for reason in r["verdict"]["reasons"]}
+        assert status != "failed", (r["probe"], r["params"], r["verdict"])
+        if status == "unsupported":
+            assert all(reason["detail"] for reason in r["verdict"]["reasons"])
+        else:
+            assert not codes & PRIVILEGE_REASONS, (r["probe"], r["verdict"])
