@@ -359,6 +359,42 @@ def test_unsupported_records_validate(tmp_path: Path, monkeypatch: pytest.Monkey
     assert records[-1]["counts"]["unsupported"] == len(results)
 
 
+def test_failing_simulator_gives_failed_records(tmp_path: Path, monkeypatch) -> None:
+    # A "spike" that exits 3, as the real one does when the kernel reports a
+    # failure through tohost: the records say failed/child_failed, not ok.
+    fake = tmp_path / "spike"
+    fake.write_text("#!/bin/sh\necho 'ctxlab begin platform=spike'\nexit 3\n")
+    fake.chmod(0o755)
+    images = tmp_path / "build" / "spike"
+    images.mkdir(parents=True)
+    for name in ("lab.elf", "lab.dis"):
+        (images / name).write_text("")
+    monkeypatch.setenv("CTXBENCH_SPIKE", str(fake))
+    monkeypatch.setattr(riscv_lab, "find_program", lambda name, package: Path("/bin/true"))
+    details: list[riscv_lab.SimRun] = []
+    records = riscv_lab.run_lab(
+        ("spike",), LAB_DIR, tmp_path / "build", build_first=False, runs=details
+    )
+    results = [r for r in records if r["kind"] == "result"]
+    assert {r["verdict"]["status"] for r in results} == {"failed"}
+    assert results[0]["verdict"]["reasons"][0]["code"] == "child_failed"
+    assert "status 3" in details[0].problem
+    assert records[-1]["counts"]["failed"] == len(results)
+
+
+def test_failing_build_gives_failed_records(tmp_path: Path, monkeypatch) -> None:
+    lab_dir = tmp_path / "lab"
+    lab_dir.mkdir()
+    (lab_dir / "Makefile").write_text("all:\n\t@echo 'lab.c:1: error: broken' >&2; exit 1\n")
+    monkeypatch.setattr(riscv_lab, "find_program", lambda name, package: Path(f"/usr/bin/{name}"))
+    if not Path("/usr/bin/make").exists():
+        pytest.skip("make is not at /usr/bin/make")
+    records = riscv_lab.run_lab(("qemu",), lab_dir, tmp_path / "build")
+    results = [r for r in records if r["kind"] == "result"]
+    assert {r["verdict"]["status"] for r in results} == {"failed"}
+    assert "error: broken" in results[0]["verdict"]["reasons"][0]["detail"]
+
+
 def test_usage_error_exits_2(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as exit_info:
         riscv_lab.main(["--sim", "bochs"])

@@ -843,25 +843,31 @@ def run_lab(
             for call in CALLS:
                 records.append(not_run_record(run_id, sim, variant, call, status, code, detail))
 
-    # The build needs the cross toolchain whichever simulator runs.
+    # The build needs the cross toolchain whichever simulator runs. A missing
+    # tool or missing sources make the lab unsupported here; a build that
+    # fails is a failure.
     build_missing = _first_missing(build_tools) if build_first else None
     build_problem = build_missing.message() if build_missing else None
+    build_unsupported = build_problem is not None
     if build_problem is None and lab is None and build_first:
         build_problem = (
-            "the lab sources (riscv/) were not found; pass lab_dir or set CTXBENCH_RISCV_LAB"
+            "the lab sources (riscv/) are not in this install; run from a checkout "
+            "or set CTXBENCH_RISCV_LAB to its riscv/ directory"
         )
+        build_unsupported = True
     if build_problem is None and build_first:
         say(f"building the lab into {out_dir}")
         try:
             build(lab, out_dir, build_tools)  # type: ignore[arg-type]
         except LabError as error:
             build_problem = str(error)
-            build_missing = None
 
     for sim in sims:
         if build_problem is not None:
-            code = "not_supported_here" if build_missing else "error"
-            give_up(sim, "unsupported" if build_missing else "failed", code, build_problem)
+            if build_unsupported:
+                give_up(sim, "unsupported", "not_supported_here", build_problem)
+            else:
+                give_up(sim, "failed", "error", build_problem)
             continue
         missing = _first_missing(sim_tools[sim])
         if missing is not None:
