@@ -7,6 +7,7 @@ test_smoke.py.
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
@@ -14,12 +15,13 @@ import os
 import signal
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from conftest import fixture_path, real_run
+from conftest import fixture_path, real_run, with_run_id
 from ctxbench.cli import cli
 from ctxbench.store import Store
 
@@ -372,3 +374,36 @@ def test_help_and_version():
     assert "ctxbench" in invoke("--version").stdout
     unknown = invoke("frobnicate")
     assert unknown.exit_code == 2 and "No such command" in one_error_line(unknown)
+
+
+# ---- riscv ---------------------------------------------------------------------------------
+def test_riscv_stores_the_lab_records_as_a_run(db, monkeypatch):
+    calls = []
+    replayed = with_run_id(real_run("run_b.jsonl"), "riscv-20260101T000000Z-0000abcd")
+
+    def run_lab(sims, lab_dir=None, build_dir=None, *, progress=None):
+        calls.append((list(sims), lab_dir, build_dir))
+        progress("building the lab (replayed)")
+        return replayed.all()
+
+    monkeypatch.setitem(sys.modules, "ctxbench.riscv_lab", types.SimpleNamespace(run_lab=run_lab))
+    result = invoke("riscv", "--sim", "spike", "--label", "lab", "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert calls == [(["spike"], None, None)]
+    assert "building the lab (replayed)" in result.stderr
+    with Store.open(db) as store:
+        stored = store.load("riscv-")
+    assert stored.info.origin == "riscv" and stored.info.label == "lab"
+    assert invoke("riscv", "--sim", "bochs", "--db", db).exit_code == 2
+
+
+def test_riscv_invalid_lab_record_stores_nothing(db, monkeypatch):
+    broken = copy.deepcopy(real_run("run_b.jsonl").all())
+    broken[1]["unit"] = "parsecs"
+    module = types.SimpleNamespace(run_lab=lambda sims, lab_dir=None, build_dir=None: broken)
+    monkeypatch.setitem(sys.modules, "ctxbench.riscv_lab", module)
+    result = invoke("riscv", "--db", db)
+    assert result.exit_code == 2
+    assert "riscv lab record 2 is not valid" in one_error_line(result)
+    with Store.open(db) as store:
+        assert store.runs() == []

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import csv
 import fnmatch
+import importlib
+import inspect
 import io
 import json
 import os
@@ -598,12 +600,15 @@ def riscv(sim: str, label: str | None, report_path: Path | None, db: Path | None
     """The RISC-V trap lab: ecall round trips in Spike and/or QEMU, stored as a run."""
     _check_output_path(report_path, "--report")
     try:
-        from ctxbench import riscv_lab
+        riscv_lab = importlib.import_module("ctxbench.riscv_lab")
     except ImportError as error:
         raise EngineError(f"the RISC-V lab is not available in this install ({error})") from None
     with _open_store(db) as store:
         _say(f"running the RISC-V trap lab on {', '.join(SIMULATORS[sim])}...")
-        produced = riscv_lab.run_lab(sims=SIMULATORS[sim], lab_dir=None, build_dir=None)
+        extra = {}
+        if "progress" in inspect.signature(riscv_lab.run_lab).parameters:
+            extra["progress"] = _say
+        produced = riscv_lab.run_lab(sims=SIMULATORS[sim], lab_dir=None, build_dir=None, **extra)
         for number, record in enumerate(produced, start=1):
             problem = record_problem(record)
             if problem is not None:

@@ -81,4 +81,4 @@ def params(params_: dict[str, Any]) -> str:
 
 
 def ratio(low: float, point: float, high: float) -> str:
-    return f"{point:.3g}× [{low:.3g}, {high:.3g}]"
+    return f"{point:#.3g}× [{low:#.3g}, {high:#.3g}]"

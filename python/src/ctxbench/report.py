@@ -40,6 +40,7 @@ from ctxbench.store import StoredRun
 LOG_SPAN = 20.0  # log axis when max/min over a plot exceeds this
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 RING_PROBE = "switch.ring"
+RATIO_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 1, 1.25, 2, 5, 10, 20, 50, 100)
 
 
 def esc(text: Any) -> str:
@@ -91,6 +92,13 @@ def _variant_label(result: dict[str, Any]) -> str:
     if params:
         text += "<br>" + esc(params)
     return text
+
+
+def _value_axis(values: list[float]) -> dict[str, Any]:
+    """Axis settings: log scale (ticks at 1, 2, 5 x 10^k) where values span > LOG_SPAN."""
+    if _axis_type(values) == "log":
+        return {"type": "log", "dtick": "D2"}
+    return {"type": "linear"}
 
 
 def _axis_type(values: list[float]) -> str:
@@ -154,6 +162,7 @@ def _median_figure(
             go.Scatter(
                 x=x,
                 y=y,
+                orientation="h",
                 mode="markers",
                 name=esc(names[index]),
                 marker={"color": PALETTE[index % len(PALETTE)], "size": 9},
@@ -163,7 +172,8 @@ def _median_figure(
         )
     if not figure.data:
         return None
-    figure.update_xaxes(type=_axis_type(values), title=_unit_title(unit))
+    figure.update_xaxes(title=_unit_title(unit), **_value_axis(values))
+    figure.update_layout(scattermode="group", scattergap=0.5)
     figure.update_yaxes(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels
     )
@@ -205,7 +215,7 @@ def _distribution_figure(
     if not figure.data:
         return None
     figure.update_layout(boxmode="group")
-    figure.update_xaxes(type=_axis_type(values), title=_unit_title(unit) + " (each sample)")
+    figure.update_xaxes(title=_unit_title(unit) + " (each sample)", **_value_axis(values))
     figure.update_yaxes(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels
     )
@@ -286,10 +296,17 @@ def _ring_figures(figures: _Figures, runs: list[StoredRun]) -> list[Figure]:
     return out
 
 
+def _row_label(row: Any) -> str:
+    return esc(row.probe) + ("<br>" + esc(params_text(row.params)) if row.params else "")
+
+
 def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | None:
     figure = go.Figure()
     labels: list[str] = []
     values: list[float] = []
+    for row in comparison.rows:
+        if any(c.difference is not None and c.difference.ratio is not None for c in row.cells):
+            labels.append(_row_label(row))
     for index in range(1, len(comparison.runs)):
         for significant in (True, False):
             xs, ys, low, high, hover = [], [], [], [], []
@@ -299,11 +316,7 @@ def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | No
                     continue
                 if difference.significant != significant:
                     continue
-                label = esc(row.probe) + (
-                    "<br>" + esc(params_text(row.params)) if row.params else ""
-                )
-                if label not in labels:
-                    labels.append(label)
+                label = _row_label(row)
                 ratio = difference.ratio
                 xs.append(ratio.ratio)
                 ys.append(label)
@@ -327,7 +340,13 @@ def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | No
                         "size": 9,
                         "symbol": "circle",
                     },
-                    error_x={"type": "data", "symmetric": False, "array": high, "arrayminus": low},
+                    error_x={
+                        "type": "data",
+                        "symmetric": False,
+                        "array": high,
+                        "arrayminus": low,
+                        "color": color,
+                    },
                     text=hover,
                     hovertemplate="%{y}<br>ratio %{x:.3g}: %{text}<extra></extra>",
                 )
@@ -335,7 +354,14 @@ def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | No
     if not figure.data:
         return None
     figure.add_vline(x=1.0, line={"color": "#888", "dash": "dot"})
-    figure.update_xaxes(type="log", title="ratio of medians to run A (log scale)")
+    low, high = min([*values, 1.0]), max([*values, 1.0])
+    ticks = [t for t in RATIO_TICKS if low / 1.5 <= t <= high * 1.5]
+    figure.update_xaxes(
+        type="log",
+        tickvals=ticks,
+        ticktext=[f"{t:g}×" for t in ticks],
+        title="ratio of medians to run A (log scale)",
+    )
     figure.update_yaxes(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels
     )

@@ -1,0 +1,155 @@
+"""The HTML report: content, escaping of every record string, and the offline page.
+
+test_report_in_chromium opens the report in headless Debian Chromium (through
+playwright, with the system browser, no download) with networking off and
+asserts that the plots rendered, that nothing was fetched and that the
+console stayed clean; it writes build/report-screenshot.png for people.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+
+import pytest
+
+from conftest import REPO, chromium_path, real_run, with_run_id
+from ctxbench.records import group_run, record_problem
+from ctxbench.report import render
+from ctxbench.store import Store
+
+EVIL = "</script><img src=x onerror=alert(1)><script>alert('xss')</script>&amp;"
+
+
+def evil_run():
+    """run_a with hostile strings wherever a record allows free text."""
+    run = with_run_id(real_run("run_a.jsonl"), "evil-run-00000001")
+    records = copy.deepcopy(run.all())
+    env = records[0]
+    env["hostname"] = "host" + EVIL
+    env["kernel"]["release"] = "6.0" + EVIL
+    env["mitigations"]["spectre_v2"] = EVIL
+    for record in records[1:-1]:
+        record["params"] = dict(record["params"], note="<b>" + EVIL)
+        record["op"] = "op" + EVIL
+        if record["verdict"]["status"] == "ok":
+            record["verdict"] = {
+                "status": "suspect",
+                "reasons": [{"code": "high_spread", "detail": "detail" + EVIL}],
+            }
+    for record in records:
+        assert record_problem(record) is None
+    return group_run(records)
+
+
+@pytest.fixture
+def store_with_runs(tmp_path):
+    store = Store.open(tmp_path / "report.db")
+    store.add_run(real_run("run_a.jsonl"), origin="import", label="machine A")
+    store.add_run(real_run("run_b.jsonl"), origin="import", label="machine B")
+    store.add_run(evil_run(), origin="import", label="label" + EVIL)
+    yield store
+    store.close()
+
+
+def test_single_run_report(store_with_runs):
+    page = render([store_with_runs.load(real_run("run_a.jsonl").run_id)])
+    assert "<h2>switch <span" in page and "<h2>syscall <span" in page
+    assert 'id="comparison"' not in page
+    assert page.count('data-plot="plot-') == 4  # median + distribution for two families
+    assert "syscall.getpid" in page and "between=processes cpus=cross" in page
+
+
+def test_comparison_report(store_with_runs):
+    runs = [store_with_runs.load(info.run_id) for info in store_with_runs.runs()]
+    page = render(runs, title="A vs B")
+    assert "<title>A vs B</title>" in page
+    assert 'id="comparison"' in page
+    assert "ratio to run A with bootstrap CI" in page
+    assert "environment keys differ" in page
+
+
+def test_every_record_string_is_escaped(store_with_runs):
+    runs = [store_with_runs.load(info.run_id) for info in store_with_runs.runs()]
+    page = render(runs)
+    # No injected markup survives: not in the HTML, not inside the JSON of the plots.
+    assert "<img" not in page
+    assert "alert('xss')" not in page.replace("alert(&#39;xss&#39;)", "")
+    assert page.count("</script>") == page.count("<script")
+    assert "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in page
+    scripts = re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', page, re.S)
+    assert scripts and all("<" not in text for text in scripts)
+
+
+def test_report_in_chromium(store_with_runs, tmp_path):
+    browser_path = chromium_path()
+    if browser_path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; `scripts/deps.sh browser` installs it")
+        pytest.skip("chromium is not installed (scripts/deps.sh browser)")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+
+    runs = [store_with_runs.load(info.run_id) for info in store_with_runs.runs()]
+    report_path = tmp_path / "report.html"
+    report_path.write_text(render(runs), encoding="utf-8")
+    screenshot = REPO / "build" / "report-screenshot.png"
+    screenshot.parent.mkdir(exist_ok=True)
+
+    requests, problems, dialogs = [], [], []
+    with playwright_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            user_data_dir=str(tmp_path / "chromium-profile"),  # fresh profile
+            executable_path=browser_path,
+            headless=True,
+            offline=True,
+            viewport={"width": 1280, "height": 900},
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        try:
+            page = context.new_page()
+            page.on("request", lambda request: requests.append(request.url))
+            page.on(
+                "console",
+                lambda message: problems.append(message.text) if message.type == "error" else None,
+            )
+            page.on("pageerror", lambda error: problems.append(str(error)))
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            page.goto(report_path.as_uri(), wait_until="load")
+            page.wait_for_function(
+                "document.querySelectorAll('.plot .main-svg').length > 0", timeout=30_000
+            )
+            plots = page.evaluate(
+                """() => Array.from(document.querySelectorAll('div.plot')).map(div => {
+                       const box = div.getBoundingClientRect();
+                       const svg = div.querySelector('svg.main-svg');
+                       const svgBox = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+                       return {id: div.id, width: box.width, height: box.height,
+                               svgWidth: svgBox.width, svgHeight: svgBox.height,
+                               traces: (div.data || []).length,
+                               marks: div.querySelectorAll('.point, .box, .trace').length};
+                   })"""
+            )
+            injected = page.evaluate("document.querySelectorAll('img, b').length")
+            page.screenshot(path=str(screenshot), full_page=True)
+        finally:
+            context.close()
+
+    assert len(plots) >= 5  # 2 families x (medians, distributions) + the comparison
+    for plot in plots:
+        assert plot["width"] > 0 and plot["height"] > 0, plot
+        assert plot["svgWidth"] > 0 and plot["svgHeight"] > 0, plot
+        assert plot["traces"] > 0 and plot["marks"] > 0, plot
+    assert problems == []
+    assert dialogs == []
+    assert injected == 0
+    assert [url for url in requests if url != report_path.as_uri()] == []
+    assert screenshot.stat().st_size > 10_000
