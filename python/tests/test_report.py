@@ -82,24 +82,29 @@ def test_every_record_string_is_escaped(store_with_runs):
     assert scripts and all("<" not in text for text in scripts)
 
 
-def test_report_in_chromium(store_with_runs, tmp_path):
+PLOTS_JS = """() => Array.from(document.querySelectorAll('div.plot')).map(div => {
+    const box = div.getBoundingClientRect();
+    const svg = div.querySelector('svg.main-svg');
+    const svgBox = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+    return {id: div.id, width: box.width, height: box.height,
+            svgWidth: svgBox.width, svgHeight: svgBox.height,
+            traces: (div.data || []).length,
+            marks: div.querySelectorAll('.point, .box, .trace').length};
+})"""
+
+
+def open_in_chromium(pages, profile_dir, screenshot=None):
+    """Open each HTML file in headless Chromium (offline); what each page did."""
     browser_path = chromium_path()
     if browser_path is None:
         if os.environ.get("CI"):
             pytest.fail("chromium is not installed; `scripts/deps.sh browser` installs it")
         pytest.skip("chromium is not installed (scripts/deps.sh browser)")
     playwright_api = pytest.importorskip("playwright.sync_api")
-
-    runs = [store_with_runs.load(info.run_id) for info in store_with_runs.runs()]
-    report_path = tmp_path / "report.html"
-    report_path.write_text(render(runs), encoding="utf-8")
-    screenshot = REPO / "build" / "report-screenshot.png"
-    screenshot.parent.mkdir(exist_ok=True)
-
-    requests, problems, dialogs = [], [], []
+    seen = []
     with playwright_api.sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            user_data_dir=str(tmp_path / "chromium-profile"),  # fresh profile
+            user_data_dir=str(profile_dir),  # a fresh profile
             executable_path=browser_path,
             headless=True,
             offline=True,
@@ -115,41 +120,59 @@ def test_report_in_chromium(store_with_runs, tmp_path):
             ],
         )
         try:
-            page = context.new_page()
-            page.on("request", lambda request: requests.append(request.url))
-            page.on(
-                "console",
-                lambda message: problems.append(message.text) if message.type == "error" else None,
-            )
-            page.on("pageerror", lambda error: problems.append(str(error)))
-            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-            page.goto(report_path.as_uri(), wait_until="load")
-            page.wait_for_function(
-                "document.querySelectorAll('.plot .main-svg').length > 0", timeout=30_000
-            )
-            plots = page.evaluate(
-                """() => Array.from(document.querySelectorAll('div.plot')).map(div => {
-                       const box = div.getBoundingClientRect();
-                       const svg = div.querySelector('svg.main-svg');
-                       const svgBox = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
-                       return {id: div.id, width: box.width, height: box.height,
-                               svgWidth: svgBox.width, svgHeight: svgBox.height,
-                               traces: (div.data || []).length,
-                               marks: div.querySelectorAll('.point, .box, .trace').length};
-                   })"""
-            )
-            injected = page.evaluate("document.querySelectorAll('img, b').length")
-            page.screenshot(path=str(screenshot), full_page=True)
+            for number, path in enumerate(pages):
+                outcome = {"requests": [], "problems": [], "dialogs": []}
+                page = context.new_page()
+                page.on("request", lambda request, o=outcome: o["requests"].append(request.url))
+                page.on(
+                    "console",
+                    lambda message, o=outcome: (
+                        o["problems"].append(message.text) if message.type == "error" else None
+                    ),
+                )
+                page.on("pageerror", lambda error, o=outcome: o["problems"].append(str(error)))
+                page.on(
+                    "dialog",
+                    lambda dialog, o=outcome: (
+                        o["dialogs"].append(dialog.message),
+                        dialog.dismiss(),
+                    ),
+                )
+                page.goto(path.as_uri(), wait_until="load")
+                page.wait_for_function(
+                    "document.querySelectorAll('.plot .main-svg').length > 0", timeout=30_000
+                )
+                outcome["plots"] = page.evaluate(PLOTS_JS)
+                outcome["injected"] = page.evaluate("document.querySelectorAll('img, b').length")
+                if screenshot is not None and number == 0:
+                    page.screenshot(path=str(screenshot), full_page=True)
+                page.close()
+                seen.append(outcome)
         finally:
             context.close()
+    return seen
 
-    assert len(plots) >= 5  # 2 families x (medians, distributions) + the comparison
-    for plot in plots:
-        assert plot["width"] > 0 and plot["height"] > 0, plot
-        assert plot["svgWidth"] > 0 and plot["svgHeight"] > 0, plot
-        assert plot["traces"] > 0 and plot["marks"] > 0, plot
-    assert problems == []
-    assert dialogs == []
-    assert injected == 0
-    assert [url for url in requests if url != report_path.as_uri()] == []
+
+def test_report_in_chromium(store_with_runs, tmp_path):
+    infos = store_with_runs.runs()
+    clean = tmp_path / "report.html"
+    clean.write_text(render([store_with_runs.load(i.run_id) for i in infos[:2]]), "utf-8")
+    hostile = tmp_path / "hostile.html"
+    hostile.write_text(render([store_with_runs.load(i.run_id) for i in infos]), "utf-8")
+    screenshot = REPO / "build" / "report-screenshot.png"
+    screenshot.parent.mkdir(exist_ok=True)
+
+    outcomes = open_in_chromium([clean, hostile], tmp_path / "profile", screenshot)
+
+    for path, outcome in zip([clean, hostile], outcomes, strict=True):
+        plots = outcome["plots"]
+        assert len(plots) >= 5  # 2 families x (medians, distributions) + the comparison
+        for plot in plots:
+            assert plot["width"] > 0 and plot["height"] > 0, plot
+            assert plot["svgWidth"] > 0 and plot["svgHeight"] > 0, plot
+            assert plot["traces"] > 0 and plot["marks"] > 0, plot
+        assert outcome["problems"] == []
+        assert outcome["dialogs"] == []
+        assert outcome["injected"] == 0
+        assert [url for url in outcome["requests"] if url != path.as_uri()] == []
     assert screenshot.stat().st_size > 10_000
