@@ -340,7 +340,7 @@ def test_ctrl_c_keeps_a_partial_run(tmp_path, fake_engine):
     """A real SIGINT to the ctxbench process: the engine stops, the finished results are stored."""
     db = tmp_path / "sigint.db"
     env = dict(
-        os.environ, FAKE_ENGINE_DELAY="0.5", PYTHONPATH=str(Path(__file__).parents[1] / "src")
+        os.environ, FAKE_ENGINE_DELAY="1.0", PYTHONPATH=str(Path(__file__).parents[1] / "src")
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "ctxbench", "run", "--db", str(db)],
@@ -366,7 +366,7 @@ def test_ctrl_c_keeps_a_partial_run(tmp_path, fake_engine):
     with Store.open(db) as store:
         stored = store.load("latest")
     assert stored.info.interrupted and stored.info.complete  # run_end says interrupted
-    assert len(stored.results) in (2, 3)
+    assert 2 <= len(stored.results) < 7  # the finished ones, not the rest
 
 
 def test_help_and_version():

@@ -26,7 +26,7 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ctxbench import __version__, fmt, tables
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, RecordError
@@ -187,22 +187,24 @@ class _ProgressView:
     def __enter__(self) -> _ProgressView:
         if self.live:
             self._progress = Progress(
-                TextColumn("probe"),
-                MofNCompleteColumn(),
-                BarColumn(),
+                TextColumn("probe {task.fields[position]}"),
+                BarColumn(bar_width=24),
                 TimeElapsedColumn(),
                 TextColumn("{task.description}", markup=False),
                 console=self.console,
                 transient=False,
             )
             self._progress.start()
-            self._task = self._progress.add_task("starting the engine", total=None)
+            self._task = self._progress.add_task("starting the engine", total=None, position="")
         else:
             self.console.print("running the engine...", markup=False)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
+            task = self._progress.tasks[0]
+            if task.total is not None:
+                self._progress.update(self._task, description="done")
             self._progress.stop()
 
     def update(self, progress: EngineProgress) -> None:
@@ -212,12 +214,17 @@ class _ProgressView:
             label += f" {params}"
         if self._progress is not None:
             self._progress.update(
-                self._task, total=progress.total, completed=progress.number - 1, description=label
+                self._task,
+                total=progress.total,
+                completed=progress.number - 1,
+                description=label,
+                position=f"{progress.number} of {progress.total}",
             )
         else:
             elapsed = time.monotonic() - self.started
             self.console.print(
-                f"[{progress.number}/{progress.total}] {label} ({elapsed:.0f} s)", markup=False
+                f"[{progress.number}/{progress.total}] {label} (elapsed {elapsed:.0f} s)",
+                markup=False,
             )
 
     def finished_one(self) -> None:
@@ -254,7 +261,7 @@ def _store_run(store: Store, run: RunRecords, origin: str, label: str | None) ->
 
 def _print_results(results: list[dict[str, Any]], title: str | None = None) -> None:
     console = _console()
-    console.print(tables.results_table(results, title=title))
+    console.print(tables.results_table(results, title=title, width=console.width))
     notes = tables.verdict_notes(results)
     for note in notes:
         console.print(f"  {note}", markup=False)

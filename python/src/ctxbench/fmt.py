@@ -38,9 +38,15 @@ def value(amount: float | None, unit: str) -> str:
 
 
 def interval(low: float | None, high: float | None, unit: str) -> str:
+    """'1.201–3.323 µs' when both ends share a scale, else '980.0 ns–1.020 µs'."""
     if low is None or high is None:
         return "—"
-    return f"{value(low, unit)} – {value(high, unit)}"
+    low_text, high_text = value(low, unit), value(high, unit)
+    low_number, _, low_unit = low_text.partition(" ")
+    high_number, _, high_unit = high_text.partition(" ")
+    if low_unit == high_unit:
+        return f"{low_number}–{high_number} {high_unit}"
+    return f"{low_text}–{high_text}"
 
 
 def median_ci(result: dict[str, Any]) -> str:

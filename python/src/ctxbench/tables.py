@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -24,16 +25,23 @@ def _verdict_text(result: dict[str, Any]) -> Text:
     return Text(fmt.verdict(result), style=STATUS_STYLE.get(result["verdict"]["status"], ""))
 
 
-def results_table(results: list[dict[str, Any]], title: str | None = None) -> Table:
+NARROW = 140  # below this width: params under the probe, p99 under the median, baseline under net
+
+
+def results_table(
+    results: list[dict[str, Any]], title: str | None = None, width: int | None = None
+) -> Table:
+    if width is not None and width < NARROW:
+        return _narrow_results_table(results, title)
     table = Table(title=title, title_justify="left")
     table.add_column("probe", no_wrap=True)
-    table.add_column("params")
+    table.add_column("params", overflow="fold")
     table.add_column("median", justify="right", no_wrap=True)
     table.add_column("p99", justify="right", no_wrap=True)
-    table.add_column("95% CI of median", justify="right")
+    table.add_column("CI of median", justify="right", no_wrap=True)
     table.add_column("baseline", justify="right", no_wrap=True)
     table.add_column("net", justify="right", no_wrap=True)
-    table.add_column("verdict")
+    table.add_column("verdict", overflow="fold")
     for result in results:
         summary = result.get("summary") or {}
         table.add_row(
@@ -45,6 +53,31 @@ def results_table(results: list[dict[str, Any]], title: str | None = None) -> Ta
             fmt.baseline(result),
             fmt.net(result),
             _verdict_text(result),
+        )
+    return table
+
+
+def _narrow_results_table(results: list[dict[str, Any]], title: str | None) -> Table:
+    """The same figures for an 80-column terminal: two lines per result."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, expand=True)
+    table.add_column("probe / params", overflow="fold", ratio=1, min_width=18)
+    table.add_column("median / p99", justify="right", no_wrap=True)
+    table.add_column("CI of median", justify="right", no_wrap=True)
+    table.add_column("net / baseline", justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    for result in results:
+        summary = result.get("summary") or {}
+        unit = result["unit"]
+        name = Text(result["probe"])
+        if result["params"]:
+            name.append("\n" + fmt.params(result["params"]), style="dim")
+        status = result["verdict"]["status"]
+        table.add_row(
+            name,
+            f"{fmt.value(summary.get('median'), unit)}\n{fmt.value(summary.get('p99'), unit)}",
+            fmt.median_ci(result),
+            f"{fmt.net(result)}\n{fmt.baseline(result)}",
+            Text(status, style=STATUS_STYLE.get(status, "")),
         )
     return table
 
