@@ -9,6 +9,7 @@ console stayed clean; it writes build/report-screenshot.png for people.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 
@@ -89,7 +90,7 @@ PLOTS_JS = """() => Array.from(document.querySelectorAll('div.plot')).map(div =>
     return {id: div.id, width: box.width, height: box.height,
             svgWidth: svgBox.width, svgHeight: svgBox.height,
             traces: (div.data || []).length,
-            marks: div.querySelectorAll('.point, .box, .trace').length};
+            marks: div.querySelectorAll('.point, .box, .trace, .hm').length};
 })"""
 
 
@@ -159,14 +160,21 @@ def test_report_in_chromium(store_with_runs, tmp_path):
     clean.write_text(render([store_with_runs.load(i.run_id) for i in infos[:2]]), "utf-8")
     hostile = tmp_path / "hostile.html"
     hostile.write_text(render([store_with_runs.load(i.run_id) for i in infos]), "utf-8")
+    store_with_runs.add_run(ring_grid_run(), origin="import")
+    ring = tmp_path / "ring.html"
+    ring.write_text(render([store_with_runs.load("ring-grid")]), "utf-8")
     screenshot = REPO / "build" / "report-screenshot.png"
     screenshot.parent.mkdir(exist_ok=True)
 
-    outcomes = open_in_chromium([clean, hostile], tmp_path / "profile", screenshot)
+    pages = [clean, hostile, ring]
+    outcomes = open_in_chromium(pages, tmp_path / "profile", screenshot)
 
-    for path, outcome in zip([clean, hostile], outcomes, strict=True):
+    # Two families x (medians, distributions) + the comparison; the ring run: one
+    # family x 2 + the heatmap.
+    expected_plots = [5, 5, 3]
+    for path, outcome, expected in zip(pages, outcomes, expected_plots, strict=True):
         plots = outcome["plots"]
-        assert len(plots) >= 5  # 2 families x (medians, distributions) + the comparison
+        assert len(plots) == expected
         for plot in plots:
             assert plot["width"] > 0 and plot["height"] > 0, plot
             assert plot["svgWidth"] > 0 and plot["svgHeight"] > 0, plot
@@ -176,3 +184,37 @@ def test_report_in_chromium(store_with_runs, tmp_path):
         assert outcome["injected"] == 0
         assert [url for url in outcome["requests"] if url != path.as_uri()] == []
     assert screenshot.stat().st_size > 10_000
+
+
+def ring_grid_run():
+    """switch.ring-shaped results for the grid logic.
+
+    Synthetic: the figures are run_a's measured switch.pipe samples reused
+    under switch.ring names and params (procs x working set), because the
+    engine's ring probe is not recorded in the fixtures yet. Only the
+    report's grid layout is under test here, not what the engine writes.
+    """
+    base = real_run("run_a.jsonl")
+    template = next(r for r in base.results if r["probe"] == "switch.pipe" and r["summary"])
+    results = []
+    for procs in (2, 4, 8):
+        for kib in (0, 16, 64):
+            result = copy.deepcopy(template)
+            result["probe"] = "switch.ring"
+            result["params"] = {"procs": procs, "working_set_kib": kib, "cpus": "same"}
+            results.append(result)
+    run = group_run([copy.deepcopy(base.env), *results, copy.deepcopy(base.end)])
+    return with_run_id(run, "ring-grid-000001")
+
+
+def test_ring_grid_becomes_a_heatmap(tmp_path):
+    with Store.open(tmp_path / "ring.db") as store:
+        store.add_run(ring_grid_run(), origin="import")
+        page = render([store.load("ring-grid")])
+    assert 'id="ring"' in page
+    assert "switch.ring grid" in page and "net cost per switch" in page
+    figure = re.findall(r'data-plot="(plot-\d+)">(.*?)</script>', page, re.S)[-1][1]
+    heatmap = json.loads(figure)["data"][0]
+    assert heatmap["type"] == "heatmap"
+    assert heatmap["x"] == ["2", "4", "8"] and heatmap["y"] == ["0", "16", "64"]
+    assert all(value is not None for row in heatmap["z"] for value in row)
