@@ -1,0 +1,82 @@
+// switch.futex: one context switch driven by raw futexes, the primitive under
+// every pthread lock and condvar, as in tsuna/contextswitch timectxsw and
+// context_switch2 --test=futex. Each direction has a 32-bit word: the sender
+// stores the token and calls FUTEX_WAKE; the receiver takes the word with an
+// atomic exchange and, finding it empty, sleeps in FUTEX_WAIT. Between
+// threads the futexes are private (FUTEX_PRIVATE_FLAG, as pthreads use);
+// between processes the words live in shared memory mapped before the fork
+// and the futexes are shared (keyed by page, not by address space).
+// One op is half a round trip. Baseline: a FUTEX_WAKE with no waiter plus an
+// exchange that finds the word already set: the futex's cost per switch when
+// nobody has to sleep. A DeathWatch wakes the measuring side if the partner
+// process dies.
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
+#include "pingpong.hpp"
+
+namespace {
+using namespace ctx;
+using namespace ctx::pingpong;
+
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
+                  std::atomic<std::uint32_t>::is_always_lock_free,
+              "a futex word must be a plain lock-free 32-bit atomic");
+
+class FutexChannel {
+ public:
+  static constexpr bool partner_death_is_eof = false;
+
+  explicit FutexChannel(Between between)
+      : memory_(sizeof(Words)),
+        words_(new (memory_.data()) Words{}),
+        private_flag_(between == Between::threads ? FUTEX_PRIVATE_FLAG : 0) {}
+  FutexChannel(const FutexChannel&) = delete;
+  FutexChannel& operator=(const FutexChannel&) = delete;
+
+  void post(Door door, Arrival what) {
+    auto& word = words_->door[door_index(door)].word;
+    word.store(static_cast<std::uint32_t>(what), std::memory_order_release);
+    futex(word, FUTEX_WAKE, 1);
+  }
+  Arrival wait(Door door) {
+    auto& word = words_->door[door_index(door)].word;
+    for (;;) {
+      const std::uint32_t value = word.exchange(0, std::memory_order_acq_rel);
+      if (value != 0) return static_cast<Arrival>(value);
+      // Sleeps only while the word is still 0; EAGAIN means it changed first.
+      if (futex(word, FUTEX_WAIT, 0) != 0 && errno != EAGAIN && errno != EINTR) throw_errno("futex(FUTEX_WAIT)");
+    }
+  }
+  std::vector<int> main_only_fds() const { return {}; }
+  std::vector<int> partner_only_fds() const { return {}; }
+  void forget_fds(const std::vector<int>&) {}
+
+ private:
+  struct Words {
+    struct alignas(64) Door {  // one cache line per direction
+      std::atomic<std::uint32_t> word{0};
+    } door[2];
+  };
+  long futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value) const {
+    return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), op | private_flag_, value, nullptr, nullptr, 0);
+  }
+
+  SharedMemory memory_;
+  Words* words_;
+  int private_flag_;
+};
+
+const Registrar registrar(switch_descriptor<FutexChannel>(
+    {
+        .name = "switch.futex",
+        .op = "one context switch: half a round trip of a wakeup over two futex words (FUTEX_WAKE / FUTEX_WAIT)",
+        .baseline = "FUTEX_WAKE with no waiter + an atomic exchange that finds the word set, in one thread (the "
+                    "futex's cost per switch, no sleep, no switch)",
+        .wait = "FUTEX_WAIT",
+        .method = "tsuna/contextswitch timectxsw and timetctxsw (without their sched_yield), context_switch2 "
+                  "--test=futex; private futexes between threads, shared ones between processes",
+    },
+    [](Between between) { return std::make_unique<FutexChannel>(between); }));
+
+}  // namespace
