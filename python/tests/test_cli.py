@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 from conftest import fixture_path, real_run, with_run_id
 from ctxbench.cli import cli
+from ctxbench.errors import StoreError
 from ctxbench.store import Store
 
 FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
@@ -407,3 +408,23 @@ def test_riscv_invalid_lab_record_stores_nothing(db, monkeypatch):
     assert "riscv lab record 2 is not valid" in one_error_line(result)
     with Store.open(db) as store:
         assert store.runs() == []
+
+
+def test_a_run_the_store_refuses_is_kept_for_import(db, fake_engine, monkeypatch):
+    def refuse(self, run, origin, label=None):
+        raise StoreError("the disk is full (simulated)")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Store, "add_run", refuse)
+        result = invoke("run", "--db", db)
+    assert result.exit_code == 2
+    assert "disk is full" in one_error_line(result)
+    spools = list(Path(db).parent.glob(".ctxbench-unstored-*.jsonl"))
+    assert len(spools) == 1 and f"ctxbench import {spools[0]}" in result.stderr
+    assert invoke("import", str(spools[0]), "--db", db).exit_code == 0
+    assert len(Store.open(db).load("latest").results) == 7
+
+
+def test_a_stored_run_leaves_no_spool(db, fake_engine):
+    assert invoke("run", "--db", db).exit_code == 0
+    assert list(Path(db).parent.glob(".ctxbench-unstored-*")) == []

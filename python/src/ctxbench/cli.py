@@ -267,6 +267,69 @@ def _print_results(results: list[dict[str, Any]], title: str | None = None) -> N
         console.print(f"  {note}", markup=False)
 
 
+class _Spool:
+    """Records as they arrive, in a file beside the store, until the run is stored.
+
+    If ctxbench dies or the store refuses the run, the file stays and the
+    message says how to store it (`ctxbench import`); once stored, it goes.
+    """
+
+    def __init__(self, store_path: Path):
+        self.path: Path | None = store_path.parent / f".ctxbench-unstored-{os.getpid()}.jsonl"
+        self._file: io.TextIOBase | None = None
+        self.count = 0
+
+    def __enter__(self) -> _Spool:
+        try:
+            self._file = self.path.open("w", encoding="utf-8")
+        except OSError:
+            self.path = None  # a read-only directory: run without the safety copy
+        return self
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self._file is not None:
+            self._file.write(dumps(record) + "\n")
+            self._file.flush()
+            self.count += 1
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if self._file is not None:
+            self._file.close()
+        if self.path is None:
+            return
+        if error is not None and self.count:
+            _say(
+                f"ctxbench: the {self.count} records received are kept in {self.path}; "
+                f"`ctxbench import {self.path}` stores them"
+            )
+        else:
+            self.path.unlink(missing_ok=True)
+
+
+def _stream(engine_run: EngineRun, json_path: Path | None, spool: _Spool) -> list[dict[str, Any]]:
+    """Run the engine with progress on stderr; every record also to --json and the spool."""
+    records: list[dict[str, Any]] = []
+    json_file = json_path.open("w", encoding="utf-8") if json_path else None
+    try:
+        with _ProgressView() as view:
+            engine_run.on_progress = view.update
+            engine_run.on_diagnostic = view.message
+            with _forward_interrupts(engine_run, view):
+                engine_run.start()
+                for record in engine_run.records():
+                    records.append(record)
+                    spool.write(record)
+                    if json_file is not None:
+                        json_file.write(dumps(record) + "\n")
+                        json_file.flush()
+                    if record["kind"] == "result":
+                        view.finished_one()
+    finally:
+        if json_file is not None:
+            json_file.close()
+    return records
+
+
 @cli.command()
 @click.argument("probes", nargs=-1, metavar="[PROBE|GLOB]...")
 @click.option("--quick", is_flag=True, help="Fewer samples and shorter runs (smoke run).")
@@ -321,36 +384,21 @@ def run(
             cpus=cpus,
             between=between,
         )
-        records: list[dict[str, Any]] = []
-        json_file = json_path.open("w", encoding="utf-8") if json_path else None
-        try:
-            with _ProgressView() as view:
-                engine_run = EngineRun(
-                    options, on_progress=view.update, on_diagnostic=view.message, engine=engine
-                )
-                with _forward_interrupts(engine_run, view):
-                    engine_run.start()
-                    for record in engine_run.records():
-                        records.append(record)
-                        if json_file is not None:
-                            json_file.write(dumps(record) + "\n")
-                            json_file.flush()
-                        if record["kind"] == "result":
-                            view.finished_one()
-        finally:
-            if json_file is not None:
-                json_file.close()
-        for problem in engine_run.problems[:5]:
-            _say(f"ctxbench: warning: {problem}")
-        if not any(r["kind"] == "env" for r in records):
-            failure = engine_run.failure()
-            if failure is not None:
-                raise failure
-            if engine_run.interrupted:
-                _say("interrupted before the engine wrote anything; nothing stored")
-                return EXIT_INTERRUPTED
-            raise EngineError("the engine wrote no env record; nothing stored")
-        stored = _store_run(store, group_run(records, "engine output"), "run", label)
+        engine_run = EngineRun(options, engine=engine)
+        with _Spool(store.path) as spool:
+            records = _stream(engine_run, json_path, spool)
+            for problem in engine_run.problems[:5]:
+                _say(f"ctxbench: warning: {problem}")
+            if not any(r["kind"] == "env" for r in records):
+                failure = engine_run.failure()
+                if failure is not None:
+                    raise failure
+                if engine_run.interrupted:
+                    _say("interrupted before the engine wrote anything; nothing stored")
+                    return EXIT_INTERRUPTED
+                raise EngineError("the engine wrote no env record; nothing stored")
+            run_records = group_run(records, "engine output")
+            stored = _store_run(store, run_records, "run", label)
         _print_results(stored.results, title=f"run {stored.run_id}")
         state = "partial run" if stored.info.interrupted else "run"
         _say(f"stored {state} {stored.run_id} ({len(stored.results)} results) in {store.path}")

@@ -160,8 +160,8 @@ class EngineRun:
     ):
         self.options = options
         self.engine = engine or find_engine()
-        self._on_progress = on_progress
-        self._on_diagnostic = on_diagnostic
+        self.on_progress = on_progress
+        self.on_diagnostic = on_diagnostic
         self._process: subprocess.Popen[str] | None = None
         self._stderr_thread: threading.Thread | None = None
         self._stderr_tail: deque[str] = deque(maxlen=20)
@@ -195,13 +195,13 @@ class EngineRun:
             if line.startswith(PROGRESS_PREFIX):
                 progress = self._parse_progress(line[len(PROGRESS_PREFIX) :])
                 if progress is not None:
-                    self._on_progress(progress)
+                    self.on_progress(progress)
                     continue
             if line.strip():
                 self._stderr_tail.append(line)
                 if not line.startswith(ENGINE_ERROR_PREFIX):
                     # Errors are not echoed: failure() reports them, once.
-                    self._on_diagnostic(line)
+                    self.on_diagnostic(line)
 
     def _parse_progress(self, text: str) -> Progress | None:
         try:
