@@ -12,3 +12,5 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 # Header-only libraries come from the host; compiled ones must be for the target.
 set(CTXBENCH_WITH_BOOST OFF CACHE BOOL "" FORCE)
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
+# std::atomic<bool>::exchange needs libatomic on riscv64 (no 1-byte AMO).
+set(CMAKE_CXX_STANDARD_LIBRARIES "-latomic")

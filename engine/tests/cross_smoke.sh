@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs the cross-built engines (aarch64, riscv64) under qemu-user on a smoke
+# set of probes and validates their records against the schema.
+#   cross_smoke.sh BUILD_DIR PYTHON
+set -euo pipefail
+build=${1:?usage: cross_smoke.sh BUILD_DIR PYTHON}
+python=${2:?usage: cross_smoke.sh BUILD_DIR PYTHON}
+here=$(cd "$(dirname "$0")/../.." && pwd)
+status=0
+for arch in aarch64 riscv64; do
+  engine="$build/$arch/ctxbench-engine"
+  out="$build/$arch/smoke.jsonl"
+  if ! command -v "qemu-$arch" >/dev/null; then
+    echo "cross_smoke: qemu-$arch missing; install Debian package qemu-user" >&2
+    exit 1
+  fi
+  echo "cross_smoke: $arch under qemu-$arch"
+  "qemu-$arch" "$engine" run --quick --json 'timer.*' syscall.getpid switch.pipe --cpus same > "$out"
+  "$python" "$here/scripts/validate_records.py" --no-failed "$out" || status=1
+  "$python" - "$out" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["kind"] == "env":
+        print(f"  env: arch {r['arch']}, timer {r['cpu']['tsc']['timer']}")
+    if r["kind"] == "result":
+        s = r["summary"]
+        figure = f"{s['median']:.1f} {r['unit']}" if s else "-"
+        print(f"  {r['probe']:<34} {figure:>14}  {r['verdict']['status']}")
+PY
+done
+exit $status
