@@ -22,7 +22,11 @@ engine: deps-engine
 	cmake -S engine -B $(BUILD)/engine $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release -DCTXBENCH_WERROR=ON
 	cmake --build $(BUILD)/engine -j $(JOBS)
 
-test-engine: engine
+# Unit tests (GoogleTest) and system tests (pytest over the real binary,
+# with the venv's Python so jsonschema is there).
+test-engine: engine venv
+	cmake -S engine -B $(BUILD)/engine -DPython3_EXECUTABLE=$(CURDIR)/$(PY) > /dev/null
+	cmake --build $(BUILD)/engine -j $(JOBS)
 	cd $(BUILD)/engine && ctest --output-on-failure -j $(JOBS)
 
 engine-asan: deps-engine
