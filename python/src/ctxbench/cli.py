@@ -519,7 +519,7 @@ def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
     console = _console()
     console.print(tables.runs_legend(comparison))
     console.print(tables.env_diff_table(comparison))
-    console.print(tables.comparison_table(comparison))
+    console.print(tables.comparison_table(comparison, width=console.width))
 
 
 @cli.command()

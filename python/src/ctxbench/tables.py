@@ -166,45 +166,67 @@ def env_table(env: dict[str, Any]) -> Table:
     return table
 
 
-def env_diff_table(comparison: Comparison) -> Table:
-    table = Table(title="environment: what differs", title_justify="left")
+def env_diff_table(comparison: Comparison) -> Table | Text:
+    env = comparison.env
+    if not env.differing:
+        return Text(f"environment: no differences ({len(env.keys)} keys compared)")
+    table = Table(
+        title=f"environment: what differs ({len(env.differing)} of {len(env.keys)} keys)",
+        title_justify="left",
+    )
     table.add_column("key", no_wrap=True)
     for index, run in enumerate(comparison.runs):
-        table.add_column(_run_label(index, run.run_id, run.info.label))
-    for key in comparison.env.differing:
+        table.add_column(_run_label(index, run.run_id, run.info.label), overflow="fold")
+    for key in env.differing:
         table.add_row(
             Text(key),
-            *[Text(_clip(v, 120) if v is not None else "—") for v in comparison.env.values[key]],
+            *[Text(_clip(v, 120) if v is not None else "—") for v in env.values[key]],
         )
-    if not comparison.env.differing:
-        table.add_row(Text("(nothing)"), *["" for _ in comparison.runs])
     return table
 
 
-def comparison_table(comparison: Comparison) -> Table:
+def comparison_table(comparison: Comparison, width: int | None = None) -> Table:
+    """Per variant: medians, ratio [CI] to run A, p of the U test, the decision.
+
+    Below NARROW columns, params go under the probe and p under the ratio.
+    """
+    narrow = width is not None and width < NARROW
     table = Table(
         title=f"results (reference: A; ratio = other / A, {comparison.level:.0%} bootstrap CI; "
         f"Mann-Whitney U, alpha {comparison.alpha:g})",
         title_justify="left",
+        box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD,
+        expand=narrow,
     )
-    table.add_column("probe", no_wrap=True)
-    table.add_column("params")
+    if narrow:
+        table.add_column("probe / params", overflow="fold", ratio=1, min_width=16)
+    else:
+        table.add_column("probe", no_wrap=True)
+        table.add_column("params", overflow="fold")
     table.add_column("A median", justify="right", no_wrap=True)
     for index in range(1, len(comparison.runs)):
         letter = _letter(index)
         table.add_column(f"{letter} median", justify="right", no_wrap=True)
-        table.add_column(f"{letter}/A [CI]", justify="right", no_wrap=True)
-        table.add_column("p", justify="right", no_wrap=True)
-        table.add_column(f"{letter} vs A")
+        if narrow:
+            table.add_column(f"{letter}/A [CI], p", justify="right", no_wrap=True)
+        else:
+            table.add_column(f"{letter}/A [CI]", justify="right", no_wrap=True)
+            table.add_column("p", justify="right", no_wrap=True)
+        table.add_column(f"{letter} vs A", overflow="fold")
     for row in comparison.rows:
         reference = row.cells[0]
-        cells: list[Any] = [
-            Text(row.probe),
-            Text(fmt.params(row.params)),
+        if narrow:
+            name = Text(row.probe)
+            if row.params:
+                name.append("\n" + fmt.params(row.params), style="dim")
+            cells: list[Any] = [name]
+        else:
+            cells = [Text(row.probe), Text(fmt.params(row.params))]
+        cells.append(
             fmt.value(reference.median, row.unit)
             if reference.note is None
-            else Text(reference.note, style="dim"),
-        ]
+            else Text(reference.note, style="dim")
+        )
         for cell in row.cells[1:]:
             median = (
                 fmt.value(cell.median, row.unit) if cell.result and cell.median is not None else "—"
@@ -212,20 +234,18 @@ def comparison_table(comparison: Comparison) -> Table:
             difference = cell.difference
             if difference is None or difference.ratio is None:
                 note = cell.note or (difference.why_not if difference else None) or "—"
-                cells += [median, "—", "—", Text(note, style="dim")]
+                cells += [median, "—"] + ([] if narrow else ["—"]) + [Text(note, style="dim")]
                 continue
-            ratio = difference.ratio
+            ratio = fmt.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
             p = f"{difference.u_test.p_value:.2g}" if difference.u_test else "—"
             words = describe(difference, row.unit)
-            style = "" if difference.significant else "dim"
+            style = "dim"
             if difference.significant:
                 style = "red" if words.endswith("slower") else "green"
-            cells += [
-                median,
-                fmt.ratio(ratio.low, ratio.ratio, ratio.high),
-                p,
-                Text(words, style=style),
-            ]
+            if narrow:
+                cells += [median, f"{ratio}\np = {p}", Text(words, style=style)]
+            else:
+                cells += [median, ratio, p, Text(words, style=style)]
         table.add_row(*cells)
     return table
 
