@@ -164,7 +164,7 @@ def describe(difference: stats.Difference | None, unit: str) -> str:
     else:
         word = "faster" if higher else "slower"
     factor = ratio if higher else 1.0 / ratio
-    return f"{factor:.3g}× {word}"
+    return f"{factor:#.3g}× {word}"
 
 
 # ---- environment -----------------------------------------------------------
