@@ -151,7 +151,8 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
   if (before_timed) before_timed();
   const std::uint64_t deadline = monotonic_raw_ns() + static_cast<std::uint64_t>(options.max_variant_s * 1e9);
   const double ops = static_cast<double>(out.iterations_per_sample) * ops_per_iteration;
-  for (int i = 0; i < options.samples; ++i) {
+  const int samples = probe.min_samples ? std::max(options.samples, probe.min_samples(params)) : options.samples;
+  for (int i = 0; i < samples; ++i) {
     out.per_op.push_back(timed(out.iterations_per_sample) / ops);
     out.total_iterations += out.iterations_per_sample;
     if (i >= 4 && monotonic_raw_ns() > deadline) {

@@ -102,6 +102,9 @@ struct ProbeDescriptor {
   std::function<int(const Params&)> tasks;
   // Fixed iterations per sample instead of calibration (switch.burst).
   std::function<std::uint64_t(const Params&)> fixed_iterations;
+  // At least this many timed samples, whatever --samples says (switch.burst
+  // reports the minimum over many short tries). The time budget still applies.
+  std::function<int(const Params&)> min_samples;
   std::string method;  // where the method comes from, for docs/probes.md
 };
 
