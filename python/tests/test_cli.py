@@ -186,7 +186,7 @@ def test_compare_two_real_runs(db, two_runs):
     assert "B/A [CI]" in out
     # Every comparable variant gets a ratio with an interval, and a decision.
     for line in out.splitlines():
-        if line.startswith("│ switch.pipe") or line.startswith("│ syscall.getpid"):
+        if line.startswith(("│ switch.", "│ syscall.")):
             assert "×" in line
             assert "not significant" in line or "slower" in line or "faster" in line
 
@@ -260,12 +260,13 @@ def test_run_stores_and_prints_summary(db, fake_engine, tmp_path):
     assert arguments[:2] == ["run", "switch.*"]
     assert {"--quick", "--json", "--progress", "--cpus"} <= set(arguments)
     assert "switch.pipe" in result.stdout and "syscall.getpid" not in result.stdout
-    assert "[1/6] switch.pipe" in result.stderr  # progress, on stderr
+    switches = [r for r in real_run().results if r["probe"].startswith("switch.")]
+    assert f"[1/{len(switches)}] switch." in result.stderr  # progress, on stderr
     assert "replaying recorded output" in result.stderr  # engine diagnostics pass through
     assert "stored run" in result.stderr
     with Store.open(db) as store:
         stored = store.load("latest")
-    assert stored.info.label == "replayed" and len(stored.results) == 6
+    assert stored.info.label == "replayed" and len(stored.results) == len(switches)
     assert [json.loads(line) for line in json_out.read_text().splitlines()] == stored.records.all()
     assert report_out.exists()
 
@@ -316,7 +317,7 @@ def test_engine_writing_garbage_is_reported(db, fake_engine, monkeypatch):
     assert result.exit_code == 1
     assert "not valid records" in result.stderr
     with Store.open(db) as store:
-        assert len(store.load("latest").results) == 7
+        assert len(store.load("latest").results) == len(real_run().results)
 
 
 def test_missing_engine(db, monkeypatch, tmp_path):
@@ -330,7 +331,8 @@ def test_list_and_env(fake_engine):
     listed = invoke("list")
     assert listed.exit_code == 0 and "switch.pipe" in listed.stdout
     as_json = invoke("list", "--json")
-    assert {p["name"] for p in json.loads(as_json.stdout)} == {"syscall.getpid", "switch.pipe"}
+    names = {r["probe"] for r in real_run().results}
+    assert {p["name"] for p in json.loads(as_json.stdout)} == names
     env = invoke("env")
     assert env.exit_code == 0 and "kernel.release" in env.stdout
     env_json = json.loads(invoke("env", "--json").stdout)
@@ -352,12 +354,13 @@ def test_ctrl_c_keeps_a_partial_run(tmp_path, fake_engine):
         env=env,
     )
     # Progress lines arrive on stderr; interrupt while the third variant runs.
+    total = len(real_run().results)
     seen = []
     for line in process.stderr:
         seen.append(line)
-        if line.startswith("[3/7]"):
+        if line.startswith(f"[3/{total}]"):
             break
-    assert seen and seen[-1].startswith("[3/7]"), "".join(seen)
+    assert seen and seen[-1].startswith(f"[3/{total}]"), "".join(seen)
     process.send_signal(signal.SIGINT)
     _, rest = process.communicate(timeout=30)
     err = "".join(seen) + rest
@@ -367,7 +370,7 @@ def test_ctrl_c_keeps_a_partial_run(tmp_path, fake_engine):
     with Store.open(db) as store:
         stored = store.load("latest")
     assert stored.info.interrupted and stored.info.complete  # run_end says interrupted
-    assert 2 <= len(stored.results) < 7  # the finished ones, not the rest
+    assert 2 <= len(stored.results) < total  # the finished ones, not the rest
 
 
 def test_help_and_version():
@@ -422,7 +425,7 @@ def test_a_run_the_store_refuses_is_kept_for_import(db, fake_engine, monkeypatch
     spools = list(Path(db).parent.glob(".ctxbench-unstored-*.jsonl"))
     assert len(spools) == 1 and f"ctxbench import {spools[0]}" in result.stderr
     assert invoke("import", str(spools[0]), "--db", db).exit_code == 0
-    assert len(Store.open(db).load("latest").results) == 7
+    assert len(Store.open(db).load("latest").results) == len(real_run().results)
 
 
 def test_a_stored_run_leaves_no_spool(db, fake_engine):

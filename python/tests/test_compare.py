@@ -28,9 +28,15 @@ def test_every_shared_variant_gets_ratio_test_and_decision(store):
     a, b = real_run("run_a.jsonl"), real_run("run_b.jsonl")
     comparison = compare_runs([stored(store, a), stored(store, b)])
     assert len(comparison.rows) == len(a.results)
+    compared = 0
     for row in comparison.rows:
         reference, other = row.cells
-        assert reference.difference is None and reference.note is None
+        assert reference.difference is None
+        if reference.status not in ("ok", "suspect"):
+            # Unsupported here (create.pthread_scope_process on Linux): listed, not compared.
+            assert reference.note == reference.status and other.difference is None
+            continue
+        compared += 1
         difference = other.difference
         assert difference is not None, row.probe
         expected = stats.compare_samples(
@@ -43,6 +49,7 @@ def test_every_shared_variant_gets_ratio_test_and_decision(store):
         assert difference.ratio.low <= difference.ratio.ratio <= difference.ratio.high
         assert difference.significant or difference.why_not
         assert describe(difference, row.unit).endswith(("slower", "faster", "not significant"))
+    assert compared >= len(a.results) - 1
 
 
 def test_unsupported_and_missing_variants_are_not_compared(store):
@@ -75,6 +82,8 @@ def test_a_run_with_itself_is_not_significant(store):
     comparison = compare_runs([a, a])
     for row in comparison.rows:
         difference = row.cells[1].difference
+        if difference is None:  # unsupported here
+            continue
         assert not difference.significant
         assert difference.ratio.ratio == 1.0
 

@@ -160,9 +160,9 @@ def test_report_in_chromium(store_with_runs, tmp_path):
     clean.write_text(render([store_with_runs.load(i.run_id) for i in infos[:2]]), "utf-8")
     hostile = tmp_path / "hostile.html"
     hostile.write_text(render([store_with_runs.load(i.run_id) for i in infos]), "utf-8")
-    store_with_runs.add_run(ring_grid_run(), origin="import")
+    store_with_runs.add_run(real_run("ring.jsonl"), origin="import")
     ring = tmp_path / "ring.html"
-    ring.write_text(render([store_with_runs.load("ring-grid")]), "utf-8")
+    ring.write_text(render([store_with_runs.load("latest")]), "utf-8")
     screenshot = REPO / "build" / "report-screenshot.png"
     screenshot.parent.mkdir(exist_ok=True)
 
@@ -186,35 +186,15 @@ def test_report_in_chromium(store_with_runs, tmp_path):
     assert screenshot.stat().st_size > 10_000
 
 
-def ring_grid_run():
-    """switch.ring-shaped results for the grid logic.
-
-    Synthetic: the figures are run_a's measured switch.pipe samples reused
-    under switch.ring names and params (procs x working set), because the
-    engine's ring probe is not recorded in the fixtures yet. Only the
-    report's grid layout is under test here, not what the engine writes.
-    """
-    base = real_run("run_a.jsonl")
-    template = next(r for r in base.results if r["probe"] == "switch.pipe" and r["summary"])
-    results = []
-    for procs in (2, 4, 8):
-        for kib in (0, 16, 64):
-            result = copy.deepcopy(template)
-            result["probe"] = "switch.ring"
-            result["params"] = {"procs": procs, "working_set_kib": kib, "cpus": "same"}
-            results.append(result)
-    run = group_run([copy.deepcopy(base.env), *results, copy.deepcopy(base.end)])
-    return with_run_id(run, "ring-grid-000001")
-
-
 def test_ring_grid_becomes_a_heatmap(tmp_path):
     with Store.open(tmp_path / "ring.db") as store:
-        store.add_run(ring_grid_run(), origin="import")
-        page = render([store.load("ring-grid")])
+        store.add_run(real_run("ring.jsonl"), origin="import")
+        page = render([store.load("latest")])
     assert 'id="ring"' in page
     assert "switch.ring grid" in page and "net cost per switch" in page
     figure = re.findall(r'data-plot="(plot-\d+)">(.*?)</script>', page, re.S)[-1][1]
     heatmap = json.loads(figure)["data"][0]
     assert heatmap["type"] == "heatmap"
-    assert heatmap["x"] == ["2", "4", "8"] and heatmap["y"] == ["0", "16", "64"]
+    assert heatmap["x"] == ["2", "4", "8", "16"]  # processes in the ring
+    assert heatmap["y"] == ["0", "16", "64"]  # KiB touched per hop
     assert all(value is not None for row in heatmap["z"] for value in row)

@@ -80,12 +80,14 @@ def params_key(params: dict[str, Any]) -> str:
 
 
 def params_text(params: dict[str, Any]) -> str:
-    return " ".join(f"{k}={_param_value(v)}" for k, v in sorted(params.items()))
+    return " ".join(f"{k}={param_value(v)}" for k, v in sorted(params.items()))
 
 
-def _param_value(value: Any) -> str:
+def param_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # JSON numbers: 2.0 processes are 2
     return str(value)
 
 

@@ -34,7 +34,7 @@ from plotly.offline import get_plotlyjs
 
 from ctxbench import __version__, fmt
 from ctxbench.compare import Comparison, compare_runs, describe, flatten_env
-from ctxbench.records import params_text
+from ctxbench.records import param_value, params_text
 from ctxbench.store import StoredRun
 
 LOG_SPAN = 20.0  # log axis when max/min over a plot exceeds this
@@ -275,8 +275,8 @@ def _ring_figures(figures: _Figures, runs: list[StoredRun]) -> list[Figure]:
                 text[i][j] = esc(fmt.value(value, unit))
             figure = go.Figure(
                 go.Heatmap(
-                    x=[esc(x) for x in xs],
-                    y=[esc(y) for y in ys],
+                    x=[esc(param_value(x)) for x in xs],
+                    y=[esc(param_value(y)) for y in ys],
                     z=z,
                     text=text,
                     texttemplate="%{text}",
