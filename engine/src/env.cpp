@@ -200,23 +200,34 @@ nlohmann::json capture_environment(const std::string& run_id, const TimerInfo& t
 #endif
   virt["dmi_product"] = json_or_null(read_first_line("/sys/class/dmi/id/product_name"));
   virt["dmi_vendor"] = json_or_null(read_first_line("/sys/class/dmi/id/sys_vendor"));
-  std::string sdv;
-  if (access("/usr/bin/systemd-detect-virt", X_OK) == 0 || access("/bin/systemd-detect-virt", X_OK) == 0) {
-    if (FILE* pipe = popen("systemd-detect-virt 2>/dev/null", "r")) {
+  auto detect_virt = [](const char* flag) {
+    std::string answer;
+    if (access("/usr/bin/systemd-detect-virt", X_OK) != 0 && access("/bin/systemd-detect-virt", X_OK) != 0)
+      return answer;
+    if (FILE* pipe = popen((std::string("systemd-detect-virt ") + flag + " 2>/dev/null").c_str(), "r")) {
       char line[128] = {};
-      if (fgets(line, sizeof line, pipe)) sdv = line;
+      if (fgets(line, sizeof line, pipe)) answer = line;
       pclose(pipe);
-      while (!sdv.empty() && (sdv.back() == '\n' || sdv.back() == ' ')) sdv.pop_back();
+      while (!answer.empty() && (answer.back() == '\n' || answer.back() == ' ')) answer.pop_back();
     }
-  }
-  virt["systemd_detect_virt"] = json_or_null(sdv);
+    return answer;
+  };
+  const std::string sdv_vm = detect_virt("--vm"), sdv_container = detect_virt("--container");
+  virt["systemd_detect_virt"] = json_or_null(sdv_vm);
+  virt["container"] = json_or_null(sdv_container == "none" ? "" : sdv_container);
   const std::string osrelease = read_first_line("/proc/sys/kernel/osrelease");
   const bool wsl = osrelease.find("microsoft") != std::string::npos || osrelease.find("WSL") != std::string::npos;
   virt["wsl"] = wsl;
+  // The hypervisor is what shapes switch costs (VM exits on IPIs and HLT);
+  // a container only adds namespaces and cgroups, so it is a separate field.
+  static const std::map<std::string, std::string> vendors = {
+      {"KVMKVMKVM", "kvm"},     {"Microsoft Hv", "hyperv"}, {"VMwareVMware", "vmware"}, {"XenVMMXenVMM", "xen"},
+      {"TCGTCGTCGTCG", "qemu"}, {"ACRNACRNACRN", "acrn"},   {"bhyve bhyve ", "bhyve"},  {" lrpepyh  vr", "parallels"}};
+  if (auto it = vendors.find(detected); it != vendors.end()) detected = it->second;
   if (wsl)
     detected = "wsl";
-  else if (!sdv.empty() && sdv != "none")
-    detected = sdv;
+  else if (!sdv_vm.empty() && sdv_vm != "none")
+    detected = sdv_vm;
   virt["detected"] = detected;
   env["virtualization"] = virt;
 
