@@ -138,11 +138,12 @@ class PingPong final : public Workload {
     try {
       for (std::uint64_t i = 0; i < iterations; ++i) {
         channel.post(Door::to_partner, Arrival::token);
-        if (channel.wait(Door::to_main) != Arrival::token) partner_gone("the partner stopped answering");
+        if (channel.wait(Door::to_main) != Arrival::token)
+          throw ProbeError(Reason::child_failed, "the partner stopped answering");
       }
     } catch (const ProbeError& e) {
       if (e.code != Reason::child_failed) throw;
-      partner_gone(e.what());
+      partner_gone(e.what());  // outside the try: what it throws goes to the harness
     }
   }
 
@@ -234,7 +235,15 @@ class FdChannel {
   }
   Arrival wait(Door door) {
     const int d = door_index(door);
-    read_exact(read_[d], received_[d].data(), received_[d].size(), "waiting for the token");
+    try {
+      read_exact(read_[d], received_[d].data(), received_[d].size(), "waiting for the token");
+    } catch (const ProbeError&) {
+      // A socket whose peer died with data unread gives ECONNRESET, not EOF.
+      if (errno == ECONNRESET)
+        throw ProbeError(Reason::child_failed,
+                         "waiting for the token: connection reset (the partner exited or was killed)");
+      throw;
+    }
     return static_cast<Arrival>(received_[d][0]);
   }
   std::vector<int> main_only_fds() const { return unique({write_[0], read_[1]}); }
