@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import count
@@ -40,7 +41,26 @@ from ctxbench.store import StoredRun
 LOG_SPAN = 20.0  # log axis when max/min over a plot exceeds this
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 RING_PROBE = "switch.ring"
-RATIO_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 1, 1.25, 2, 5, 10, 20, 50, 100)
+RATIO_TICKS = (
+    0.001,
+    0.01,
+    0.02,
+    0.05,
+    0.1,
+    0.2,
+    0.5,
+    0.8,
+    1,
+    1.25,
+    2,
+    5,
+    10,
+    20,
+    50,
+    100,
+    1000,
+    10000,
+)
 
 
 def esc(text: Any) -> str:
@@ -92,6 +112,13 @@ def _variant_label(result: dict[str, Any]) -> str:
     if params:
         text += "<br>" + esc(params)
     return text
+
+
+def _rows_height(labels: list[str], extra_per_row: int = 0) -> int:
+    """Pixels for the category rows. Plotly spaces categories evenly, so every
+    row gets the height the tallest label (probe, then params) needs."""
+    lines = max((label.count("<br>") + 1 for label in labels), default=1)
+    return len(labels) * (6 + 17 * lines + extra_per_row)
 
 
 def _value_axis(values: list[float]) -> dict[str, Any]:
@@ -177,7 +204,8 @@ def _median_figure(
     figure.update_yaxes(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels
     )
-    height = max(260, 110 + len(labels) * (26 + 8 * (len(figure.data) - 1)))
+    per_run = 8 * (len(figure.data) - 1)
+    height = max(260, 110 + _rows_height(labels, per_run))
     return figures.make(f"{family}: median with confidence interval ({unit})", figure, height)
 
 
@@ -219,7 +247,8 @@ def _distribution_figure(
     figure.update_yaxes(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels
     )
-    height = max(260, 110 + len(labels) * (30 + 12 * (len(figure.data) - 1)))
+    per_run = 14 * (len(figure.data) - 1)
+    height = max(260, 110 + _rows_height(labels, 4 + per_run))
     return figures.make(f"{family}: distribution of samples ({unit})", figure, height)
 
 
@@ -356,6 +385,8 @@ def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | No
     figure.add_vline(x=1.0, line={"color": "#888", "dash": "dot"})
     low, high = min([*values, 1.0]), max([*values, 1.0])
     ticks = [t for t in RATIO_TICKS if low / 1.5 <= t <= high * 1.5]
+    if len(ticks) > 8:  # a wide range: decades only
+        ticks = [t for t in ticks if math.log10(t).is_integer()]
     figure.update_xaxes(
         type="log",
         tickvals=ticks,
@@ -365,7 +396,7 @@ def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | No
     figure.update_yaxes(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels
     )
-    height = max(260, 110 + len(labels) * 28)
+    height = max(260, 110 + _rows_height(labels))
     return figures.make("ratio to run A with bootstrap CI", figure, height)
 
 
