@@ -1,0 +1,266 @@
+// The switch and message-rate probes (switch.*, msgrate.*): each ping-pong
+// primitive really switches where it must (same CPU, policy batch), carries
+// its baseline and round-trip figure, fails its own record (and nothing
+// else) when its partner process is killed, releases a partner thread when
+// torn down early, and is `unsupported` rather than broken when it cannot be
+// placed. Asserts on checks and record shape, never on speed.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.hpp"
+#include "tasks.hpp"
+#include "timer.hpp"
+
+namespace {
+
+using namespace ctx;
+
+const std::vector<std::string> ping_pong_probes = {"switch.pipe",    "switch.eventfd",   "switch.futex",
+                                                   "switch.condvar", "switch.semaphore", "switch.socketpair"};
+
+HarnessOptions quick_options(int samples = 5) {
+  HarnessOptions options;
+  options.samples = samples;
+  options.warmup_samples = 1;
+  options.min_sample_s = 0.002;
+  options.max_variant_s = 5;
+  options.quick = true;
+  return options;
+}
+
+Result run(const std::string& name, Params params, const HarnessOptions& options = quick_options()) {
+  static MonotonicRawClock clock;
+  static const TimerInfo timer = characterize(clock, 2000);
+  const ProbeDescriptor* probe = find_probe(name);
+  if (!probe) throw std::logic_error("no probe " + name);
+  return run_variant(*probe, params, clock, timer, options);
+}
+
+std::string reasons(const Result& r) {
+  std::string text;
+  for (const auto& [code, detail] : r.verdict.reasons) text += std::string(reason_name(code)) + ": " + detail + "; ";
+  return text;
+}
+
+const Check* find_check(const Result& r, const std::string& prefix) {
+  for (const auto& c : r.checks)
+    if (c.name.rfind(prefix, 0) == 0) return &c;
+  return nullptr;
+}
+
+int open_fds() {
+  int count = 0;
+  DIR* dir = opendir("/proc/self/fd");
+  while (dirent* entry = readdir(dir)) count += entry->d_name[0] != '.';
+  closedir(dir);
+  return count;
+}
+
+// Children of every thread of this process (from /proc/self/task/*/children).
+std::vector<pid_t> children() {
+  std::vector<pid_t> pids;
+  DIR* tasks = opendir("/proc/self/task");
+  while (dirent* task = readdir(tasks)) {
+    if (task->d_name[0] == '.') continue;
+    std::ifstream list(std::string("/proc/self/task/") + task->d_name + "/children");
+    for (pid_t pid; list >> pid;) pids.push_back(pid);
+  }
+  closedir(tasks);
+  return pids;
+}
+
+// As in ctxbench-engine's main(): a write to a dead partner's pipe must fail
+// with EPIPE, not kill the test.
+const bool sigpipe_ignored = signal(SIGPIPE, SIG_IGN) != SIG_ERR;
+
+// Every hand-off was a sleep, or, on a busy machine, some were preempted
+// first (a task preempted between its write and its read finds the token
+// already there and does not sleep): a shortfall must come with preemptions.
+void expect_switched(const Result& r, const Check* check) {
+  ASSERT_NE(check, nullptr);
+  if (check->ok) return;
+  const double involuntary = r.derived.value("involuntary_switches_measuring_task", 0.0);
+  EXPECT_GT(involuntary, 0) << check->name << " ratio " << check->ratio.value_or(-1) << " with no preemption";
+  EXPECT_GE(check->observed.get<double>() + involuntary, 0.9 * check->expected.get<double>()) << check->name;
+}
+
+bool no_children_left() {
+  errno = 0;
+  return waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD;
+}
+
+TEST(SwitchProbes, EveryPromisedProbeIsRegisteredAndComplete) {
+  std::vector<std::string> names = ping_pong_probes;
+  for (const char* more : {"switch.yield", "switch.ring", "switch.burst", "msgrate.pipe"}) names.push_back(more);
+  for (const auto& name : names) {
+    const ProbeDescriptor* probe = find_probe(name);
+    ASSERT_NE(probe, nullptr) << name;
+    EXPECT_EQ(descriptor_problems(*probe), "") << name;
+  }
+}
+
+// Same CPU, SCHED_BATCH: every hand-off is a sleep, so the voluntary counts
+// match, and the record has its baseline and its round trip.
+TEST(SwitchProbes, PingPongsSwitchOncePerHandOffOnOneCpu) {
+  for (const auto& name : ping_pong_probes) {
+    for (const char* between : {"threads", "processes"}) {
+      const Result r = run(name, {{"between", between}, {"cpus", "same"}, {"policy", "batch"}});
+      SCOPED_TRACE(name + " " + between + " " + reasons(r));
+      ASSERT_TRUE(r.verdict.status == Status::ok || r.verdict.status == Status::suspect);
+      expect_switched(r, find_check(r, "voluntary_switches.measuring_task"));
+      ASSERT_NE(find_check(r, "voluntary_switches.partners"), nullptr);
+      ASSERT_TRUE(r.baseline.has_value());
+      EXPECT_GT(r.baseline->value, 0);
+      ASSERT_TRUE(r.derived.contains("per_round_trip_ns"));
+      EXPECT_DOUBLE_EQ(r.derived["per_round_trip_ns"].get<double>(), 2 * r.summary->median);
+    }
+  }
+}
+
+TEST(SwitchProbes, YieldCountsInvoluntarySwitches) {
+  const Result r = run("switch.yield", {{"between", "threads"}, {"cpus", "same"}, {"policy", "batch"}});
+  SCOPED_TRACE(reasons(r));
+  const Check* main_task = find_check(r, "involuntary_switches.measuring_task");
+  ASSERT_NE(main_task, nullptr);
+  ASSERT_TRUE(r.baseline.has_value());
+}
+
+TEST(SwitchProbes, NoPlacementAcrossCpusUnderOneCpu) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(allowed_cpus().front(), &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  for (const auto& name : ping_pong_probes) {
+    const Result r = run(name, {{"between", "processes"}, {"cpus", "cross"}, {"policy", "batch"}});
+    EXPECT_EQ(r.verdict.status, Status::unsupported) << name;
+    ASSERT_FALSE(r.verdict.reasons.empty());
+    EXPECT_EQ(r.verdict.reasons.front().first, Reason::placement_unavailable);
+  }
+  sched_setaffinity(0, sizeof saved, &saved);
+}
+
+// A partner process killed mid-run: the record is failed with the signal, the
+// harness returns (no hang), and no child or fd is left behind.
+TEST(SwitchProbes, KilledPartnerFailsTheRecordAndLeavesNothing) {
+  ASSERT_TRUE(sigpipe_ignored);
+  for (const auto& name : ping_pong_probes) {
+    const int fds_before = open_fds();
+    std::atomic<bool> done{false};
+    std::thread killer([&] {
+      while (!done.load()) {
+        const auto pids = children();
+        if (!pids.empty()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          kill(pids.front(), SIGKILL);
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+    const Result r = run(name, {{"between", "processes"}, {"cpus", "same"}, {"policy", "batch"}}, quick_options(500));
+    done.store(true);
+    killer.join();
+    SCOPED_TRACE(name + " " + reasons(r));
+    EXPECT_EQ(r.verdict.status, Status::failed);
+    ASSERT_FALSE(r.verdict.reasons.empty());
+    EXPECT_EQ(r.verdict.reasons.front().first, Reason::child_failed);
+    EXPECT_NE(r.verdict.reasons.front().second.find("signal 9"), std::string::npos);
+    EXPECT_TRUE(no_children_left());
+    EXPECT_EQ(open_fds(), fds_before);
+  }
+}
+
+TEST(SwitchProbes, KilledRingMemberFailsTheRecordAndLeavesNothing) {
+  const int fds_before = open_fds();
+  std::atomic<bool> done{false};
+  std::thread killer([&] {
+    while (!done.load()) {
+      const auto pids = children();
+      if (pids.size() == 3) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        kill(pids[1], SIGKILL);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  const Result r = run("switch.ring", {{"procs", "4"}, {"size_kib", "0"}, {"cpus", "same"}, {"policy", "batch"}},
+                       quick_options(500));
+  done.store(true);
+  killer.join();
+  SCOPED_TRACE(reasons(r));
+  EXPECT_EQ(r.verdict.status, Status::failed);
+  EXPECT_NE(reasons(r).find("signal 9"), std::string::npos);
+  EXPECT_TRUE(no_children_left());
+  EXPECT_EQ(open_fds(), fds_before);
+}
+
+// Torn down without finish() (as when run() throws): a partner thread is
+// released, not left blocked; the test would hang otherwise.
+TEST(SwitchProbes, WorkloadsReleaseTheirPartnerThreadWhenDestroyedEarly) {
+  for (const auto& name : ping_pong_probes) {
+    const int fds_before = open_fds();
+    Context ctx({{"between", "threads"}, {"cpus", "any"}, {"policy", "normal"}}, Placement{}, true);
+    {
+      auto workload = find_probe(name)->make(ctx);
+      workload->run(10);
+    }
+    EXPECT_EQ(open_fds(), fds_before) << name;
+  }
+  Context ctx({{"between", "threads"}, {"cpus", "any"}, {"policy", "normal"}}, Placement{}, true);
+  auto yield = find_probe("switch.yield")->make(ctx);
+  yield->run(10);
+  yield.reset();
+}
+
+TEST(SwitchProbes, RingSwitchesOncePerLapPerProcess) {
+  const Result r = run("switch.ring", {{"procs", "3"}, {"size_kib", "4"}, {"cpus", "same"}, {"policy", "batch"}});
+  SCOPED_TRACE(reasons(r));
+  ASSERT_TRUE(r.verdict.status == Status::ok || r.verdict.status == Status::suspect);
+  expect_switched(r, find_check(r, "voluntary_switches.measuring_task"));
+  ASSERT_NE(find_check(r, "voluntary_switches.partners"), nullptr);
+  EXPECT_EQ(r.observed_start.size(), 3u);
+  ASSERT_TRUE(r.baseline.has_value());
+  EXPECT_EQ(r.derived["ring_working_set_kib"].get<double>(), 12);
+  EXPECT_TRUE(no_children_left());
+}
+
+TEST(SwitchProbes, RingOfOneIsUnsupported) {
+  const Result r = run("switch.ring", {{"procs", "1"}, {"size_kib", "0"}, {"cpus", "same"}, {"policy", "batch"}});
+  EXPECT_EQ(r.verdict.status, Status::unsupported);
+}
+
+TEST(SwitchProbes, BurstTimesExactlyOneBurstPerSampleAndManyTries) {
+  const Result r = run("switch.burst", {{"n", "20"}, {"cpus", "same"}, {"policy", "batch"}});
+  SCOPED_TRACE(reasons(r));
+  ASSERT_TRUE(r.summary.has_value());
+  EXPECT_EQ(r.ops_per_sample, 20u);
+  EXPECT_GE(r.samples.size(), 100u);
+  EXPECT_DOUBLE_EQ(r.derived["min_ns_per_switch"].get<double>(), r.summary->min);
+  EXPECT_DOUBLE_EQ(r.derived["min_ns_per_round_trip"].get<double>(), 2 * r.summary->min);
+}
+
+TEST(SwitchProbes, MessageRateIsARate) {
+  const Result r = run("msgrate.pipe", {{"payload", "4096"}, {"cpus", "same"}, {"policy", "batch"}});
+  SCOPED_TRACE(reasons(r));
+  ASSERT_EQ(r.verdict.status, Status::ok);
+  EXPECT_EQ(r.unit, Unit::msgs_per_s);
+  ASSERT_TRUE(r.summary.has_value());
+  EXPECT_NEAR(r.summary->median * r.derived["median_ns_per_msg"].get<double>(), 1e9, 1e9 * 0.05);
+  EXPECT_DOUBLE_EQ(r.derived["bytes_per_s_each_way"].get<double>(), r.summary->median * 4096);
+}
+
+}  // namespace
