@@ -276,6 +276,26 @@ class FdChannel {
   std::vector<char> received_[2];
 };
 
+// The base of a channel without descriptors private to one side (eventfds
+// both sides use, or state in memory): nothing to close after the fork, and
+// a partner's death is not EOF, so a DeathWatch covers it.
+struct SharedChannel {
+  static constexpr bool partner_death_is_eof = false;
+  std::vector<int> main_only_fds() const { return {}; }
+  std::vector<int> partner_only_fds() const { return {}; }
+  void forget_fds(const std::vector<int>&) {}
+};
+
+// The base of a channel whose State lives in memory shared with a partner
+// process (mapped before the fork; also used between threads).
+template <class State>
+class SharedStateChannel : public SharedChannel {
+ protected:
+  SharedStateChannel() : memory_(sizeof(State)), state_(new (memory_.data()) State{}) {}
+  SharedMemory memory_;
+  State* state_;
+};
+
 // What a two-task switch probe states about itself; switch_descriptor fills
 // in the rest, which is the same for every primitive.
 struct SwitchProbe {

@@ -19,12 +19,15 @@ namespace {
 using namespace ctx;
 using namespace ctx::pingpong;
 
-class CondvarChannel {
- public:
-  static constexpr bool partner_death_is_eof = false;
+struct CondvarState {
+  pthread_mutex_t mutex;
+  pthread_cond_t cond[2];
+  std::uint8_t pending[2] = {0, 0};  // an Arrival per door, guarded by the mutex
+};
 
-  explicit CondvarChannel(Between between)
-      : memory_(sizeof(State)), state_(new (memory_.data()) State{}), shared_(between == Between::processes) {
+class CondvarChannel : public SharedStateChannel<CondvarState> {
+ public:
+  explicit CondvarChannel(Between between) : shared_(between == Between::processes) {
     const int pshared = shared_ ? PTHREAD_PROCESS_SHARED : PTHREAD_PROCESS_PRIVATE;
     pthread_mutexattr_t mutex_attr;
     pthread_mutexattr_init(&mutex_attr);
@@ -47,8 +50,6 @@ class CondvarChannel {
     for (auto& cond : state_->cond) pthread_cond_destroy(&cond);
     pthread_mutex_destroy(&state_->mutex);
   }
-  CondvarChannel(const CondvarChannel&) = delete;
-  CondvarChannel& operator=(const CondvarChannel&) = delete;
 
   void post(Door door, Arrival what) {
     const int d = door_index(door);
@@ -76,16 +77,8 @@ class CondvarChannel {
     pthread_mutex_unlock(&state_->mutex);
     return arrived;
   }
-  std::vector<int> main_only_fds() const { return {}; }
-  std::vector<int> partner_only_fds() const { return {}; }
-  void forget_fds(const std::vector<int>&) {}
 
  private:
-  struct State {
-    pthread_mutex_t mutex;
-    pthread_cond_t cond[2];
-    std::uint8_t pending[2] = {0, 0};  // an Arrival per door, guarded by the mutex
-  };
   // Locks the mutex; true when its previous owner died holding it (the
   // partner process was killed), after making it consistent again.
   bool lock() {
@@ -102,8 +95,6 @@ class CondvarChannel {
     throw_errno(what);
   }
 
-  SharedMemory memory_;
-  State* state_;
   bool shared_;
 };
 

@@ -13,10 +13,8 @@ namespace {
 using namespace ctx;
 using namespace ctx::pingpong;
 
-class EventfdChannel {
+class EventfdChannel : public SharedChannel {  // both sides use both eventfds
  public:
-  static constexpr bool partner_death_is_eof = false;
-
   EventfdChannel() {
     for (int& fd : fds_) {
       fd = eventfd(0, EFD_CLOEXEC);
@@ -41,10 +39,6 @@ class EventfdChannel {
     read_exact(fds_[door_index(door)], &value, sizeof value, "eventfd read");
     return value >= dead_value ? Arrival::dead : value >= stop_value ? Arrival::stop : Arrival::token;
   }
-  // Both sides use both eventfds.
-  std::vector<int> main_only_fds() const { return {}; }
-  std::vector<int> partner_only_fds() const { return {}; }
-  void forget_fds(const std::vector<int>&) {}
 
  private:
   static constexpr std::uint64_t stop_value = 1ull << 20;

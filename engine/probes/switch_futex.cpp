@@ -23,24 +23,23 @@ static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
                   std::atomic<std::uint32_t>::is_always_lock_free,
               "a futex word must be a plain lock-free 32-bit atomic");
 
-class FutexChannel {
- public:
-  static constexpr bool partner_death_is_eof = false;
+struct FutexWords {
+  struct alignas(64) Door {  // one cache line per direction
+    std::atomic<std::uint32_t> word{0};
+  } door[2];
+};
 
-  explicit FutexChannel(Between between)
-      : memory_(sizeof(Words)),
-        words_(new (memory_.data()) Words{}),
-        private_flag_(between == Between::threads ? FUTEX_PRIVATE_FLAG : 0) {}
-  FutexChannel(const FutexChannel&) = delete;
-  FutexChannel& operator=(const FutexChannel&) = delete;
+class FutexChannel : public SharedStateChannel<FutexWords> {
+ public:
+  explicit FutexChannel(Between between) : private_flag_(between == Between::threads ? FUTEX_PRIVATE_FLAG : 0) {}
 
   void post(Door door, Arrival what) {
-    auto& word = words_->door[door_index(door)].word;
+    auto& word = state_->door[door_index(door)].word;
     word.store(static_cast<std::uint32_t>(what), std::memory_order_release);
     futex(word, FUTEX_WAKE, 1);
   }
   Arrival wait(Door door) {
-    auto& word = words_->door[door_index(door)].word;
+    auto& word = state_->door[door_index(door)].word;
     for (;;) {
       const std::uint32_t value = word.exchange(0, std::memory_order_acq_rel);
       if (value != 0) return static_cast<Arrival>(value);
@@ -48,22 +47,12 @@ class FutexChannel {
       if (futex(word, FUTEX_WAIT, 0) != 0 && errno != EAGAIN && errno != EINTR) throw_errno("futex(FUTEX_WAIT)");
     }
   }
-  std::vector<int> main_only_fds() const { return {}; }
-  std::vector<int> partner_only_fds() const { return {}; }
-  void forget_fds(const std::vector<int>&) {}
 
  private:
-  struct Words {
-    struct alignas(64) Door {  // one cache line per direction
-      std::atomic<std::uint32_t> word{0};
-    } door[2];
-  };
   long futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value) const {
     return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), op | private_flag_, value, nullptr, nullptr, 0);
   }
 
-  SharedMemory memory_;
-  Words* words_;
   int private_flag_;
 };
 

@@ -14,19 +14,22 @@ namespace {
 using namespace ctx;
 using namespace ctx::pingpong;
 
-class SemaphoreChannel {
- public:
-  static constexpr bool partner_death_is_eof = false;
+struct SemaphoreDoors {
+  struct alignas(64) Door {  // one cache line per direction
+    sem_t semaphore;
+    std::atomic<std::uint8_t> flag{0};  // stop or dead, set before the post
+  } door[2];
+};
 
-  explicit SemaphoreChannel(Between between) : memory_(sizeof(State)), state_(new (memory_.data()) State{}) {
+class SemaphoreChannel : public SharedStateChannel<SemaphoreDoors> {
+ public:
+  explicit SemaphoreChannel(Between between) {
     for (auto& door : state_->door)
       if (sem_init(&door.semaphore, between == Between::processes ? 1 : 0, 0) != 0) throw_errno("sem_init");
   }
   ~SemaphoreChannel() {
     for (auto& door : state_->door) sem_destroy(&door.semaphore);
   }
-  SemaphoreChannel(const SemaphoreChannel&) = delete;
-  SemaphoreChannel& operator=(const SemaphoreChannel&) = delete;
 
   void post(Door door, Arrival what) {
     auto& d = state_->door[door_index(door)];
@@ -40,19 +43,6 @@ class SemaphoreChannel {
     const std::uint8_t flag = d.flag.load(std::memory_order_acquire);
     return flag != 0 ? static_cast<Arrival>(flag) : Arrival::token;
   }
-  std::vector<int> main_only_fds() const { return {}; }
-  std::vector<int> partner_only_fds() const { return {}; }
-  void forget_fds(const std::vector<int>&) {}
-
- private:
-  struct State {
-    struct alignas(64) Door {  // one cache line per direction
-      sem_t semaphore;
-      std::atomic<std::uint8_t> flag{0};  // stop or dead, set before the post
-    } door[2];
-  };
-  SharedMemory memory_;
-  State* state_;
 };
 
 const Registrar registrar(switch_descriptor<SemaphoreChannel>(
