@@ -171,22 +171,30 @@ def test_latest_on_an_empty_store(tmp_path):
         store.resolve("latest")
 
 
-def _writer(path: str, worker: int, runs_each: int) -> None:
-    for index in range(runs_each):
-        with Store.open(path) as store:
-            store.add_run(synthetic_run(f"w{worker}-run-{index:04d}", n_results=20), origin="run")
+def _writer(path: str, worker: int, runs_each: int, errors) -> None:
+    try:
+        for index in range(runs_each):
+            with Store.open(path) as store:
+                run = synthetic_run(f"w{worker}-run-{index:04d}", n_results=20)
+                store.add_run(run, origin="run")
+    except BaseException as error:
+        errors.put(f"writer {worker}: {error!r}")
+        raise
 
 
 def test_concurrent_writers_do_not_lose_runs(tmp_path):
     # Several processes create the same new store and write runs into it at once.
     path = tmp_path / "shared.db"
     context = multiprocessing.get_context("fork")
-    workers = [context.Process(target=_writer, args=(str(path), w, 6)) for w in range(4)]
+    errors = context.Queue()
+    workers = [context.Process(target=_writer, args=(str(path), w, 6, errors)) for w in range(4)]
     for worker in workers:
         worker.start()
     for worker in workers:
-        worker.join(timeout=120)
-        assert worker.exitcode == 0
+        worker.join(timeout=300)
+    reported = [errors.get(timeout=5) for _ in range(errors.qsize())] if not errors.empty() else []
+    assert reported == []
+    assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
     with Store.open(path) as store:
         infos = store.runs()
         assert len(infos) == 24
