@@ -46,16 +46,16 @@ class Ring final : public Workload {
     const long procs = ctx.param_int("procs");
     const long kib = ctx.param_int("size_kib");
     // Pipe i carries the token from task i to task i + 1 (mod N); task 0 is this one.
-    pipes_.resize(static_cast<std::size_t>(procs), {-1, -1});
-    for (auto& p : pipes_)
+    pipes_.ends.resize(static_cast<std::size_t>(procs), {-1, -1});
+    for (auto& p : pipes_.ends)
       if (pipe2(p.data(), O_CLOEXEC) != 0) throw_errno("pipe2 for the ring");
     for (long task = 1; task < procs; ++task) {
-      int& in = pipes_[static_cast<std::size_t>(task - 1)][0];
-      int& out = pipes_[static_cast<std::size_t>(task)][1];
+      int& in = pipes_.ends[static_cast<std::size_t>(task - 1)][0];
+      int& out = pipes_.ends[static_cast<std::size_t>(task)][1];
       // Each fd is used by exactly one task: the child closes all the others
       // (so EOF follows a death round the ring), the parent closes these two.
       std::vector<int> others;
-      for (const auto& p : pipes_)
+      for (const auto& p : pipes_.ends)
         for (int fd : p)
           if (fd >= 0 && fd != in && fd != out) others.push_back(fd);
       partners_.push_back(std::make_unique<Partner>(
@@ -77,16 +77,9 @@ class Ring final : public Workload {
           others, std::vector<int>{in, out}));
       in = out = -1;
     }
-    out_ = pipes_.front()[1];
-    in_ = pipes_.back()[0];
+    out_ = pipes_.ends.front()[1];
+    in_ = pipes_.ends.back()[0];
   }
-  ~Ring() override {
-    partners_.clear();  // kills and reaps any process still running
-    for (const auto& p : pipes_)
-      for (int fd : p)
-        if (fd >= 0) close(fd);
-  }
-
   void run(std::uint64_t iterations) override {
     char token = token_byte;
     try {
@@ -128,7 +121,7 @@ class Ring final : public Workload {
   // then join everyone and report the most telling reason (a signal).
   [[noreturn]] void ring_broken(const std::string& seen) {
     close(out_);
-    pipes_.front()[1] = out_ = -1;
+    pipes_.ends.front()[1] = out_ = -1;
     std::string reason;
     for (auto& partner : partners_) {
       try {
@@ -141,9 +134,20 @@ class Ring final : public Workload {
     throw ProbeError(Reason::child_failed, reason.empty() ? seen : reason);
   }
 
+  // The ring's pipes, closed on destruction (also when the constructor
+  // throws half-way), after the partners are killed and reaped.
+  struct Pipes {
+    std::vector<std::array<int, 2>> ends;
+    ~Pipes() {
+      for (const auto& p : ends)
+        for (int fd : p)
+          if (fd >= 0) close(fd);
+    }
+  };
+
   WorkingSet work_;
-  std::vector<std::array<int, 2>> pipes_;
-  std::vector<std::unique_ptr<Partner>> partners_;
+  Pipes pipes_;
+  std::vector<std::unique_ptr<Partner>> partners_;  // destroyed first: kills and reaps
   int out_ = -1;
   int in_ = -1;
 };
