@@ -111,9 +111,14 @@ inline uint64_t full_reserve_bytes() { return USWITCH_FULL_BYTES; }
 inline size_t full_state_bytes() { return sizeof(FullFrame); }
 inline const char* full_state_what() { return "q0-q31, FPCR and FPSR (SVE state, if any, is not saved)"; }
 
-// A new context starts with zeroed vector registers, FPCR 0 (round to
-// nearest, no traps) and FPSR 0.
-inline void init_full_frame(unsigned char* full, Frame*) { memset(full, 0, sizeof(FullFrame)); }
+// A new context starts with zeroed vector registers and its creator's FPCR
+// and FPSR, as a new thread inherits its creator's.
+inline void init_full_frame(unsigned char* full, Frame*) {
+  FullFrame f{};
+  __asm__ volatile("mrs %0, fpcr" : "=r"(f.fpcr));
+  __asm__ volatile("mrs %0, fpsr" : "=r"(f.fpsr));
+  memcpy(full, &f, sizeof f);
+}
 
 inline const char* abi_name() { return "aarch64 AAPCS64 (ELF)"; }
 

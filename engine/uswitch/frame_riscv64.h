@@ -90,8 +90,13 @@ inline uint64_t full_reserve_bytes() { return USWITCH_FULL_BYTES; }
 inline size_t full_state_bytes() { return 32 * 8 + 8; }  // f0-f31 and fcsr
 inline const char* full_state_what() { return "f0-f31 and fcsr (vector state, if any, is not saved)"; }
 
-// A new context starts with zeroed FP registers and fcsr 0 (round to nearest, no flags).
-inline void init_full_frame(unsigned char* full, Frame*) { memset(full, 0, sizeof(FullFrame)); }
+// A new context starts with zeroed FP registers and its creator's fcsr, as a
+// new thread inherits its creator's.
+inline void init_full_frame(unsigned char* full, Frame*) {
+  FullFrame f{};
+  __asm__ volatile("frcsr %0" : "=r"(f.fcsr));
+  memcpy(full, &f, sizeof f);
+}
 
 inline const char* abi_name() { return "riscv64 LP64D (ELF)"; }
 

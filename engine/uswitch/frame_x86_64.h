@@ -19,9 +19,10 @@
  *
  *   +0      address of the general-register frame
  *   +8..63  unused
- *   +64     XSAVE area (standard form) of every component enabled in XCR0;
- *           its size is CPUID.(EAX=0DH,ECX=0):EBX, known only at run time;
- *           its header (XSTATE_BV, XCOMP_BV) 512 bytes in. */
+ *   +64     XSAVE area (standard form) of the components enabled in XCR0
+ *           that this process may use; its size (from CPUID leaf 0DH) is
+ *           known only at run time; its header (XSTATE_BV, XCOMP_BV) 512
+ *           bytes in. */
 #ifndef CTXBENCH_USWITCH_FRAME_X86_64_H
 #define CTXBENCH_USWITCH_FRAME_X86_64_H
 
@@ -49,6 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdio>
 
@@ -56,6 +59,9 @@
  * XSAVE area, before aligning down to 64); 0 when XSAVE is not usable. Read by
  * the assembly; defined (and computed once, at start-up) in uswitch.cpp. */
 extern "C" __attribute__((visibility("hidden"))) uint64_t ctxbench_uswitch_full_reserve;
+/* The XSAVE/XRSTOR requested-feature bitmap (EDX:EAX) of the full variant:
+ * XCR0's components that this process may use (see xsave_info()). */
+extern "C" __attribute__((visibility("hidden"))) uint64_t ctxbench_uswitch_xsave_mask;
 
 namespace ctxbench::uswitch {
 
@@ -81,13 +87,23 @@ static_assert(sizeof(Frame) == USWITCH_FRAME_BYTES);
 // is: USWITCH_FRAME_BYTES must be a multiple of the stack alignment.
 static_assert(USWITCH_FRAME_BYTES % USWITCH_STACK_ALIGN == 0);
 
-constexpr uint32_t default_mxcsr = 0x1F80;  // all exceptions masked, round to nearest
-constexpr uint16_t default_fcw = 0x037F;    // ditto for x87, 64-bit precision
+// A new context inherits its creator's FP control state, as a new thread
+// inherits its creator's (clone copies the FPU state): the whole MXCSR, flags
+// included, and the x87 control word. Besides being the least surprising
+// start, it keeps a ping-pong's two contexts on the same MXCSR value: LDMXCSR
+// of a value different from the current one is far slower than reloading the
+// same one (see docs/uswitch.md).
+inline uint32_t current_mxcsr() { return __builtin_ia32_stmxcsr(); }
+inline uint16_t current_fcw() {
+  uint16_t fcw = 0;
+  __asm__ volatile("fnstcw %0" : "=m"(fcw));
+  return fcw;
+}
 
 inline Frame initial_frame(void (*trampoline)(), void (*entry)(void*), void* arg) {
   Frame f{};
-  f.mxcsr = default_mxcsr;
-  f.fcw = default_fcw;
+  f.mxcsr = current_mxcsr();
+  f.fcw = current_fcw();
   f.r12 = reinterpret_cast<uint64_t>(entry);
   f.r13 = reinterpret_cast<uint64_t>(arg);
   f.rbp = 0;
@@ -98,8 +114,16 @@ inline Frame initial_frame(void (*trampoline)(), void (*entry)(void*), void* arg
 struct XsaveInfo {
   uint64_t area_bytes = 0;  // 0: XSAVE not usable
   uint64_t xcr0 = 0;
+  uint64_t mask = 0;  // the components the full variant saves
 };
 
+// The components the kernel would save for this process: those enabled in
+// XCR0 that the process may use. Since Linux 5.16 AMX tile data (XCR0 bits
+// 17-18, 8 KiB) needs a per-process permission (arch_prctl
+// ARCH_REQ_XCOMP_PERM); until a process asks, the kernel does not switch it
+// and XFD traps its use, so a "full" switch must not count it either.
+// ARCH_GET_XCOMP_PERM says what is permitted; older kernels lack it and have
+// no such components.
 inline XsaveInfo xsave_info() {
   XsaveInfo info;
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -109,8 +133,19 @@ inline XsaveInfo xsave_info() {
   unsigned lo = 0, hi = 0;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   info.xcr0 = (static_cast<uint64_t>(hi) << 32) | lo;
-  __cpuid_count(0xD, 0, eax, ebx, ecx, edx);
-  info.area_bytes = (ebx + 63u) & ~63u;  // EBX: size for the features enabled in XCR0
+  info.mask = info.xcr0;
+  constexpr long arch_get_xcomp_perm = 0x1022;
+  uint64_t permitted = 0;
+  if (syscall(SYS_arch_prctl, arch_get_xcomp_perm, &permitted) == 0) info.mask &= permitted;
+  // Standard form: the legacy region and header (576 bytes), then each
+  // component at the offset CPUID leaf 0DH gives it.
+  uint64_t end = 576;
+  for (unsigned component = 2; component < 63; ++component) {
+    if (!(info.mask >> component & 1)) continue;
+    __cpuid_count(0xD, component, eax, ebx, ecx, edx);  // EAX: size, EBX: offset
+    if (ebx + eax > end) end = ebx + eax;
+  }
+  info.area_bytes = (end + 63) & ~uint64_t{63};
   return info;
 }
 
@@ -131,21 +166,30 @@ inline const char* full_state_what() {
   static char what[160];
   const XsaveInfo info = xsave_info();
   if (!info.area_bytes) return "XSAVE is not enabled by the OS here (CPUID.1:ECX.OSXSAVE clear)";
-  std::snprintf(what, sizeof what, "XSAVE64/XRSTOR64 of every component in XCR0=%#llx (%llu-byte area)",
-                static_cast<unsigned long long>(info.xcr0), static_cast<unsigned long long>(info.area_bytes));
+  std::snprintf(what, sizeof what,
+                "XSAVE64/XRSTOR64 of components %#llx (XCR0=%#llx less what this process may not use), a "
+                "%llu-byte area",
+                static_cast<unsigned long long>(info.mask), static_cast<unsigned long long>(info.xcr0),
+                static_cast<unsigned long long>(info.area_bytes));
   return what;
 }
 
 // A new context's full frame: the general-register frame's address, and an
-// XSAVE area whose header says "every component in its initial state"
-// (XSTATE_BV = 0), so the first XRSTOR gives the context fresh x87/SSE/AVX
-// registers. MXCSR is loaded from the area regardless, so it must be valid.
+// XSAVE area whose header marks only the x87 component as present
+// (XSTATE_BV = 1): the x87 registers empty with the creator's control word,
+// every other component (SSE, AVX, ...) in its initial state, zeroed. MXCSR
+// is loaded from the area whenever SSE or AVX is requested, so it must be
+// valid: the creator's, as in the abi variant.
 inline void init_full_frame(unsigned char* full, Frame* gpr) {
   memcpy(full + USWITCH_FULL_GPR_FRAME, &gpr, sizeof gpr);
   unsigned char* area = full + USWITCH_FULL_AREA;
   memset(area, 0, full_state_bytes());
-  memcpy(area + 0, &default_fcw, sizeof default_fcw);       // legacy region: FCW at byte 0
-  memcpy(area + 24, &default_mxcsr, sizeof default_mxcsr);  // MXCSR at byte 24
+  const uint16_t fcw = current_fcw();
+  const uint32_t mxcsr = current_mxcsr();
+  const uint64_t x87_present = 1;
+  memcpy(area + 0, &fcw, sizeof fcw);                    // legacy region: FCW at byte 0 (FSW, FTW = 0: all empty)
+  memcpy(area + 24, &mxcsr, sizeof mxcsr);               // MXCSR at byte 24
+  memcpy(area + 512, &x87_present, sizeof x87_present);  // header: XSTATE_BV
 }
 
 inline const char* abi_name() { return "x86_64 System V (ELF)"; }

@@ -79,10 +79,10 @@ ctxbench_uswitch:
 
 /* void* ctxbench_uswitch_full(void** save [rdi], void* resume [rsi], void* value [rdx])
  * The general registers as above; MXCSR, the x87 control word and every
- * other piece of FP/vector state go through XSAVE64/XRSTOR64 with all
- * components requested (EDX:EAX = -1, masked by XCR0). Plain XSAVE, not
- * XSAVEOPT/XSAVEC: it writes every component every time, the worst case a
- * switch that cannot know what was used must pay. */
+ * other piece of FP/vector state go through XSAVE64/XRSTOR64 of every XCR0
+ * component this process may use (ctxbench_uswitch_xsave_mask). Plain XSAVE,
+ * not XSAVEOPT/XSAVEC/XSAVES: no init or modified optimization, the worst
+ * case a switch that cannot know what was used must pay. */
         .globl  ctxbench_uswitch_full
         .type   ctxbench_uswitch_full, @function
         .p2align 4
@@ -104,14 +104,14 @@ ctxbench_uswitch_full:
         movq    $0, USWITCH_FULL_XSTATE_BV(%rsp)        /* header: XSAVE leaves XSTATE_BV bits outside */
         movq    $0, USWITCH_FULL_XCOMP_BV(%rsp)         /*   XCR0 and the next 16 bytes as it finds them, */
         movq    $0, USWITCH_FULL_XCOMP_BV+8(%rsp)       /*   and XRSTOR faults unless they are zero */
-        movl    $-1, %eax                               /* request every component (low half) */
-        movl    $-1, %edx                               /* ... and high half of the feature mask */
+        movl    ctxbench_uswitch_xsave_mask(%rip), %eax    /* requested components, low half */
+        movl    ctxbench_uswitch_xsave_mask+4(%rip), %edx  /* ... and high half */
         xsave64 USWITCH_FULL_AREA(%rsp)                 /* save x87, MXCSR, SSE, AVX, AVX-512, ... */
 
         movq    %rsp, (%rdi)                            /* *save = this context's stack pointer */
         movq    %rsi, %rsp                              /* switch stacks: now on the resumed context's */
 
-        xrstor64 USWITCH_FULL_AREA(%rsp)                /* restore all of it (EDX:EAX still -1) */
+        xrstor64 USWITCH_FULL_AREA(%rsp)                /* restore the same components (EDX:EAX unchanged) */
         movq    USWITCH_FULL_GPR_FRAME(%rsp), %rsp      /* up to the general-register frame */
         movq    USWITCH_FRAME_RBP(%rsp), %rbp           /* restore rbp */
         movq    USWITCH_FRAME_RBX(%rsp), %rbx           /* restore rbx */

@@ -18,6 +18,7 @@ void ctxbench_uswitch_trampoline();  // switch_*.S: calls entry(arg)
 
 #if defined(__x86_64__)
 uint64_t ctxbench_uswitch_full_reserve = ctxbench::uswitch::compute_full_reserve();
+uint64_t ctxbench_uswitch_xsave_mask = ctxbench::uswitch::xsave_info().mask;
 #endif
 
 namespace {

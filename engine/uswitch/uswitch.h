@@ -42,9 +42,12 @@ typedef void (*ctxbench_uswitch_entry)(void* arg);
 
 /* Prepares a context on the stack [stack, stack + size) and returns its saved
  * stack pointer. The first switch to it calls entry(arg) on that stack, with
- * the stack aligned as the ABI requires at a function's entry and the
- * floating-point control state at its defaults. entry must never return (its
- * last act is a switch away); if it does, the process aborts. */
+ * the stack aligned as the ABI requires at a function's entry. Where the
+ * switch swaps FP control state (x86_64 always; elsewhere the full variant),
+ * the new context starts with its creator's, as a new thread inherits its
+ * creator's; the full variant's other FP/vector registers start zeroed.
+ * entry must never return (its last act is a switch away); if it does, the
+ * process aborts. */
 void* ctxbench_uswitch_make(void* stack, size_t size, ctxbench_uswitch_entry entry, void* arg);
 void* ctxbench_uswitch_make_full(void* stack, size_t size, ctxbench_uswitch_entry entry, void* arg);
 

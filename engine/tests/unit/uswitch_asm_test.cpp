@@ -6,7 +6,14 @@
 #include <gtest/gtest.h>
 
 #if CTXBENCH_HAVE_USWITCH_ASM
+#include <ostream>
+
 #include "checks.hpp"
+
+namespace ctxbench::uswitch_test {
+// How GoogleTest (and so ctest) names the variant.
+void PrintTo(Variant variant, std::ostream* out) { *out << variant_name(variant); }
+}  // namespace ctxbench::uswitch_test
 
 namespace {
 using ctxbench::uswitch_test::Variant;
@@ -44,6 +51,11 @@ TEST_P(UswitchAsm, AChainOf1000ContextsGoesRoundTwice) {
   EXPECT_TRUE(problems.empty()) << joined(problems);
 }
 
+TEST_P(UswitchAsm, NewContextInheritsItsCreatorsFpControl) {
+  const auto problems = ctxbench::uswitch_test::fp_control_inherited(GetParam());
+  EXPECT_TRUE(problems.empty()) << joined(problems);
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, UswitchAsm, testing::Values(Variant::abi, Variant::full),
                          [](const testing::TestParamInfo<Variant>& param_info) {
                            return std::string(ctxbench::uswitch_test::variant_name(param_info.param));
@@ -60,7 +72,7 @@ TEST(UswitchAsmSentinels, CatchASwitchThatCorruptsOneRegister) {
 }
 
 // The self-test runs the same list; make sure it is the whole list.
-TEST(UswitchAsmSelfTest, ListsEveryCheck) { EXPECT_EQ(ctxbench::uswitch_test::all_checks().size(), 12u); }
+TEST(UswitchAsmSelfTest, ListsEveryCheck) { EXPECT_EQ(ctxbench::uswitch_test::all_checks().size(), 14u); }
 
 }  // namespace
 #else

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cfenv>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -321,6 +322,52 @@ std::vector<std::string> chain_of_contexts(Variant variant, int contexts) {
   return problems;
 }
 
+namespace {
+struct RoundingProbe {
+  ctxbench_uswitch_fn fn;
+  void* main = nullptr;
+  void* self = nullptr;
+  int rounding_at_entry = -1;
+};
+
+void report_rounding(void* arg) {
+  auto* probe = static_cast<RoundingProbe*>(arg);
+  probe->rounding_at_entry = std::fegetround();
+  std::fesetround(FE_DOWNWARD);  // this context's own mode, which the switch back must not leak where it is swapped
+  probe->fn(&probe->self, probe->main, nullptr);
+  std::abort();
+}
+}  // namespace
+
+std::vector<std::string> fp_control_inherited(Variant variant) {
+  std::vector<std::string> problems;
+  Stack stack;
+  RoundingProbe probe{switch_of(variant)};
+  const int before = std::fegetround();
+  std::fesetround(FE_TOWARDZERO);  // unlike the default, so inheriting it is visible
+  probe.self = make(variant, stack, report_rounding, &probe);
+  std::fesetround(FE_UPWARD);  // the creator's mode when it switches
+  if (probe.self) probe.fn(&probe.main, probe.self, nullptr);
+  const int after = std::fegetround();
+  std::fesetround(before);
+  if (!probe.self) return {"the full variant cannot run here"};
+  // Where the switch swaps FP control (x86 always: MXCSR and the x87 CW are
+  // callee-saved; elsewhere only the full variant), a context has its own: a
+  // new one starts with what its creator had when it made it, and the creator
+  // gets its own back. Elsewhere the abi switch leaves FPCR/fcsr alone (they
+  // belong to the thread), so both contexts see whatever was last set.
+  const bool swapped = SENT_CTL_ABI_PRESERVED || variant == Variant::full;
+  const int expected_at_entry = swapped ? FE_TOWARDZERO : FE_UPWARD;
+  const int expected_after = swapped ? FE_UPWARD : FE_DOWNWARD;
+  if (probe.rounding_at_entry != expected_at_entry)
+    problems.push_back("a new context started with rounding mode " + std::to_string(probe.rounding_at_entry) +
+                       ", expected " + std::to_string(expected_at_entry));
+  if (after != expected_after)
+    problems.push_back("after switching back the rounding mode was " + std::to_string(after) + ", expected " +
+                       std::to_string(expected_after));
+  return problems;
+}
+
 std::vector<std::string> full_state_described() {
   std::vector<std::string> problems;
   if (ctxbench_uswitch_full_state_bytes() == 0)
@@ -341,6 +388,8 @@ const std::vector<NamedCheck>& all_checks() {
       {"million_switches.full", [] { return many_switches(Variant::full, 1000000); }},
       {"chain_of_1000_contexts.abi", [] { return chain_of_contexts(Variant::abi, 1000); }},
       {"chain_of_1000_contexts.full", [] { return chain_of_contexts(Variant::full, 1000); }},
+      {"fp_control_inherited.abi", [] { return fp_control_inherited(Variant::abi); }},
+      {"fp_control_inherited.full", [] { return fp_control_inherited(Variant::full); }},
       {"full_state_described", full_state_described},
       {"broken_switch_is_caught", broken_switch_is_caught},
   };

@@ -30,6 +30,9 @@ std::vector<std::string> entry_receives_argument(Variant variant);
 std::vector<std::string> many_switches(Variant variant, long switches);
 // A chain of `contexts` contexts, each resuming the next, goes round twice.
 std::vector<std::string> chain_of_contexts(Variant variant, int contexts);
+// Where the switch swaps FP control, a new context starts with its creator's
+// rounding mode and each context keeps its own; elsewhere it is the thread's.
+std::vector<std::string> fp_control_inherited(Variant variant);
 // The sentinel test itself works: a switch that corrupts one callee-saved
 // register is caught, in both contexts, and nothing else is reported.
 std::vector<std::string> broken_switch_is_caught();
