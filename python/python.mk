@@ -22,14 +22,9 @@ $(VENV)/.stamp: pyproject.toml python/python.mk
 
 venv: $(VENV)/.stamp
 
-# The package carries a copy of the record schema (an installed ctxbench has
-# no repository beside it); keep it identical to schema/record.schema.json.
-python/src/ctxbench/data/record.schema.json: schema/record.schema.json
-	cp $< $@
-
 # Build isolation off: the venv already has scikit-build-core, and the system
 # cmake/ninja are used, so a second install is an incremental build.
-python-install: venv python/src/ctxbench/data/record.schema.json
+python-install: venv
 	$(PY) -m pip install -q --no-build-isolation .
 
 python-run: python-install

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import REPO
 from ctxbench.records import read_run_file, record_problem
 
 
@@ -88,6 +89,21 @@ def test_installed_command_lists_probes_and_env(user_env):
     env = ctxbench("env", "--json", env=user_env)
     assert env.returncode == 0, env.stderr
     assert record_problem(json.loads(env.stdout)) is None
+
+
+def test_installed_package_carries_the_repository_schema(user_env, tmp_path):
+    python = installed_command().parent / "python"
+    done = subprocess.run(
+        [str(python), "-c", "from ctxbench.records import schema_path; print(schema_path())"],
+        capture_output=True,
+        text=True,
+        env=user_env,
+        cwd=tmp_path,  # not the source tree
+        check=True,
+    )
+    installed = Path(done.stdout.strip())
+    assert "site-packages" in installed.parts
+    assert installed.read_bytes() == (REPO / "schema" / "record.schema.json").read_bytes()
 
 
 def test_installed_command_bad_input(user_env, tmp_path):

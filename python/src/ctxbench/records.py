@@ -3,8 +3,9 @@
 A run is one ``env`` record, one ``result`` record per probe variant and one
 ``run_end`` record (absent when the producer was killed), all with the same
 ``run_id``. The schema (``schema/record.schema.json``, JSON Schema 2020-12) is
-shared with the C++ engine; the package carries an identical copy because an
-installed ctxbench has no repository beside it.
+shared with the C++ engine; the wheel carries it as package data (an
+installed ctxbench has no repository beside it), a source checkout reads
+it from schema/.
 """
 
 from __future__ import annotations
@@ -27,10 +28,24 @@ KINDS = ("env", "result", "run_end")
 STATUSES = ("ok", "suspect", "unsupported", "failed")
 
 
+SCHEMA_FILE = "record.schema.json"
+
+
+def schema_path() -> Path:
+    """The installed package's copy (wheel data), else schema/ of a source checkout."""
+    packaged = Path(str(resources.files("ctxbench").joinpath("data", SCHEMA_FILE)))
+    if packaged.is_file():
+        return packaged
+    for parent in Path(__file__).resolve().parents:
+        candidate = parent / "schema" / SCHEMA_FILE
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"{SCHEMA_FILE} is neither in the package nor in a source checkout")
+
+
 @cache
 def schema() -> dict[str, Any]:
-    text = resources.files("ctxbench").joinpath("data/record.schema.json").read_text("utf-8")
-    return json.loads(text)
+    return json.loads(schema_path().read_text("utf-8"))
 
 
 @cache
