@@ -30,7 +30,7 @@ namespace {
 using namespace ctx;
 
 // Waits for `pid`, stops tracking it, and fails the op unless it exited 0.
-void reap(pid_t pid, const char *what) {
+void reap(pid_t pid, const char* what) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR || interrupted_flag().load()) {
@@ -39,34 +39,24 @@ void reap(pid_t pid, const char *what) {
     }
   }
   untrack_child(pid);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-    return;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-    throw ProbeError(
-        Reason::child_failed,
-        fmt::format("the {} child could not exec the helper (status 127)",
-                    what));
+    throw ProbeError(Reason::child_failed, fmt::format("the {} child could not exec the helper (status 127)", what));
   if (WIFSIGNALED(status))
-    throw ProbeError(Reason::child_failed,
-                     fmt::format("the {} child was killed by signal {} ({})",
-                                 what, WTERMSIG(status),
-                                 strsignal(WTERMSIG(status))));
-  throw ProbeError(Reason::child_failed,
-                   fmt::format("the {} child exited with status {}", what,
-                               WEXITSTATUS(status)));
+    throw ProbeError(Reason::child_failed, fmt::format("the {} child was killed by signal {} ({})", what,
+                                                       WTERMSIG(status), strsignal(WTERMSIG(status))));
+  throw ProbeError(Reason::child_failed, fmt::format("the {} child exited with status {}", what, WEXITSTATUS(status)));
 }
 
 // Sizes from /proc/self/status, in KiB (VmSize, VmRSS, VmPTE).
-void add_parent_size(Result &r) {
+void add_parent_size(Result& r) {
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line)) {
-    for (const auto &[key, name] : {std::pair<const char *, const char *>{
-                                        "VmSize:", "parent_vm_size_kib"},
+    for (const auto& [key, name] : {std::pair<const char*, const char*>{"VmSize:", "parent_vm_size_kib"},
                                     {"VmRSS:", "parent_rss_kib"},
                                     {"VmPTE:", "parent_page_tables_kib"}}) {
-      if (line.rfind(key, 0) == 0)
-        r.derived[name] = std::stod(line.substr(std::strlen(key)));
+      if (line.rfind(key, 0) == 0) r.derived[name] = std::stod(line.substr(std::strlen(key)));
     }
   }
 }
@@ -74,36 +64,32 @@ void add_parent_size(Result &r) {
 // ---- fork and vfork
 // --------------------------------------------------------------
 class ForkExitWait final : public Workload {
-public:
+ public:
   void run(std::uint64_t iterations) override {
     for (std::uint64_t i = 0; i < iterations; ++i) {
       const pid_t pid = fork_tracked();
-      if (pid < 0)
-        throw_errno("fork");
-      if (pid == 0)
-        _exit(0);
+      if (pid < 0) throw_errno("fork");
+      if (pid == 0) _exit(0);
       reap(pid, "fork");
     }
   }
-  void annotate(Result &r) override { add_parent_size(r); }
+  void annotate(Result& r) override { add_parent_size(r); }
 };
 
 // vfork suspends the parent until the child exits; the child may only _exit.
 // Kept out of line so no caller's variables live across the vfork.
 __attribute__((noinline)) pid_t vfork_and_exit() {
   const pid_t pid = vfork();
-  if (pid == 0)
-    _exit(0);
+  if (pid == 0) _exit(0);
   return pid;
 }
 
 class VforkExitWait final : public Workload {
-public:
+ public:
   void run(std::uint64_t iterations) override {
     for (std::uint64_t i = 0; i < iterations; ++i) {
       const pid_t pid = vfork_and_exit();
-      if (pid < 0)
-        throw_errno("vfork");
+      if (pid < 0) throw_errno("vfork");
       track_child(pid);
       reap(pid, "vfork");
     }
@@ -116,49 +102,42 @@ public:
 std::string helper_path() {
   char self[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0)
-    return {};
+  if (n <= 0) return {};
   std::string path(self, static_cast<std::size_t>(n));
   return path.substr(0, path.rfind('/') + 1) + "ctxbench-exit0";
 }
 
-Support helper_here(const Params &) {
+Support helper_here(const Params&) {
   const std::string path = helper_path();
   if (path.empty())
-    return Support::no(
-        Reason::not_supported_here,
-        "cannot find the engine's own path (/proc/self/exe unreadable)");
+    return Support::no(Reason::not_supported_here, "cannot find the engine's own path (/proc/self/exe unreadable)");
   if (access(path.c_str(), X_OK) != 0)
-    return Support::no(Reason::built_without,
-                       fmt::format("the helper {} is missing or not executable "
-                                   "({}); build the ctxbench-exit0 target, "
-                                   "which belongs next to ctxbench-engine",
-                                   path, std::strerror(errno)));
+    return Support::no(Reason::built_without, fmt::format("the helper {} is missing or not executable "
+                                                          "({}); build the ctxbench-exit0 target, "
+                                                          "which belongs next to ctxbench-engine",
+                                                          path, std::strerror(errno)));
   return Support::yes();
 }
 
 class ExecHelper final : public Workload {
-public:
+ public:
   explicit ExecHelper(bool spawn) : spawn_(spawn), path_(helper_path()) {}
   void run(std::uint64_t iterations) override {
     // An empty environment: the helper needs none, and its size would be
     // copied.
-    char *argv[] = {path_.data(), nullptr};
-    char *envp[] = {nullptr};
+    char* argv[] = {path_.data(), nullptr};
+    char* envp[] = {nullptr};
     for (std::uint64_t i = 0; i < iterations; ++i) {
       pid_t pid = -1;
       if (spawn_) {
-        if (const int error =
-                posix_spawn(&pid, path_.c_str(), nullptr, nullptr, argv, envp);
-            error != 0) {
+        if (const int error = posix_spawn(&pid, path_.c_str(), nullptr, nullptr, argv, envp); error != 0) {
           errno = error;
           throw_errno("posix_spawn of " + path_);
         }
         track_child(pid);
       } else {
         pid = fork_tracked();
-        if (pid < 0)
-          throw_errno("fork");
+        if (pid < 0) throw_errno("fork");
         if (pid == 0) {
           execve(path_.c_str(), argv, envp);
           _exit(127);
@@ -167,12 +146,11 @@ public:
       reap(pid, spawn_ ? "posix_spawn" : "fork+exec");
     }
   }
-  void annotate(Result &r) override {
-    if (!spawn_)
-      add_parent_size(r);
+  void annotate(Result& r) override {
+    if (!spawn_) add_parent_size(r);
   }
 
-private:
+ private:
   bool spawn_;
   std::string path_;
 };
@@ -181,7 +159,7 @@ const Registrar fork_probe({
     .name = "create.fork",
     .op = "one fork whose child calls _exit(0) at once, and the parent's "
           "waitpid that reaps it",
-    .make = [](Context &) { return std::make_unique<ForkExitWait>(); },
+    .make = [](Context&) { return std::make_unique<ForkExitWait>(); },
     .method = "lmbench lat_proc 'fork proc', UnixBench spawn.c, osbench "
               "create_processes",
 });
@@ -190,16 +168,15 @@ const Registrar vfork_probe({
     .name = "create.vfork",
     .op = "one vfork whose child calls _exit(0) at once (the parent is "
           "suspended until then), and the waitpid",
-    .make = [](Context &) { return std::make_unique<VforkExitWait>(); },
-    .method =
-        "lmbench lat_proc's fork measured with vfork: no page tables copied",
+    .make = [](Context&) { return std::make_unique<VforkExitWait>(); },
+    .method = "lmbench lat_proc's fork measured with vfork: no page tables copied",
 });
 
 const Registrar posix_spawn_probe({
     .name = "create.posix_spawn",
     .op = "one posix_spawn of the static helper ctxbench-exit0 (which exits 0 "
           "at once), and the waitpid",
-    .make = [](Context &) { return std::make_unique<ExecHelper>(true); },
+    .make = [](Context&) { return std::make_unique<ExecHelper>(true); },
     .supported = helper_here,
     .method = "lmbench lat_proc 'exec proc' with a static hello-s, through "
               "posix_spawn (glibc: clone with "
@@ -210,10 +187,10 @@ const Registrar fork_exec_probe({
     .name = "create.fork_exec",
     .op = "one fork whose child execve's the static helper ctxbench-exit0 "
           "(which exits 0 at once), and the waitpid",
-    .make = [](Context &) { return std::make_unique<ExecHelper>(false); },
+    .make = [](Context&) { return std::make_unique<ExecHelper>(false); },
     .supported = helper_here,
     .method = "lmbench lat_proc 'exec proc' (fork + execve of a static "
               "hello-s), UnixBench execl",
 });
 
-} // namespace
+}  // namespace

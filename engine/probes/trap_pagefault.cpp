@@ -29,36 +29,31 @@ long thread_minor_faults() {
 }
 
 class FirstTouch final : public Workload {
-public:
-  explicit FirstTouch(bool write)
-      : write_(write), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))) {}
+ public:
+  explicit FirstTouch(bool write) : write_(write), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))) {}
   ~FirstTouch() override { unmap(); }
-  FirstTouch(const FirstTouch &) = delete;
-  FirstTouch &operator=(const FirstTouch &) = delete;
+  FirstTouch(const FirstTouch&) = delete;
+  FirstTouch& operator=(const FirstTouch&) = delete;
 
   void prepare(std::uint64_t iterations) override {
     unmap();
     bytes_ = static_cast<std::size_t>(iterations) * page_;
-    void *at = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* at = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (at == MAP_FAILED) {
       bytes_ = 0;
       throw_errno(fmt::format("mmap of {} pages to fault on", iterations));
     }
-    pages_ = static_cast<char *>(at);
+    pages_ = static_cast<char*>(at);
     // EINVAL where the kernel has no THP: then there is nothing to turn off.
-    if (madvise(pages_, bytes_, MADV_NOHUGEPAGE) != 0 && errno != EINVAL)
-      throw_errno("madvise(MADV_NOHUGEPAGE)");
+    if (madvise(pages_, bytes_, MADV_NOHUGEPAGE) != 0 && errno != EINVAL) throw_errno("madvise(MADV_NOHUGEPAGE)");
     faults_before_ = thread_minor_faults();
   }
   void run(std::uint64_t iterations) override {
-    char *at = pages_;
+    char* at = pages_;
     if (write_) {
-      for (std::uint64_t i = 0; i < iterations; ++i, at += page_)
-        *static_cast<volatile char *>(at) = 1;
+      for (std::uint64_t i = 0; i < iterations; ++i, at += page_) *static_cast<volatile char*>(at) = 1;
     } else {
-      for (std::uint64_t i = 0; i < iterations; ++i, at += page_)
-        (void)*static_cast<volatile char *>(at);
+      for (std::uint64_t i = 0; i < iterations; ++i, at += page_) (void)*static_cast<volatile char*>(at);
     }
   }
   void after(std::uint64_t iterations) override {
@@ -66,19 +61,18 @@ public:
     touched_ += iterations;
     unmap();
   }
-  void annotate(Result &r) override {
+  void annotate(Result& r) override {
     Check check;
     check.name = "minor_faults";
     check.expected = touched_;
     check.observed = faults_;
-    const double ratio =
-        touched_ ? static_cast<double>(faults_) / static_cast<double>(touched_)
-                 : 0.0;
+    const double ratio = touched_ ? static_cast<double>(faults_) / static_cast<double>(touched_) : 0.0;
     check.ratio = ratio;
     check.ok = ratio >= 0.9 && ratio <= 1.1;
-    check.detail = "getrusage(RUSAGE_THREAD) ru_minflt over every timed batch "
-                   "(calibration and warm-up included) vs pages "
-                   "touched; one fault per page expected";
+    check.detail =
+        "getrusage(RUSAGE_THREAD) ru_minflt over every timed batch "
+        "(calibration and warm-up included) vs pages "
+        "touched; one fault per page expected";
     if (ratio < 0.9)
       r.verdict.add(Status::suspect, Reason::error,
                     fmt::format("{} minor faults for {} pages touched "
@@ -87,28 +81,26 @@ public:
                                 "is a plain memory access",
                                 faults_, touched_, 100 * ratio));
     else if (ratio > 1.1)
-      r.verdict.add(
-          Status::suspect, Reason::error,
-          fmt::format("{} minor faults for {} pages touched ({:.0f}%): "
-                      "something else faulted inside the "
-                      "timed batches, so the figure is not one fault per op",
-                      faults_, touched_, 100 * ratio));
+      r.verdict.add(Status::suspect, Reason::error,
+                    fmt::format("{} minor faults for {} pages touched ({:.0f}%): "
+                                "something else faulted inside the "
+                                "timed batches, so the figure is not one fault per op",
+                                faults_, touched_, 100 * ratio));
     r.checks.push_back(check);
     r.derived["page_bytes"] = static_cast<double>(page_);
     r.derived["minor_faults_per_op"] = ratio;
   }
 
-private:
+ private:
   void unmap() {
-    if (pages_)
-      munmap(pages_, bytes_);
+    if (pages_) munmap(pages_, bytes_);
     pages_ = nullptr;
     bytes_ = 0;
   }
 
   bool write_;
   std::size_t page_;
-  char *pages_ = nullptr;
+  char* pages_ = nullptr;
   std::size_t bytes_ = 0;
   long faults_before_ = 0;
   long faults_ = 0;
@@ -124,13 +116,10 @@ const Registrar registrar({
                 {},
                 "write: the kernel allocates and zeroes a page; read: it maps "
                 "the shared zero page, no allocation"}},
-    .make =
-        [](Context &ctx) {
-          return std::make_unique<FirstTouch>(ctx.param("touch") == "write");
-        },
+    .make = [](Context& ctx) { return std::make_unique<FirstTouch>(ctx.param("touch") == "write"); },
     .method = "lmbench lat_pagefault and libMicro's memory tests, on anonymous "
               "memory; pages mapped and unmapped "
               "outside the timed region (the harness's prepare/after hooks)",
 });
 
-} // namespace
+}  // namespace

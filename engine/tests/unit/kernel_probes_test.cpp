@@ -1,0 +1,210 @@
+// The kernel-level probes (timer.*, syscall.*, trap.*, create.*) run here:
+// each variant is `ok` or honestly `unsupported` with a reason, and each
+// carries the derived figures and checks its file promises. Asserts on
+// shape and checks, never on speed.
+#include <errno.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "selection.hpp"
+#include "tasks.hpp"
+#include "timer.hpp"
+
+namespace {
+
+using namespace ctx;
+
+HarnessOptions quick_options() {
+  HarnessOptions options;
+  options.samples = 5;
+  options.warmup_samples = 1;
+  options.min_sample_s = 0.002;
+  options.max_variant_s = 2;
+  options.quick = true;
+  return options;
+}
+
+// Runs every variant of the probes `patterns` name (names or globs).
+std::vector<Result> run_family(std::vector<std::string> patterns) {
+  static MonotonicRawClock clock;
+  static const TimerInfo timer = characterize(clock, 2000);
+  Selection selection;
+  selection.patterns = std::move(patterns);
+  std::vector<Result> results;
+  for (const auto& variant : expand(all_probes(), selection))
+    results.push_back(run_variant(*variant.probe, variant.params, clock, timer, quick_options()));
+  return results;
+}
+
+const Check* find_check(const Result& r, const std::string& name) {
+  for (const auto& c : r.checks)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::string reasons(const Result& r) {
+  std::string text;
+  for (const auto& [code, detail] : r.verdict.reasons) text += std::string(reason_name(code)) + ": " + detail + "; ";
+  return text;
+}
+
+// ok with samples, or unsupported with a reason; never failed, never silent.
+void expect_ok_or_unsupported(const Result& r) {
+  const bool ok = r.verdict.status == Status::ok;
+  const bool unsupported = r.verdict.status == Status::unsupported;
+  EXPECT_TRUE(ok || unsupported) << r.probe << " " << status_name(r.verdict.status) << " " << reasons(r);
+  if (ok) {
+    EXPECT_FALSE(r.samples.empty()) << r.probe;
+    EXPECT_TRUE(r.summary.has_value()) << r.probe;
+  }
+  if (unsupported) {
+    ASSERT_FALSE(r.verdict.reasons.empty()) << r.probe;
+    EXPECT_FALSE(r.verdict.reasons.front().second.empty()) << r.probe;
+  }
+}
+
+TEST(KernelProbes, EveryPromisedProbeIsRegisteredAndComplete) {
+  for (const char* name : {"timer.rdtscp",
+                           "timer.rdtsc_fenced",
+                           "timer.cntvct",
+                           "timer.rdtime",
+                           "timer.clock_gettime_monotonic",
+                           "timer.clock_gettime_monotonic_raw",
+                           "timer.clock_gettime_syscall",
+                           "timer.gettimeofday",
+                           "syscall.getppid",
+                           "syscall.getsid",
+                           "syscall.getuid",
+                           "syscall.gettimeofday_vdso",
+                           "syscall.gettimeofday_syscall",
+                           "syscall.clock_gettime_vdso",
+                           "syscall.clock_gettime_syscall",
+                           "syscall.read",
+                           "syscall.write",
+                           "syscall.enosys",
+                           "syscall.sched_yield",
+                           "trap.signal",
+                           "trap.pagefault",
+                           "create.fork",
+                           "create.vfork",
+                           "create.posix_spawn",
+                           "create.fork_exec",
+                           "create.pthread",
+                           "create.pthread_detached",
+                           "create.std_thread",
+                           "create.pthread_scope_process",
+                           "create.pthread_scope_system"}) {
+    const ProbeDescriptor* probe = find_probe(name);
+    ASSERT_NE(probe, nullptr) << name;
+    EXPECT_EQ(descriptor_problems(*probe), "") << name;
+  }
+}
+
+TEST(KernelProbes, TimerSourcesReportTheirResolution) {
+  int ok = 0;
+  for (const auto& r : run_family({"timer.*"})) {
+    expect_ok_or_unsupported(r);
+    if (r.verdict.status != Status::ok) continue;
+    ++ok;
+    ASSERT_TRUE(r.derived.contains("resolution_ns")) << r.probe;
+    EXPECT_GT(r.derived["resolution_ns"].get<double>(), 0) << r.probe;
+    EXPECT_TRUE(r.derived.contains("resolution_limited_by")) << r.probe;
+  }
+  EXPECT_GE(ok, 4);  // the clock_gettime and gettimeofday sources exist on every Linux
+}
+
+TEST(KernelProbes, CycleCountersOfOtherArchitecturesSayWhy) {
+  for (const auto& r : run_family({"timer.*"})) {
+#if !defined(__aarch64__)
+    if (r.probe == "timer.cntvct") {
+      EXPECT_EQ(r.verdict.status, Status::unsupported);
+    }
+#endif
+#if !defined(__x86_64__)
+    if (r.probe == "timer.rdtscp" || r.probe == "timer.rdtsc_fenced") {
+      EXPECT_EQ(r.verdict.status, Status::unsupported);
+    }
+#endif
+#if !(defined(__riscv) && __riscv_xlen == 64)
+    if (r.probe == "timer.rdtime") {
+      EXPECT_EQ(r.verdict.status, Status::unsupported);
+    }
+#endif
+  }
+}
+
+TEST(KernelProbes, SystemCallsRun) {
+  for (const auto& r : run_family({"syscall.*"})) {
+    expect_ok_or_unsupported(r);
+    if (r.probe == "syscall.enosys" && r.verdict.status == Status::ok) {
+      EXPECT_TRUE(r.derived.contains("syscall_number"));
+    }
+    if (r.probe == "syscall.sched_yield" && r.verdict.status == Status::ok) {
+      EXPECT_TRUE(r.derived.contains("involuntary_switches_per_op"));
+      EXPECT_TRUE(r.derived.contains("voluntary_switches_per_op"));
+    }
+  }
+}
+
+TEST(KernelProbes, SignalRoundTripIsCheckedAndHasItsBaseline) {
+  for (const auto& r : run_family({"trap.signal"})) {
+    expect_ok_or_unsupported(r);
+    ASSERT_EQ(r.verdict.status, Status::ok) << reasons(r);
+    const Check* delivered = find_check(r, "signals_delivered");
+    ASSERT_NE(delivered, nullptr);
+    EXPECT_TRUE(delivered->ok);
+    ASSERT_TRUE(r.baseline.has_value());
+    EXPECT_GT(r.baseline->value, 0);
+  }
+}
+
+TEST(KernelProbes, PageFaultCountsOneMinorFaultPerOp) {
+  const auto results = run_family({"trap.pagefault"});
+  EXPECT_EQ(results.size(), 2u);  // touch=write and touch=read
+  for (const auto& r : results) {
+    expect_ok_or_unsupported(r);
+    const Check* faults = find_check(r, "minor_faults");
+    ASSERT_NE(faults, nullptr) << r.params.at("touch");
+    EXPECT_TRUE(faults->ok) << r.params.at("touch") << " ratio " << faults->ratio.value_or(-1);
+  }
+}
+
+TEST(KernelProbes, CreationLeavesNoChildBehind) {
+  // The process and thread probes of this family (fibers and coroutines are tested with uswitch).
+  for (const auto& r : run_family({"create.fork", "create.vfork", "create.posix_spawn", "create.fork_exec",
+                                   "create.pthread*", "create.std_thread"})) {
+    expect_ok_or_unsupported(r);
+    if (r.probe == "create.posix_spawn" || r.probe == "create.fork_exec") {
+      // The helper sits next to ctxbench-engine, not next to this test binary.
+      if (r.verdict.status == Status::unsupported) {
+        EXPECT_EQ(r.verdict.reasons.front().first, Reason::built_without);
+        EXPECT_NE(r.verdict.reasons.front().second.find("ctxbench-exit0"), std::string::npos);
+      }
+    }
+  }
+  errno = 0;
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+TEST(KernelProbes, ProcessContentionScopeIsNeverFaked) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  const bool accepted = pthread_attr_setscope(&attr, PTHREAD_SCOPE_PROCESS) == 0;
+  pthread_attr_destroy(&attr);
+  for (const auto& r : run_family({"create.pthread_scope_process"})) {
+    if (accepted) {
+      EXPECT_EQ(r.verdict.status, Status::ok) << reasons(r);
+    } else {
+      ASSERT_EQ(r.verdict.status, Status::unsupported);
+      EXPECT_NE(r.verdict.reasons.front().second.find("PTHREAD_SCOPE_PROCESS"), std::string::npos);
+      EXPECT_TRUE(r.samples.empty());
+    }
+  }
+}
+
+}  // namespace
