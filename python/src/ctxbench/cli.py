@@ -435,7 +435,7 @@ def list_command(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(probes, indent=2))
         return
-    _console().print(tables.probes_table(probes))
+    _console().print(tables.probes_listing(probes))
 
 
 @cli.command()

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from rich import box
+from rich.console import Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -124,37 +126,39 @@ def history_table(infos: list[RunInfo]) -> Table:
     return table
 
 
-def probes_table(probes: list[dict[str, Any]]) -> Table:
-    table = Table()
-    table.add_column("probe", no_wrap=True)
-    table.add_column("unit", no_wrap=True)
-    table.add_column("one operation is")
-    table.add_column("params")
-    table.add_column("baseline")
-    table.add_column("here")
+def probes_listing(probes: list[dict[str, Any]]) -> Group:
+    """Each probe: name, unit and params on one line; what one op is and its
+    baseline below, indented (long sentences read better wrapped than in cells)."""
+    lines: list[Any] = []
+    family = None
     for probe in probes:
+        name = str(probe.get("name"))
+        if name.split(".", 1)[0] != family:
+            family = name.split(".", 1)[0]
+            lines.append(Text(""))
+            lines.append(Text(family, style="bold underline"))
         params = " ".join(
             f"{p.get('name')}={'|'.join(str(v) for v in p.get('values', []))}"
             for p in probe.get("params", [])
         )
+        head = Text(name, style="bold")
+        head.append(f"  [{probe.get('unit', '?')}]", style="cyan")
+        if params:
+            head.append(f"  {params}")
+        if not probe.get("supported", True):
+            head.append(f"  not supported here: {probe.get('reason') or '?'}", style="yellow")
+        lines.append(head)
+        lines.append(
+            Padding(Text(str(probe.get("op", "")), style="dim"), (0, 0, 0, 4), expand=False)
+        )
         baseline = probe.get("baseline")
         if isinstance(baseline, dict):
             baseline = baseline.get("name") or baseline.get("probe")
-        supported = probe.get("supported", True)
-        here = (
-            Text("yes", style="green")
-            if supported
-            else Text(f"no: {probe.get('reason') or 'unsupported'}", style="dim")
-        )
-        table.add_row(
-            Text(str(probe.get("name"))),
-            Text(str(probe.get("unit", ""))),
-            Text(str(probe.get("op", ""))),
-            Text(params or "—"),
-            Text(str(baseline) if baseline else "—"),
-            here,
-        )
-    return table
+        if baseline:
+            lines.append(
+                Padding(Text(f"baseline: {baseline}", style="dim"), (0, 0, 0, 4), expand=False)
+            )
+    return Group(*lines[1:])
 
 
 def env_table(env: dict[str, Any]) -> Table:
