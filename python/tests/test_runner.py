@@ -1,0 +1,84 @@
+"""The runner: finding the engine, streaming its records, progress and diagnostics."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import fixture_path, real_run
+from ctxbench.errors import BadInput, EngineError
+from ctxbench.runner import EngineRun, RunOptions, find_engine
+
+FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    wrapper = tmp_path / "ctxbench-engine"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_ENGINE}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CTXBENCH_ENGINE", str(wrapper))
+    monkeypatch.setenv("FAKE_ENGINE_RECORDS", str(fixture_path("run_a.jsonl")))
+    return wrapper
+
+
+def test_ctxbench_engine_variable_wins(fake):
+    assert find_engine() == fake
+
+
+def test_ctxbench_engine_variable_must_be_executable(tmp_path, monkeypatch):
+    script = tmp_path / "not-executable"
+    script.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("CTXBENCH_ENGINE", str(script))
+    with pytest.raises(EngineError, match="not an executable file"):
+        find_engine()
+
+
+def test_engine_args_follow_the_contract():
+    options = RunOptions(
+        selectors=["switch.*"], quick=True, samples=5, min_time=0.01, cpus="same", between="threads"
+    )
+    assert options.engine_args() == [
+        "run", "switch.*", "--quick", "--samples", "5", "--min-time", "0.01",
+        "--cpus", "same", "--between", "threads", "--json", "--progress",
+    ]  # fmt: skip
+
+
+def test_records_progress_and_diagnostics_stream(fake):
+    progress, diagnostics = [], []
+    run = EngineRun(RunOptions(), on_progress=progress.append, on_diagnostic=diagnostics.append)
+    records = list(run.records())
+    assert records == real_run().all()
+    assert run.returncode == 0 and run.failure() is None and not run.interrupted
+    results = real_run().results
+    assert [p.number for p in progress] == list(range(1, len(results) + 1))
+    assert {p.total for p in progress} == {len(results)}
+    assert [(p.probe, p.params) for p in progress] == [(r["probe"], r["params"]) for r in results]
+    assert diagnostics == ["ctxbench-engine: note: replaying recorded output"]
+
+
+def test_zero_based_progress_is_shown_one_based():
+    run = EngineRun.__new__(EngineRun)
+    run._first_index = None
+    first = run._parse_progress('{"index": 0, "total": 3, "probe": "a.b", "params": {}}')
+    second = run._parse_progress('{"index": 1, "total": 3, "probe": "a.c", "params": {}}')
+    assert (first.number, second.number) == (1, 2)
+    assert run._parse_progress("not json") is None
+
+
+def test_usage_error_becomes_bad_input(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_ENGINE_MODE", "usage")
+    run = EngineRun(RunOptions())
+    assert list(run.records()) == []
+    failure = run.failure()
+    assert isinstance(failure, BadInput) and "'sideways'" in str(failure)
+
+
+def test_invalid_lines_are_kept_aside(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_ENGINE_MODE", "garbage")
+    run = EngineRun(RunOptions())
+    records = list(run.records())
+    assert len(records) == len(real_run().all())
+    assert len(run.problems) == 1 and "not JSON" in run.problems[0]
