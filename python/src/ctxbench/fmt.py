@@ -13,6 +13,7 @@ from typing import Any
 from ctxbench.records import params_text
 
 TIME_SCALES = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
+COUNT_UNITS = {"instructions": "instr", "cycles": "cycles"}
 
 
 def number(value: float, digits: int = 4) -> str:
@@ -34,7 +35,10 @@ def value(amount: float | None, unit: str) -> str:
         for factor, name in ((1e6, "M/s"), (1e3, "k/s"), (1.0, "/s")):
             if abs(amount) >= factor or factor == 1.0:
                 return f"{number(amount / factor)} {name}"
-    return f"{number(amount)} {unit}"
+    short = COUNT_UNITS.get(unit, unit)
+    if unit in COUNT_UNITS and float(amount).is_integer():
+        return f"{int(amount):,} {short}"  # counted, not measured: no decimals to invent
+    return f"{number(amount)} {short}"
 
 
 def interval(low: float | None, high: float | None, unit: str) -> str:

@@ -185,7 +185,7 @@ def read_run_file(path: Path) -> RunRecords:
     except OSError as error:
         raise RecordError(f"cannot read {path}: {error.strerror}") from None
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # tolerate a byte-order mark
     except UnicodeDecodeError:
         raise RecordError(f"{path}: not UTF-8 text; expected engine JSON Lines") from None
     return group_run(parse_jsonl(text, str(path)), str(path))

@@ -8,10 +8,12 @@ turns itself off when the output is not a terminal.
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 from rich import box
-from rich.console import Group
+from rich.console import Console, Group
+from rich.measure import Measurement
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -35,6 +37,18 @@ def results_table(
 ) -> Table:
     if width is not None and width < NARROW:
         return _narrow_results_table(results, title)
+    table = _wide_results_table(results, title)
+    if width is not None and _natural_width(table) > width:
+        return _narrow_results_table(results, title)
+    return table
+
+
+def _natural_width(table: Table) -> int:
+    console = Console(width=10_000, file=io.StringIO())
+    return Measurement.get(console, console.options, table).maximum
+
+
+def _wide_results_table(results: list[dict[str, Any]], title: str | None) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("probe", no_wrap=True)
     table.add_column("params", overflow="fold")
