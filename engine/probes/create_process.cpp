@@ -61,8 +61,7 @@ void add_parent_size(Result& r) {
   }
 }
 
-// ---- fork and vfork
-// --------------------------------------------------------------
+// ---- fork and vfork --------------------------------------------------------
 class ForkExitWait final : public Workload {
  public:
   void run(std::uint64_t iterations) override {
@@ -96,9 +95,8 @@ class VforkExitWait final : public Workload {
   }
 };
 
-// ---- exec of the static helper
-// ------------------------------------------------------- ctxbench-exit0 is
-// built and installed next to ctxbench-engine.
+// ---- exec of the static helper ---------------------------------------------
+// ctxbench-exit0 is built and installed next to ctxbench-engine.
 std::string helper_path() {
   char self[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -123,8 +121,7 @@ class ExecHelper final : public Workload {
  public:
   explicit ExecHelper(bool spawn) : spawn_(spawn), path_(helper_path()) {}
   void run(std::uint64_t iterations) override {
-    // An empty environment: the helper needs none, and its size would be
-    // copied.
+    // An empty environment: the helper needs none, and exec would copy it.
     char* argv[] = {path_.data(), nullptr};
     char* envp[] = {nullptr};
     for (std::uint64_t i = 0; i < iterations; ++i) {

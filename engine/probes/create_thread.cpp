@@ -100,8 +100,7 @@ class CreateJoin final : public Workload {
   bool has_attr_ = false;
 };
 
-// ---- detached
-// ---------------------------------------------------------------------------
+// ---- detached --------------------------------------------------------------
 // The flag and the count of detached threads still running are never freed,
 // so a thread that outlives its workload touches nothing that is gone.
 std::atomic<std::uint32_t> started_flag{0};
@@ -154,8 +153,7 @@ class CreateDetached final : public Workload {
   pthread_attr_t attr_{};
 };
 
-// ---- std::thread
-// ----------------------------------------------------------------------
+// ---- std::thread -----------------------------------------------------------
 class StdThreadJoin final : public Workload {
  public:
   void run(std::uint64_t iterations) override {

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "arch/cycle_timer.hpp"
@@ -172,9 +173,43 @@ Support cycle_timer_here(const std::string& what) {
 }
 #endif
 
+// Whether each cycle counter can be read by this build, here.
+Support rdtscp_support(const Params&) {
+#if defined(__x86_64__)
+  return tsc_readable(true);
+#else
+  return not_on_this_arch("rdtscp", "x86_64");
+#endif
+}
+Support rdtsc_support(const Params&) {
+#if defined(__x86_64__)
+  return tsc_readable(false);
+#else
+  return not_on_this_arch("rdtsc", "x86_64");
+#endif
+}
+Support cntvct_support(const Params&) {
+#if defined(__aarch64__)
+  return cycle_timer_here("cntvct_el0");
+#else
+  return not_on_this_arch("cntvct_el0", "aarch64");
+#endif
+}
+Support rdtime_support(const Params&) {
+#if defined(__riscv) && __riscv_xlen == 64
+  return cycle_timer_here("rdtime");
+#else
+  return not_on_this_arch("rdtime", "riscv64");
+#endif
+}
+
 #if defined(__aarch64__)
 std::uint64_t read_cntvct() { return arch::read_cycle_timer(); }
-double cntvct_ns_per_tick() { return 1e9 / arch::cycle_timer_hz(); }
+// 0 (calibrate instead) where cntfrq_el0 was left unset, as some emulators do.
+double cntvct_ns_per_tick() {
+  const double hz = arch::cycle_timer_hz();
+  return hz > 0 ? 1e9 / hz : 0.0;
+}
 #else
 std::uint64_t read_cntvct() { return 0; }
 double cntvct_ns_per_tick() { return 0; }
@@ -188,13 +223,12 @@ std::uint64_t read_rdtime() { return 0; }
 
 // The TSC ticks at a fixed reference rate only where it is invariant.
 void note_tsc_invariance(Result& r) {
-  const char* why = nullptr;
 #if defined(__x86_64__)
+  const char* why = nullptr;
   if (!arch::cycle_timer_usable(&why))
     r.notes.push_back(fmt::format("{}: ticks may not track time, so resolution_ns is only indicative", why));
 #else
   (void)r;
-  (void)why;
 #endif
 }
 
@@ -204,55 +238,40 @@ WorkloadFactory tsc_read(std::string source, ReadFn read) {
 }
 
 const Registrar rdtscp({
-  .name = "timer.rdtscp", .op = "one rdtscp followed by lfence: the harness's own x86_64 timer read",
-  .make = tsc_read("rdtscp", read_rdtscp),
-#if defined(__x86_64__)
-  .supported = [](const Params&) { return tsc_readable(true); },
-#else
-  .supported = [](const Params&) { return not_on_this_arch("rdtscp", "x86_64"); },
-#endif
-  .method =
-      "libMicro get_nsecs_overhead/get_nsecs_resolution; fencing as in Intel's 'How to Benchmark Code "
-      "Execution Times' (rdtscp waits for earlier instructions, lfence holds back later ones)",
+    .name = "timer.rdtscp",
+    .op = "one rdtscp followed by lfence: the harness's own x86_64 timer read",
+    .make = tsc_read("rdtscp", read_rdtscp),
+    .supported = rdtscp_support,
+    .method = "libMicro get_nsecs_overhead/get_nsecs_resolution; fencing as in Intel's 'How to Benchmark Code "
+              "Execution Times' (rdtscp waits for earlier instructions, lfence holds back later ones)",
 });
 
 const Registrar rdtsc_fenced({
-  .name = "timer.rdtsc_fenced", .op = "one rdtsc with an lfence on each side (lfence; rdtsc; lfence)",
-  .make = tsc_read("lfence;rdtsc;lfence", read_rdtsc_fenced),
-#if defined(__x86_64__)
-  .supported = [](const Params&) { return tsc_readable(false); },
-#else
-  .supported = [](const Params&) { return not_on_this_arch("rdtsc", "x86_64"); },
-#endif
-  .method =
-      "libMicro get_nsecs_overhead/get_nsecs_resolution; lfence serialization of rdtsc per the Intel SDM "
-      "(cheaper than cpuid, which exits to the hypervisor in a VM)",
+    .name = "timer.rdtsc_fenced",
+    .op = "one rdtsc with an lfence on each side (lfence; rdtsc; lfence)",
+    .make = tsc_read("lfence;rdtsc;lfence", read_rdtsc_fenced),
+    .supported = rdtsc_support,
+    .method = "libMicro get_nsecs_overhead/get_nsecs_resolution; lfence serialization of rdtsc per the Intel SDM "
+              "(cheaper than cpuid, which exits to the hypervisor in a VM)",
 });
 
 const Registrar cntvct({
-  .name = "timer.cntvct", .op = "one isb followed by a read of cntvct_el0, the arm64 generic timer's virtual count",
-  .make = timer_read(
-      "cntvct_el0", [] { keep(read_cntvct()); }, read_cntvct, TickRate{cntvct_ns_per_tick(), "cntfrq_el0"}),
-#if defined(__aarch64__)
-  .supported = [](const Params&) { return cycle_timer_here("cntvct_el0"); },
-#else
-  .supported = [](const Params&) { return not_on_this_arch("cntvct_el0", "aarch64"); },
-#endif
-  .method = "libMicro get_nsecs_overhead/get_nsecs_resolution; the rate is cntfrq_el0 (Arm ARM, generic timer)",
+    .name = "timer.cntvct",
+    .op = "one isb followed by a read of cntvct_el0, the arm64 generic timer's virtual count",
+    .make = timer_read(
+        "cntvct_el0", [] { keep(read_cntvct()); }, read_cntvct, TickRate{cntvct_ns_per_tick(), "cntfrq_el0"}),
+    .supported = cntvct_support,
+    .method = "libMicro get_nsecs_overhead/get_nsecs_resolution; the rate is cntfrq_el0 (Arm ARM, generic timer)",
 });
 
 const Registrar rdtime({
-  .name = "timer.rdtime", .op = "one fence followed by rdtime, the riscv64 time CSR",
-  .make = timer_read(
-      "rdtime", [] { keep(read_rdtime()); }, read_rdtime, TickRate{}),
-#if defined(__riscv) && __riscv_xlen == 64
-  .supported = [](const Params&) { return cycle_timer_here("rdtime"); },
-#else
-  .supported = [](const Params&) { return not_on_this_arch("rdtime", "riscv64"); },
-#endif
-  .method =
-      "libMicro get_nsecs_overhead/get_nsecs_resolution; the timebase is not visible to user space, so it "
-      "is calibrated against CLOCK_MONOTONIC_RAW",
+    .name = "timer.rdtime",
+    .op = "one fence followed by rdtime, the riscv64 time CSR",
+    .make = timer_read(
+        "rdtime", [] { keep(read_rdtime()); }, read_rdtime, TickRate{}),
+    .supported = rdtime_support,
+    .method = "libMicro get_nsecs_overhead/get_nsecs_resolution; the timebase is not visible to user space, so it "
+              "is calibrated against CLOCK_MONOTONIC_RAW",
 });
 
 // ---- clocks through libc and the kernel ------------------------------------------
@@ -282,13 +301,17 @@ std::uint64_t read_gettimeofday_us() {
 
 // A libc clock call is answered in the vDSO only if the kernel mapped one;
 // clock_getres gives the resolution the kernel claims, beside the one seen.
+// `clock`: the clock id whose clock_getres applies (none for gettimeofday,
+// whose microseconds are coarser than CLOCK_REALTIME's claim).
+enum class Path { vdso, syscall };
 template <class Op>
-WorkloadFactory clock_read(std::string source, Op op, ReadFn read, TickRate rate, clockid_t clock) {
-  return timer_read(std::move(source), std::move(op), read, std::move(rate), [clock](Result& r) {
-    if (getauxval(AT_SYSINFO_EHDR) == 0)
+WorkloadFactory clock_read(std::string source, Op op, ReadFn read, TickRate rate, Path path,
+                           std::optional<clockid_t> clock) {
+  return timer_read(std::move(source), std::move(op), read, std::move(rate), [path, clock](Result& r) {
+    if (path == Path::vdso && getauxval(AT_SYSINFO_EHDR) == 0)
       r.notes.push_back("no vDSO is mapped in this process: libc answers with a system call");
     timespec res{};
-    if (clock_getres(clock, &res) == 0) r.derived["clock_getres_ns"] = static_cast<double>(to_ns(res));
+    if (clock && clock_getres(*clock, &res) == 0) r.derived["clock_getres_ns"] = static_cast<double>(to_ns(res));
   });
 }
 
@@ -301,7 +324,7 @@ const Registrar clock_gettime_monotonic({
           timespec ts{};
           clock_gettime(CLOCK_MONOTONIC, &ts);
         },
-        read_monotonic, TickRate{1.0, "nanoseconds"}, CLOCK_MONOTONIC),
+        read_monotonic, TickRate{1.0, "nanoseconds"}, Path::vdso, CLOCK_MONOTONIC),
     .method = "libMicro get_nsecs_overhead/get_nsecs_resolution; vDSO vs system call as in golang/go#57749",
 });
 
@@ -314,7 +337,7 @@ const Registrar clock_gettime_monotonic_raw({
           timespec ts{};
           clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
         },
-        read_monotonic_raw, TickRate{1.0, "nanoseconds"}, CLOCK_MONOTONIC_RAW),
+        read_monotonic_raw, TickRate{1.0, "nanoseconds"}, Path::vdso, CLOCK_MONOTONIC_RAW),
     .method = "libMicro get_nsecs_overhead/get_nsecs_resolution; MONOTONIC_RAW is never slewed by NTP",
 });
 
@@ -327,7 +350,7 @@ const Registrar clock_gettime_syscall({
           timespec ts{};
           syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
         },
-        read_monotonic_syscall, TickRate{1.0, "nanoseconds"}, CLOCK_MONOTONIC),
+        read_monotonic_syscall, TickRate{1.0, "nanoseconds"}, Path::syscall, CLOCK_MONOTONIC),
     .method = "libMicro get_nsecs_overhead/get_nsecs_resolution; the raw system call bypasses the vDSO",
 });
 
@@ -340,7 +363,7 @@ const Registrar gettimeofday_source({
           timeval tv{};
           gettimeofday(&tv, nullptr);
         },
-        read_gettimeofday_us, TickRate{1000.0, "microseconds"}, CLOCK_REALTIME),
+        read_gettimeofday_us, TickRate{1000.0, "microseconds"}, Path::vdso, std::nullopt),
     .method = "lmbench lib_timing.c t_overhead(); libMicro get_nsecs_resolution",
 });
 
