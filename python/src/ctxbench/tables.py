@@ -76,10 +76,10 @@ def _wide_results_table(results: list[dict[str, Any]], title: str | None) -> Tab
 def _narrow_results_table(results: list[dict[str, Any]], title: str | None) -> Table:
     """The same figures for an 80-column terminal: two lines per result."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, expand=True)
-    table.add_column("probe / params", overflow="fold", ratio=1, min_width=18)
-    table.add_column("median / p99", justify="right", no_wrap=True)
-    table.add_column("CI of median", justify="right", no_wrap=True)
-    table.add_column("net / baseline", justify="right", no_wrap=True)
+    table.add_column("probe\nparams", overflow="fold", ratio=1, min_width=18)
+    table.add_column("median\np99", justify="right", no_wrap=True)
+    table.add_column("CI of\nmedian", justify="right", no_wrap=True)
+    table.add_column("net\nbaseline", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for result in results:
         summary = result.get("summary") or {}
@@ -217,7 +217,7 @@ def comparison_table(comparison: Comparison, width: int | None = None) -> Table:
         expand=narrow,
     )
     if narrow:
-        table.add_column("probe / params", overflow="fold", ratio=1, min_width=16)
+        table.add_column("probe\nparams", overflow="fold", ratio=1, min_width=16)
     else:
         table.add_column("probe", no_wrap=True)
         table.add_column("params", overflow="fold")
