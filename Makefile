@@ -53,8 +53,8 @@ test-cross: cross venv
 
 lint: venv engine
 	@echo "clang-format check"; clang-format --dry-run --Werror $$(git ls-files 'engine/*.cpp' 'engine/*.hpp' 'engine/*.h')
-	$(VENV)/bin/ruff check python bench scripts
-	$(VENV)/bin/ruff format --check python bench scripts
+	$(VENV)/bin/ruff check python bench scripts engine/tests
+	$(VENV)/bin/ruff format --check python bench scripts engine/tests
 	@echo "docs/probes.md is current"; $(BUILD)/engine/ctxbench-engine docs probes | diff -u docs/probes.md - \
 	  || { echo "docs/probes.md is stale: run 'make docs'"; exit 1; }
 	@$(BUILD)/engine/ctxbench-engine docs probe-names | diff -u schema/probe-names.json - \
@@ -62,7 +62,7 @@ lint: venv engine
 
 format: venv
 	clang-format -i $$(git ls-files 'engine/*.cpp' 'engine/*.hpp' 'engine/*.h')
-	$(VENV)/bin/ruff format python bench scripts
+	$(VENV)/bin/ruff format python bench scripts engine/tests
 
 docs: engine
 	$(BUILD)/engine/ctxbench-engine docs probes > docs/probes.md

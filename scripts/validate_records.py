@@ -29,7 +29,10 @@ def main(argv: list[str]) -> int:
                 print(f"{name}:{number}: {error.message}", file=sys.stderr)
                 return 1
             if no_failed and record.get("verdict", {}).get("status") == "failed":
-                print(f"{name}:{number}: {record['probe']} failed: {record['verdict']['reasons']}", file=sys.stderr)
+                print(
+                    f"{name}:{number}: {record['probe']} failed: {record['verdict']['reasons']}",
+                    file=sys.stderr,
+                )
                 return 1
             kinds[record["kind"]] = kinds.get(record["kind"], 0) + 1
         if kinds.get("env") != 1 or kinds.get("run_end") != 1 or not kinds.get("result"):

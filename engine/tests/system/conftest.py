@@ -18,7 +18,9 @@ VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 def engine():
     path = os.environ.get("CTXBENCH_ENGINE", str(REPO / "build" / "engine" / "ctxbench-engine"))
     if not os.access(path, os.X_OK):
-        pytest.fail(f"engine binary not found at {path}: build it with 'make engine' or set CTXBENCH_ENGINE")
+        pytest.fail(
+            f"engine binary not found at {path}: build it with 'make engine' or set CTXBENCH_ENGINE"
+        )
     return path
 
 
@@ -30,7 +32,9 @@ def parse_records(text):
             continue
         record = json.loads(line)
         errors = sorted(VALIDATOR.iter_errors(record), key=lambda e: e.path)
-        assert not errors, f"line {number} ({record.get('probe', record.get('kind'))}): {errors[0].message}"
+        assert not errors, (
+            f"line {number} ({record.get('probe', record.get('kind'))}): {errors[0].message}"
+        )
         records.append(record)
     return records
 
@@ -42,7 +46,9 @@ def results(records):
 @pytest.fixture(scope="session")
 def quick_run(engine, tmp_path_factory):
     """The whole catalogue with --quick, once per session (shared by the smoke tests)."""
-    proc = subprocess.run([engine, "run", "--quick", "--json"], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [engine, "run", "--quick", "--json"], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr
     return parse_records(proc.stdout)
 

@@ -43,16 +43,32 @@ def test_usage_errors_are_one_line_and_exit_2(engine, args, words):
 
 
 def test_unwritable_out_file_is_refused(engine, tmp_path):
-    code, lines, _ = usage(engine, "run", "syscall.getpid", "--out", str(tmp_path / "missing" / "x.jsonl"))
+    code, lines, _ = usage(
+        engine, "run", "syscall.getpid", "--out", str(tmp_path / "missing" / "x.jsonl")
+    )
     assert code == 2 and len(lines) == 1 and "--out" in lines[0]
 
 
 @pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset not installed (util-linux)")
 def test_cross_on_one_allowed_cpu_is_unsupported_not_a_crash(engine):
     proc = subprocess.run(
-        ["taskset", "-c", "0", engine, "run", "--json", "--quick", "switch.pipe", "--cpus", "cross,same",
-         "--between", "processes"],
-        capture_output=True, text=True, timeout=120,
+        [
+            "taskset",
+            "-c",
+            "0",
+            engine,
+            "run",
+            "--json",
+            "--quick",
+            "switch.pipe",
+            "--cpus",
+            "cross,same",
+            "--between",
+            "processes",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     by_cpus = {r["params"]["cpus"]: r for r in results(parse_records(proc.stdout))}

@@ -44,7 +44,9 @@ def test_measured_records_are_consistent(quick_run):
         assert r["ops_per_sample"] >= 1
         assert r["timer"]["corrected"] is True
         if r["baseline"] is not None:
-            assert abs(r["corrected"]["median"] - (s["median"] - r["baseline"]["value"])) < 1e-6 * max(1, s["median"])
+            assert abs(
+                r["corrected"]["median"] - (s["median"] - r["baseline"]["value"])
+            ) < 1e-6 * max(1, s["median"])
             assert r["corrected"]["nonpositive"] == (r["corrected"]["median"] <= 0)
 
 
@@ -76,5 +78,7 @@ def test_list_describes_every_probe(catalogue):
 def test_version_and_help(engine):
     out = subprocess.run([engine, "--version"], capture_output=True, text=True, check=True).stdout
     assert out.startswith("ctxbench-engine ")
-    out = subprocess.run([engine, "run", "--help"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [engine, "run", "--help"], capture_output=True, text=True, check=True
+    ).stdout
     assert "--samples" in out and "--cpus" in out

@@ -70,7 +70,10 @@ class Engine:
     def __init__(self, engine, *args):
         self.proc = subprocess.Popen(
             [engine, "run", "--json", "--progress", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
         )
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.proc.stdout, selectors.EVENT_READ, "out")
@@ -89,7 +92,9 @@ class Engine:
         raise AssertionError(f"timed out; stderr so far: {''.join(self.err)}")
 
     def progress(self):
-        return [json.loads(line.split(" ", 1)[1]) for line in self.err if line.startswith("@progress ")]
+        return [
+            json.loads(line.split(" ", 1)[1]) for line in self.err if line.startswith("@progress ")
+        ]
 
     def finish(self, timeout=120):
         out, err = self.proc.communicate(timeout=timeout)
@@ -100,8 +105,19 @@ class Engine:
 
 def test_killed_child_fails_its_record_and_the_run_continues(engine):
     become_subreaper()
-    run = Engine(engine, "switch.pipe", "syscall.getpid", "--between", "processes", "--cpus", "same",
-                 "--samples", "400", "--min-time", "0.01")
+    run = Engine(
+        engine,
+        "switch.pipe",
+        "syscall.getpid",
+        "--between",
+        "processes",
+        "--cpus",
+        "same",
+        "--samples",
+        "400",
+        "--min-time",
+        "0.01",
+    )
     run.wait_for(lambda r: r.progress() and children_of(r.proc.pid))
     time.sleep(0.3)
     (child,) = children_of(run.proc.pid)
@@ -116,7 +132,10 @@ def test_killed_child_fails_its_record_and_the_run_continues(engine):
     failed = by_probe["switch.pipe"]
     assert failed["verdict"]["status"] == "failed"
     assert failed["verdict"]["reasons"][0]["code"] == "child_failed"
-    assert "killed by signal 9" in failed["verdict"]["reasons"][0]["detail"] or "closed" in failed["verdict"]["reasons"][0]["detail"]
+    assert (
+        "killed by signal 9" in failed["verdict"]["reasons"][0]["detail"]
+        or "closed" in failed["verdict"]["reasons"][0]["detail"]
+    )
     assert by_probe["syscall.getpid"]["verdict"]["status"] == "ok"
     assert records[-1]["kind"] == "run_end" and not records[-1]["interrupted"]
     assert leftover_children() == 0
@@ -124,8 +143,12 @@ def test_killed_child_fails_its_record_and_the_run_continues(engine):
 
 def test_sigint_keeps_finished_records_and_reaps_children(engine):
     become_subreaper()
-    run = Engine(engine, "switch.pipe", "--between", "processes", "--samples", "300", "--min-time", "0.01")
-    run.wait_for(lambda r: any('"kind":"result"' in line for line in r.out) and children_of(r.proc.pid))
+    run = Engine(
+        engine, "switch.pipe", "--between", "processes", "--samples", "300", "--min-time", "0.01"
+    )
+    run.wait_for(
+        lambda r: any('"kind":"result"' in line for line in r.out) and children_of(r.proc.pid)
+    )
     run.proc.send_signal(signal.SIGINT)
     code, records = run.finish()
     assert code == 130

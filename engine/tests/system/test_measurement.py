@@ -11,13 +11,17 @@ from conftest import parse_records, results
 
 
 def run_json(engine, *args, timeout=300):
-    proc = subprocess.run([engine, "run", "--json", *args], capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [engine, "run", "--json", *args], capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, proc.stderr
     return parse_records(proc.stdout)
 
 
 def test_switch_pipe_between_processes_on_one_cpu_switches(engine):
-    (r,) = results(run_json(engine, "switch.pipe", "--between", "processes", "--cpus", "same", "--quick"))
+    (r,) = results(
+        run_json(engine, "switch.pipe", "--between", "processes", "--cpus", "same", "--quick")
+    )
     assert r["verdict"]["status"] == "ok", r["verdict"]
     checks = {c["name"]: c for c in r["checks"]}
     measuring = checks["voluntary_switches.measuring_task"]
@@ -34,17 +38,38 @@ def test_switch_pipe_between_processes_on_one_cpu_switches(engine):
     assert r["placement"]["observed_start"] == cpus and r["placement"]["observed_end"] == cpus
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed (Debian package strace)")
+@pytest.mark.skipif(
+    shutil.which("strace") is None, reason="strace not installed (Debian package strace)"
+)
 def test_getpid_enters_the_kernel_on_every_call(engine, tmp_path):
     counts = tmp_path / "strace.txt"
     proc = subprocess.run(
-        ["strace", "-f", "-c", "-e", "trace=getpid", "-o", str(counts), engine, "run", "--json",
-         "syscall.getpid", "--samples", "3", "--min-time", "0.001"],
-        capture_output=True, text=True, timeout=300,
+        [
+            "strace",
+            "-f",
+            "-c",
+            "-e",
+            "trace=getpid",
+            "-o",
+            str(counts),
+            engine,
+            "run",
+            "--json",
+            "syscall.getpid",
+            "--samples",
+            "3",
+            "--min-time",
+            "0.001",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     (r,) = results(parse_records(proc.stdout))
-    match = re.search(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?getpid\s*$", counts.read_text(), re.M)
+    match = re.search(
+        r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?getpid\s*$", counts.read_text(), re.M
+    )
     assert match, counts.read_text()
     seen_by_kernel = int(match.group(1))
     performed = int(r["derived"]["ops_executed"])

@@ -14,8 +14,10 @@ from conftest import parse_records, results
 PRIVILEGE_REASONS = {"permission_denied"}
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
-                    reason="needs root to drop to nobody with setpriv (util-linux)")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root to drop to nobody with setpriv (util-linux)",
+)
 def test_quick_suite_as_nobody(engine, tmp_path):
     # The engine must be reachable by nobody: copy it (and its exec helper) out of a private tree.
     exe_dir = tmp_path / "bin"
@@ -27,9 +29,21 @@ def test_quick_suite_as_nobody(engine, tmp_path):
     os.chmod(tmp_path, 0o755)
     os.chmod(exe_dir, 0o755)
     proc = subprocess.run(
-        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all",
-         str(exe_dir / "ctxbench-engine"), "run", "--quick", "--json"],
-        capture_output=True, text=True, timeout=600, cwd="/",
+        [
+            "setpriv",
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "--inh-caps=-all",
+            str(exe_dir / "ctxbench-engine"),
+            "run",
+            "--quick",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd="/",
     )
     assert proc.returncode == 0, proc.stderr
     records = parse_records(proc.stdout)
