@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 BOOTSTRAP_METHOD = "percentile bootstrap of the ratio of medians"
 U_TEST_METHOD = "Mann-Whitney U, two-sided"
@@ -142,6 +141,8 @@ def mann_whitney_u(first: Sequence[float], second: Sequence[float]) -> UTest | N
     if np.all(a == a[0]) and np.all(b == a[0]):
         # Every value tied: no evidence of any difference (scipy gives nan here).
         return UTest(u=a.size * b.size / 2.0, p_value=1.0, n1=int(a.size), n2=int(b.size))
+    from scipy import stats as scipy_stats  # seconds to import: only when a test is run
+
     result = scipy_stats.mannwhitneyu(a, b, alternative="two-sided")
     p_value = float(result.pvalue)
     if math.isnan(p_value):
