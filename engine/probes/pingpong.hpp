@@ -118,20 +118,16 @@ class PingPong final : public Workload {
           }
         });
     }
-  }
-  ~PingPong() override {
-    if (watch_) watch_->disarm();
-    // A thread cannot be killed: release it before joining. A process
-    // partner is killed and reaped by the Partner's destructor.
-    if (!finished_ && between_ == Between::threads) {
-      try {
-        channel_->post(Door::to_partner, Arrival::stop);
-      } catch (...) {
-      }
+    // A start barrier: one round trip before the harness times anything, so
+    // the first calibration batch does not include the partner's start-up.
+    try {
+      run(1);
+    } catch (...) {
+      release();
+      throw;
     }
-    partner_.reset();
-    watch_.reset();  // its child is gone now, so its waitid has returned
-  }                  // the channel goes last: nothing uses it any more
+  }
+  ~PingPong() override { release(); }
 
   void run(std::uint64_t iterations) override {
     Channel& channel = *channel_;
@@ -164,6 +160,22 @@ class PingPong final : public Workload {
   }
 
  private:
+  // Stops the partner in the right order; the channel (a member) goes last.
+  void release() {
+    if (watch_) watch_->disarm();
+    // A thread cannot be killed: release it before joining. A process
+    // partner is killed and reaped by the Partner's destructor.
+    if (!finished_ && between_ == Between::threads) {
+      try {
+        channel_->post(Door::to_partner, Arrival::stop);
+      } catch (...) {
+      }
+    }
+    finished_ = true;
+    partner_.reset();
+    watch_.reset();  // its child is gone now, so its waitid has returned
+  }
+
   // The partner died or failed: its own reason (the signal that killed it,
   // or the error it threw) is better than what this side saw, so join it.
   [[noreturn]] void partner_gone(const std::string& seen) {

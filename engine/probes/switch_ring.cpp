@@ -79,6 +79,7 @@ class Ring final : public Workload {
     }
     out_ = pipes_.ends.front()[1];
     in_ = pipes_.ends.back()[0];
+    run(1);  // a start barrier: every process is up before anything is timed
   }
   void run(std::uint64_t iterations) override {
     char token = token_byte;

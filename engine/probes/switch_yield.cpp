@@ -8,40 +8,52 @@
 // so no switch happens and the check says too_few_switches (rightly).
 // Baseline: sched_yield alone, with nothing else runnable on the CPU.
 #include <sched.h>
+#include <unistd.h>
 
 #include <optional>
 
 #include "tasks.hpp"
+#include "timer.hpp"
 #include "workloads.hpp"
 
 namespace {
 using namespace ctx;
 
+// Shared with a partner process (mapped before the fork) or thread.
+struct YieldFlags {
+  std::atomic<bool> started{false};
+  std::atomic<bool> stop{false};
+};
+
 class YieldPingPong final : public Workload {
  public:
-  explicit YieldPingPong(Context& ctx)
-      : between_(parse_between(ctx.param("between"))),
-        memory_(sizeof(std::atomic<bool>)),
-        stop_(new (memory_.data()) std::atomic<bool>(false)) {
-    std::atomic<bool>* stop = stop_;
-    partner_.emplace(ctx, 1, between_, [stop] {
+  explicit YieldPingPong(Context& ctx) : memory_(sizeof(YieldFlags)), flags_(new (memory_.data()) YieldFlags{}) {
+    YieldFlags* flags = flags_;
+    partner_.emplace(ctx, 1, parse_between(ctx.param("between")), [flags] {
+      flags->started.store(true);
       std::uint64_t yields = 0;
-      while (!stop->load(std::memory_order_relaxed)) {
+      while (!flags->stop.load(std::memory_order_relaxed)) {
         sched_yield();
         ++yields;
       }
       return yields;
     });
+    // A start barrier: the partner is yielding before anything is timed.
+    const std::uint64_t deadline = monotonic_raw_ns() + 5'000'000'000ull;
+    while (!flags_->started.load()) {
+      if (monotonic_raw_ns() > deadline) {
+        release();
+        throw ProbeError(Reason::child_failed, "the partner did not start within 5 s");
+      }
+      usleep(100);
+    }
   }
-  ~YieldPingPong() override {
-    stop_->store(true);  // releases a partner thread; a process is killed by the Partner
-    partner_.reset();
-  }
+  ~YieldPingPong() override { release(); }
   void run(std::uint64_t iterations) override {
     for (std::uint64_t i = 0; i < iterations; ++i) sched_yield();
   }
   std::vector<TaskReport> finish() override {
-    stop_->store(true);
+    flags_->stop.store(true);
     return {partner_->join()};
   }
   void annotate(Result& r) override {
@@ -49,9 +61,13 @@ class YieldPingPong final : public Workload {
   }
 
  private:
-  Between between_;
-  SharedMemory memory_;  // the stop flag, shared with a partner process
-  std::atomic<bool>* stop_;
+  void release() {
+    flags_->stop.store(true);  // releases a partner thread; a process is killed by the Partner
+    partner_.reset();
+  }
+
+  SharedMemory memory_;
+  YieldFlags* flags_;
   std::optional<Partner> partner_;
 };
 
