@@ -22,10 +22,16 @@ $(VENV)/.stamp: pyproject.toml python/python.mk
 
 venv: $(VENV)/.stamp
 
-# Build isolation off: the venv already has scikit-build-core, and the system
-# cmake/ninja are used, so a second install is an incremental build.
+# `pip install .` builds the engine through scikit-build-core. Here it builds in
+# `make engine`'s tree with the same settings (Release, WERROR, tests on), so
+# what `make engine` compiled is not compiled again; a plain `pip install .`
+# uses build/pip/ instead (pyproject.toml). Build isolation is off: the venv
+# has scikit-build-core, and the system cmake/ninja are used.
+PY_ENGINE_BUILD ?= $(BUILD)/engine
 python-install: venv
-	$(PY) -m pip install -q --no-build-isolation .
+	$(PY) -m pip install -q --no-build-isolation \
+	  -C build-dir=$(PY_ENGINE_BUILD) -C cmake.define.CTXBENCH_TESTS=ON \
+	  -C cmake.define.CTXBENCH_WERROR=ON .
 
 python-run: python-install
 	$(VENV)/bin/ctxbench run --report $(REPORT)
