@@ -302,6 +302,8 @@ def _ring_figures(figures: _Figures, runs: list[StoredRun]) -> list[Figure]:
                 j = xs.index(result["params"][column])
                 z[i][j] = value
                 text[i][j] = esc(fmt.value(value, unit))
+                if net and result["corrected"].get("nonpositive"):
+                    text[i][j] += " (≤0: noise)"  # baseline not below the result
             figure = go.Figure(
                 go.Heatmap(
                     x=[esc(param_value(x)) for x in xs],
