@@ -106,14 +106,32 @@ std::string helper_path() {
 }
 
 Support helper_here(const Params&) {
-  const std::string path = helper_path();
+  std::string path = helper_path();
   if (path.empty())
     return Support::no(Reason::not_supported_here, "cannot find the engine's own path (/proc/self/exe unreadable)");
   if (access(path.c_str(), X_OK) != 0)
-    return Support::no(Reason::built_without, fmt::format("the helper {} is missing or not executable "
-                                                          "({}); build the ctxbench-exit0 target, "
-                                                          "which belongs next to ctxbench-engine",
-                                                          path, std::strerror(errno)));
+    return Support::no(Reason::built_without,
+                       fmt::format("the helper {} is missing or not executable ({}); build the "
+                                   "ctxbench-exit0 target, which belongs next to ctxbench-engine",
+                                   path, std::strerror(errno)));
+  // One trial run: an exec that cannot work here (a foreign-architecture
+  // binary under qemu-user without binfmt_misc, a noexec mount) is a fact of
+  // this machine, not a failure of the probe.
+  char* argv[] = {path.data(), nullptr};
+  char* envp[] = {nullptr};
+  pid_t pid = -1;
+  int status = 0;
+  if (const int error = posix_spawn(&pid, path.c_str(), nullptr, nullptr, argv, envp); error != 0)
+    return Support::no(Reason::not_supported_here,
+                       fmt::format("the helper {} cannot be executed here: {}", path, std::strerror(error)));
+  track_child(pid);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  untrack_child(pid);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return Support::no(Reason::not_supported_here,
+                       fmt::format("the helper {} did not run here (exit status {}): its exec fails on this machine",
+                                   path, WIFEXITED(status) ? WEXITSTATUS(status) : -1));
   return Support::yes();
 }
 
