@@ -191,6 +191,19 @@ class Store:
             self.migrate(LATEST_VERSION)
 
     def _identity(self) -> tuple[int, int, list[str]]:
+        """(schema version, application id, tables), read as one consistent snapshot."""
+        if self._db.in_transaction:
+            return self._read_identity()
+        # One read transaction: read statement by statement, another process
+        # could create the store in between (no application_id yet, but
+        # tables already), and a fresh store would look foreign.
+        self._db.execute("BEGIN")
+        try:
+            return self._read_identity()
+        finally:
+            self._db.execute("COMMIT")
+
+    def _read_identity(self) -> tuple[int, int, list[str]]:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
         tables = [
