@@ -20,6 +20,9 @@ double batch_target_ns(const HarnessOptions& options, const TimerInfo& timer) {
 
 std::uint64_t calibrate_batch(const std::function<double(std::uint64_t)>& timed_run, double target_ns,
                               std::uint64_t max_iterations) {
+  // The first batch pays for cold caches, page faults and lazy binding; it
+  // only warms up and is never taken as the answer.
+  timed_run(1);
   std::uint64_t iterations = 1;
   for (;;) {
     const double elapsed = timed_run(iterations);

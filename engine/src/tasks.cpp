@@ -235,7 +235,12 @@ Partner::~Partner() {
 }
 
 bool Partner::alive() const {
-  if (pid_ > 0) return waitpid(pid_, nullptr, WNOHANG) == 0 && kill(pid_, 0) == 0;
+  if (pid_ > 0) {
+    // WNOWAIT: look without reaping, so join() still sees how the child ended.
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
+    return info.si_pid == 0;
+  }
   return slot_->state.load() == 0;
 }
 

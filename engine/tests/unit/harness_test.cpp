@@ -56,6 +56,14 @@ TEST(Calibration, GrowsUntilTheTargetIsReached) {
   EXPECT_EQ(tried.back(), k);
 }
 
+TEST(Calibration, TheFirstBatchOnlyWarmsUp) {
+  int calls = 0;
+  // A cold first batch that looks long enough must not fix k at 1.
+  const auto k =
+      calibrate_batch([&](std::uint64_t n) { return ++calls == 1 ? 5e6 : static_cast<double>(n) * 1000.0; }, 1e6);
+  EXPECT_GE(k, 1000u);
+}
+
 TEST(Calibration, StopsAtTheIterationCap) {
   const auto k = calibrate_batch([](std::uint64_t) { return 0.0; }, 1e6, 1000);
   EXPECT_EQ(k, 1000u);
@@ -70,7 +78,7 @@ TEST(Calibration, ZeroElapsedStillGrows) {
       },
       1e6);
   EXPECT_GE(k, 100u);
-  EXPECT_LE(calls, 4);  // 1, 10, 100
+  EXPECT_LE(calls, 5);  // the warm-up batch, then 1, 10, 100
 }
 
 TEST(TimeBatch, SubtractsOneTimerReadPerBatch) {
