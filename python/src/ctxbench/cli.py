@@ -466,7 +466,8 @@ def history(db: Path | None) -> None:
         if not infos:
             _say(f"no runs in {store.path} yet")
             return
-        _console().print(tables.history_table(infos))
+        console = _console()
+        console.print(tables.history_table(infos, width=console.width))
 
 
 @cli.command()

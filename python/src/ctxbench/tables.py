@@ -110,16 +110,30 @@ def verdict_notes(results: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
-def history_table(infos: list[RunInfo]) -> Table:
-    table = Table()
-    table.add_column("run id", no_wrap=True)
-    table.add_column("started (UTC)", no_wrap=True)
-    table.add_column("host")
-    table.add_column("label")
-    table.add_column("from")
-    table.add_column("results", justify="right")
-    table.add_column("ok/suspect/unsupp./failed", justify="right")
-    table.add_column("state")
+def history_table(infos: list[RunInfo], width: int | None = None) -> Table:
+    """The stored runs; two lines per run where one would not fit."""
+    wide = _history_table(infos, narrow=False)
+    if width is not None and _natural_width(wide) > width:
+        return _history_table(infos, narrow=True)
+    return wide
+
+
+def _history_table(infos: list[RunInfo], narrow: bool) -> Table:
+    table = Table(box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD, expand=narrow)
+    if narrow:
+        table.add_column("run id\nstarted (UTC)", no_wrap=True)
+        table.add_column("host\nlabel", overflow="fold", ratio=1)
+        table.add_column("results\nok/sus/uns/fail", justify="right", no_wrap=True)
+        table.add_column("state\nfrom", no_wrap=True)
+    else:
+        table.add_column("run id", no_wrap=True)
+        table.add_column("started (UTC)", no_wrap=True)
+        table.add_column("host")
+        table.add_column("label")
+        table.add_column("from")
+        table.add_column("results", justify="right")
+        table.add_column("ok/suspect/unsupp./failed", justify="right")
+        table.add_column("state")
     for info in infos:
         counts = "/".join(
             str(info.counts.get(s, 0)) for s in ("ok", "suspect", "unsupported", "failed")
@@ -127,16 +141,26 @@ def history_table(infos: list[RunInfo]) -> Table:
         state = "complete"
         if info.interrupted:
             state = "partial (interrupted)" if info.complete else "partial (no run_end)"
-        table.add_row(
-            Text(info.run_id),
-            Text(info.started_at or "?"),
-            Text(info.hostname or "?"),
-            Text(info.label or ""),
-            Text(info.origin),
-            str(info.n_results),
-            counts,
-            Text(state, style="yellow" if info.interrupted else ""),
-        )
+        state_text = Text(state, style="yellow" if info.interrupted else "")
+        started = (info.started_at or "?").replace("T", " ").removesuffix("Z")
+        if narrow:
+            table.add_row(
+                Text(f"{info.run_id}\n{started}"),
+                Text(f"{info.hostname or '?'}\n{info.label or ''}"),
+                f"{info.n_results}\n{counts}",
+                Text.assemble(state_text, "\n", info.origin),
+            )
+        else:
+            table.add_row(
+                Text(info.run_id),
+                Text(started),
+                Text(info.hostname or "?"),
+                Text(info.label or ""),
+                Text(info.origin),
+                str(info.n_results),
+                counts,
+                state_text,
+            )
     return table
 
 
