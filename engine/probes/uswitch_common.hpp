@@ -1,0 +1,163 @@
+// Shared by the uswitch probes (and switch.threads_round_robin, create.fiber,
+// create.boost_context, create.coroutine and the fibers-vs-threads preset):
+// a context stack with a guard page, the check that a user-level switch never
+// involved the kernel, and a futex baton for kernel threads taking turns.
+#pragma once
+#include <fmt/format.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cfenv>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tasks.hpp"
+
+namespace ctx::uswitch {
+
+// The reason every Boost probe gives where the engine was built without Boost
+// (cross builds, or -DCTXBENCH_WITH_BOOST=OFF).
+inline Support boost_support() {
+#if CTXBENCH_HAVE_BOOST_CONTEXT && CTXBENCH_HAVE_BOOST_FIBER
+  return Support::yes();
+#else
+  return Support::no(Reason::built_without, "built without Boost.Context/Boost.Fiber");
+#endif
+}
+
+// A stack for a user-level context: mmap'd, prefaulted (the harness must not
+// time first-touch page faults), with a PROT_NONE guard page at its low end
+// so that an overflow faults instead of corrupting memory.
+class GuardedStack {
+ public:
+  explicit GuardedStack(std::size_t bytes = 64 * 1024) : page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))) {
+    mapped_ = bytes + page_;
+    base_ = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (base_ == MAP_FAILED) {
+      base_ = nullptr;
+      throw_errno("mmap of a context stack");
+    }
+    if (mprotect(base_, page_, PROT_NONE) != 0) throw_errno("mprotect of a stack guard page");
+  }
+  ~GuardedStack() {
+    if (base_) munmap(base_, mapped_);
+  }
+  GuardedStack(const GuardedStack&) = delete;
+  GuardedStack& operator=(const GuardedStack&) = delete;
+  void* bottom() const { return static_cast<char*>(base_) + page_; }
+  void* top() const { return static_cast<char*>(base_) + mapped_; }
+  std::size_t size() const { return mapped_ - page_; }
+
+ private:
+  std::size_t page_;
+  std::size_t mapped_ = 0;
+  void* base_ = nullptr;
+};
+
+// Counts the kernel's context switches of the measuring thread over every
+// batch (prepare/after bracket each one, untimed). A user-level switch must
+// leave them at ~0 per op; the check says so in the record.
+class KernelSwitchWatch {
+ public:
+  void before() { at_start_ = thread_switches(); }
+  void after(double ops) {
+    const SwitchCount now = thread_switches();
+    voluntary_ += now.voluntary - at_start_.voluntary;
+    involuntary_ += now.involuntary - at_start_.involuntary;
+    ops_ += ops;
+  }
+  void add_check(Result& r) const {
+    Check check;
+    check.name = "kernel_not_involved";
+    const double per_op = ops_ > 0 ? static_cast<double>(voluntary_ + involuntary_) / ops_ : 0;
+    check.expected = "0 kernel context switches per op (voluntary + involuntary, getrusage RUSAGE_THREAD)";
+    check.observed = per_op;
+    // Preemption by the timer tick can strike any batch; one per 100 ops
+    // would mean the operation itself enters the scheduler.
+    check.ok = per_op < 0.01;
+    check.detail = fmt::format("{} voluntary and {} involuntary over {:.0f} ops (calibration and warm-up included)",
+                               voluntary_, involuntary_, ops_);
+    if (!check.ok)
+      r.verdict.add(Status::suspect, Reason::too_many_switches,
+                    fmt::format("the kernel switched the measuring thread {:.3f} times per op: the operation is "
+                                "not the user-level switch alone",
+                                per_op));
+    r.checks.push_back(check);
+  }
+
+ private:
+  SwitchCount at_start_{};
+  long voluntary_ = 0, involuntary_ = 0;
+  double ops_ = 0;
+};
+
+// A workload whose operation is a user-level switch: it brackets every batch
+// with the KernelSwitchWatch and adds its check to the record.
+//
+// It also clears the measuring thread's FP exception flags when it is built
+// (before the derived class makes its contexts, which inherit the FP control
+// state) and before every batch (the harness's own arithmetic sets them). On
+// x86 a switch reloads MXCSR, flags included, and loading a value different
+// from the current one costs far more than reloading the same one; without
+// this, the figure would depend on whether the harness happened to raise an
+// inexact flag since the contexts were made. uswitch.asm fpcontrol=differs
+// measures that case on purpose.
+class UserSwitchWorkload : public Workload {
+ public:
+  explicit UserSwitchWorkload(double ops_per_iteration) : ops_per_iteration_(ops_per_iteration) {
+    std::feclearexcept(FE_ALL_EXCEPT);
+  }
+  void prepare(std::uint64_t) override {
+    std::feclearexcept(FE_ALL_EXCEPT);
+    watch_.before();
+  }
+  void after(std::uint64_t iterations) override { watch_.after(static_cast<double>(iterations) * ops_per_iteration_); }
+  void annotate(Result& r) override {
+    watch_.add_check(r);
+    annotate_more(r);
+  }
+  virtual void annotate_more(Result&) {}
+
+ private:
+  double ops_per_iteration_;
+  KernelSwitchWatch watch_;
+};
+
+// Kernel threads taking turns: slot k is thread k's futex word. pass(k) gives
+// thread k the baton and wakes it; wait(k) takes it, sleeping in FUTEX_WAIT
+// until it arrives. Private futexes (threads of one process), one cache line
+// per slot.
+class FutexBaton {
+ public:
+  explicit FutexBaton(int threads) : slots_(static_cast<std::size_t>(threads)) {}
+  void pass(int k) {
+    auto& word = slots_[static_cast<std::size_t>(k)].word;
+    word.store(1, std::memory_order_release);
+    futex(word, FUTEX_WAKE_PRIVATE, 1);
+  }
+  void wait(int k) {
+    auto& word = slots_[static_cast<std::size_t>(k)].word;
+    while (word.exchange(0, std::memory_order_acq_rel) == 0) {
+      // Sleeps only while the word is still 0; EAGAIN means it changed first.
+      if (futex(word, FUTEX_WAIT_PRIVATE, 0) != 0 && errno != EAGAIN && errno != EINTR)
+        throw_errno("futex(FUTEX_WAIT)");
+    }
+  }
+  int size() const { return static_cast<int>(slots_.size()); }
+
+ private:
+  struct alignas(64) Slot {
+    std::atomic<std::uint32_t> word{0};
+  };
+  static long futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value) {
+    return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), op, value, nullptr, nullptr, 0);
+  }
+  std::vector<Slot> slots_;
+};
+
+}  // namespace ctx::uswitch
