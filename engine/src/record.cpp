@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <random>
 
 namespace ctx {
@@ -80,10 +81,17 @@ nlohmann::json result_to_json(const Result& r) {
   nlohmann::json params = nlohmann::json::object();
   for (const auto& [key, value] : r.params) {
     auto numeric = r.numeric_params.find(key);
-    if (numeric != r.numeric_params.end())
-      params[key] = numeric->second;
-    else
+    if (numeric != r.numeric_params.end()) {
+      const double v = numeric->second;
+      // Whole numbers stay integers in JSON (procs: 4, not 4.0).
+      if (v == std::floor(v) && std::fabs(v) < 9e15)
+        params[key] = static_cast<std::int64_t>(v);
+      else
+        params[key] = v;
+    } else {
       params[key] = value;
+    }
+    params[key] = value;
   }
   nlohmann::json j = {
       {"schema", schema_version}, {"kind", "result"}, {"run_id", r.run_id},        {"probe", r.probe},
