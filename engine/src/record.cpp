@@ -91,7 +91,6 @@ nlohmann::json result_to_json(const Result& r) {
     } else {
       params[key] = value;
     }
-    params[key] = value;
   }
   nlohmann::json j = {
       {"schema", schema_version}, {"kind", "result"}, {"run_id", r.run_id},        {"probe", r.probe},
