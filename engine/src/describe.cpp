@@ -3,8 +3,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
+#include <stdexcept>
+
+#include "output.hpp"
 
 namespace ctx {
 
@@ -66,7 +71,115 @@ std::string probes_table() {
   return out;
 }
 
-std::string probes_markdown() {
+std::vector<nlohmann::json> read_reference_run(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read reference run '" + path + "'");
+  std::vector<nlohmann::json> records;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    try {
+      records.push_back(nlohmann::json::parse(line));
+    } catch (const nlohmann::json::exception&) {
+      throw std::runtime_error(fmt::format("{}:{}: not a JSON record", path, number));
+    }
+  }
+  if (records.empty() || records.front().value("kind", "") != "env")
+    throw std::runtime_error(path + ": not a run (the first record must be the env record)");
+  return records;
+}
+
+namespace {
+
+std::string params_text(const nlohmann::json& params) {
+  std::string text;
+  for (const auto& [key, value] : params.items())
+    text += fmt::format("{}{}={}", text.empty() ? "" : " ", key,
+                        value.is_string() ? value.get<std::string>() : value.dump());
+  return text.empty() ? "(no parameters)" : text;
+}
+
+std::string value_text(double value, const std::string& unit) {
+  if (unit == "ns") return format_ns(value);
+  return fmt::format("{:.0f} {}", value, unit);
+}
+
+// Median of the first ok/suspect record of `probe` whose params contain `want`.
+std::optional<double> reference_median(const std::vector<nlohmann::json>& records, const std::string& probe,
+                                       const std::map<std::string, std::string>& want = {}) {
+  for (const auto& r : records) {
+    if (r.value("kind", "") != "result" || r.value("probe", "") != probe || r["summary"].is_null()) continue;
+    bool match = true;
+    for (const auto& [key, value] : want) {
+      const auto& p = r["params"];
+      if (!p.contains(key))
+        match = false;
+      else if ((p[key].is_string() ? p[key].get<std::string>() : p[key].dump()) != value)
+        match = false;
+    }
+    if (match) return r["summary"]["median"].get<double>();
+  }
+  return std::nullopt;
+}
+
+// "Where the time goes" for user-level vs kernel switches, from the figures.
+std::string uswitch_story(const std::vector<nlohmann::json>& ref) {
+  const auto own = reference_median(ref, "uswitch.asm", {{"fpstate", "abi"}});
+  const auto full = reference_median(ref, "uswitch.asm", {{"fpstate", "full"}});
+  const auto boost = reference_median(ref, "uswitch.boost_context");
+  const auto coroutine = reference_median(ref, "uswitch.coroutine");
+  const auto ucontext = reference_median(ref, "uswitch.ucontext");
+  const auto syscall = reference_median(ref, "syscall.getpid");
+  const auto kernel = reference_median(ref, "switch.threads_round_robin");
+  const auto pipe = reference_median(ref, "switch.futex", {{"between", "threads"}, {"cpus", "same"}});
+  if (!own) return "";
+  std::string out = "\n### Where the time goes (generated from the reference run)\n\n";
+  out += fmt::format(
+      "- **Own assembly switch** (`uswitch.asm`, fpstate=abi): {} per switch: it saves and restores "
+      "only the callee-saved registers, the stack pointer and the return address, plus the FP "
+      "control words the ABI requires. This is the floor: no kernel, no allocation.\n",
+      format_ns(*own));
+  if (full)
+    out += fmt::format(
+        "- **Saving the whole vector/FP state** as well (fpstate=full): {} ({:.1f}x the ABI switch): "
+        "the cost that lazy or ABI-only FP saving avoids.\n",
+        format_ns(*full), *full / *own);
+  if (boost)
+    out += fmt::format(
+        "- **Boost.Context** (`uswitch.boost_context`): {} ({:.2f}x the own switch): the same "
+        "register swap plus the fiber's resume bookkeeping.\n",
+        format_ns(*boost), *boost / *own);
+  if (coroutine)
+    out += fmt::format(
+        "- **C++20 coroutine** symmetric transfer (`uswitch.coroutine`): {}: stackless, so a resume "
+        "is an indirect call and nothing is saved.\n",
+        format_ns(*coroutine));
+  if (ucontext) {
+    out += fmt::format("- **ucontext** (`uswitch.ucontext`): {} ({:.0f}x the own switch).", format_ns(*ucontext),
+                       *ucontext / *own);
+    if (syscall)
+      out += fmt::format(
+          " Every swapcontext makes one rt_sigprocmask system call; a bare system call here "
+          "(`syscall.getpid`) costs {}, which accounts for {:.0f}% of the difference to the own "
+          "switch.",
+          format_ns(*syscall), 100.0 * *syscall / std::max(1e-9, *ucontext - *own));
+    out += "\n";
+  }
+  if (kernel)
+    out += fmt::format(
+        "- **Kernel thread switch** (`switch.threads_round_robin`, one CPU, futex baton): {} "
+        "({:.0f}x the own switch): two system calls, the scheduler, and the kernel's own register and "
+        "address-space bookkeeping.\n",
+        format_ns(*kernel), *kernel / *own);
+  else if (pipe)
+    out += fmt::format("- **Kernel thread switch** (`switch.futex`, threads, one CPU): {} ({:.0f}x).\n",
+                       format_ns(*pipe), *pipe / *own);
+  return out;
+}
+
+}  // namespace
+
+std::string probes_markdown(const std::vector<nlohmann::json>& reference) {
   std::string out =
       "<!-- Generated by `ctxbench-engine docs probes` (make docs) from the probe registry. Do not edit. -->\n"
       "# Probes\n\n"
@@ -76,10 +189,23 @@ std::string probes_markdown() {
       "`corrected` figures. Switch probes are checked against the kernel's switch counters\n"
       "(getrusage) as described under *expects*. Where a probe is unsupported on some\n"
       "machines the reason is given by the engine at run time, never a made-up figure.\n";
+  if (!reference.empty()) {
+    const auto& env = reference.front();
+    std::string command = "ctxbench-engine run";
+    if (env.contains("options") && env["options"].value("quick", false)) command += " --quick";
+    out += fmt::format(
+        "\n*Measured* lines come from the reference run `{}` (`{} --json`, stored in "
+        "docs/data/reference-run.jsonl) on {} ({} CPUs, kernel {}, virtualization {}, timer {}). They are "
+        "medians; see the record for the distribution, the baseline and the checks.\n",
+        env.value("run_id", "?"), command, env["cpu"].value("model", "?"), env["cpu"].value("logical", 0),
+        env["kernel"].value("release", "?"), env["virtualization"].value("detected", "?"),
+        env["cpu"].contains("tsc") ? env["cpu"]["tsc"].value("timer", "?") : "?");
+  }
   std::string family;
   for (const auto& p : all_probes()) {
     const std::string f = p.name.substr(0, p.name.find('.'));
     if (f != family) {
+      if (family == "uswitch" && !reference.empty()) out += uswitch_story(reference);
       family = f;
       out += fmt::format("\n## {}\n", family);
     }
@@ -97,7 +223,29 @@ std::string probes_markdown() {
           described["expects"]["measuring_task_per_op"].get<double>(),
           described["expects"]["partner_per_handoff"].get<double>(), described["expects"]["why"].get<std::string>());
     out += fmt::format("- **method:** {}\n", p.method);
+    std::vector<std::string> measured;
+    for (const auto& r : reference) {
+      if (r.value("kind", "") != "result" || r.value("probe", "") != p.name) continue;
+      const std::string status = r["verdict"].value("status", "?");
+      if (r["summary"].is_null()) {
+        const auto& reasons = r["verdict"]["reasons"];
+        measured.push_back(fmt::format("{}: {} ({})", params_text(r["params"]), status,
+                                       reasons.empty() ? "" : reasons[0].value("detail", "")));
+        continue;
+      }
+      const std::string unit = r.value("unit", "ns");
+      std::string line = fmt::format("{}: {}", params_text(r["params"]), value_text(r["summary"]["median"], unit));
+      if (!r["corrected"].is_null())
+        line += fmt::format(" ({} after the baseline)", value_text(r["corrected"]["median"], unit));
+      if (status != "ok") line += fmt::format(" — {}", status);
+      measured.push_back(line);
+    }
+    if (!measured.empty()) {
+      out += "- **measured:**\n";
+      for (const auto& m : measured) out += fmt::format("  - {}\n", m);
+    }
   }
+  if (family == "uswitch" && !reference.empty()) out += uswitch_story(reference);
   return out;
 }
 

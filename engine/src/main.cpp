@@ -252,6 +252,8 @@ int main(int argc, char** argv) {
       "docs", "Print generated documentation (probes: docs/probes.md; probe-names: schema/probe-names.json)");
   std::string docs_what;
   docs->add_option("what", docs_what, "probes | probe-names")->required();
+  std::string docs_figures;
+  docs->add_option("--figures", docs_figures, "A run's JSON Lines whose medians docs/probes.md shows");
 
   RunOptions run_options;
   auto* run = app.add_subcommand("run", "Run probes (all by default) and print a table, or JSON Lines with --json");
@@ -311,9 +313,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*docs) {
-    if (docs_what == "probes")
-      std::fputs(probes_markdown().c_str(), stdout);
-    else if (docs_what == "probe-names")
+    if (docs_what == "probes") {
+      std::vector<nlohmann::json> reference;
+      try {
+        if (!docs_figures.empty()) reference = read_reference_run(docs_figures);
+      } catch (const std::exception& e) {
+        return usage_error(fmt::format("--figures: {}; give the JSON Lines of one `run --json`", e.what()));
+      }
+      std::fputs(probes_markdown(reference).c_str(), stdout);
+    } else if (docs_what == "probe-names")
       std::fputs(probe_names_json().c_str(), stdout);
     else
       return usage_error(fmt::format("docs: unknown '{}'; use probes or probe-names", docs_what));

@@ -111,7 +111,9 @@ nlohmann::json result_to_json(const Result& r) {
   }
   if (r.baseline && r.summary) {
     const double median = r.summary->median - r.baseline->value;
-    const double minimum = r.summary->min - (r.baseline->summary ? r.baseline->summary->min : r.baseline->value);
+    // One constant (the baseline's median) is subtracted from every figure,
+    // so corrected values keep the raw ones' order (min <= median <= p99).
+    const double minimum = r.summary->min - r.baseline->value;
     j["corrected"] = {{"median", median},
                       {"min", minimum},
                       {"p99", r.summary->p99 - r.baseline->value},

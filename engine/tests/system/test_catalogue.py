@@ -48,6 +48,7 @@ def test_measured_records_are_consistent(quick_run):
                 r["corrected"]["median"] - (s["median"] - r["baseline"]["value"])
             ) < 1e-6 * max(1, s["median"])
             assert r["corrected"]["nonpositive"] == (r["corrected"]["median"] <= 0)
+            assert r["corrected"]["min"] <= r["corrected"]["median"] <= r["corrected"]["p99"]
 
 
 def test_switch_probes_carry_switch_checks_and_placement(quick_run, catalogue):

@@ -21,10 +21,17 @@ TEST(Registry, NamesAreUniqueAndSorted) {
   for (std::size_t i = 1; i < all_probes().size(); ++i) EXPECT_LT(all_probes()[i - 1].name, all_probes()[i].name);
 }
 
+std::vector<nlohmann::json> reference_run() {
+  const std::string path = std::string(CTXBENCH_SOURCE_DIR) + "/docs/data/reference-run.jsonl";
+  std::ifstream probe(path);
+  return probe ? read_reference_run(path) : std::vector<nlohmann::json>{};
+}
+
 TEST(Registry, GeneratedFilesAreCurrent) {
   // docs/probes.md and schema/probe-names.json are generated; a stale copy fails here.
-  for (const auto& [path, text] : {std::pair<std::string, std::string>{"/docs/probes.md", probes_markdown()},
-                                   {"/schema/probe-names.json", probe_names_json()}}) {
+  for (const auto& [path, text] :
+       {std::pair<std::string, std::string>{"/docs/probes.md", probes_markdown(reference_run())},
+        {"/schema/probe-names.json", probe_names_json()}}) {
     std::ifstream in(std::string(CTXBENCH_SOURCE_DIR) + path);
     ASSERT_TRUE(in) << path << " is missing: run 'make docs'";
     const std::string stored((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -53,6 +60,8 @@ TEST(Record, RoundTripKeepsEveryField) {
   EXPECT_EQ(j["samples"].size(), 3u);
   EXPECT_DOUBLE_EQ(j["summary"]["median"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(j["corrected"]["median"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(j["corrected"]["min"].get<double>(), 0.5);  // the same baseline median subtracted
+  EXPECT_DOUBLE_EQ(j["corrected"]["p99"].get<double>(), r.summary->p99 - 0.5);
   EXPECT_EQ(j["corrected"]["nonpositive"], false);
   EXPECT_EQ(j["verdict"]["status"], "suspect");
   EXPECT_EQ(j["verdict"]["reasons"][0]["code"], "migrated");
