@@ -74,14 +74,14 @@ class FirstTouch final : public Workload {
         "(calibration and warm-up included) vs pages "
         "touched; one fault per page expected";
     if (ratio < 0.9)
-      r.verdict.add(Status::suspect, Reason::error,
+      r.verdict.add(Status::suspect, Reason::count_mismatch,
                     fmt::format("{} minor faults for {} pages touched "
                                 "({:.0f}%): pages were already mapped (huge "
                                 "pages or prefaulting), so part of the figure "
                                 "is a plain memory access",
                                 faults_, touched_, 100 * ratio));
     else if (ratio > 1.1)
-      r.verdict.add(Status::suspect, Reason::error,
+      r.verdict.add(Status::suspect, Reason::count_mismatch,
                     fmt::format("{} minor faults for {} pages touched ({:.0f}%): "
                                 "something else faulted inside the "
                                 "timed batches, so the figure is not one fault per op",

@@ -67,7 +67,7 @@ class SelfSignal final : public Workload {
     check.detail = "handler invocations vs SIGUSR1 sent, over every batch (calibration and warm-up included)";
     if (!check.ok)
       r.verdict.add(
-          Status::suspect, Reason::error,
+          Status::suspect, Reason::count_mismatch,
           fmt::format("the handler ran {} times for {} signals sent: some ops were not a full delivery", seen, sent_));
     r.checks.push_back(check);
   }

@@ -33,6 +33,7 @@ const char* reason_name(Reason reason) {
   switch (reason) {
     case Reason::too_few_switches: return "too_few_switches";
     case Reason::too_many_switches: return "too_many_switches";
+    case Reason::count_mismatch: return "count_mismatch";
     case Reason::migrated: return "migrated";
     case Reason::placement_unavailable: return "placement_unavailable";
     case Reason::nonpositive_after_baseline: return "nonpositive_after_baseline";

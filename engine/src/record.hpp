@@ -26,6 +26,7 @@ const char* status_name(Status status);
 enum class Reason {
   too_few_switches,
   too_many_switches,
+  count_mismatch,  // a kernel counter other than switches disagrees with the ops
   migrated,
   placement_unavailable,
   nonpositive_after_baseline,
