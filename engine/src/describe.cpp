@@ -124,8 +124,9 @@ std::optional<double> reference_median(const std::vector<nlohmann::json>& record
 
 // "Where the time goes" for user-level vs kernel switches, from the figures.
 std::string uswitch_story(const std::vector<nlohmann::json>& ref) {
-  const auto own = reference_median(ref, "uswitch.asm", {{"fpstate", "abi"}});
-  const auto full = reference_median(ref, "uswitch.asm", {{"fpstate", "full"}});
+  const auto own = reference_median(ref, "uswitch.asm", {{"fpstate", "abi"}, {"fpcontrol", "same"}});
+  const auto full = reference_median(ref, "uswitch.asm", {{"fpstate", "full"}, {"fpcontrol", "same"}});
+  const auto mxcsr = reference_median(ref, "uswitch.asm", {{"fpstate", "abi"}, {"fpcontrol", "differs"}});
   const auto boost = reference_median(ref, "uswitch.boost_context");
   const auto coroutine = reference_median(ref, "uswitch.coroutine");
   const auto ucontext = reference_median(ref, "uswitch.ucontext");
@@ -144,6 +145,11 @@ std::string uswitch_story(const std::vector<nlohmann::json>& ref) {
         "- **Saving the whole vector/FP state** as well (fpstate=full): {} ({:.1f}x the ABI switch): "
         "the cost that lazy or ABI-only FP saving avoids.\n",
         format_ns(*full), *full / *own);
+  if (mxcsr)
+    out += fmt::format(
+        "- **Contexts with different FP control words** (fpcontrol=differs): {} ({:.1f}x): loading a "
+        "changed MXCSR/FPCR on every switch is far dearer than saving it.\n",
+        format_ns(*mxcsr), *mxcsr / *own);
   if (boost)
     out += fmt::format(
         "- **Boost.Context** (`uswitch.boost_context`): {} ({:.2f}x the own switch): the same "
