@@ -55,7 +55,7 @@ lint: venv engine
 	@echo "clang-format check"; clang-format --dry-run --Werror $$(git ls-files 'engine/*.cpp' 'engine/*.hpp' 'engine/*.h')
 	$(VENV)/bin/ruff check python bench scripts engine/tests
 	$(VENV)/bin/ruff format --check python bench scripts engine/tests
-	@echo "docs/probes.md is current"; $(BUILD)/engine/ctxbench-engine docs probes | diff -u docs/probes.md - \
+	@echo "docs/probes.md is current"; $(BUILD)/engine/ctxbench-engine docs probes --figures docs/data/reference-run.jsonl | diff -u docs/probes.md - \
 	  || { echo "docs/probes.md is stale: run 'make docs'"; exit 1; }
 	@$(BUILD)/engine/ctxbench-engine docs probe-names | diff -u schema/probe-names.json - \
 	  || { echo "schema/probe-names.json is stale: run 'make docs'"; exit 1; }
@@ -65,7 +65,7 @@ format: venv
 	$(VENV)/bin/ruff format python bench scripts engine/tests
 
 docs: engine
-	$(BUILD)/engine/ctxbench-engine docs probes > docs/probes.md
+	$(BUILD)/engine/ctxbench-engine docs probes --figures docs/data/reference-run.jsonl > docs/probes.md
 	$(BUILD)/engine/ctxbench-engine docs probe-names > schema/probe-names.json
 
 include python/python.mk

@@ -28,6 +28,17 @@ struct HarnessOptions {
   double min_sample_s = 0.01;   // a batch lasts at least this long
   double max_variant_s = 20.0;  // sampling stops early past this budget
   bool quick = false;
+
+  // --quick: fewer, shorter samples (the whole catalogue in well under 90 s).
+  static HarnessOptions quick_run() {
+    HarnessOptions options;
+    options.samples = 10;
+    options.warmup_samples = 1;
+    options.min_sample_s = 0.002;
+    options.max_variant_s = 3;
+    options.quick = true;
+    return options;
+  }
 };
 
 // Target duration of one batch, in ns.

@@ -91,11 +91,7 @@ int run_command(const RunOptions& o) {
   std::vector<Variant> variants;
   try {
     if (o.quick) {
-      harness.samples = 10;
-      harness.warmup_samples = 1;
-      harness.min_sample_s = 0.002;
-      harness.max_variant_s = 3;
-      harness.quick = true;
+      harness = HarnessOptions::quick_run();
       variant_timeout_s = 30;
     }
     if (!o.samples.empty()) harness.samples = static_cast<int>(parse_positive(o.samples, "--samples", 1000000));

@@ -19,12 +19,9 @@ namespace {
 using namespace ctx;
 
 HarnessOptions quick_options() {
-  HarnessOptions options;
+  HarnessOptions options = HarnessOptions::quick_run();
   options.samples = 5;
-  options.warmup_samples = 1;
-  options.min_sample_s = 0.002;
   options.max_variant_s = 2;
-  options.quick = true;
   return options;
 }
 

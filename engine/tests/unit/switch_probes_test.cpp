@@ -30,12 +30,9 @@ const std::vector<std::string> ping_pong_probes = {"switch.pipe",    "switch.eve
                                                    "switch.condvar", "switch.semaphore", "switch.socketpair"};
 
 HarnessOptions quick_options(int samples = 5) {
-  HarnessOptions options;
+  HarnessOptions options = HarnessOptions::quick_run();
   options.samples = samples;
-  options.warmup_samples = 1;
-  options.min_sample_s = 0.002;
   options.max_variant_s = 5;
-  options.quick = true;
   return options;
 }
 
