@@ -2,9 +2,12 @@
 docs/reproductions.md (markdown), so the doc's figures come from one command.
 
 Usage: python3 bench/reproductions.py [--engine PATH] [--quick] [--out FILE.jsonl]
+       python3 bench/reproductions.py --from RUN.jsonl
 
 Every experiment is one engine invocation; the raw JSON Lines of all of them
-can be kept with --out (and imported with `ctxbench import`).
+can be kept with --out (and imported with `ctxbench import`). With --from,
+nothing runs: the tables are cut from one recorded whole-catalogue run (the
+docs use docs/data/reference-run.jsonl, so they agree with docs/probes.md).
 """
 
 import argparse
@@ -50,7 +53,7 @@ EXPERIMENTS = [
     ),
     (
         "eliben thread-pipe-msgpersec: round trips per second over pipes",
-        ["msgrate.pipe", "--cpus", "same,cross"],
+        ["msgrate.pipe", "--cpus", "same,cross", "--param", "payload=1,64,4096,65536"],
         "thread-pipe-msgpersec.c",
     ),
     (
@@ -70,6 +73,28 @@ EXPERIMENTS = [
         "",
     ),
 ]
+
+
+def select(records: list[dict], args: list[str]) -> list[dict]:
+    """The records of `records` that `ctxbench-engine run ARGS` would have produced."""
+    names, wanted, i = [], {}, 0
+    while i < len(args):
+        if args[i] in ("--cpus", "--between", "--param"):
+            key, values = (
+                args[i + 1].split("=", 1) if args[i] == "--param" else (args[i][2:], args[i + 1])
+            )
+            wanted[key] = set(values.split(","))
+            i += 2
+        else:
+            names.append(args[i])
+            i += 1
+    chosen = []
+    for r in records:
+        if r["kind"] != "result" or r["probe"] not in names:
+            continue
+        if all(str(r["params"].get(k)) in v for k, v in wanted.items() if k in r["params"]):
+            chosen.append(r)
+    return chosen
 
 
 def run_engine(engine: str, args: list[str], quick: bool) -> list[dict]:
@@ -153,14 +178,22 @@ def main() -> int:
     )
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", help="also write every record (JSON Lines) here")
+    parser.add_argument("--from", dest="source", help="cut the tables from this recorded run")
     args = parser.parse_args()
-    if not os.access(args.engine, os.X_OK):
+    recorded = None
+    if args.source:
+        with open(args.source) as f:
+            recorded = [json.loads(line) for line in f if line.strip()]
+    elif not os.access(args.engine, os.X_OK):
         print(f"reproductions.py: no engine at {args.engine}; run 'make engine'", file=sys.stderr)
         return 2
     if args.out:
         open(args.out, "w").close()
     for title, engine_args, peer in EXPERIMENTS:
-        records = run_engine(args.engine, engine_args, args.quick)
+        if recorded is not None:
+            records = [recorded[0], *select(recorded, engine_args)]
+        else:
+            records = run_engine(args.engine, engine_args, args.quick)
         if args.out:
             with open(args.out, "a") as kept:
                 kept.writelines(json.dumps(r) + "\n" for r in records)
