@@ -4,7 +4,7 @@
 # CTXBENCH_HAVE_USWITCH_ASM=1 when a switch exists for the target, 0 when not
 # (then uswitch.asm lists as unsupported). Also builds the GoogleTest-free
 # self-test of the switch, which cross builds run under qemu-user
-# (tests/uswitch_cross.sh). Included from engine/CMakeLists.txt.
+# (run under qemu-user by tests/cross_smoke.sh, `make test-cross`). Included from engine/CMakeLists.txt.
 set(uswitch_dir ${CMAKE_CURRENT_LIST_DIR})
 set(uswitch_tests_dir ${CMAKE_CURRENT_LIST_DIR}/../tests/uswitch)
 string(TOLOWER "${CMAKE_SYSTEM_PROCESSOR}" uswitch_processor)
