@@ -249,6 +249,14 @@ nlohmann::json capture_environment(const std::string& run_id, const TimerInfo& t
                     }()},
                    {"page_size", sysconf(_SC_PAGESIZE)},
                    {"thp", json_or_null(read_first_line("/sys/kernel/mm/transparent_hugepage/enabled"))}};
+  // Who ran it: privileges decide what perf counters and policies are allowed.
+  std::string cap_effective;
+  {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("CapEff:", 0) == 0) cap_effective = line.substr(line.find_first_not_of(" \t", 7));
+  }
+  env["process"] = {{"uid", getuid()}, {"euid", geteuid()}, {"cap_effective", cap_effective}};
   env["libc"] = {{"name", "glibc"}, {"version", gnu_get_libc_version()}};
   env["compiler"] = {{"id", "gcc"}, {"version", __VERSION__}};
   env["build"] = {{"type", CTXBENCH_BUILD_TYPE},

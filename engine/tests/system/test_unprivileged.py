@@ -4,8 +4,11 @@ a cross-CPU yield) - never failed, and never a permission problem hidden as a
 figure. The engine changes no system setting, so this also runs as root."""
 
 import os
+import pathlib
+import pwd
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -18,15 +21,15 @@ PRIVILEGE_REASONS = {"permission_denied"}
     os.geteuid() != 0 or shutil.which("setpriv") is None,
     reason="needs root to drop to nobody with setpriv (util-linux)",
 )
-def test_quick_suite_as_nobody(engine, tmp_path):
-    # The engine must be reachable by nobody: copy it (and its exec helper) out of a private tree.
-    exe_dir = tmp_path / "bin"
-    exe_dir.mkdir()
+def test_quick_suite_as_nobody(engine, request):
+    # The engine must be reachable by nobody: copy it (and its exec helper)
+    # into a directory nobody can traverse (pytest's tmp_path is under a 0700 dir).
+    exe_dir = pathlib.Path(tempfile.mkdtemp(prefix="ctxbench-nobody-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(exe_dir, ignore_errors=True))
     for name in ("ctxbench-engine", "ctxbench-exit0"):
         source = os.path.join(os.path.dirname(engine), name)
         if os.path.exists(source):
             shutil.copy2(source, exe_dir / name)
-    os.chmod(tmp_path, 0o755)
     os.chmod(exe_dir, 0o755)
     proc = subprocess.run(
         [
@@ -48,6 +51,7 @@ def test_quick_suite_as_nobody(engine, tmp_path):
     assert proc.returncode == 0, proc.stderr
     records = parse_records(proc.stdout)
     assert records[-1]["kind"] == "run_end"
+    assert records[0]["process"]["euid"] == pwd.getpwnam("nobody").pw_uid  # really ran as nobody
     for r in results(records):
         status = r["verdict"]["status"]
         codes = {reason["code"] for reason in r["verdict"]["reasons"]}
