@@ -20,6 +20,13 @@ for arch in aarch64 riscv64; do
   "qemu-$arch" "$build/$arch/ctxbench-uswitch-selftest" | grep -v '^\.\.\.' || status=1
   "qemu-$arch" "$engine" run --quick --json 'timer.*' syscall.getpid switch.pipe uswitch.asm --cpus same > "$out"
   "$python" "$here/scripts/validate_records.py" --no-failed "$out" || status=1
+  # Cross builds have no Boost: its probes must still list, as unsupported, saying why.
+  "qemu-$arch" "$engine" list --json | "$python" -c '
+import json, sys
+boost = [p for p in json.load(sys.stdin) if "boost" in p["name"] or p["name"] == "create.fiber"]
+bad = [p["name"] for p in boost if p["supported"] or p["reason"] != "built without Boost.Context/Boost.Fiber"]
+print(f"  {len(boost)} Boost probes listed as unsupported: built without Boost.Context/Boost.Fiber")
+sys.exit(1 if bad or not boost else 0)' || status=1
   "$python" - "$out" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
