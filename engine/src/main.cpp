@@ -122,22 +122,20 @@ int run_command(const RunOptions& o) {
       }
       if (!o.probes.empty()) throw UsageError("--preset runs its own probes; drop the probe names or the --preset");
     }
-    // --cpus/--between narrow the probes that have them and leave the rest alone.
-    Selection lenient = selection;
-    variants = expand(all_probes(), [&] {
-      Selection s = lenient;
-      for (const char* global : {"cpus", "between"}) {
-        if (!s.choices.count(global)) continue;
-        bool used = false;
-        for (const auto& p : all_probes()) {
-          bool chosen = s.patterns.empty();
-          for (const auto& pattern : s.patterns) chosen = chosen || probe_matches(pattern, p.name);
-          for (const auto& spec : p.params) used = used || (chosen && spec.name == global);
-        }
-        if (!used) s.choices.erase(global);
+    // --cpus/--between are global: they narrow the probes that have the
+    // parameter and leave the others alone (expand() refuses a --param that
+    // no chosen probe has, which is right for --param, not for these).
+    for (const char* global : {"cpus", "between"}) {
+      if (!selection.choices.count(global)) continue;
+      bool used = false;
+      for (const auto& p : all_probes()) {
+        bool chosen = selection.patterns.empty();
+        for (const auto& pattern : selection.patterns) chosen = chosen || probe_matches(pattern, p.name);
+        for (const auto& spec : p.params) used = used || (chosen && spec.name == global);
       }
-      return s;
-    }());
+      if (!used) selection.choices.erase(global);
+    }
+    variants = expand(all_probes(), selection);
   } catch (const UsageError& e) {
     return usage_error(e.what());
   }

@@ -234,16 +234,6 @@ Partner::~Partner() {
   }
 }
 
-bool Partner::alive() const {
-  if (pid_ > 0) {
-    // WNOWAIT: look without reaping, so join() still sees how the child ended.
-    siginfo_t info{};
-    if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
-    return info.si_pid == 0;
-  }
-  return slot_->state.load() == 0;
-}
-
 TaskReport Partner::join(double timeout_s) {
   joined_ = true;
   if (thread_) {

@@ -113,7 +113,6 @@ class Partner {
   // Waits for the body to return (after the workload told it to stop).
   // Throws ProbeError(child_failed) if the child died or the body threw.
   TaskReport join(double timeout_s = 10.0);
-  bool alive() const;
   pid_t pid() const { return pid_; }
 
  private:

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "probe_test_support.hpp"
 #include "selection.hpp"
 #include "tasks.hpp"
 #include "timer.hpp"
@@ -17,36 +18,16 @@
 namespace {
 
 using namespace ctx;
-
-HarnessOptions quick_options() {
-  HarnessOptions options = HarnessOptions::quick_run();
-  options.samples = 5;
-  options.max_variant_s = 2;
-  return options;
-}
+using namespace ctx::testing;
 
 // Runs every variant of the probes `patterns` name (names or globs).
 std::vector<Result> run_family(std::vector<std::string> patterns) {
-  static MonotonicRawClock clock;
-  static const TimerInfo timer = characterize(clock, 2000);
   Selection selection;
   selection.patterns = std::move(patterns);
   std::vector<Result> results;
   for (const auto& variant : expand(all_probes(), selection))
-    results.push_back(run_variant(*variant.probe, variant.params, clock, timer, quick_options()));
+    results.push_back(run_variant(*variant.probe, variant.params, test_clock(), test_timer(), quick_options(5, 2)));
   return results;
-}
-
-const Check* find_check(const Result& r, const std::string& name) {
-  for (const auto& c : r.checks)
-    if (c.name == name) return &c;
-  return nullptr;
-}
-
-std::string reasons(const Result& r) {
-  std::string text;
-  for (const auto& [code, detail] : r.verdict.reasons) text += std::string(reason_name(code)) + ": " + detail + "; ";
-  return text;
 }
 
 // ok with samples, or unsupported with a reason; never failed, never silent.

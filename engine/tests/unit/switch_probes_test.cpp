@@ -19,41 +19,20 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "probe_test_support.hpp"
 #include "tasks.hpp"
 #include "timer.hpp"
 
 namespace {
 
 using namespace ctx;
+using namespace ctx::testing;
 
 const std::vector<std::string> ping_pong_probes = {"switch.pipe",    "switch.eventfd",   "switch.futex",
                                                    "switch.condvar", "switch.semaphore", "switch.socketpair"};
 
-HarnessOptions quick_options(int samples = 5) {
-  HarnessOptions options = HarnessOptions::quick_run();
-  options.samples = samples;
-  options.max_variant_s = 5;
-  return options;
-}
-
-Result run(const std::string& name, Params params, const HarnessOptions& options = quick_options()) {
-  static MonotonicRawClock clock;
-  static const TimerInfo timer = characterize(clock, 2000);
-  const ProbeDescriptor* probe = find_probe(name);
-  if (!probe) throw std::logic_error("no probe " + name);
-  return run_variant(*probe, params, clock, timer, options);
-}
-
-std::string reasons(const Result& r) {
-  std::string text;
-  for (const auto& [code, detail] : r.verdict.reasons) text += std::string(reason_name(code)) + ": " + detail + "; ";
-  return text;
-}
-
-const Check* find_check(const Result& r, const std::string& prefix) {
-  for (const auto& c : r.checks)
-    if (c.name.rfind(prefix, 0) == 0) return &c;
-  return nullptr;
+Result run(const std::string& name, const Params& params, const HarnessOptions& options = quick_options()) {
+  return run_probe(name, params, options);
 }
 
 int open_fds() {

@@ -18,51 +18,16 @@
 #include "harness.hpp"
 #include "output.hpp"
 #include "presets.hpp"
+#include "probe_test_support.hpp"
 #include "registry.hpp"
 #include "timer.hpp"
 
 namespace {
 
 using namespace ctx;
+using namespace ctx::testing;
 
-HarnessOptions quick_options() {
-  HarnessOptions options = HarnessOptions::quick_run();
-  options.samples = 5;
-  options.max_variant_s = 5;
-  return options;
-}
-
-MonotonicRawClock& test_clock() {
-  static MonotonicRawClock clock;
-  return clock;
-}
-const TimerInfo& test_timer() {
-  static const TimerInfo timer = characterize(test_clock(), 2000);
-  return timer;
-}
-
-// The probe's first default variant, with `overrides`.
-Result run(const std::string& name, const Params& overrides = {}) {
-  const ProbeDescriptor* probe = find_probe(name);
-  if (!probe) throw std::logic_error("no probe " + name);
-  Params params;
-  for (const auto& spec : probe->params)
-    params[spec.name] = spec.runs.empty() ? spec.values.front() : spec.runs.front();
-  for (const auto& [k, v] : overrides) params[k] = v;
-  return run_variant(*probe, params, test_clock(), test_timer(), quick_options());
-}
-
-std::string reasons(const Result& r) {
-  std::string text;
-  for (const auto& [code, detail] : r.verdict.reasons) text += std::string(reason_name(code)) + ": " + detail + "; ";
-  return text;
-}
-
-const Check* find_check(const Result& r, const std::string& name) {
-  for (const auto& c : r.checks)
-    if (c.name == name) return &c;
-  return nullptr;
-}
+Result run(const std::string& name, const Params& overrides = {}) { return run_default_variant(name, overrides); }
 
 bool measured(const Result& r) { return r.verdict.status == Status::ok || r.verdict.status == Status::suspect; }
 
