@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "idle.hpp"
+#include "output.hpp"
 #include "tasks.hpp"
 
 namespace ctx {
@@ -237,6 +238,27 @@ void add_placement_check(const Placement& placement, Result& r) {
   r.checks.push_back(check);
 }
 
+// Why an unstable record's median is not one figure, in words, with the
+// likely cause where the placement points at one.
+std::string unstable_detail(const Stability& stability, const Result& r) {
+  std::string modes;
+  for (const auto& m : stability.modes)
+    modes +=
+        fmt::format("{}{:.0f}% near {}", modes.empty() ? "" : ", ", 100 * m.share,
+                    r.unit == Unit::ns ? format_ns(m.center) : fmt::format("{:.4g} {}", m.center, unit_name(r.unit)));
+  std::string detail = fmt::format(
+      "the samples are not one figure: {} mode(s){}{}; the middle half spans {:.2f}x (p75/p25), so one median does not "
+      "describe them",
+      stability.modes.size(), modes.empty() ? "" : " (" + modes + ")",
+      stability.outside_modes > 0 ? fmt::format(", {:.0f}% outside any mode", 100 * stability.outside_modes) : "",
+      stability.middle_spread);
+  if (r.placement_requested == "cross") {
+    detail += "; a cross-CPU wake-up waits for the other CPU to leave its idle state, whose cost varies (most on a VM)";
+    if (r.params.count("idle")) detail += ": compare with the idle=held variant, which keeps that CPU out of deep idle";
+  }
+  return detail;
+}
+
 }  // namespace
 
 Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
@@ -257,7 +279,10 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
   r.warmup_samples = options.warmup_samples;
   auto done = [&]() -> Result {
     r.duration_s = static_cast<double>(monotonic_raw_ns() - began) / 1e9;
-    if (r.verdict.status == Status::unsupported || r.verdict.status == Status::failed) r.summary.reset();
+    if (r.verdict.status == Status::unsupported || r.verdict.status == Status::failed) {
+      r.summary.reset();
+      r.stability.reset();
+    }
     return r;
   };
 
@@ -387,6 +412,9 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
       for (double& v : r.samples) v = 1e9 / v;
       r.summary = summarize(r.samples);
     }
+    r.stability = assess_stability(r.samples);
+    if (r.stability && r.stability->unstable)
+      r.verdict.add(Status::suspect, Reason::unstable, unstable_detail(*r.stability, r));
     workload->annotate(r);
   } catch (const ProbeError& e) {
     r.verdict.add(e.status, e.code, e.what());

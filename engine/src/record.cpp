@@ -39,6 +39,7 @@ const char* reason_name(Reason reason) {
     case Reason::nonpositive_after_baseline: return "nonpositive_after_baseline";
     case Reason::high_spread: return "high_spread";
     case Reason::timer_quantization: return "timer_quantization";
+    case Reason::unstable: return "unstable";
     case Reason::not_supported_here: return "not_supported_here";
     case Reason::permission_denied: return "permission_denied";
     case Reason::built_without: return "built_without";
@@ -121,6 +122,19 @@ nlohmann::json result_to_json(const Result& r) {
                       {"nonpositive", median <= 0}};
   } else {
     j["corrected"] = nullptr;
+  }
+  if (r.stability) {
+    nlohmann::json modes = nlohmann::json::array();
+    for (const auto& m : r.stability->modes)
+      modes.push_back({{"center", m.center}, {"low", m.low}, {"high", m.high}, {"share", m.share}});
+    j["stability"] = {{"method", fmt::format("modes split where a sorted sample exceeds the one before by over {}x, "
+                                             "holding at least {:.0f}% of the samples; unstable with two or more "
+                                             "modes or p75/p25 over {}",
+                                             mode_gap_ratio, 100 * min_mode_share, max_middle_spread)},
+                      {"middle_spread", r.stability->middle_spread},
+                      {"modes", modes},
+                      {"outside_modes", r.stability->outside_modes},
+                      {"unstable", r.stability->unstable}};
   }
   j["derived"] = r.derived;
   j["timer"] = {

@@ -32,6 +32,7 @@ enum class Reason {
   nonpositive_after_baseline,
   high_spread,
   timer_quantization,
+  unstable,  // the samples are not one figure (modes, or a wide middle half)
   not_supported_here,
   permission_denied,
   built_without,
@@ -81,6 +82,7 @@ struct Result {
   std::vector<double> samples;
   std::optional<Summary> summary;
   std::optional<Baseline> baseline;
+  std::optional<Stability> stability;
   nlohmann::json derived = nlohmann::json::object();
   std::string timer_source;
   std::optional<double> timer_overhead_ns;

@@ -74,4 +74,30 @@ Summary summarize(std::span<const double> samples) {
   return s;
 }
 
+std::optional<Stability> assess_stability(std::span<const double> samples) {
+  if (samples.size() < stability_min_samples) return std::nullopt;
+  std::vector<double> sorted(samples.begin(), samples.end());
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.front() <= 0) return std::nullopt;
+  Stability out;
+  out.middle_spread = percentile_sorted(sorted, 0.75) / percentile_sorted(sorted, 0.25);
+  const double n = static_cast<double>(sorted.size());
+  std::size_t first = 0;
+  double in_modes = 0;
+  for (std::size_t i = 1; i <= sorted.size(); ++i) {
+    if (i < sorted.size() && sorted[i] <= sorted[i - 1] * mode_gap_ratio) continue;
+    const std::span<const double> group(sorted.data() + first, i - first);
+    const double share = static_cast<double>(group.size()) / n;
+    if (share >= min_mode_share) {
+      out.modes.push_back({percentile_sorted(group, 0.5), group.front(), group.back(), share});
+      in_modes += share;
+    }
+    first = i;
+  }
+  std::stable_sort(out.modes.begin(), out.modes.end(), [](const Mode& a, const Mode& b) { return a.share > b.share; });
+  out.outside_modes = std::max(0.0, 1.0 - in_modes);
+  out.unstable = out.modes.size() >= 2 || out.middle_spread > max_middle_spread;
+  return out;
+}
+
 }  // namespace ctx

@@ -34,4 +34,34 @@ std::optional<MedianCI> median_ci_sorted(std::span<const double> sorted, double 
 // Throws std::invalid_argument on an empty input.
 Summary summarize(std::span<const double> samples);
 
+// Is the distribution one figure? The sorted samples are split into groups
+// wherever one value exceeds the one before it by more than
+// `mode_gap_ratio`; a group holding at least `min_mode_share` of the samples
+// is a mode. The samples are unstable when there are two or more modes, or
+// when the middle half spans more than `max_middle_spread` (p75 / p25), which
+// catches a spread with no clean gap. A heavy tail (a few scattered slow
+// samples) is neither: its groups are too small to be modes and it leaves
+// the middle half alone.
+inline constexpr std::size_t stability_min_samples = 5;
+inline constexpr double mode_gap_ratio = 1.5;
+inline constexpr double min_mode_share = 0.2;
+inline constexpr double max_middle_spread = 1.5;
+
+struct Mode {
+  double center = 0;  // median of the mode's samples
+  double low = 0, high = 0;
+  double share = 0;  // fraction of all samples
+};
+
+struct Stability {
+  bool unstable = false;
+  double middle_spread = 0;  // p75 / p25
+  std::vector<Mode> modes;   // largest share first
+  double outside_modes = 0;  // share of samples in no mode (tail, scattered values)
+};
+
+// Null when it cannot be judged: fewer than stability_min_samples samples, or
+// a value that is not positive (ratios mean nothing there).
+std::optional<Stability> assess_stability(std::span<const double> samples);
+
 }  // namespace ctx

@@ -46,6 +46,32 @@ def test_a_record_missing_a_field_is_named():
     assert "'unit' is a required property" in record_problem(broken)
 
 
+def test_an_unstable_record_keeps_its_modes():
+    result = next(r for r in real_run().results if r["probe"] == "switch.pipe")
+    unstable = dict(
+        result,
+        verdict={
+            "status": "suspect",
+            "reasons": [{"code": "unstable", "detail": "the samples are not one figure"}],
+        },
+        stability={
+            "method": "gap split",
+            "middle_spread": 5.6,
+            "modes": [{"center": 2001.0, "low": 1973.0, "high": 2024.0, "share": 0.5}],
+            "outside_modes": 0.5,
+            "unstable": True,
+        },
+    )
+    assert record_problem(unstable) is None
+    without_modes = dict(unstable, stability={**unstable["stability"]})
+    del without_modes["stability"]["modes"]
+    assert "'modes' is a required property" in record_problem(without_modes)
+    unknown = dict(
+        unstable, verdict={"status": "suspect", "reasons": [{"code": "wobbly", "detail": "x"}]}
+    )
+    assert record_problem(unknown) is not None
+
+
 def test_an_ok_verdict_needs_a_summary():
     result = dict(real_run().results[0], summary=None)
     assert record_problem(result) is not None

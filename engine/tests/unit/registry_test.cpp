@@ -68,6 +68,28 @@ TEST(Record, RoundTripKeepsEveryField) {
   EXPECT_EQ(j["checks"][0]["ratio"], 0.9);
 }
 
+TEST(Record, StabilityKeepsTheModes) {
+  Result r;
+  r.run_id = "20260101T000000Z-00000000";
+  r.probe = "switch.pipe";
+  r.family = "switch";
+  r.op = "one test operation";
+  r.samples = {100, 101, 102, 99, 300, 301, 302, 303};
+  r.summary = summarize(r.samples);
+  r.stability = assess_stability(r.samples);
+  ASSERT_TRUE(r.stability.has_value());
+  const auto j = nlohmann::json::parse(result_to_json(r).dump());
+  EXPECT_EQ(j["stability"]["unstable"], true);
+  ASSERT_EQ(j["stability"]["modes"].size(), 2u);
+  EXPECT_DOUBLE_EQ(j["stability"]["modes"][0]["share"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j["stability"]["modes"][0]["low"].get<double>(), 99);
+  EXPECT_DOUBLE_EQ(j["stability"]["modes"][1]["high"].get<double>(), 303);
+  EXPECT_DOUBLE_EQ(j["stability"]["outside_modes"].get<double>(), 0);
+  EXPECT_FALSE(j["stability"]["method"].get<std::string>().empty());
+  r.stability.reset();
+  EXPECT_FALSE(nlohmann::json::parse(result_to_json(r).dump()).contains("stability"));
+}
+
 TEST(Record, ReasonNamesMatchTheSchemaEnum) {
   std::ifstream in(std::string(CTXBENCH_SOURCE_DIR) + "/schema/record.schema.json");
   ASSERT_TRUE(in);

@@ -80,3 +80,86 @@ TEST(Stats, MedianIntervalUsesBinomialOrderStatistics) {
   EXPECT_DOUBLE_EQ(ci->high, 21);
   EXPECT_NEAR(ci->level, 0.9572260547429323, 1e-9);
 }
+
+// The stability check on synthetic samples: one mode and a heavy tail are one
+// figure; two modes, a wide middle half and the spread seen on a VM's
+// cross-CPU pipe switch are not.
+namespace {
+std::vector<double> around(double center, int count, double step) {
+  std::vector<double> out;
+  for (int i = 0; i < count; ++i) out.push_back(center + step * ((i * 7) % 11 - 5));  // center ± 5 steps
+  return out;
+}
+std::vector<double> joined(std::vector<double> a, const std::vector<double>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+}  // namespace
+
+TEST(Stability, OneModeIsStable) {
+  const auto s = ctx::assess_stability(around(100, 30, 1));
+  ASSERT_TRUE(s.has_value());
+  EXPECT_FALSE(s->unstable);
+  ASSERT_EQ(s->modes.size(), 1u);
+  EXPECT_DOUBLE_EQ(s->modes[0].share, 1.0);
+  EXPECT_DOUBLE_EQ(s->modes[0].low, 95);
+  EXPECT_DOUBLE_EQ(s->modes[0].high, 105);
+  EXPECT_DOUBLE_EQ(s->outside_modes, 0);
+  EXPECT_LT(s->middle_spread, 1.1);
+}
+
+TEST(Stability, HeavyTailIsStable) {
+  // 27 samples near 100 ns, three scattered slow ones (10%): a tail, not a mode.
+  const auto s = ctx::assess_stability(joined(around(100, 27, 1), {250, 700, 3000}));
+  ASSERT_TRUE(s.has_value());
+  EXPECT_FALSE(s->unstable);
+  ASSERT_EQ(s->modes.size(), 1u);
+  EXPECT_NEAR(s->modes[0].share, 0.9, 1e-12);
+  EXPECT_NEAR(s->outside_modes, 0.1, 1e-12);
+}
+
+TEST(Stability, TwoModesAreUnstable) {
+  // 23 samples near 100, 7 near 300: the middle half stays in the first mode,
+  // the gap between them makes two modes.
+  const auto s = ctx::assess_stability(joined(around(300, 7, 2), around(100, 23, 1)));
+  ASSERT_TRUE(s.has_value());
+  EXPECT_TRUE(s->unstable);
+  ASSERT_EQ(s->modes.size(), 2u);
+  EXPECT_NEAR(s->modes[0].share, 23.0 / 30, 1e-12);  // largest first
+  EXPECT_NEAR(s->modes[0].center, 100, 5);
+  EXPECT_NEAR(s->modes[1].share, 7.0 / 30, 1e-12);
+  EXPECT_NEAR(s->modes[1].center, 300, 10);
+  EXPECT_LT(s->middle_spread, ctx::max_middle_spread);  // the modes alone decided
+}
+
+TEST(Stability, WideMiddleWithoutGapsIsUnstable) {
+  std::vector<double> spread;
+  for (int i = 0; i < 30; ++i) spread.push_back(100 + 30.0 * i);  // 100 .. 970, no gap over 1.5x
+  const auto s = ctx::assess_stability(spread);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->modes.size(), 1u);
+  EXPECT_GT(s->middle_spread, ctx::max_middle_spread);
+  EXPECT_TRUE(s->unstable);
+}
+
+TEST(Stability, CrossCpuPipeOnAVmIsUnstable) {
+  // The samples (µs) of a quick switch.pipe between=threads cpus=cross run on
+  // a KVM guest whose verdict was plain ok: a 330x spread.
+  const std::vector<double> seen = {2001, 12, 3961, 1982, 2024, 1973, 2005, 235, 26, 735};
+  const auto s = ctx::assess_stability(seen);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_TRUE(s->unstable);
+  // Groups: 12 | 26 | 235 | 735 | 1973..2024 | 3961; only the five near 2 ms make a mode.
+  ASSERT_EQ(s->modes.size(), 1u);
+  EXPECT_DOUBLE_EQ(s->modes[0].center, 2001);
+  EXPECT_DOUBLE_EQ(s->modes[0].share, 0.5);
+  EXPECT_DOUBLE_EQ(s->outside_modes, 0.5);
+  // p75 = 2001 + 0.75 * 4, p25 = 235 + 0.25 * 500 (type 7 at positions 6.75 and 2.25).
+  EXPECT_NEAR(s->middle_spread, 2004.0 / 360.0, 1e-12);
+}
+
+TEST(Stability, TooFewOrNonPositiveSamplesAreNotJudged) {
+  EXPECT_FALSE(ctx::assess_stability(std::vector<double>{1, 100, 1, 100}).has_value());
+  EXPECT_FALSE(ctx::assess_stability(std::vector<double>{0, 100, 100, 100, 100, 100}).has_value());
+  EXPECT_TRUE(ctx::assess_stability(std::vector<double>{100, 100, 100, 100, 100}).has_value());
+}
