@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
 from conftest import real_run
 from ctxbench import stats
-from ctxbench.compare import compare_runs, describe, env_diff
+from ctxbench.compare import (
+    FASTER,
+    NO_DIFFERENCE,
+    ONLY_ONE,
+    SLOWER,
+    compare_runs,
+    decide,
+    describe,
+    env_diff,
+    summary_lines,
+    time_ratio,
+)
 from ctxbench.records import group_run, params_key
 from ctxbench.store import Store
 
@@ -48,7 +60,9 @@ def test_every_shared_variant_gets_ratio_test_and_decision(store):
         assert difference == expected
         assert difference.ratio.low <= difference.ratio.ratio <= difference.ratio.high
         assert difference.significant or difference.why_not
-        assert describe(difference, row.unit).endswith(("slower", "faster", "not significant"))
+        assert describe(difference, row.unit).endswith(
+            ("slower than A", "faster than A", "not significant", "under 5%)")
+        )
     assert compared >= len(a.results) - 1
 
 
@@ -110,11 +124,154 @@ def test_environment_diff_orders_what_explains_first():
 
 def test_describe_follows_the_unit():
     slower = stats.compare_samples([99.0, 100.0, 101.0] * 5, [199.0, 200.0, 201.0] * 5)
-    assert describe(slower, "ns") == "2.00× slower"
-    assert describe(slower, "msgs/s") == "2.00× faster"
+    assert re.fullmatch(r"B ran 2\.00× \(1\.9\d–2\.0\d\) slower than A", describe(slower, "ns"))
+    assert describe(slower, "msgs/s").endswith(" faster than A")
     faster = stats.compare_samples([199.0, 200.0, 201.0] * 5, [99.0, 100.0, 101.0] * 5)
-    assert describe(faster, "ns") == "2.00× faster"
+    assert describe(faster, "ns", name="C").startswith("C ran 2.00× (")
     assert describe(None, "ns") == "no ratio"
+
+
+def test_describe_says_which_run_and_turns_the_interval():
+    interval = stats.RatioInterval(ratio=2.19, low=2.17, high=2.21, level=0.95, resamples=10)
+    u_test = stats.UTest(u=0.0, p_value=1e-9, n1=30, n2=30)
+    slower = stats.Difference(100.0, 219.0, interval, u_test, significant=True, why_not=None)
+    assert describe(slower, "ns") == "B ran 2.19× (2.17–2.21) slower than A"
+    inverse = stats.RatioInterval(ratio=0.5, low=0.4, high=0.625, level=0.95, resamples=10)
+    faster = stats.Difference(100.0, 50.0, inverse, u_test, significant=True, why_not=None)
+    assert describe(faster, "ns") == "B ran 2.00× (1.60–2.50) faster than A"
+
+
+def test_a_significant_difference_under_the_minimum_effect_is_not_meaningful():
+    reference = around(100.0)
+    other = around(102.0)
+    difference = stats.compare_samples(reference, other)
+    assert difference.significant  # the U test and the interval both see 2%
+    assert difference.ratio.ratio == pytest.approx(1.02)
+    assert decide(difference, "ns", 0.05) == NO_DIFFERENCE
+    assert describe(difference, "ns") == "no meaningful difference (1.02×, under 5%)"
+    assert decide(difference, "ns", 0.01) == SLOWER  # a smaller minimum effect lets it count
+    assert describe(difference, "ns", min_effect=0.01).startswith("B ran 1.02× (")
+
+
+# ---- a fixture pair whose summary is computed by hand -----------------------------
+FACTORS = (0.995, 1.0, 1.005, 1.0, 0.995, 1.005, 1.0, 0.995, 1.005, 1.0)
+
+
+def around(median: float) -> list[float]:
+    """Ten samples whose median is exactly ``median`` (three below, four at, three above)."""
+    return [median * f for f in FACTORS]
+
+
+def with_samples(result, median):
+    samples = around(median)
+    result["samples"] = samples
+    result["summary"].update(min=min(samples), median=median, max=max(samples))
+
+
+def pair(edit_b_env=None):
+    """Run A and run B from the recorded fixtures, with samples set so that:
+    getpid 100 -> 300 (slower, 3x), getppid 100 -> 50 (faster, 0.5x), getsid
+    100 -> 102 (significant, under the minimum effect), getuid 100 -> 100 (no
+    difference), switch.pipe processes/same suspect in A (excluded), switch.pipe
+    threads/any on one CPU in A and two in B (excluded), pthread_scope_process
+    unsupported in both (excluded), read only in A, write only in B."""
+    medians = {
+        "syscall.getpid": (100.0, 300.0),
+        "syscall.getppid": (100.0, 50.0),
+        "syscall.getsid": (100.0, 102.0),
+        "syscall.getuid": (100.0, 100.0),
+        ("switch.pipe", "processes", "same"): (100.0, 400.0),
+        ("switch.pipe", "threads", "any"): (100.0, 1000.0),
+    }
+    only = {"syscall.read": 0, "syscall.write": 1}
+    runs = []
+    for side, name in enumerate(("run_a.jsonl", "run_b.jsonl")):
+        records = copy.deepcopy(real_run(name).all())
+        kept = []
+        for record in records:
+            if record["kind"] != "result":
+                kept.append(record)
+                continue
+            probe, params = record["probe"], record["params"]
+            key = probe if not params else (probe, params["between"], params["cpus"])
+            if key in medians:
+                with_samples(record, medians[key][side])
+                kept.append(record)
+            elif probe == "create.pthread_scope_process" or only.get(probe) == side:
+                kept.append(record)
+        if side == 1 and edit_b_env:
+            edit_b_env(kept[0])
+        runs.append(group_run(kept))
+    return runs
+
+
+def test_summary_of_a_fixture_pair_matches_hand_computed_values(store):
+    a, b = pair()
+    comparison = compare_runs([stored(store, a), stored(store, b)])
+    by_probe = {(row.probe, tuple(sorted(row.params.items()))): row for row in comparison.rows}
+
+    def cell(probe, **params):
+        return by_probe[(probe, tuple(sorted(params.items())))].cells[1]
+
+    assert cell("syscall.getpid").decision == SLOWER
+    assert cell("syscall.getppid").decision == FASTER
+    assert cell("syscall.getsid").decision == NO_DIFFERENCE
+    assert cell("syscall.getuid").decision == NO_DIFFERENCE
+    assert cell("syscall.read").decision == ONLY_ONE
+    assert cell("syscall.write").decision == ONLY_ONE
+    suspect = cell("switch.pipe", between="processes", cpus="same", policy="batch")
+    assert suspect.decision == SLOWER  # shown, but marked and left out
+    assert suspect.excluded == ("A suspect (too_few_switches)",)
+    moved = cell("switch.pipe", between="threads", cpus="any", policy="batch")
+    assert moved.excluded == ("placement: A ran on one CPU, B on 2 CPUs",)
+    assert cell("create.pthread_scope_process").excluded == (
+        "A unsupported (not_supported_here)",
+        "B unsupported (not_supported_here)",
+    )
+    for probe in ("syscall.getpid", "syscall.getppid", "syscall.getsid", "syscall.getuid"):
+        assert cell(probe).excluded == ()
+
+    summary = comparison.summaries[0]
+    assert (summary.slower, summary.faster, summary.no_difference) == (1, 1, 2)
+    assert (summary.only_in_one, summary.excluded, summary.comparable) == (2, 3, 4)
+    # Geometric mean of 3, 0.5, 1.02 and 1: 1.53 ** (1/4) = 1.1122 (not the excluded 4x, 10x).
+    assert summary.geometric_mean == pytest.approx((3 * 0.5 * 1.02 * 1.0) ** 0.25, rel=1e-12)
+    assert summary_lines(comparison) == [
+        "B vs A: 1 slower, 1 faster, 2 no meaningful difference, 2 only in one run, "
+        "3 excluded (verdict, placement or options differ); "
+        "over 4 comparable rows B ran 1.11× slower than A (geometric mean)"
+    ]
+
+
+def test_different_run_options_exclude_every_row(store):
+    def full_run(env):
+        env["options"].update(quick=False, samples=30, min_time_s=0.01)
+
+    a, b = pair(full_run)
+    comparison = compare_runs([stored(store, a), stored(store, b)])
+    getpid = next(row for row in comparison.rows if row.probe == "syscall.getpid").cells[1]
+    assert getpid.excluded == (
+        "options: quick yes vs no, samples 10 vs 30, min_time_s 0.002 vs 0.01",
+    )
+    summary = comparison.summaries[0]
+    assert (summary.slower, summary.faster, summary.no_difference, summary.comparable) == (
+        0,
+        0,
+        0,
+        0,
+    )
+    assert summary.excluded == 7 and summary.geometric_mean is None
+    assert summary_lines(comparison)[0].endswith("; no comparable rows")
+    assert summary_lines(comparison)[1].startswith(
+        "run options differ (quick, samples, min_time_s)"
+    )
+
+
+def test_rates_turn_the_time_ratio():
+    # Messages per second: twice the rate is faster, and the geometric mean counts it as 0.5.
+    difference = stats.compare_samples(around(100.0), around(200.0))
+    assert decide(difference, "msgs/s", 0.05) == FASTER
+    assert time_ratio(difference, "msgs/s") == pytest.approx(0.5)
 
 
 def test_compare_needs_two_runs(store):

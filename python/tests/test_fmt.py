@@ -51,7 +51,7 @@ def test_ratio_and_verdict():
     unsupported = next(r for r in real_run().results if r["verdict"]["status"] == "unsupported")
     assert fmt.verdict(unsupported) == "unsupported: not_supported_here"
     assert "ENOTSUP" in fmt.verdict_detail(unsupported)
-    assert fmt.net(unsupported) == "—" and fmt.baseline(unsupported) == "—"
+    assert fmt.corrected(unsupported) == "—" and fmt.baseline(unsupported) == "—"
 
 
 def _golden(name: str, text: str) -> None:

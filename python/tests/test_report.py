@@ -156,13 +156,14 @@ def open_in_chromium(pages, profile_dir, screenshot=None):
 
 def test_report_in_chromium(store_with_runs, tmp_path):
     infos = store_with_runs.runs()
+    pair = [real_run("run_a.jsonl").run_id, real_run("run_b.jsonl").run_id]
     clean = tmp_path / "report.html"
-    clean.write_text(render([store_with_runs.load(i.run_id) for i in infos[:2]]), "utf-8")
+    clean.write_text(render([store_with_runs.load(run_id) for run_id in pair]), "utf-8")
     hostile = tmp_path / "hostile.html"
     hostile.write_text(render([store_with_runs.load(i.run_id) for i in infos]), "utf-8")
-    store_with_runs.add_run(real_run("ring.jsonl"), origin="import")
+    ring_id = store_with_runs.add_run(real_run("ring.jsonl"), origin="import")
     ring = tmp_path / "ring.html"
-    ring.write_text(render([store_with_runs.load("latest")]), "utf-8")
+    ring.write_text(render([store_with_runs.load(ring_id)]), "utf-8")
     screenshot = REPO / "build" / "report-screenshot.png"
     screenshot.parent.mkdir(exist_ok=True)
 
@@ -191,7 +192,7 @@ def test_ring_grid_becomes_a_heatmap(tmp_path):
         store.add_run(real_run("ring.jsonl"), origin="import")
         page = render([store.load("latest")])
     assert 'id="ring"' in page
-    assert "switch.ring grid" in page and "net cost per switch" in page
+    assert "switch.ring grid" in page and "corrected cost per switch" in page
     figure = re.findall(r'data-plot="(plot-\d+)">(.*?)</script>', page, re.S)[-1][1]
     heatmap = json.loads(figure)["data"][0]
     assert heatmap["type"] == "heatmap"

@@ -11,7 +11,7 @@ import pytest
 from conftest import real_run, synthetic_run
 from ctxbench import store as store_module
 from ctxbench.errors import BadInput, StoreError
-from ctxbench.records import group_run
+from ctxbench.records import group_run, machine_name
 from ctxbench.store import APPLICATION_ID, LATEST_VERSION, MIGRATIONS, Store
 
 
@@ -200,3 +200,27 @@ def test_concurrent_writers_do_not_lose_runs(tmp_path):
         assert len(infos) == 24
         assert all(info.n_results == 20 for info in infos)
         assert store.schema_version() == LATEST_VERSION
+
+
+def test_history_is_in_measurement_order_and_names_the_machine(tmp_path):
+    # run_b was measured two seconds after run_a; import it first.
+    a, b = real_run("run_a.jsonl"), real_run("run_b.jsonl")
+    with Store.open(tmp_path / "order.db") as store:
+        store.add_run(b, origin="import")
+        store.add_run(a, origin="import")
+        assert [info.run_id for info in store.runs()] == [a.run_id, b.run_id]
+        assert store.resolve("latest") == b.run_id  # the most recently measured, not stored
+        machine = store.runs()[0].machine
+    assert machine == "vm · Intel(R) Xeon(R) Processor · KVM guest, in docker"
+
+
+def test_machine_name_says_what_the_machine_is():
+    env = {"hostname": "box", "cpu": {"model": "AMD  EPYC 7763"}, "virtualization": {}}
+    assert machine_name(env) == "box · AMD EPYC 7763"
+    env["virtualization"] = {"detected": "none", "hypervisor_bit": False}
+    assert machine_name(env) == "box · AMD EPYC 7763 · bare metal"
+    env["virtualization"] = {"detected": "microsoft", "hypervisor_vendor": "Microsoft Hv"}
+    assert machine_name(env) == "box · AMD EPYC 7763 · Hyper-V guest"
+    env["virtualization"] = {"detected": "microsoft", "wsl": True}
+    assert machine_name(env) == "box · AMD EPYC 7763 · WSL"
+    assert machine_name({}) == "? · unknown CPU"

@@ -490,15 +490,11 @@ def show(run_ref: str, db: Path | None) -> None:
     info = stored.info
     console = _console()
     env = stored.env
-    cpu = env.get("cpu", {})
     kernel = env.get("kernel", {})
-    virt = env.get("virtualization", {})
     state = "partial" if info.interrupted else "complete"
     console.print(
-        f"run {info.run_id} ({state}) · {info.hostname or '?'} · {env.get('arch', '?')} · "
-        f"{cpu.get('model', '?')} · kernel {kernel.get('release', '?')} · "
-        f"virtualization {virt.get('detected', '?')}"
-        + (f" · label {info.label}" if info.label else ""),
+        f"run {info.run_id} ({state}) · {info.machine} · {env.get('arch', '?')} · "
+        f"kernel {kernel.get('release', '?')}" + (f" · label {info.label}" if info.label else ""),
         markup=False,
     )
     _print_results(stored.results)
@@ -530,9 +526,24 @@ def explain(run_ref: str, db: Path | None, as_json: bool) -> None:
     show_default=True,
     help="Significance level of the U test.",
 )
-def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
-    """Runs side by side: medians, ratio with bootstrap CI, U test, environment diff."""
-    from ctxbench.compare import compare_runs
+@click.option(
+    "--min-effect",
+    type=click.FloatRange(0, 10),
+    default=0.05,
+    show_default=True,
+    help="Smallest relative difference that counts (0.05: 5%); a significant difference "
+    "below it is 'no meaningful difference'.",
+)
+@click.option("--only-common", is_flag=True, help="Show only the variants every run measured.")
+def compare(
+    run_refs: tuple[str, ...], db: Path | None, alpha: float, min_effect: float, only_common: bool
+) -> None:
+    """Runs side by side: medians, ratio with bootstrap CI, U test, environment diff.
+
+    Rows whose verdicts are not ok, whose tasks ran on a different number of
+    CPUs, or whose runs used different options are marked and left out of the
+    summary line."""
+    from ctxbench.compare import compare_runs, summary_lines
 
     if len(run_refs) < 2:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
@@ -541,11 +552,13 @@ def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
     ids = [run.run_id for run in runs]
     if len(set(ids)) != len(ids):
         raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")
-    comparison = compare_runs(runs, alpha=alpha)
+    comparison = compare_runs(runs, alpha=alpha, min_effect=min_effect)
     console = _console()
     console.print(tables.runs_legend(comparison))
     console.print(tables.env_diff_table(comparison))
-    console.print(tables.comparison_table(comparison, width=console.width))
+    console.print(tables.comparison_table(comparison, width=console.width, only_common=only_common))
+    for line in summary_lines(comparison):
+        console.print(line, markup=False, highlight=False)
 
 
 @cli.command()
@@ -596,7 +609,7 @@ def import_command(path: Path, label: str | None, db: Path | None) -> None:
 CSV_COLUMNS = [
     "run_id", "probe", "family", "params", "unit", "status", "reasons", "n", "min", "median",
     "mean", "stddev", "p90", "p99", "max", "median_ci_low", "median_ci_high", "baseline_name",
-    "baseline_value", "net_median", "net_min", "op",
+    "baseline_value", "corrected_median", "corrected_min", "op",
 ]  # fmt: skip
 
 

@@ -4,9 +4,20 @@ Results are matched on (probe, params). The first run is the reference; for
 every other run, each matched variant gets the ratio of medians
 (other / reference) with a bootstrap confidence interval and a Mann-Whitney
 U test on the raw per-operation samples (before baseline subtraction, the
-figures the engine measured), and a decision: faster, slower, or "not
-significant" (see ``ctxbench.stats``). Variants that are unsupported or
-failed on a side are shown as such, never compared.
+figures the engine measured), and a decision: slower, faster, or no
+difference (see ``ctxbench.stats``). A significant difference smaller than
+the minimum effect (``min_effect``, 5% unless asked otherwise) is "no
+meaningful difference": two runs on one machine differ by a few percent
+and the U test sees it.
+
+A comparison must not mislead, so a row is *marked* and left out of the
+summary when its two sides do not measure the same thing: a verdict that is
+not ``ok`` on either side, tasks observed on a different number of CPUs
+(``cpus=any`` lets the scheduler choose), or run options that change the
+figures (``--quick`` against a full run, samples, minimum batch time).
+Unsupported or failed variants are never compared. The summary per run
+counts slower / faster / no difference / only in one run / excluded, and
+gives the geometric mean of the time ratios over the comparable rows.
 
 The environment diff flattens each env record to dotted keys and lists the
 keys whose values differ, the keys that explain differences first (kernel,
@@ -16,7 +27,8 @@ CPU, virtualization, mitigations, clocksource, frequency governor).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench import stats
@@ -24,6 +36,10 @@ from ctxbench.records import params_key
 from ctxbench.store import StoredRun
 
 COMPARABLE = ("ok", "suspect")
+DEFAULT_MIN_EFFECT = 0.05
+# Run options (env record) that change what a figure is.
+MEASUREMENT_OPTIONS = ("quick", "samples", "min_time_s", "warmup_samples")
+SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE = "slower", "faster", "no difference", "only in one run"
 
 # Keys that say why two machines differ, in the order a reader wants them.
 ENV_PRIORITY = (
@@ -58,6 +74,9 @@ class Cell:
     result: dict[str, Any] | None  # None: the run has no such variant
     difference: stats.Difference | None  # vs the reference; None for it or when not comparable
     note: str | None  # why no comparison (missing, unsupported, failed)
+    # Why this cell is left out of the summary (verdicts, placement, options); empty: comparable.
+    excluded: tuple[str, ...] = ()
+    decision: str | None = None  # SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE; None for the reference
 
     @property
     def median(self) -> float | None:
@@ -87,12 +106,28 @@ class EnvDiff:
 
 
 @dataclass(frozen=True)
+class Summary:
+    """One run against the reference, over every row."""
+
+    slower: int
+    faster: int
+    no_difference: int
+    only_in_one: int
+    excluded: int
+    comparable: int  # rows in both runs, not excluded, with a ratio
+    geometric_mean: float | None  # of the time ratios (>1: this run is slower) over those rows
+
+
+@dataclass(frozen=True)
 class Comparison:
     runs: list[StoredRun]
     rows: list[Row]
     env: EnvDiff
     level: float
     alpha: float
+    min_effect: float = DEFAULT_MIN_EFFECT
+    options: list[dict[str, Any]] = field(default_factory=list)  # per run: MEASUREMENT_OPTIONS
+    summaries: list[Summary] = field(default_factory=list)  # per run after the reference
 
 
 def compare_runs(
@@ -100,9 +135,13 @@ def compare_runs(
     alpha: float = stats.DEFAULT_ALPHA,
     level: float = stats.DEFAULT_LEVEL,
     resamples: int = stats.DEFAULT_RESAMPLES,
+    min_effect: float = DEFAULT_MIN_EFFECT,
 ) -> Comparison:
     if len(runs) < 2:
         raise ValueError("a comparison needs at least two runs")
+    if min_effect < 0:
+        raise ValueError("the minimum effect cannot be negative")
+    options = [run_options(run.env) for run in runs]
     indexed: list[dict[tuple[str, str], dict[str, Any]]] = []
     order: dict[tuple[str, str], dict[str, Any]] = {}
     for run in runs:
@@ -117,7 +156,7 @@ def compare_runs(
     for key, first_seen in order.items():
         reference = indexed[0].get(key)
         cells = [Cell(result=reference, difference=None, note=_note(reference))]
-        for by_key in indexed[1:]:
+        for index, by_key in enumerate(indexed[1:], start=1):
             other = by_key.get(key)
             note = _note(other) or (None if other is None else _note(reference))
             difference = None
@@ -125,7 +164,23 @@ def compare_runs(
                 difference = stats.compare_samples(
                     reference["samples"], other["samples"], alpha, level, resamples
                 )
-            cells.append(Cell(result=other, difference=difference, note=note))
+            if reference is None or other is None:
+                excluded: tuple[str, ...] = ()
+                decision = ONLY_ONE
+            else:
+                excluded = exclusions(
+                    reference, other, options[0], options[index], _letter(0), _letter(index)
+                )
+                decision = decide(difference, first_seen["unit"], min_effect)
+            cells.append(
+                Cell(
+                    result=other,
+                    difference=difference,
+                    note=note,
+                    excluded=excluded,
+                    decision=decision,
+                )
+            )
         rows.append(
             Row(
                 probe=first_seen["probe"],
@@ -136,7 +191,145 @@ def compare_runs(
             )
         )
     return Comparison(
-        runs=runs, rows=rows, env=env_diff([run.env for run in runs]), level=level, alpha=alpha
+        runs=runs,
+        rows=rows,
+        env=env_diff([run.env for run in runs]),
+        level=level,
+        alpha=alpha,
+        min_effect=min_effect,
+        options=options,
+        summaries=[summarize(rows, index) for index in range(1, len(runs))],
+    )
+
+
+def _letter(index: int) -> str:
+    return chr(ord("A") + index) if index < 26 else f"R{index}"
+
+
+def run_options(env: dict[str, Any]) -> dict[str, Any]:
+    """The options of a run that change its figures (absent ones are unknown)."""
+    options = env.get("options") or {}
+    return {name: options[name] for name in MEASUREMENT_OPTIONS if name in options}
+
+
+def observed_placement(result: dict[str, Any]) -> str | None:
+    """Where the tasks actually ran, as a class: 'one CPU' or 'N CPUs'."""
+    placement = result.get("placement") or {}
+    seen = [
+        cpu
+        for cpu in [
+            *(placement.get("observed_start") or []),
+            *(placement.get("observed_end") or []),
+        ]
+        if isinstance(cpu, int) and cpu >= 0
+    ]
+    if not seen:
+        return None
+    distinct = len(set(seen))
+    return "one CPU" if distinct == 1 else f"{distinct} CPUs"
+
+
+def exclusions(
+    reference: dict[str, Any],
+    other: dict[str, Any],
+    reference_options: dict[str, Any],
+    other_options: dict[str, Any],
+    reference_name: str = "A",
+    other_name: str = "B",
+) -> tuple[str, ...]:
+    """Why two results of one variant do not measure the same thing; empty when they do."""
+    why = []
+    for name, result in ((reference_name, reference), (other_name, other)):
+        verdict = result["verdict"]
+        if verdict["status"] != "ok":
+            codes = ", ".join(sorted({reason["code"] for reason in verdict["reasons"]}))
+            why.append(f"{name} {verdict['status']}" + (f" ({codes})" if codes else ""))
+    placements = observed_placement(reference), observed_placement(other)
+    if None not in placements and placements[0] != placements[1]:
+        why.append(
+            f"placement: {reference_name} ran on {placements[0]}, {other_name} on {placements[1]}"
+        )
+    differing = [
+        f"{name} {_option_text(reference_options[name])} vs {_option_text(other_options[name])}"
+        for name in MEASUREMENT_OPTIONS
+        if name in reference_options
+        and name in other_options
+        and reference_options[name] != other_options[name]
+    ]
+    if differing:
+        why.append("options: " + ", ".join(differing))
+    return tuple(why)
+
+
+def _option_text(value: Any) -> str:
+    return ("yes" if value else "no") if isinstance(value, bool) else str(value)
+
+
+def time_ratio(difference: stats.Difference, unit: str) -> float | None:
+    """The ratio oriented so that above 1 means the other run is slower."""
+    if difference.ratio is None:
+        return None
+    ratio = difference.ratio.ratio
+    return ratio if stats.lower_is_better(unit) else 1.0 / ratio
+
+
+def decide(difference: stats.Difference | None, unit: str, min_effect: float) -> str | None:
+    """SLOWER, FASTER or NO_DIFFERENCE; None when there is nothing to decide on."""
+    if difference is None or difference.ratio is None:
+        return None
+    if not difference.significant:
+        return NO_DIFFERENCE
+    ratio = time_ratio(difference, unit)
+    if ratio is None or 1.0 / (1.0 + min_effect) <= ratio <= 1.0 + min_effect:
+        return NO_DIFFERENCE
+    return SLOWER if ratio > 1.0 else FASTER
+
+
+def summarize(rows: list[Row], index: int) -> Summary:
+    """Run ``index`` against the reference, every row counted once."""
+    counts = {SLOWER: 0, FASTER: 0, NO_DIFFERENCE: 0, ONLY_ONE: 0}
+    excluded = 0
+    logs = []
+    for row in rows:
+        cell = row.cells[index]
+        if cell.decision == ONLY_ONE:
+            counts[ONLY_ONE] += 1
+        elif cell.excluded or cell.decision is None:
+            excluded += 1
+        else:
+            counts[cell.decision] += 1
+            ratio = time_ratio(cell.difference, row.unit) if cell.difference else None
+            if ratio is not None and ratio > 0:
+                logs.append(math.log(ratio))
+    return Summary(
+        slower=counts[SLOWER],
+        faster=counts[FASTER],
+        no_difference=counts[NO_DIFFERENCE],
+        only_in_one=counts[ONLY_ONE],
+        excluded=excluded,
+        comparable=len(logs),
+        geometric_mean=math.exp(sum(logs) / len(logs)) if logs else None,
+    )
+
+
+def summary_line(summary: Summary, name: str = "B", reference_name: str = "A") -> str:
+    """'B vs A: 2 slower, 1 faster, 5 no meaningful difference, 3 only in one run,
+    4 excluded; over 8 comparable rows B ran 1.23x slower than A (geometric mean)'."""
+    head = (
+        f"{name} vs {reference_name}: {summary.slower} slower, {summary.faster} faster, "
+        f"{summary.no_difference} no meaningful difference, {summary.only_in_one} only in one run, "
+        f"{summary.excluded} excluded (verdict, placement or options differ)"
+    )
+    mean = summary.geometric_mean
+    if mean is None:
+        return head + "; no comparable rows"
+    if mean >= 1.0:
+        factor, word = mean, "slower"
+    else:
+        factor, word = 1.0 / mean, "faster"
+    return (
+        head + f"; over {summary.comparable} comparable rows {name} ran {factor:#.3g}× {word} "
+        f"than {reference_name} (geometric mean)"
     )
 
 
@@ -151,20 +344,50 @@ def _note(result: dict[str, Any] | None) -> str | None:
     return None
 
 
-def describe(difference: stats.Difference | None, unit: str) -> str:
-    """A difference in words: '1.82x slower', '0.55x (faster)', 'not significant'."""
-    if difference is None or difference.ratio is None:
+def describe(
+    difference: stats.Difference | None,
+    unit: str,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    name: str = "B",
+    reference_name: str = "A",
+) -> str:
+    """A difference in words: 'B ran 2.19× (2.17–2.21) slower than A', 'not
+    significant', 'no meaningful difference (1.02×, under 5%)'."""
+    decision = decide(difference, unit, min_effect)
+    if difference is None or difference.ratio is None or decision is None:
         return "no ratio"
     if not difference.significant:
         return "not significant"
-    ratio = difference.ratio.ratio
-    higher = ratio > 1.0
-    if stats.lower_is_better(unit):
-        word = "slower" if higher else "faster"
+    interval = difference.ratio
+    if decision == NO_DIFFERENCE:
+        return f"no meaningful difference ({interval.ratio:#.3g}×, under {min_effect:.0%})"
+    # The factor is >= 1 and the interval is turned with it.
+    if interval.ratio > 1.0:
+        factor, low, high = interval.ratio, interval.low, interval.high
     else:
-        word = "faster" if higher else "slower"
-    factor = ratio if higher else 1.0 / ratio
-    return f"{factor:#.3g}× {word}"
+        factor, low, high = 1.0 / interval.ratio, 1.0 / interval.high, 1.0 / interval.low
+    return f"{name} ran {factor:#.3g}× ({low:#.3g}–{high:#.3g}) {decision} than {reference_name}"
+
+
+def summary_lines(comparison: Comparison) -> list[str]:
+    """One line per run against A: counts, and the geometric mean over comparable rows."""
+    lines = [
+        summary_line(summary, _letter(index), _letter(0))
+        for index, summary in enumerate(comparison.summaries, start=1)
+    ]
+    differing = [
+        name
+        for name in MEASUREMENT_OPTIONS
+        if all(name in options for options in comparison.options)
+        and len({repr(options[name]) for options in comparison.options}) > 1
+    ]
+    if differing:
+        lines.append(
+            "run options differ ("
+            + ", ".join(differing)
+            + "): every row is excluded; compare runs taken with the same options"
+        )
+    return lines
 
 
 # ---- environment -----------------------------------------------------------

@@ -68,7 +68,8 @@ def baseline(result: dict[str, Any]) -> str:
     return value(base["value"], base.get("unit", result["unit"]))
 
 
-def net(result: dict[str, Any]) -> str:
+def corrected(result: dict[str, Any]) -> str:
+    """The corrected figure: the median minus the baseline's median (the record's `corrected`)."""
     corrected = result.get("corrected")
     if not corrected:
         return "—"
@@ -88,6 +89,27 @@ def verdict_detail(result: dict[str, Any]) -> str:
 
 def params(params_: dict[str, Any]) -> str:
     return params_text(params_) or "—"
+
+
+def run_options(options: dict[str, Any]) -> str:
+    """'quick, 10 samples, batches >= 2 ms, 1 warm-up'; '?' when the run did not say."""
+    if not options:
+        return "?"
+    parts = []
+    if "quick" in options:
+        parts.append("quick" if options["quick"] else "full")
+    if "samples" in options:
+        parts.append(f"{options['samples']} samples")
+    if "min_time_s" in options:
+        parts.append(f"batches >= {value(float(options['min_time_s']) * 1e9, 'ns')}")
+    if "warmup_samples" in options:
+        parts.append(f"{options['warmup_samples']} warm-up")
+    return ", ".join(parts)
+
+
+def p_value(p: float) -> str:
+    """'p = 0.031', 'p < 1e-6' (a p-value never prints as 0)."""
+    return "p < 1e-6" if p < 1e-6 else f"p = {p:.2g}"
 
 
 def ratio(low: float, point: float, high: float) -> str:

@@ -11,7 +11,7 @@ Plots:
 * per family: the median of each variant with its confidence interval,
   one trace per run; log scale where the family spans more than a factor 20;
 * per family: the distribution of the per-operation samples (box plots);
-* switch.ring: a heatmap of the net cost per switch over processes x
+* switch.ring: a heatmap of the corrected cost per switch over processes x
   working set (lmbench lat_ctx's grid);
 * several runs: the ratio of medians with its bootstrap CI against the
   first run, one marker style for significant and one for not.
@@ -34,7 +34,7 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from ctxbench import __version__, fmt
-from ctxbench.compare import Comparison, compare_runs, describe, flatten_env
+from ctxbench.compare import Comparison, compare_runs, describe, flatten_env, summary_lines
 from ctxbench.explain import explain
 from ctxbench.records import param_value, params_text
 from ctxbench.store import StoredRun
@@ -102,7 +102,8 @@ def _letter(index: int) -> str:
 
 
 def _run_name(index: int, run: StoredRun) -> str:
-    return f"{_letter(index)}: {run.info.label or run.run_id}"
+    """'A: laptop (vm · Intel(R) Xeon(R) Processor · KVM guest)': the machine, in every legend."""
+    return f"{_letter(index)}: {run.info.label or run.run_id} ({run.info.machine})"
 
 
 def _variant_label(result: dict[str, Any]) -> str:
@@ -296,14 +297,14 @@ def _ring_figures(figures: _Figures, runs: list[StoredRun]) -> list[Figure]:
             z: list[list[float | None]] = [[None] * len(xs) for _ in ys]
             text: list[list[str]] = [[""] * len(xs) for _ in ys]
             unit = group[0]["unit"]
-            net = all(r.get("corrected") for r in group)
+            corrected = all(r.get("corrected") for r in group)
             for result in group:
-                value = result["corrected"]["median"] if net else result["summary"]["median"]
+                value = result["corrected"]["median"] if corrected else result["summary"]["median"]
                 i = ys.index(result["params"][row]) if row else 0
                 j = xs.index(result["params"][column])
                 z[i][j] = value
                 text[i][j] = esc(fmt.value(value, unit))
-                if net and result["corrected"].get("nonpositive"):
+                if corrected and result["corrected"].get("nonpositive"):
                     text[i][j] += " (≤0: noise)"  # baseline not below the result
             figure = go.Figure(
                 go.Heatmap(
@@ -320,7 +321,9 @@ def _ring_figures(figures: _Figures, runs: list[StoredRun]) -> list[Figure]:
             )
             figure.update_xaxes(type="category", title=esc(column))
             figure.update_yaxes(type="category", title=esc(row or ""))
-            what = "net cost per switch (minus baseline)" if net else "median per switch"
+            what = (
+                "corrected cost per switch (minus baseline)" if corrected else "median per switch"
+            )
             title = f"{RING_PROBE} grid, {_run_name(index, run)}: {what}"
             if key:
                 title += f" — {key}"
@@ -355,7 +358,13 @@ def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | No
                 low.append(ratio.ratio - ratio.low)
                 high.append(ratio.high - ratio.ratio)
                 values += [ratio.low, ratio.high]
-                hover.append(esc(describe(difference, row.unit)))
+                hover.append(
+                    esc(
+                        describe(difference, row.unit, comparison.min_effect, _letter(index))
+                        + ("; excluded: " + "; ".join(row.cells[index].excluded))
+                        * bool(row.cells[index].excluded)
+                    )
+                )
             if not xs:
                 continue
             color = PALETTE[index % len(PALETTE)]
@@ -394,7 +403,7 @@ def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | No
         type="log",
         tickvals=ticks,
         ticktext=[f"{t:g}×" for t in ticks],
-        title="ratio of medians to run A (log scale)",
+        title="ratio of medians, other run / A (log scale; for times, right of 1 is slower than A)",
     )
     figure.update_yaxes(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels
@@ -462,6 +471,7 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
         "notes": notes,
         "fmt": fmt,
         "describe": describe,
+        "summary_lines": summary_lines(comparison) if comparison else [],
         "letter": _letter,
         "plotly_js": Markup(get_plotlyjs().replace("</script", "<\\/script")),
     }

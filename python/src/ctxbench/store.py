@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,11 +30,14 @@ from urllib.parse import quote
 import platformdirs
 
 from ctxbench.errors import BadInput, StoreError
-from ctxbench.records import RunRecords, group_run, params_key
+from ctxbench.records import RunRecords, group_run, machine_name, params_key
 
 APPLICATION_ID = 0x63747862  # "ctxb"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_S = 60.0
+# Runs in the order they were measured (ISO 8601 UTC sorts as text).
+MEASURED_ORDER = "COALESCE(started_at, stored_at), rowid"
+NEWEST_FIRST = "COALESCE(started_at, stored_at) DESC, rowid DESC"
 
 # Version n is reached by applying step n to a store at version n - 1.
 MIGRATIONS: list[tuple[int, str]] = [
@@ -98,6 +102,7 @@ class RunInfo:
     interrupted: bool
     stored_at: str
     counts: dict[str, int]
+    machine: str = "?"  # host · CPU model · virtualization (records.machine_name)
 
     @property
     def n_results(self) -> int:
@@ -294,22 +299,32 @@ class Store:
 
     # ---- reading -----------------------------------------------------------
     def runs(self) -> list[RunInfo]:
-        """All runs, oldest stored first."""
+        """All runs in the order they were measured (an imported run sits where its
+        measurement falls, not where it was stored)."""
         rows = self._db.execute(
             "SELECT run_id, label, origin, started_at, hostname, arch, complete, interrupted,"
-            " stored_at FROM runs ORDER BY rowid"
+            f" stored_at, env FROM runs ORDER BY {MEASURED_ORDER}"
         ).fetchall()
         counts: dict[str, dict[str, int]] = {}
         for run_id, status, count in self._db.execute(
             "SELECT run_id, status, COUNT(*) FROM results GROUP BY run_id, status"
         ):
             counts.setdefault(run_id, {})[status] = count
-        return [_run_info(row, counts.get(row[0], {})) for row in rows]
+        return [_run_info(row[:9], counts.get(row[0], {}), json.loads(row[9])) for row in rows]
 
     def resolve(self, reference: str) -> str:
-        """A full run id from a full id, a unique prefix, or ``latest``."""
+        """A full run id from a full id, a unique prefix, or ``latest``: the most
+        recently measured run of this host, or of any host when this one has none."""
         if reference == "latest":
-            row = self._db.execute("SELECT run_id FROM runs ORDER BY rowid DESC LIMIT 1").fetchone()
+            row = (
+                self._db.execute(
+                    f"SELECT run_id FROM runs WHERE hostname = ? ORDER BY {NEWEST_FIRST} LIMIT 1",
+                    (socket.gethostname(),),
+                ).fetchone()
+                or self._db.execute(
+                    f"SELECT run_id FROM runs ORDER BY {NEWEST_FIRST} LIMIT 1"
+                ).fetchone()
+            )
             if row is None:
                 raise BadInput(
                     f"no runs in {self.path} yet; `ctxbench run` or `ctxbench import` one first"
@@ -360,10 +375,10 @@ class Store:
         for result in results:
             status = result["verdict"]["status"]
             counts[status] = counts.get(status, 0) + 1
-        return StoredRun(info=_run_info(row[:9], counts), records=records)
+        return StoredRun(info=_run_info(row[:9], counts, env), records=records)
 
 
-def _run_info(row: tuple[Any, ...], counts: dict[str, int]) -> RunInfo:
+def _run_info(row: tuple[Any, ...], counts: dict[str, int], env: dict[str, Any]) -> RunInfo:
     run_id, label, origin, started_at, hostname, arch, complete, interrupted, stored_at = row
     return RunInfo(
         run_id=run_id,
@@ -376,6 +391,7 @@ def _run_info(row: tuple[Any, ...], counts: dict[str, int]) -> RunInfo:
         interrupted=bool(interrupted),
         stored_at=stored_at,
         counts=counts,
+        machine=machine_name(env),
     )
 
 

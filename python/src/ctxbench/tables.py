@@ -29,7 +29,9 @@ def _verdict_text(result: dict[str, Any]) -> Text:
     return Text(fmt.verdict(result), style=STATUS_STYLE.get(result["verdict"]["status"], ""))
 
 
-NARROW = 140  # below this width: params under the probe, p99 under the median, baseline under net
+NARROW = (
+    140  # below this width: params under the probe, p99 under the median, baseline under corrected
+)
 
 
 def results_table(
@@ -56,7 +58,7 @@ def _wide_results_table(results: list[dict[str, Any]], title: str | None) -> Tab
     table.add_column("p99", justify="right", no_wrap=True)
     table.add_column("CI of median", justify="right", no_wrap=True)
     table.add_column("baseline", justify="right", no_wrap=True)
-    table.add_column("net", justify="right", no_wrap=True)
+    table.add_column("corrected", justify="right", no_wrap=True)
     table.add_column("verdict", overflow="fold")
     for result in results:
         summary = result.get("summary") or {}
@@ -67,7 +69,7 @@ def _wide_results_table(results: list[dict[str, Any]], title: str | None) -> Tab
             fmt.value(summary.get("p99"), result["unit"]),
             fmt.median_ci(result),
             fmt.baseline(result),
-            fmt.net(result),
+            fmt.corrected(result),
             _verdict_text(result),
         )
     return table
@@ -79,7 +81,7 @@ def _narrow_results_table(results: list[dict[str, Any]], title: str | None) -> T
     table.add_column("probe\nparams", overflow="fold", ratio=1, min_width=18)
     table.add_column("median\np99", justify="right", no_wrap=True)
     table.add_column("CI of\nmedian", justify="right", no_wrap=True)
-    table.add_column("net\nbaseline", justify="right", no_wrap=True)
+    table.add_column("corrected\nbaseline", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for result in results:
         summary = result.get("summary") or {}
@@ -92,7 +94,7 @@ def _narrow_results_table(results: list[dict[str, Any]], title: str | None) -> T
             name,
             f"{fmt.value(summary.get('median'), unit)}\n{fmt.value(summary.get('p99'), unit)}",
             fmt.median_ci(result),
-            f"{fmt.net(result)}\n{fmt.baseline(result)}",
+            f"{fmt.corrected(result)}\n{fmt.baseline(result)}",
             Text(status, style=STATUS_STYLE.get(status, "")),
         )
     return table
@@ -121,14 +123,14 @@ def history_table(infos: list[RunInfo], width: int | None = None) -> Table:
 def _history_table(infos: list[RunInfo], narrow: bool) -> Table:
     table = Table(box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD, expand=narrow)
     if narrow:
-        table.add_column("run id\nstarted (UTC)", no_wrap=True)
-        table.add_column("host\nlabel", overflow="fold", ratio=1)
+        table.add_column("run id\nmeasured (UTC)", no_wrap=True)
+        table.add_column("machine\nlabel", overflow="fold", ratio=1)
         table.add_column("results\nok/sus/uns/fail", justify="right", no_wrap=True)
         table.add_column("state\nfrom", no_wrap=True)
     else:
         table.add_column("run id", no_wrap=True)
-        table.add_column("started (UTC)", no_wrap=True)
-        table.add_column("host")
+        table.add_column("measured (UTC)", no_wrap=True)
+        table.add_column("machine")
         table.add_column("label")
         table.add_column("from")
         table.add_column("results", justify="right")
@@ -146,7 +148,7 @@ def _history_table(infos: list[RunInfo], narrow: bool) -> Table:
         if narrow:
             table.add_row(
                 Text(f"{info.run_id}\n{started}"),
-                Text(f"{info.hostname or '?'}\n{info.label or ''}"),
+                Text(f"{info.machine}\n{info.label or ''}"),
                 f"{info.n_results}\n{counts}",
                 Text.assemble(state_text, "\n", info.origin),
             )
@@ -154,7 +156,7 @@ def _history_table(infos: list[RunInfo], narrow: bool) -> Table:
             table.add_row(
                 Text(info.run_id),
                 Text(started),
-                Text(info.hostname or "?"),
+                Text(info.machine),
                 Text(info.label or ""),
                 Text(info.origin),
                 str(info.n_results),
@@ -227,8 +229,12 @@ def env_diff_table(comparison: Comparison) -> Table | Text:
     return table
 
 
-def comparison_table(comparison: Comparison, width: int | None = None) -> Table:
-    """Per variant: medians, ratio [CI] to run A, p of the U test, the decision.
+def comparison_table(
+    comparison: Comparison, width: int | None = None, only_common: bool = False
+) -> Table:
+    """Per variant: medians (with the verdict where it is not ok), ratio [CI]
+    to run A, p of the U test, the decision, and why a row is excluded from
+    the summary. ``only_common``: leave out variants missing from a run.
 
     Below NARROW columns, params go under the probe and p under the ratio.
     """
@@ -256,6 +262,8 @@ def comparison_table(comparison: Comparison, width: int | None = None) -> Table:
             table.add_column("p", justify="right", no_wrap=True)
         table.add_column(f"{letter} vs A", overflow="fold")
     for row in comparison.rows:
+        if only_common and any(cell.result is None for cell in row.cells):
+            continue
         reference = row.cells[0]
         if narrow:
             name = Text(row.probe)
@@ -265,13 +273,13 @@ def comparison_table(comparison: Comparison, width: int | None = None) -> Table:
         else:
             cells = [Text(row.probe), Text(fmt.params(row.params))]
         cells.append(
-            fmt.value(reference.median, row.unit)
+            _median_text(reference, row.unit)
             if reference.note is None
             else Text(reference.note, style="dim")
         )
-        for cell in row.cells[1:]:
+        for index, cell in enumerate(row.cells[1:], start=1):
             median = (
-                fmt.value(cell.median, row.unit) if cell.result and cell.median is not None else "—"
+                _median_text(cell, row.unit) if cell.result and cell.median is not None else "—"
             )
             difference = cell.difference
             if difference is None or difference.ratio is None:
@@ -279,33 +287,45 @@ def comparison_table(comparison: Comparison, width: int | None = None) -> Table:
                 cells += [median, "—"] + ([] if narrow else ["—"]) + [Text(note, style="dim")]
                 continue
             ratio = fmt.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
-            p = f"{difference.u_test.p_value:.2g}" if difference.u_test else "—"
-            words = describe(difference, row.unit)
-            style = "dim"
-            if difference.significant:
-                style = "red" if words.endswith("slower") else "green"
+            p = fmt.p_value(difference.u_test.p_value) if difference.u_test else "—"
+            words = Text(
+                describe(difference, row.unit, comparison.min_effect, _letter(index)),
+                style={"slower": "red", "faster": "green"}.get(cell.decision or "", "dim"),
+            )
+            if cell.excluded:
+                words.stylize("dim")
+                words.append("\nexcluded: " + "; ".join(cell.excluded), style="yellow")
             if narrow:
-                cells += [median, f"{ratio}\np = {p}", Text(words, style=style)]
+                cells += [median, f"{ratio}\n{p}", words]
             else:
-                cells += [median, ratio, p, Text(words, style=style)]
+                cells += [median, ratio, p, words]
         table.add_row(*cells)
     return table
+
+
+def _median_text(cell: Any, unit: str) -> str:
+    """The median, with the verdict beside it when it is not ok."""
+    text = fmt.value(cell.median, unit)
+    return text if cell.status == "ok" else f"{text} ({cell.status})"
 
 
 def runs_legend(comparison: Comparison) -> Table:
     table = Table(show_header=True)
     table.add_column("")
     table.add_column("run id", no_wrap=True)
-    table.add_column("host")
+    table.add_column("machine")
     table.add_column("label")
-    table.add_column("started (UTC)")
+    table.add_column("measured (UTC)")
+    table.add_column("options")
     for index, run in enumerate(comparison.runs):
+        options = comparison.options[index] if index < len(comparison.options) else {}
         table.add_row(
             _letter(index),
             Text(run.run_id),
-            Text(run.info.hostname or "?"),
+            Text(run.info.machine),
             Text(run.info.label or ""),
             Text(run.info.started_at or "?"),
+            Text(fmt.run_options(options)),
         )
     return table
 
