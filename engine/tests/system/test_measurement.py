@@ -28,9 +28,11 @@ def test_switch_pipe_between_processes_on_one_cpu_switches(engine):
     assert sorted(by_policy) == ["batch", "normal"] and len(records) == 2
     for policy, r in by_policy.items():
         # On a loaded machine the self-pipe baseline can come out above the
-        # switch itself; the verdict then says so, which is right.
+        # switch itself, or other work splits the samples into modes; the
+        # verdict then says so, which is right. The switch counts must hold.
         codes = {x["code"] for x in r["verdict"]["reasons"]}
-        assert r["verdict"]["status"] == "ok" or codes == {"nonpositive_after_baseline"}, (
+        allowed = {"nonpositive_after_baseline", "unstable"}
+        assert r["verdict"]["status"] == "ok" or codes <= allowed, (
             policy,
             r["verdict"],
         )
