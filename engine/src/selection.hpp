@@ -1,7 +1,8 @@
 // Turns the command line's choices into the list of variants to run: which
 // probes (names or globs), and for each the cartesian product of its
 // parameters' values (the probe's defaults, or the user's --cpus, --between
-// and --param choices). Pure, so option handling is tested without running.
+// and --param choices, or a preset's). Pure, so option handling is tested
+// without running.
 #pragma once
 #include <map>
 #include <stdexcept>
@@ -33,11 +34,22 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
 // Parses --param NAME=V1,V2 into `selection.choices`.
 void add_param_choice(Selection& selection, const std::string& text);
 
+// Parses a run-wide axis option (--cpus for the axis `cpus`, --between) into
+// `selection.choices`: every value must be one some probe's axis parameter of
+// that name allows. The choice narrows the probes that have the parameter;
+// expand() leaves the others alone.
+void add_axis_choice(Selection& selection, const std::vector<ProbeDescriptor>& probes, const std::string& axis,
+                     const std::string& text, const std::string& option);
+
 // fnmatch-style glob; a pattern without * ? [ also matches as a family prefix
 // ("switch" selects switch.*).
 bool probe_matches(const std::string& pattern, const std::string& name);
 
 std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Selection& selection);
+
+// A variant as `run --dry-run` prints it: {"probe": ..., "params": {...}}, the
+// params as the variant's record will give them.
+nlohmann::json variant_json(const Variant& variant);
 
 // Parses a positive whole number for `option`, or throws UsageError.
 long parse_positive(const std::string& text, const std::string& option, long max);
