@@ -56,8 +56,7 @@ const Registrar registrar({
     // Many tries for the short bursts (1000 at most), --samples for the long ones.
     .samples =
         [](const Params& p, int requested) {
-          return std::max(requested,
-                          static_cast<int>(std::clamp<std::uint64_t>(100000 / round_trips(p), 1, 1000)));
+          return std::max(requested, static_cast<int>(std::clamp<std::uint64_t>(100000 / round_trips(p), 1, 1000)));
         },
     .method = "the classic two-process, two-pipe ping-pong run for a fixed number of switches and reported as "
               "the best of many tries (osbench's keep-the-minimum policy)",

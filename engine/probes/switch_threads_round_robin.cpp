@@ -79,7 +79,7 @@ const Registrar registrar({
                           "same: all threads pinned to one CPU (every hand-off is a switch on that CPU); cross: "
                           "alternate threads on two CPUs; any: unpinned"),
                policy_param(),
-               laps_param()},
+               uswitch::laps_param()},
     .make =
         [](Context& ctx) {
           return std::make_unique<ThreadRoundRobin>(ctx, static_cast<int>(ctx.param_int("threads")));
@@ -99,8 +99,8 @@ const Registrar registrar({
           return Support::yes();
         },
     .tasks = thread_count,
-    .fixed_iterations = laps_batch,
-    .samples = laps_samples,
+    .fixed_iterations = uswitch::laps_batch,
+    .samples = uswitch::laps_samples,
     .method = "the thread half of the Boost.Fiber vs std::thread experiment; futex hand-off as in tsuna/contextswitch",
     .where_time_goes = "FUTEX_WAKE (system call, wake-up of the next thread), FUTEX_WAIT (system call, sleep), and the "
                        "scheduler's switch itself: kernel entry/exit, picking the next task, switching register state "

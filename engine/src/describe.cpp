@@ -8,8 +8,8 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <tuple>
 #include <stdexcept>
+#include <tuple>
 
 #include "output.hpp"
 
@@ -61,8 +61,8 @@ nlohmann::json describe_probe(const ProbeDescriptor& probe) {
           {"params", params},
           {"expects", expects},
           {"method", probe.method},
-          {"where_time_goes", probe.where_time_goes.empty() ? nlohmann::json(nullptr)
-                                                             : nlohmann::json(probe.where_time_goes)},
+          {"where_time_goes",
+           probe.where_time_goes.empty() ? nlohmann::json(nullptr) : nlohmann::json(probe.where_time_goes)},
           {"supported", support.ok},
           {"reason", support.ok ? nlohmann::json(nullptr) : nlohmann::json(support.reason)}};
 }
@@ -100,7 +100,9 @@ std::vector<nlohmann::json> read_reference_run(const std::string& path) {
 
 namespace {
 
-std::string param_text(const nlohmann::json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+std::string param_text(const nlohmann::json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
 
 std::string params_text(const nlohmann::json& params) {
   Params values;
@@ -144,8 +146,12 @@ std::string where_the_time_goes(const std::string& family, const std::vector<con
       if (r.value("kind", "") != "result" || r.value("probe", "") != p->name || r["summary"].is_null()) continue;
       if (!at_default_axes(*p, r)) continue;
       measured.insert(p->name);
-      Row row{p->name, params_text(r["params"]), r.value("unit", "ns"), r["verdict"].value("status", "?"),
-              r["summary"]["median"].get<double>(), std::nullopt};
+      Row row{p->name,
+              params_text(r["params"]),
+              r.value("unit", "ns"),
+              r["verdict"].value("status", "?"),
+              r["summary"]["median"].get<double>(),
+              std::nullopt};
       if (!r["corrected"].is_null()) row.net = r["corrected"]["median"].get<double>();
       rows.push_back(row);
     }

@@ -149,7 +149,8 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
     return time_batch(clock, timer, workload, n);
   };
   out.iterations_per_sample = probe.fixed_iterations ? probe.fixed_iterations(params) : 0;
-  if (out.iterations_per_sample == 0) out.iterations_per_sample = calibrate_batch(timed, batch_target_ns(options, timer));
+  if (out.iterations_per_sample == 0)
+    out.iterations_per_sample = calibrate_batch(timed, batch_target_ns(options, timer));
   for (int w = 0; w < options.warmup_samples; ++w) timed(out.iterations_per_sample);
   if (before_timed) before_timed();
   const std::uint64_t deadline = monotonic_raw_ns() + static_cast<std::uint64_t>(options.max_variant_s * 1e9);

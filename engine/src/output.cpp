@@ -32,7 +32,7 @@ std::string format_ns(double ns) {
 
 std::string format_value(double value, Unit unit) {
   if (unit == Unit::ns) return format_ns(value);
-  if (unit == Unit::msgs_per_s) return fmt::format("{:.0f}/s", value);
+  if (unit == Unit::msgs_per_s) return fmt::format("{:.0f} msgs/s", value);
   return fmt::format("{:.1f} {}", value, unit_name(unit));
 }
 

@@ -43,8 +43,9 @@ void add_axis_choice(Selection& selection, const std::vector<ProbeDescriptor>& p
   auto values = split_list(text, option);
   for (const auto& v : values)
     if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
-      throw UsageError(fmt::format("{}: '{}' is not a value of {}; use {} (comma-separated)", option, v, axis,
-                                   allowed.empty() ? "none: no probe has it" : fmt::format("{}", fmt::join(allowed, ", "))));
+      throw UsageError(
+          fmt::format("{}: '{}' is not a value of {}; use {} (comma-separated)", option, v, axis,
+                      allowed.empty() ? "none: no probe has it" : fmt::format("{}", fmt::join(allowed, ", "))));
   selection.choices[axis] = std::move(values);
 }
 

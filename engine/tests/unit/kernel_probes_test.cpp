@@ -158,7 +158,9 @@ TEST(KernelProbes, PageFaultCountsOneMinorFaultPerOp) {
 TEST(KernelProbes, CreationLeavesNoChildBehind) {
   for (const auto& r : run_family({"create"})) {
     expect_ok_or_unsupported(r);
-    if (const Check* kernel = find_check(r, "kernel_not_involved")) EXPECT_TRUE(kernel->ok) << r.probe << ": " << kernel->detail;
+    if (const Check* kernel = find_check(r, "kernel_not_involved")) {
+      EXPECT_TRUE(kernel->ok) << r.probe << ": " << kernel->detail;
+    }
     if (r.probe == "create.posix_spawn" || r.probe == "create.fork_exec") {
       // The helper sits next to ctxbench-engine, not next to this test binary.
       if (r.verdict.status == Status::unsupported) {

@@ -32,16 +32,20 @@ using namespace ctx::testing;
 
 // The two-task ping-pongs, from the registry: every switch probe with threads
 // or processes as partners (`between`) whose every hand-off is a sleep in its
-// wait (voluntary switches, by default). A new one is tested without an edit.
+// wait (voluntary switches under policy batch). A new one is tested without
+// an edit.
 std::vector<std::string> ping_pong_probes() {
   std::vector<std::string> names;
   for (const auto* p : family_probes("switch")) {
     bool between = false;
     for (const auto& spec : p->params) between = between || spec.name == "between";
     if (!between || !p->expects) continue;
-    const auto expectation = p->expects(default_params(*p));
+    Params params = default_params(*p);
+    params["policy"] = "batch";
+    const auto expectation = p->expects(params);
     if (expectation && expectation->counter == Counter::voluntary) names.push_back(p->name);
   }
+  if (names.empty()) throw std::logic_error("no ping-pong probe in the registry");
   return names;
 }
 

@@ -32,8 +32,8 @@ TEST_P(UswitchAsm, Passes) {
 // GoogleTest names a case after the check ("registers_survive.abi" becomes
 // registers_survive_abi), so a duplicate name would stop the binary here.
 INSTANTIATE_TEST_SUITE_P(Checks, UswitchAsm, testing::ValuesIn(ctxbench::uswitch_test::all_checks()),
-                         [](const testing::TestParamInfo<NamedCheck>& info) {
-                           std::string name = info.param.name;
+                         [](const testing::TestParamInfo<NamedCheck>& check) {
+                           std::string name = check.param.name;
                            for (auto& c : name)
                              if (c == '.') c = '_';
                            return name;

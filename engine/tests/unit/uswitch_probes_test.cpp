@@ -127,7 +127,9 @@ TEST(UswitchProbes, BoostProbesAreUnsupportedWithTheBuildsReasonWithoutBoost) {
     EXPECT_EQ(r.verdict.reasons.front().second, "built without Boost.Context/Boost.Fiber") << probe.name;
     EXPECT_FALSE(r.summary.has_value());
   }
-  if (!with_boost) EXPECT_GT(without, 0) << "a build without Boost lists no probe as built without it";
+  if (!with_boost) {
+    EXPECT_GT(without, 0) << "a build without Boost lists no probe as built without it";
+  }
 }
 
 TEST(ThreadsRoundRobin, EveryThreadLeavesTheCpuOncePerHandOff) {
