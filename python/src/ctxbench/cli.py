@@ -31,13 +31,18 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from ctxbench import __version__, fmt, tables
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, RecordError
 from ctxbench.records import RunRecords, dumps, group_run, read_run_file, record_problem
-from ctxbench.runner import EngineRun, RunOptions, capture_env, find_engine, list_probes
+from ctxbench.runner import (
+    EngineRun,
+    RunOptions,
+    capture_env,
+    find_engine,
+    list_probes,
+    plan_variants,
+)
 from ctxbench.runner import Progress as EngineProgress
 from ctxbench.store import Store, StoredRun
 
 EXIT_INTERRUPTED = 130
-CPUS_CHOICES = ("same", "cross", "any")
-BETWEEN_CHOICES = ("threads", "processes")
 SIMULATORS = {"spike": ["spike"], "qemu": ["qemu"], "all": ["spike", "qemu"]}
 
 
@@ -132,19 +137,6 @@ def _write_text(path: Path, text: str, option: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as error:
         raise BadInput(f"cannot write {option} {path}: {error.strerror}") from None
-
-
-def _comma_choices(value: str | None, choices: tuple[str, ...], option: str) -> str | None:
-    if value is None:
-        return None
-    parts = [part.strip() for part in value.split(",") if part.strip()]
-    bad = [part for part in parts if part not in choices]
-    if bad or not parts:
-        raise click.BadParameter(
-            f"'{value}': use one or more of {', '.join(choices)}, comma-separated",
-            param_hint=option,
-        )
-    return ",".join(parts)
 
 
 @click.group(cls=CtxbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -337,6 +329,19 @@ def _stream(engine_run: EngineRun, json_path: Path | None, spool: _Spool) -> lis
 @click.option("--min-time", type=click.FloatRange(min=0, min_open=True), help="Seconds per sample.")
 @click.option("--cpus", help="Placement: same, cross, any (comma-separated).")
 @click.option("--between", help="threads, processes (comma-separated).")
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=V1,V2",
+    help="Run these values of a probe parameter (repeatable; `ctxbench list` shows them).",
+)
+@click.option("--preset", help="Run a named experiment (e.g. fibers-vs-threads) instead of probes.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds a variant may take before it is stopped and recorded as failed.",
+)
 @db_option
 @click.option(
     "--json",
@@ -358,6 +363,9 @@ def run(
     min_time: float | None,
     cpus: str | None,
     between: str | None,
+    params: tuple[str, ...],
+    preset: str | None,
+    timeout: float | None,
     db: Path | None,
     json_path: Path | None,
     report_path: Path | None,
@@ -369,8 +377,6 @@ def run(
     (`'switch.*'`). Ctrl-C stops cleanly and keeps the finished results as a
     partial run.
     """
-    cpus = _comma_choices(cpus, CPUS_CHOICES, "--cpus")
-    between = _comma_choices(between, BETWEEN_CHOICES, "--between")
     _check_output_path(json_path, "--json")
     _check_output_path(report_path, "--report")
     with _open_store(db) as store:
@@ -383,7 +389,13 @@ def run(
             min_time=min_time,
             cpus=cpus,
             between=between,
+            params=params,
+            preset=preset,
+            timeout=timeout,
         )
+        # The engine's own selection rules check the choices (axis values,
+        # parameters, presets) before anything runs or is stored.
+        plan_variants(options, engine)
         engine_run = EngineRun(options, engine=engine)
         with _Spool(store.path) as spool:
             records = _stream(engine_run, json_path, spool)
