@@ -12,8 +12,8 @@ namespace {
 
 const ctx::PresetRegistrar registrar({
     .name = "fibers-vs-threads",
-    .description = "4 workers x 1,000,000 switches each, Boost.Fiber fibers on one thread vs kernel threads on one "
-                   "CPU",
+    .description = "Boost.Fiber fibers on one thread vs kernel threads on one CPU, 4 workers taking turns, "
+                   "1,000,000 switches each (the laps parameter)",
     .probes = {"uswitch.boost_fiber", "switch.threads_round_robin"},
     .params = {"fibers=4", "threads=4", "cpus=same", "policy=batch", "laps=1000000"},
 });
