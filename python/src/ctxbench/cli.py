@@ -8,7 +8,6 @@ problem and the fix; usage errors exit 2, failures 1, an interrupted run 130
 
 from __future__ import annotations
 
-import csv
 import fnmatch
 import importlib
 import inspect
@@ -29,6 +28,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ctxbench import __version__, fmt, tables
+from ctxbench import export as export_formats
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, RecordError
 from ctxbench.records import RunRecords, dumps, group_run, read_run_file, record_problem
 from ctxbench.runner import (
@@ -580,45 +580,12 @@ def import_command(path: Path, label: str | None, db: Path | None) -> None:
     _say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.path}")
 
 
-CSV_COLUMNS = [
-    "run_id", "probe", "family", "params", "unit", "status", "reasons", "n", "min", "median",
-    "mean", "stddev", "p90", "p99", "max", "median_ci_low", "median_ci_high", "baseline_name",
-    "baseline_value", "net_median", "net_min", "op",
-]  # fmt: skip
-
-
-def _csv_rows(stored: StoredRun) -> Iterator[list[Any]]:
-    for result in stored.results:
-        summary = result.get("summary") or {}
-        ci = summary.get("median_ci") or {}
-        baseline = result.get("baseline") or {}
-        corrected = result.get("corrected") or {}
-        yield [
-            result["run_id"],
-            result["probe"],
-            result["family"],
-            json.dumps(result["params"], sort_keys=True),
-            result["unit"],
-            result["verdict"]["status"],
-            "; ".join(f"{r['code']}: {r['detail']}" for r in result["verdict"]["reasons"]),
-            summary.get("n", 0),
-            *(summary.get(k, "") for k in ("min", "median", "mean", "stddev", "p90", "p99", "max")),
-            ci.get("low", ""),
-            ci.get("high", ""),
-            baseline.get("name", ""),
-            baseline.get("value", ""),
-            corrected.get("median", ""),
-            corrected.get("min", ""),
-            result["op"],
-        ]
-
-
 @cli.command()
 @click.argument("run_ref", metavar="RUN")
 @click.option(
     "--format",
     "form",
-    type=click.Choice(["json", "csv"]),
+    type=click.Choice(export_formats.FORMATS),
     default="json",
     show_default=True,
     help="json: the records as JSON Lines (importable); csv: one row per result.",
@@ -632,14 +599,7 @@ def export(run_ref: str, form: str, output: Path | None, db: Path | None) -> Non
     _check_output_path(output, "-o")
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
-    if form == "json":
-        text = "".join(dumps(record) + "\n" for record in stored.records.all())
-    else:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(CSV_COLUMNS)
-        writer.writerows(_csv_rows(stored))
-        text = buffer.getvalue()
+    text = export_formats.export_text(stored, form)
     if output is None:
         click.echo(text, nl=False)
     else:
