@@ -22,13 +22,11 @@ Support default_support(const ProbeDescriptor& probe) {
   return probe.supported(default_params(probe));
 }
 
-std::string family_of(const std::string& probe) { return probe.substr(0, probe.find('.')); }
-
 // What runs by default, where that is not simply every value.
 std::string default_note(const ParamSpec& spec) {
   if (spec.optional) return " (unset by default)";
   if (spec.runs.empty()) return "";
-  return fmt::format(" (default {})", fmt::join(spec.runs, ","));
+  return fmt::format(" (runs by default: {})", fmt::join(spec.runs, ", "));
 }
 }  // namespace
 
@@ -54,7 +52,7 @@ nlohmann::json describe_probe(const ProbeDescriptor& probe) {
   }
   const Support support = default_support(probe);
   return {{"name", probe.name},
-          {"family", family_of(probe.name)},
+          {"family", probe_family(probe.name)},
           {"op", probe.op},
           {"unit", unit_name(probe.unit)},
           {"baseline", probe.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(probe.baseline)},
@@ -213,15 +211,15 @@ std::string probes_markdown(const std::vector<nlohmann::json>& reference) {
   std::map<std::string, std::vector<const ProbeDescriptor*>> families;
   std::set<std::string> explained;
   for (const auto& p : all_probes()) {
-    families[family_of(p.name)].push_back(&p);
-    if (!p.where_time_goes.empty()) explained.insert(family_of(p.name));
+    families[probe_family(p.name)].push_back(&p);
+    if (!p.where_time_goes.empty()) explained.insert(probe_family(p.name));
   }
   auto close_family = [&](const std::string& family) {
     if (explained.count(family)) out += where_the_time_goes(family, families[family], reference);
   };
   std::string family;
   for (const auto& p : all_probes()) {
-    const std::string f = family_of(p.name);
+    const std::string f = probe_family(p.name);
     if (f != family) {
       close_family(family);
       family = f;
@@ -231,9 +229,7 @@ std::string probes_markdown(const std::vector<nlohmann::json>& reference) {
     out += fmt::format("- **baseline:** {}\n", p.baseline.empty() ? "none" : p.baseline);
     for (const auto& spec : p.params)
       out += fmt::format("- **param `{}`:** {} — {}{}\n", spec.name, fmt::join(spec.values, ", "), spec.help,
-                         spec.optional       ? " (unset by default)"
-                         : spec.runs.empty() ? ""
-                                             : fmt::format(" (runs by default: {})", fmt::join(spec.runs, ", ")));
+                         default_note(spec));
     const auto described = describe_probe(p);
     if (!described["expects"].is_null())
       out += fmt::format(

@@ -231,7 +231,7 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
   Result r;
   const std::uint64_t began = monotonic_raw_ns();
   r.probe = probe.name;
-  r.family = probe.name.substr(0, probe.name.find('.'));
+  r.family = probe_family(probe.name);
   r.params = params;
   r.numeric_params = numeric_params(probe, params);
   r.unit = probe.unit;

@@ -36,6 +36,8 @@ void insert_probe(std::vector<ProbeDescriptor>& probes, ProbeDescriptor descript
 
 void register_probe(ProbeDescriptor descriptor) { insert_probe(registry_storage(), std::move(descriptor)); }
 
+std::string probe_family(const std::string& name) { return name.substr(0, name.find('.')); }
+
 const std::vector<ProbeDescriptor>& all_probes() { return registry_storage(); }
 
 const ProbeDescriptor* find_probe(const std::string& name) {

@@ -132,6 +132,8 @@ struct ProbeDescriptor {
 // name; throws std::logic_error on a name already there.
 void insert_probe(std::vector<ProbeDescriptor>& probes, ProbeDescriptor descriptor);
 void register_probe(ProbeDescriptor descriptor);
+// The family of a probe name: what comes before the first dot ("switch" of "switch.pipe").
+std::string probe_family(const std::string& name);
 const std::vector<ProbeDescriptor>& all_probes();
 const ProbeDescriptor* find_probe(const std::string& name);
 

@@ -54,7 +54,7 @@ inline Result run_default_variant(const std::string& name, const Params& overrid
 inline std::vector<const ProbeDescriptor*> family_probes(const std::string& family) {
   std::vector<const ProbeDescriptor*> probes;
   for (const auto& p : all_probes())
-    if (p.name.rfind(family + ".", 0) == 0) probes.push_back(&p);
+    if (probe_family(p.name) == family) probes.push_back(&p);
   if (probes.empty()) throw std::logic_error("no probe in family " + family);
   return probes;
 }

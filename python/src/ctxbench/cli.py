@@ -327,8 +327,13 @@ def _stream(engine_run: EngineRun, json_path: Path | None, spool: _Spool) -> lis
 @click.option("--quick", is_flag=True, help="Fewer samples and shorter runs (smoke run).")
 @click.option("--samples", type=click.IntRange(min=1), help="Samples per probe variant.")
 @click.option("--min-time", type=click.FloatRange(min=0, min_open=True), help="Seconds per sample.")
-@click.option("--cpus", help="Placement: same, cross, any (comma-separated).")
-@click.option("--between", help="threads, processes (comma-separated).")
+@click.option(
+    "--cpus", help="Placements to run, comma-separated (the cpus values `ctxbench list` shows)."
+)
+@click.option(
+    "--between",
+    help="Task kinds to run, comma-separated (the between values `ctxbench list` shows).",
+)
 @click.option(
     "--param",
     "params",
