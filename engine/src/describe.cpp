@@ -25,22 +25,25 @@ Support default_support(const ProbeDescriptor& probe) {
 // What runs by default, where that is not simply every value.
 std::string default_note(const ParamSpec& spec) {
   if (spec.optional) return " (unset by default)";
-  if (spec.runs.empty()) return "";
-  return fmt::format(" (runs by default: {})", fmt::join(spec.runs, ", "));
+  std::string note = spec.runs.empty() ? "" : fmt::format(" (runs by default: {})", fmt::join(spec.runs, ", "));
+  if (!spec.also_runs_help.empty()) note += fmt::format("; also {}", spec.also_runs_help);
+  return note;
 }
 }  // namespace
 
 nlohmann::json describe_probe(const ProbeDescriptor& probe) {
   nlohmann::json params = nlohmann::json::array();
   for (const auto& spec : probe.params) {
-    params.push_back({{"name", spec.name},
-                      {"values", spec.values},
-                      {"default", default_values(spec)},
-                      {"help", spec.help},
-                      {"numeric", spec.numeric},
-                      {"open_ended", spec.open_ended},
-                      {"optional", spec.optional},
-                      {"axis", spec.axis}});
+    params.push_back(
+        {{"name", spec.name},
+         {"values", spec.values},
+         {"default", default_values(spec)},
+         {"help", spec.help},
+         {"numeric", spec.numeric},
+         {"open_ended", spec.open_ended},
+         {"optional", spec.optional},
+         {"axis", spec.axis},
+         {"also_runs", spec.also_runs_help.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec.also_runs_help)}});
   }
   nlohmann::json expects = nullptr;
   if (probe.expects) {

@@ -77,6 +77,7 @@ struct RunOptions {
   bool quick = false;
   std::string samples, min_time, timeout;
   std::string cpus, between;
+  bool hold_idle = false;
   std::vector<std::string> params;
   bool json = false;
   std::string out;
@@ -107,6 +108,11 @@ int run_command(const RunOptions& o) {
     if (!o.cpus.empty()) add_axis_choice(selection, all_probes(), "cpus", o.cpus, "--cpus");
     if (!o.between.empty()) add_axis_choice(selection, all_probes(), "between", o.between, "--between");
     for (const auto& p : o.params) add_param_choice(selection, p);  // after the preset's: the user's win
+    if (o.hold_idle) {
+      if (selection.choices.count("idle"))
+        throw UsageError("--hold-idle and --param idle=... both choose the idle axis; keep one");
+      add_axis_choice(selection, all_probes(), "idle", "held", "--hold-idle");  // --param idle=... stays strict
+    }
     variants = expand(all_probes(), selection);
   } catch (const UsageError& e) {
     return usage_error(e.what());
@@ -231,6 +237,9 @@ int main(int argc, char** argv) {
                   "Seconds a variant may run before its children are killed (default 120)");
   run->add_option("--cpus", run_options.cpus, "Placements to run: same,cross,any");
   run->add_option("--between", run_options.between, "Task kinds to run: threads,processes");
+  run->add_flag("--hold-idle", run_options.hold_idle,
+                "Hold every CPU out of deep idle (/dev/cpu_dma_latency = 0) during each variant that has the idle "
+                "axis (idle=held); needs root, otherwise those variants are unsupported");
   run->add_option("--param", run_options.params, "Parameter values: NAME=V1,V2 (repeatable), e.g. procs=2,8")
       ->allow_extra_args(false);
   run->add_flag("--json", run_options.json, "Write JSON Lines (env, one record per variant, run_end)");

@@ -29,9 +29,14 @@ struct ParamSpec {
   bool numeric = false;     // values are integers, recorded as numbers
   bool open_ended = false;  // numeric values outside `values` are accepted too
   bool optional = false;    // absent from the default variants; set only when chosen (--param, a preset)
-  // A run-wide axis (--cpus, --between): a choice narrows the probes that have
-  // the parameter and leaves the others alone, instead of being refused.
+  // Set by a run-wide option (--cpus, --between) as well as by --param; `list
+  // --json` says so, for front ends.
   bool axis = false;
+  // A value outside `runs` that runs by default too where this says so, given
+  // the values already chosen for the parameters listed before this one (e.g.
+  // policy=batch only beside cpus=same). Null: `runs` alone.
+  std::function<bool(const std::string& value, const Params& earlier)> also_runs;
+  std::string also_runs_help;  // when also_runs applies, in words, for `list` and the docs
 };
 
 // The one rule for what runs by default: `runs`, else every value; nothing
@@ -126,6 +131,12 @@ struct ProbeDescriptor {
   // Where the time of one op goes, in a sentence or two: docs/probes.md puts
   // it in the family's generated "where the time goes" section.
   std::string where_time_goes;
+  // System calls one op makes, all tasks together, where the code makes the
+  // same calls every time (e.g. a pipe switch: one write and one read); null
+  // where it depends on timing (a futex wait skipped when the value already
+  // changed). Recorded as derived.syscalls_per_op; `ctxbench explain` prices
+  // them at the run's bare-syscall cost (syscall.enosys).
+  std::function<double(const Params&)> syscalls_per_op;
 };
 
 // Fills a descriptor's defaults and inserts it into `probes`, kept sorted by
@@ -149,7 +160,12 @@ inline std::function<double(const Params&)> constant(double value) {
 // probe choose its default placements and say what they mean for it.
 ParamSpec cpus_param(std::vector<std::string> runs = {}, std::string help = {});
 ParamSpec between_param();  // threads | processes (an axis)
-ParamSpec policy_param();   // batch | normal (scheduling policy of every task)
+ParamSpec policy_param();   // normal | batch (scheduling policy of every task)
+// idle = free | held: whether the harness holds every CPU out of deep idle
+// states (a /dev/cpu_dma_latency request of 0 us) for the variant's duration.
+// held runs by default beside cpus=cross, where holding is permitted. Must be
+// listed after cpus.
+ParamSpec idle_param();
 
 // The expectation of a two-task ping-pong where one op is one switch: each
 // task switches once per round trip (two ops). Under policy batch each switch

@@ -37,7 +37,7 @@ void add_axis_choice(Selection& selection, const std::vector<ProbeDescriptor>& p
   std::vector<std::string> allowed;
   for (const auto& p : probes)
     for (const auto& spec : p.params)
-      if (spec.axis && spec.name == axis)
+      if (spec.name == axis)
         for (const auto& v : spec.values)
           if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) allowed.push_back(v);
   auto values = split_list(text, option);
@@ -47,6 +47,7 @@ void add_axis_choice(Selection& selection, const std::vector<ProbeDescriptor>& p
           fmt::format("{}: '{}' is not a value of {}; use {} (comma-separated)", option, v, axis,
                       allowed.empty() ? "none: no probe has it" : fmt::format("{}", fmt::join(allowed, ", "))));
   selection.choices[axis] = std::move(values);
+  selection.axes.insert(axis);
 }
 
 bool probe_matches(const std::string& pattern, const std::string& name) {
@@ -81,12 +82,10 @@ std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Se
   // axis (--cpus, --between) narrows the probes that have it and leaves the
   // others alone.
   for (const auto& [name, values] : selection.choices) {
-    bool known = false, axis = false;
+    bool known = false;
     for (const auto* p : chosen)
       for (const auto& spec : p->params) known = known || spec.name == name;
-    for (const auto& p : probes)
-      for (const auto& spec : p.params) axis = axis || (spec.axis && spec.name == name);
-    if (!known && !axis)
+    if (!known && !selection.axes.count(name))
       throw UsageError(
           fmt::format("parameter '{}' belongs to none of the chosen probes; see 'ctxbench-engine list'", name));
   }
@@ -107,13 +106,20 @@ std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Se
         }
       }
       if (values.empty()) continue;  // an optional parameter nobody chose: the variant goes without it
+      const bool chosen_by_user = selection.choices.count(spec.name) > 0;
       std::vector<Params> next;
-      for (const auto& combo : combos)
-        for (const auto& v : values) {
+      for (const auto& combo : combos) {
+        std::vector<std::string> here = values;
+        // Values that run by default only beside some earlier choices.
+        if (!chosen_by_user && spec.also_runs)
+          for (const auto& v : spec.values)
+            if (std::find(here.begin(), here.end(), v) == here.end() && spec.also_runs(v, combo)) here.push_back(v);
+        for (const auto& v : here) {
           Params extended = combo;
           extended[spec.name] = v;
           next.push_back(extended);
         }
+      }
       combos = std::move(next);
     }
     for (auto& combo : combos) variants.push_back({p, std::move(combo)});

@@ -5,6 +5,7 @@
 // without running.
 #pragma once
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@ struct Variant {
 struct Selection {
   std::vector<std::string> patterns;                        // empty: every probe
   std::map<std::string, std::vector<std::string>> choices;  // param name -> values
+  // Choices made by a run-wide option (--cpus, --between, --hold-idle): they
+  // narrow the chosen probes that have the parameter and leave the others
+  // alone, where a --param no chosen probe has is refused as a typo.
+  std::set<std::string> axes;
 };
 
 // Parses "a,b,c" into values; throws UsageError on empty items.
@@ -34,10 +39,10 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
 // Parses --param NAME=V1,V2 into `selection.choices`.
 void add_param_choice(Selection& selection, const std::string& text);
 
-// Parses a run-wide axis option (--cpus for the axis `cpus`, --between) into
-// `selection.choices`: every value must be one some probe's axis parameter of
-// that name allows. The choice narrows the probes that have the parameter;
-// expand() leaves the others alone.
+// Parses a run-wide option (--cpus for the parameter `cpus`, --between,
+// --hold-idle) into `selection.choices` and `selection.axes`: every value must
+// be one that some probe's parameter of that name allows. The choice narrows
+// the probes that have the parameter; expand() leaves the others alone.
 void add_axis_choice(Selection& selection, const std::vector<ProbeDescriptor>& probes, const std::string& axis,
                      const std::string& text, const std::string& option);
 

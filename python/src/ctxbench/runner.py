@@ -141,6 +141,7 @@ class RunOptions:
     params: Sequence[str] = ()  # NAME=V1,V2, as the engine's --param takes them
     preset: str | None = None
     timeout: float | None = None  # seconds per variant
+    hold_idle: bool = False
 
     def engine_args(self, dry_run: bool = False) -> list[str]:
         """``ctxbench-engine run`` with these options: the run itself (JSON Lines
@@ -162,6 +163,8 @@ class RunOptions:
             args += ["--between", self.between]
         for choice in self.params:
             args += ["--param", choice]
+        if self.hold_idle:
+            args.append("--hold-idle")
         return [*args, "--dry-run"] if dry_run else [*args, "--json", "--progress"]
 
 
