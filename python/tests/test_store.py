@@ -133,7 +133,7 @@ def test_a_failing_run_write_leaves_nothing_behind(tmp_path):
         with pytest.raises(KeyError):
             store.add_run(broken, origin="run")
         assert store.runs() == []
-        assert store._db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 0
+        assert store.result_count() == 0
         store.add_run(good, origin="run")
         assert len(store.load("tx-run").results) == 4
 

@@ -104,13 +104,14 @@ def main(argv: list[str] | None = None) -> int:
 db_option = click.option(
     "--db",
     "db",
-    type=click.Path(dir_okay=True, path_type=Path),
     default=None,
-    help="SQLite store (default: $CTXBENCH_DB, else the user data directory).",
+    help="The store: an SQLite file, or a postgresql:// URL for a shared one "
+    "(default: $CTXBENCH_DB, else the user data directory).",
 )
 
 
-def _open_store(db: Path | None, create: bool = True) -> Store:
+def _open_store(db: str | None, create: bool = True) -> Store:
+    """create=False: the command only reads (a read-only store opens read-only)."""
     return Store.open(db, create=create)
 
 
@@ -274,8 +275,8 @@ class _Spool:
     message says how to store it (`ctxbench import`); once stored, it goes.
     """
 
-    def __init__(self, store_path: Path):
-        self.path: Path | None = store_path.parent / f".ctxbench-unstored-{os.getpid()}.jsonl"
+    def __init__(self, directory: Path):
+        self.path: Path | None = directory / f".ctxbench-unstored-{os.getpid()}.jsonl"
         self._file: io.TextIOBase | None = None
         self.count = 0
 
@@ -358,7 +359,7 @@ def run(
     min_time: float | None,
     cpus: str | None,
     between: str | None,
-    db: Path | None,
+    db: str | None,
     json_path: Path | None,
     report_path: Path | None,
     label: str | None,
@@ -385,7 +386,7 @@ def run(
             between=between,
         )
         engine_run = EngineRun(options, engine=engine)
-        with _Spool(store.path) as spool:
+        with _Spool(store.spool_dir) as spool:
             records = _stream(engine_run, json_path, spool)
             for problem in engine_run.problems[:5]:
                 _say(f"ctxbench: warning: {problem}")
@@ -401,7 +402,7 @@ def run(
             stored = _store_run(store, run_records, "run", label)
         _print_results(stored.results, title=f"run {stored.run_id}")
         state = "partial run" if stored.info.interrupted else "run"
-        _say(f"stored {state} {stored.run_id} ({len(stored.results)} results) in {store.path}")
+        _say(f"stored {state} {stored.run_id} ({len(stored.results)} results) in {store.location}")
         if report_path is not None:
             _write_report([stored], report_path)
     if engine_run.problems:
@@ -452,7 +453,7 @@ def env(as_json: bool) -> None:
 # ---- history / show ----------------------------------------------------------------
 @cli.command()
 @db_option
-def history(db: Path | None) -> None:
+def history(db: str | None) -> None:
     """The runs in the store, oldest first."""
     try:
         store = _open_store(db, create=False)
@@ -464,7 +465,7 @@ def history(db: Path | None) -> None:
     with store:
         infos = store.runs()
         if not infos:
-            _say(f"no runs in {store.path} yet")
+            _say(f"no runs in {store.location} yet")
             return
         console = _console()
         console.print(tables.history_table(infos, width=console.width))
@@ -473,7 +474,7 @@ def history(db: Path | None) -> None:
 @cli.command()
 @click.argument("run_ref", metavar="RUN")
 @db_option
-def show(run_ref: str, db: Path | None) -> None:
+def show(run_ref: str, db: str | None) -> None:
     """One run as a table. RUN: a run id, a unique prefix, or 'latest'."""
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
@@ -505,7 +506,7 @@ def show(run_ref: str, db: Path | None) -> None:
     show_default=True,
     help="Significance level of the U test.",
 )
-def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
+def compare(run_refs: tuple[str, ...], db: str | None, alpha: float) -> None:
     """Runs side by side: medians, ratio with bootstrap CI, U test, environment diff."""
     from ctxbench.compare import compare_runs
 
@@ -536,7 +537,7 @@ def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
 )
 @click.option("--title", help="Title of the page.")
 @db_option
-def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: Path | None) -> None:
+def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: str | None) -> None:
     """A self-contained HTML report (offline, plots inline) of one or more runs."""
     _check_output_path(output, "-o")
     with _open_store(db, create=False) as store:
@@ -549,7 +550,7 @@ def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: Path 
 @click.argument("path", type=click.Path(path_type=Path), metavar="FILE")
 @click.option("--label", help="A name for the imported run.")
 @db_option
-def import_command(path: Path, label: str | None, db: Path | None) -> None:
+def import_command(path: Path, label: str | None, db: str | None) -> None:
     """Store a run from engine JSON Lines (e.g. `ctxbench-engine run --json` on a board)."""
     if str(path) == "-":
         text = sys.stdin.read()
@@ -565,7 +566,7 @@ def import_command(path: Path, label: str | None, db: Path | None) -> None:
     with _open_store(db) as store:
         stored = _store_run(store, run_records, "import", label)
     state = "partial run" if stored.info.interrupted else "run"
-    _say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.path}")
+    _say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.location}")
 
 
 CSV_COLUMNS = [
@@ -615,7 +616,7 @@ def _csv_rows(stored: StoredRun) -> Iterator[list[Any]]:
     "-o", "--output", type=click.Path(path_type=Path), help="File to write (default: stdout)."
 )
 @db_option
-def export(run_ref: str, form: str, output: Path | None, db: Path | None) -> None:
+def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None:
     """A stored run as JSON Lines (the engine's records, importable) or CSV."""
     _check_output_path(output, "-o")
     with _open_store(db, create=False) as store:
@@ -652,7 +653,7 @@ def export(run_ref: str, form: str, output: Path | None, db: Path | None) -> Non
     help="Also write an HTML report to FILE.",
 )
 @db_option
-def riscv(sim: str, label: str | None, report_path: Path | None, db: Path | None) -> None:
+def riscv(sim: str, label: str | None, report_path: Path | None, db: str | None) -> None:
     """The RISC-V trap lab: ecall round trips in Spike and/or QEMU, stored as a run."""
     _check_output_path(report_path, "--report")
     try:
@@ -671,6 +672,6 @@ def riscv(sim: str, label: str | None, report_path: Path | None, db: Path | None
                 raise RecordError(f"riscv lab record {number} is not valid: {problem}")
         stored = _store_run(store, group_run(produced, "riscv lab"), "riscv", label)
         _print_results(stored.results, title=f"riscv lab run {stored.run_id}")
-        _say(f"stored run {stored.run_id} ({len(stored.results)} results) in {store.path}")
+        _say(f"stored run {stored.run_id} ({len(stored.results)} results) in {store.location}")
         if report_path is not None:
             _write_report([stored], report_path)
