@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from ctxbench.records import RunRecords, group_run, read_run_file
+from servers import PostgresServer, postgres_bindir
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
@@ -31,6 +32,33 @@ def _isolated_store(tmp_path, monkeypatch):
     monkeypatch.setenv("CTXBENCH_DB", str(tmp_path / "default-store.db"))
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "240")
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A PostgreSQL server of this test session (initdb in a temp dir, unix socket)."""
+    bindir = postgres_bindir()
+    if bindir is None:
+        pytest.skip(
+            "PostgreSQL server binaries (initdb, pg_ctl) are not installed: "
+            "install Debian's postgresql (scripts/deps.sh servers)"
+        )
+    server = PostgresServer(bindir)
+    try:
+        server.start()
+    except BaseException:
+        server.stop()
+        raise
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_target(request, tmp_path) -> str:
+    """Where a fresh store goes: an SQLite file, or an empty PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.db")
+    return request.getfixturevalue("pg_server").new_database()
 
 
 def fixture_path(name: str) -> Path:

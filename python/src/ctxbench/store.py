@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -405,10 +406,9 @@ class _PostgreSQL(_Dialect):
 
     def spool_dir(self) -> Path:
         directory = super().spool_dir()
-        try:
+        # Without it the caller runs without its safety copy and says so.
+        with contextlib.suppress(OSError):
             directory.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            pass  # the caller runs without its safety copy and says so
         return directory
 
     def lock_for_write(self, conn: sa.Connection) -> None:
@@ -768,9 +768,7 @@ class Store:
         with self._read() as conn:
             run_id = self._resolve(conn, reference)
             row = conn.execute(
-                sa.select(*_INFO_COLUMNS, RUNS.c.env, RUNS.c.run_end).where(
-                    RUNS.c.run_id == run_id
-                )
+                sa.select(*_INFO_COLUMNS, RUNS.c.env, RUNS.c.run_end).where(RUNS.c.run_id == run_id)
             ).one()
             texts = conn.execute(
                 sa.select(RESULTS.c.record)
