@@ -208,14 +208,16 @@ class _ProgressView:
                 self._progress.update(self._task, description="done")
             self._progress.stop()
 
-    def update(self, progress: EngineProgress) -> None:
+    def update(self, progress: EngineProgress, task: Any = None, prefix: str = "") -> None:
+        """Variant ``progress`` starts: on the bar ``task`` (the only one by
+        default), or a line beginning with ``prefix``."""
         label = progress.probe
         params = fmt.params(progress.params)
         if params != "—":
             label += f" {params}"
         if self._progress is not None:
             self._progress.update(
-                self._task,
+                self._task if task is None else task,
                 total=progress.total,
                 completed=progress.number - 1,
                 description=label,
@@ -224,7 +226,7 @@ class _ProgressView:
         else:
             elapsed = time.monotonic() - self.started
             self.console.print(
-                f"[{progress.number}/{progress.total}] {label} (elapsed {elapsed:.0f} s)",
+                f"{prefix}[{progress.number}/{progress.total}] {label} (elapsed {elapsed:.0f} s)",
                 markup=False,
             )
 
@@ -275,8 +277,9 @@ class _Spool:
     message says how to store it (`ctxbench import`); once stored, it goes.
     """
 
-    def __init__(self, directory: Path):
-        self.path: Path | None = directory / f".ctxbench-unstored-{os.getpid()}.jsonl"
+    def __init__(self, directory: Path, tag: str = ""):
+        name = f".ctxbench-unstored-{os.getpid()}{tag}.jsonl"
+        self.path: Path | None = directory / name
         self._file: io.TextIOBase | None = None
         self.count = 0
 
@@ -352,6 +355,20 @@ def _stream(engine_run: EngineRun, json_path: Path | None, spool: _Spool) -> lis
     help="Also write an HTML report to FILE.",
 )
 @click.option("--label", help="A name for this run (e.g. 'host, mitigations=off').")
+@click.option(
+    "--host",
+    "hosts",
+    multiple=True,
+    metavar="DEST",
+    help="Run on DEST over SSH instead of here (as `ssh DEST` understands it: "
+    "~/.ssh/config aliases, user@host, ports, jump hosts); repeat for several "
+    "hosts, run in parallel, one stored run each.",
+)
+@click.option(
+    "--ssh-config",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="An ssh_config file for --host (ssh -F).",
+)
 def run(
     probes: tuple[str, ...],
     quick: bool,
@@ -363,6 +380,8 @@ def run(
     json_path: Path | None,
     report_path: Path | None,
     label: str | None,
+    hosts: tuple[str, ...],
+    ssh_config: Path | None,
 ) -> int:
     """Run probes (default: the whole suite), store the run, print its summary.
 
@@ -374,6 +393,12 @@ def run(
     between = _comma_choices(between, BETWEEN_CHOICES, "--between")
     _check_output_path(json_path, "--json")
     _check_output_path(report_path, "--report")
+    if ssh_config is not None and not hosts:
+        raise click.UsageError("--ssh-config is for --host runs; give --host DEST too")
+    if hosts and json_path is not None:
+        raise click.UsageError(
+            "--json takes one run; with --host, export each stored run (`ctxbench export RUN`)"
+        )
     with _open_store(db) as store:
         engine = find_engine()
         selectors = _resolve_selectors(probes, list_probes(engine)) if probes else []
@@ -385,6 +410,10 @@ def run(
             cpus=cpus,
             between=between,
         )
+        if hosts:
+            from ctxbench.hosts_cli import run_on_hosts
+
+            return run_on_hosts(store, list(hosts), options, label, ssh_config, report_path)
         engine_run = EngineRun(options, engine=engine)
         with _Spool(store.spool_dir) as spool:
             records = _stream(engine_run, json_path, spool)
