@@ -107,6 +107,64 @@ def test_write_lock_held_too_long_is_a_clean_error(store_target):
         assert len(store.runs()) == 2
 
 
+def _fake_engine(tmp_path: Path, monkeypatch) -> None:
+    """`run` replays a recorded engine run (tests/fake_engine.py)."""
+    wrapper = tmp_path / "ctxbench-engine"
+    fake = Path(__file__).parent / "fake_engine.py"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{fake}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CTXBENCH_ENGINE", str(wrapper))
+    monkeypatch.setenv("FAKE_ENGINE_RECORDS", str(fixture_path("run_a.jsonl")))
+
+
+def _kept_for_import(stderr: str, directory: Path) -> Path:
+    """The run's records are in the spool, and the message says how to store them."""
+    spools = list(directory.glob(".ctxbench-unstored-*.jsonl"))
+    assert len(spools) == 1 and f"ctxbench import {spools[0]}" in stderr, stderr
+    return spools[0]
+
+
+def test_run_while_the_lock_is_held_keeps_the_measured_run(tmp_path, monkeypatch):
+    _fake_engine(tmp_path, monkeypatch)
+    db = tmp_path / "s.db"
+    with Store.open(db) as store:
+        store.add_run(synthetic_run("before-0001"), origin="run")
+    monkeypatch.setattr("ctxbench.store.LOCK_TIMEOUT_S", 0.3)
+    holder = _hold_write_lock(str(db))
+    try:
+        result = invoke("run", "--db", str(db))
+    finally:
+        holder.close()
+    assert result.exit_code == 1
+    assert_one_error_line(result.stderr, "locked by another writer", "store the run again")
+    spool = _kept_for_import(result.stderr, tmp_path)
+    assert invoke("import", str(spool), "--db", str(db)).exit_code == 0
+    with Store.open(db) as store:
+        assert [info.run_id for info in store.runs()] == ["before-0001", real_run().run_id]
+
+
+def test_store_deleted_during_a_run_keeps_the_measured_run(tmp_path, monkeypatch):
+    _fake_engine(tmp_path, monkeypatch)
+    db = tmp_path / "s.db"
+    Store.open(db).close()
+    import ctxbench.cli as cli_module
+
+    stream = cli_module._stream
+
+    def stream_then_delete(*args, **kwargs):
+        records = stream(*args, **kwargs)
+        db.unlink()
+        return records
+
+    monkeypatch.setattr(cli_module, "_stream", stream_then_delete)
+    result = invoke("run", "--db", str(db))
+    assert result.exit_code == 1
+    assert_one_error_line(result.stderr, "was deleted")
+    assert not db.exists()
+    spool = _kept_for_import(result.stderr, tmp_path)
+    assert invoke("import", str(spool), "--db", str(db)).exit_code == 0
+
+
 # ---- deleted while open --------------------------------------------------------------
 def test_store_deleted_while_open_is_a_clean_error(tmp_path):
     path = tmp_path / "s.db"

@@ -499,13 +499,15 @@ class Store:
         cls,
         target: Path | str | None = None,
         create: bool = True,
-        lock_timeout: float = LOCK_TIMEOUT_S,
+        lock_timeout: float | None = None,
     ) -> Store:
         """Open (and migrate) the store at ``target``: a file path or a postgresql:// URL.
 
         ``create=False`` is for commands that only read: nothing is created,
         and a store this process cannot write is opened read-only.
         """
+        if lock_timeout is None:
+            lock_timeout = LOCK_TIMEOUT_S
         explicit = target is not None
         text = str(target) if target is not None else default_target()
         if is_url(text):
