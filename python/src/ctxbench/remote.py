@@ -10,8 +10,8 @@ the message says how to accept it.
 For each host, one after the other over the same SSH setup:
 
 1. ``uname -m`` and a private temporary directory (``mktemp -d``, mode 0700).
-2. The static engine of that arch is copied into it (``make engines`` builds
-   them; see ``engine_for``).
+2. The static engine of that arch (and its exec helper) is copied into it as
+   a tar stream (``make engines`` builds them; see ``engine_for``).
 3. The engine runs there under a small POSIX sh wrapper; its records stream
    back over ssh's stdout as they are produced, its progress over stderr,
    exactly as for a local run. The wrapper watches its stdin: when ctxbench
@@ -26,11 +26,13 @@ This module moves data only; what goes on screen is the CLI's business.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import platform
 import re
 import shlex
 import subprocess
+import tarfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -41,6 +43,7 @@ from ctxbench.runner import ENGINE_NAME, EngineRun, RunOptions
 CONNECT_TIMEOUT_S = 15
 STEP_TIMEOUT_S = 120
 REMOTE_DIR_PREFIX = "ctxbench."
+EXIT0_NAME = "ctxbench-exit0"
 
 # The wrapper around the remote engine: $1 is the private directory, the rest
 # the engine's arguments. fd 3 keeps ssh's stdin for the watcher (an
@@ -152,16 +155,16 @@ def _strip_prefix(line: str) -> str:
     return re.sub(r"^(ssh|mktemp|sh|cat|rm|chmod): ", "", line.strip())
 
 
-def _ssh(ssh: SSH, host: str, remote_command: str, stdin_path: Path | None = None) -> str:
+def _ssh(ssh: SSH, host: str, remote_command: str, data: bytes = b"") -> str:
+    """Run one command on the host (``data`` on its stdin); its stdout, or HostError."""
     try:
-        with open(stdin_path, "rb") if stdin_path else open(os.devnull, "rb") as stdin:
-            done = subprocess.run(
-                ssh.argv(host, remote_command),
-                stdin=stdin,
-                capture_output=True,
-                timeout=STEP_TIMEOUT_S,
-                check=False,
-            )
+        done = subprocess.run(
+            ssh.argv(host, remote_command),
+            input=data,
+            capture_output=True,
+            timeout=STEP_TIMEOUT_S,
+            check=False,
+        )
     except FileNotFoundError:
         raise HostError(
             host, f"the OpenSSH client ({ssh.executable}) is not installed; install openssh-client"
@@ -205,6 +208,24 @@ def engine_for(arch: str) -> Path:
     )
 
 
+def _engine_archive(engine: Path) -> bytes:
+    """A tar of the engine and, beside it, its exec helper (create.* probes run it)."""
+    files = [(engine, ENGINE_NAME)]
+    helper = engine.parent / EXIT0_NAME
+    if helper.is_file():
+        files.append((helper, EXIT0_NAME))
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for path, name in files:
+            info = archive.gettarinfo(str(path), name)
+            info.mode = 0o700
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            with path.open("rb") as handle:
+                archive.addfile(info, handle)
+    return buffer.getvalue()
+
+
 class RemoteEngineRun(EngineRun):
     """The engine on one host over ssh: records and progress as for a local run."""
 
@@ -234,8 +255,12 @@ class RemoteEngineRun(EngineRun):
             self.engine = engine_for(self.arch)
         except EngineError as error:
             raise HostError(self.host, str(error)) from None
-        target = shlex.quote(f"{self.remote_dir}/{ENGINE_NAME}")
-        _ssh(self.ssh, self.host, f"cat > {target} && chmod 700 {target}", stdin_path=self.engine)
+        _ssh(
+            self.ssh,
+            self.host,
+            f"tar -x -f - -C {shlex.quote(self.remote_dir)}",
+            data=_engine_archive(self.engine),
+        )
 
     def command(self) -> list[str]:
         assert self.remote_dir is not None, "prepare() first"
