@@ -80,6 +80,21 @@ def test_two_hosts_in_parallel_give_two_runs(ssh_server, tmp_path):
             assert run.env["hostname"] == os.uname().nodename  # the remote's env
     assert "alpha: stored run" in done.stderr and "beta: stored run" in done.stderr
     assert_nothing_left(ssh_server)
+    # One table across the hosts, named by their labels, against a chosen baseline.
+    compare = ["compare", "alpha", "beta", "--baseline", "beta", "--db", str(db)]
+    compared = subprocess.run(
+        [sys.executable, "-m", "ctxbench", *compare],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        check=False,
+    )
+    assert compared.returncode == 0, compared.stderr
+    legend = [
+        line for line in compared.stdout.splitlines() if " alpha " in line or " beta " in line
+    ]
+    assert " beta " in legend[0] and " alpha " in legend[1], compared.stdout
+    assert "B/A [CI]" in compared.stdout
 
 
 def test_each_failing_host_is_one_line_and_the_others_finish(ssh_server, tmp_path):

@@ -246,6 +246,11 @@ def test_run_references(store_target):
         assert store.resolve("x_y") == "x_y-00000001"
         with pytest.raises(BadInput, match="no run"):
             store.resolve("X_Y")
+        # A label names the latest run stored with it.
+        store.add_run(synthetic_run("host-run-0001"), origin="run", label="vm1")
+        store.add_run(synthetic_run("host-run-0002"), origin="run", label="vm1")
+        assert store.resolve("vm1") == "host-run-0002"
+        assert store.resolve("host-run-0001") == "host-run-0001"
 
 
 def test_latest_on_an_empty_store(store_target):

@@ -504,7 +504,7 @@ def history(db: str | None) -> None:
 @click.argument("run_ref", metavar="RUN")
 @db_option
 def show(run_ref: str, db: str | None) -> None:
-    """One run as a table. RUN: a run id, a unique prefix, or 'latest'."""
+    """One run as a table. RUN: a run id, a unique prefix, 'latest', or a label."""
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
     info = stored.info
@@ -535,7 +535,13 @@ def show(run_ref: str, db: str | None) -> None:
     show_default=True,
     help="Significance level of the U test.",
 )
-def compare(run_refs: tuple[str, ...], db: str | None, alpha: float) -> None:
+@click.option(
+    "--baseline",
+    metavar="RUN",
+    help="The run the others are compared with (default: the first); "
+    "e.g. one host of a `run --host` fleet.",
+)
+def compare(run_refs: tuple[str, ...], db: str | None, alpha: float, baseline: str | None) -> None:
     """Runs side by side: medians, ratio with bootstrap CI, U test, environment diff."""
     from ctxbench.compare import compare_runs
 
@@ -543,6 +549,11 @@ def compare(run_refs: tuple[str, ...], db: str | None, alpha: float) -> None:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
     with _open_store(db, create=False) as store:
         runs = [store.load(ref) for ref in run_refs]
+        if baseline is not None:
+            base_id = store.resolve(baseline)
+            if base_id not in [run.run_id for run in runs]:
+                raise BadInput(f"--baseline {baseline} is not one of the runs compared")
+            runs.sort(key=lambda run: run.run_id != base_id)  # stable: others keep their order
     ids = [run.run_id for run in runs]
     if len(set(ids)) != len(ids):
         raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")

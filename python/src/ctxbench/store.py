@@ -730,7 +730,8 @@ class Store:
             return conn.execute(sa.select(sa.func.count()).select_from(RESULTS)).scalar_one()
 
     def resolve(self, reference: str) -> str:
-        """A full run id from a full id, a unique prefix, or ``latest``."""
+        """A full run id from a full id, a unique prefix, ``latest``, or a label
+        (the latest run with that label)."""
         with self._read() as conn:
             return self._resolve(conn, reference)
 
@@ -756,6 +757,15 @@ class Store:
         if reference in matches:
             return reference
         if not matches:
+            # A label names the latest run stored with it (e.g. a host of `run --host`).
+            labelled = conn.execute(
+                sa.select(RUNS.c.run_id)
+                .where(RUNS.c.label == reference)
+                .order_by(RUNS.c.stored_seq.desc())
+                .limit(1)
+            ).first()
+            if labelled is not None:
+                return labelled[0]
             raise BadInput(
                 f"no run '{reference}' in {self.location}; see `ctxbench history` for the run ids"
             )
