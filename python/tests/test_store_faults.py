@@ -345,3 +345,11 @@ def test_read_only_postgresql_database_reads_and_refuses_writes(pg_server):
         with pytest.raises(StoreWriteError, match="cannot be written") as caught:
             store.add_run(synthetic_run("refused-0002"), origin="run")
         assert caught.value.reason == "readonly"
+
+
+def test_unreachable_postgresql_server_is_one_line_without_the_password(tmp_path):
+    url = f"postgresql://someone:s3cret@/bench?host={tmp_path}/no-server&connect_timeout=2"
+    result = invoke("history", "--db", url)
+    assert result.exit_code != 0
+    line = assert_one_error_line(result.stderr, "cannot open store", "check the --db URL")
+    assert "s3cret" not in result.stderr and "someone:***@" in line
