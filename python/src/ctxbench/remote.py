@@ -10,7 +10,7 @@ the message says how to accept it.
 For each host, one after the other over the same SSH setup:
 
 1. ``uname -m`` and a private temporary directory (``mktemp -d``, mode 0700).
-2. The static engine of that arch (and its exec helper) is copied into it as
+2. The static engine of that arch (and its helpers) is copied into it as
    a tar stream (``make engines`` builds them; see ``engine_for``).
 3. The engine runs there under a small POSIX sh wrapper; its records stream
    back over ssh's stdout as they are produced, its progress over stderr,
@@ -43,7 +43,8 @@ from ctxbench.runner import ENGINE_NAME, EngineRun, RunOptions
 CONNECT_TIMEOUT_S = 15
 STEP_TIMEOUT_S = 120
 REMOTE_DIR_PREFIX = "ctxbench."
-EXIT0_NAME = "ctxbench-exit0"
+# The static helpers the engine runs from its own directory (create.* probes).
+HELPERS = ("ctxbench-exit0", "ctxbench-forkloop")
 
 # The wrapper around the remote engine: $1 is the private directory, the rest
 # the engine's arguments. fd 3 keeps ssh's stdin for the watcher (an
@@ -209,11 +210,9 @@ def engine_for(arch: str) -> Path:
 
 
 def _engine_archive(engine: Path) -> bytes:
-    """A tar of the engine and, beside it, its exec helper (create.* probes run it)."""
+    """A tar of the engine and the helpers beside it (mode 0700, no owner names)."""
     files = [(engine, ENGINE_NAME)]
-    helper = engine.parent / EXIT0_NAME
-    if helper.is_file():
-        files.append((helper, EXIT0_NAME))
+    files += [(engine.parent / name, name) for name in HELPERS if (engine.parent / name).is_file()]
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for path, name in files:
