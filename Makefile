@@ -54,6 +54,8 @@ cross:
 # there into the package (ctxbench/engines/<arch>/).
 HOST_ARCH := $(shell uname -m)
 ENGINE_ARCHES ?= x86_64 aarch64 riscv64
+# The engine and the static helpers it runs from its own directory.
+ENGINE_FILES := ctxbench-engine ctxbench-exit0 ctxbench-forkloop
 engines: deps-engine
 	@scripts/deps.sh cross || echo "engines: building the archs whose compilers are here"
 	for arch in $(ENGINE_ARCHES); do \
@@ -64,9 +66,9 @@ engines: deps-engine
 	  fi; \
 	  cmake -S engine -B $(BUILD)/$$arch $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release -DCTXBENCH_WERROR=ON \
 	    -DCTXBENCH_STATIC=ON -DCTXBENCH_TESTS=OFF $$toolchain && \
-	  cmake --build $(BUILD)/$$arch -j $(JOBS) --target ctxbench-engine ctxbench-exit0 && \
+	  cmake --build $(BUILD)/$$arch -j $(JOBS) --target ctxbench-engine && \
 	  mkdir -p $(BUILD)/engines/$$arch && \
-	  cp $(BUILD)/$$arch/ctxbench-engine $(BUILD)/$$arch/ctxbench-exit0 $(BUILD)/engines/$$arch/ || exit 1; \
+	  cp $(addprefix $(BUILD)/$$arch/,$(ENGINE_FILES)) $(BUILD)/engines/$$arch/ || exit 1; \
 	done
 
 # Cross-built engines run a smoke set under qemu-user; their records must validate.
