@@ -234,6 +234,11 @@ class SSHServer:
             self.stop()
             raise RuntimeError(f"sshd did not listen on port {self.port}")
 
+    @property
+    def pid(self) -> int:
+        assert self._process is not None
+        return self._process.pid
+
     def stop(self) -> None:
         if self._process is not None:
             self._process.terminate()

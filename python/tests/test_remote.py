@@ -148,6 +148,38 @@ def test_remote_engine_killed_mid_run_keeps_a_partial_run(ssh_server, tmp_path):
     assert_nothing_left(ssh_server)
 
 
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def test_dropped_connection_keeps_a_partial_run_and_stops_the_remote_engine(ssh_server, tmp_path):
+    db = tmp_path / "s.db"
+    process = _start_slow_run(ssh_server, db)
+    # The daemon's per-connection processes go: the connection drops mid-run.
+    sessions = _children(ssh_server.pid)
+    assert sessions
+    for pid in sessions:
+        os.kill(pid, signal.SIGKILL)
+    _stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1, stderr
+    lines = error_lines(stderr)
+    assert len(lines) == 1 and "host alpha" in lines[0], stderr
+    with Store.open(db) as store:
+        (info,) = store.runs()
+        assert info.interrupted and info.n_results >= 1
+    # The wrapper saw the connection go, stopped the engine and removed its directory.
+    assert_nothing_left(ssh_server)
+
+
 def test_ctrl_c_stops_every_host_and_keeps_what_finished(ssh_server, tmp_path):
     db = tmp_path / "s.db"
     process = _start_slow_run(ssh_server, db)
