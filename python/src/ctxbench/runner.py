@@ -204,11 +204,18 @@ class EngineRun:
         self.problems: list[str] = []  # stdout lines that were not valid records
         self.returncode: int | None = None
 
+    def command(self) -> list[str]:
+        """The command line that runs the engine (a remote run wraps it in ssh)."""
+        return [str(self.engine), *self.options.engine_args()]
+
+    # A remote run keeps ssh's stdin open: closing it is how the remote engine is stopped.
+    stdin: int = subprocess.DEVNULL
+
     def start(self) -> None:
         try:
             self._process = subprocess.Popen(
-                [str(self.engine), *self.options.engine_args()],
-                stdin=subprocess.DEVNULL,
+                self.command(),
+                stdin=self.stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
