@@ -16,7 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,7 +83,9 @@ def _images(
     )
 
 
-def _measure(target: Target, sim_tools: dict[str, Path], images: Path) -> TargetRun:
+def _measure(
+    target: Target, sim_tools: dict[str, Path], images: Path, children: simulators.Children
+) -> TargetRun:
     elf = images / target.image / "lab.elf"
     dis = images / target.image / "lab.dis"
     started = time.monotonic()
@@ -91,7 +93,7 @@ def _measure(target: Target, sim_tools: dict[str, Path], images: Path) -> Target
     try:
         if not elf.is_file() or not dis.is_file():
             raise LabError(f"{elf} or {dis} is missing: build the lab first (make riscv)")
-        run.output = parse_output(simulators.run(target, sim_tools, elf))
+        run.output = parse_output(simulators.run(target, sim_tools, elf, children))
         run.shape = handler_shape(dis.read_text())
         run.parts = {c: decompose(run.output, run.shape, c) for c in COUNTERS}
     except (LabError, KeyError, ValueError, ZeroDivisionError) as error:
@@ -138,13 +140,24 @@ def run_lab(
     started_at = timestamp()
     workers = max(1, min(len(targets), len(os.sched_getaffinity(0))))
     say(f"running on {', '.join(t.name for t in targets)} ({workers} at a time)")
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_measure, t, sim_tools[t.sim], images) for t in targets]
-        runs = []
-        for future in futures:
+    # The cycle models take seconds to a minute each, Spike and QEMU about a
+    # second: start the long ones first so that the short ones fill the gaps.
+    order = sorted(targets, key=lambda t: not t.counts_cycles)
+    children = simulators.Children()
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        futures = {
+            t.name: pool.submit(_measure, t, sim_tools[t.sim], images, children) for t in order
+        }
+        for future in as_completed(futures.values()):
             run = future.result()
             say(f"{run.target.name} finished in {run.seconds:.1f} s")
-            runs.append(run)
+        runs = [futures[t.name].result() for t in targets]
+    except BaseException:  # interrupted: no simulator outlives the lab
+        pool.shutdown(wait=False, cancel_futures=True)
+        children.kill_all()
+        raise
+    pool.shutdown()
 
     records: list[dict[str, Any]] = [env_record(run_id, targets, versions, images, models)]
     for run in runs:

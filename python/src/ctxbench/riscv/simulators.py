@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,25 +126,57 @@ def command(target: Target, tools: dict[str, Path], elf: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def run(target: Target, tools: dict[str, Path], elf: Path) -> str:
+class Children:
+    """The simulator processes running now, so that an interrupted lab
+    (Ctrl-C, SIGTERM turned into an exception) leaves none behind."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: set[subprocess.Popen] = set()
+
+    def start(self, command: list[str], env: dict[str, str]) -> subprocess.Popen:
+        with self._lock:
+            child = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                env=env,
+            )
+            self._running.add(child)
+            return child
+
+    def done(self, child: subprocess.Popen) -> None:
+        with self._lock:
+            self._running.discard(child)
+
+    def kill_all(self) -> None:
+        with self._lock:
+            for child in self._running:
+                child.kill()
+            for child in self._running:
+                child.wait()
+            self._running.clear()
+
+
+def run(target: Target, tools: dict[str, Path], elf: Path, children: Children) -> str:
     """Boot the lab kernel on one target; its exit status is the kernel's pass/fail."""
     env = dict(os.environ)
     if "dtc" in tools:  # Spike runs dtc by name
         env["PATH"] = f"{Path(tools['dtc']).parent}{os.pathsep}{env.get('PATH', '')}"
+    child = children.start(command(target, tools, elf), env)
     try:
-        done = subprocess.run(
-            command(target, tools, elf),
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=SIM_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-            env=env,
-        )
+        stdout, stderr = child.communicate(timeout=SIM_TIMEOUT_S)
     except subprocess.TimeoutExpired as error:
+        child.kill()
+        child.communicate()
         raise LabError(f"{target.name} did not finish within {SIM_TIMEOUT_S} s") from error
-    if done.returncode != 0:
-        lines = (done.stdout + done.stderr).strip().splitlines()
+    finally:
+        children.done(child)
+    if child.returncode != 0:
+        lines = (stdout + stderr).strip().splitlines()
         tail = " | ".join(line[-200:] for line in lines[-3:]) or "no output"
-        raise LabError(f"{target.name} exited with status {done.returncode}: {tail}")
-    return done.stdout
+        raise LabError(f"{target.name} exited with status {child.returncode}: {tail}")
+    return stdout
