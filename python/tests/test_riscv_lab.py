@@ -344,7 +344,7 @@ def test_report_answers_in_cycles_on_the_models(cycle_lab: LabRuns) -> None:
         assert f"- rvsim-{model}, getpid, cycles against instructions:" in text
 
 
-def test_records_validate_against_the_schema(lab: LabRuns) -> None:
+def _assert_valid_runs(lab: LabRuns) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
     for run in (lab.first, lab.second):
@@ -356,6 +356,14 @@ def test_records_validate_against_the_schema(lab: LabRuns) -> None:
             assert not errors, (record.get("probe"), errors[0].message)
         assert records[-1]["counts"]["ok"] == len(records) - 2
     assert lab.first.records[0]["run_id"] != lab.second.records[0]["run_id"]
+
+
+def test_records_validate_against_the_schema(lab: LabRuns) -> None:
+    _assert_valid_runs(lab)
+
+
+def test_cycle_model_records_validate_against_the_schema(cycle_lab: LabRuns) -> None:
+    _assert_valid_runs(cycle_lab)
 
 
 # ---- anywhere ----------------------------------------------------------------
@@ -529,3 +537,32 @@ def test_function_parser_reads_objdump_layout() -> None:
         "    80000108:\tld\tra,8(sp)\n"
     )
     assert parse.function_instructions(text, "trap_entry_full") == ["csrrw", "sd"]
+
+
+def test_records_of_every_target_validate_without_running_a_simulator() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
+    trip = {v: {c: (40 + 10 * i, 20 + i) for i, c in enumerate(CALLS)} for v in VARIANTS}
+    trip["empty"] = dict.fromkeys(CALLS, (12, 6))
+    trip["minimal"] = {c: (30 + 10 * i, 12 + i) for i, c in enumerate(CALLS)}
+    out = parse.parse_output(_synthetic_output(trip))
+    shape = {
+        "full": {"instructions": 70, "loads_stores": 60},
+        "minimal": {"instructions": 50, "loads_stores": 52},
+        "empty": {"instructions": 6, "loads_stores": 0},
+    }
+    parts = {c: decompose.decompose(out, shape, c) for c in decompose.COUNTERS}
+    have_rvsim = not isinstance(tools.find_rvsim(), tools.Missing)
+    for target in simulators.TARGETS.values():
+        model = None
+        if target.model is not None:
+            if not have_rvsim:
+                continue
+            model = riscv.rvsim_models.describe(target.model)
+        for variant in VARIANTS:
+            for call in CALLS:
+                record = riscv.records.result_record(
+                    "riscv-20260101T000000Z-00000000", target, variant, call, out, parts, model, "t"
+                )
+                errors = sorted(validator.iter_errors(record), key=str)
+                assert not errors, (target.name, variant, call, errors[0].message)

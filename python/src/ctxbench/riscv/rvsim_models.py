@@ -43,11 +43,12 @@ def describe(model: str) -> dict[str, Any]:
 
     def l1(name: str) -> dict[str, Any]:
         level = cache[name]
+        if not level["enabled"]:
+            return {"size_bytes": 0}
         return {
             "size_bytes": level["size_bytes"],
             "ways": level["ways"],
             "latency": level["latency"],
-            "enabled": level["enabled"],
         }
 
     return {
