@@ -29,6 +29,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from ctxbench import __version__, fmt, tables
 from ctxbench import riscv as riscv_lab
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, RecordError
+from ctxbench.explain import explain as explain_run
+from ctxbench.explain import render_text as render_explanation
 from ctxbench.records import RunRecords, dumps, group_run, read_run_file, record_problem
 from ctxbench.runner import EngineRun, RunOptions, capture_env, find_engine, list_probes
 from ctxbench.runner import Progress as EngineProgress
@@ -102,13 +104,14 @@ def main(argv: list[str] | None = None) -> int:
 db_option = click.option(
     "--db",
     "db",
-    type=click.Path(dir_okay=True, path_type=Path),
     default=None,
-    help="SQLite store (default: $CTXBENCH_DB, else the user data directory).",
+    help="The store: an SQLite file, or a postgresql:// URL for a shared one "
+    "(default: $CTXBENCH_DB, else the user data directory).",
 )
 
 
-def _open_store(db: Path | None, create: bool = True) -> Store:
+def _open_store(db: str | None, create: bool = True) -> Store:
+    """create=False: the command only reads (a read-only store opens read-only)."""
     return Store.open(db, create=create)
 
 
@@ -205,14 +208,16 @@ class _ProgressView:
                 self._progress.update(self._task, description="done")
             self._progress.stop()
 
-    def update(self, progress: EngineProgress) -> None:
+    def update(self, progress: EngineProgress, task: Any = None, prefix: str = "") -> None:
+        """Variant ``progress`` starts: on the bar ``task`` (the only one by
+        default), or a line beginning with ``prefix``."""
         label = progress.probe
         params = fmt.params(progress.params)
         if params != "—":
             label += f" {params}"
         if self._progress is not None:
             self._progress.update(
-                self._task,
+                self._task if task is None else task,
                 total=progress.total,
                 completed=progress.number - 1,
                 description=label,
@@ -221,7 +226,7 @@ class _ProgressView:
         else:
             elapsed = time.monotonic() - self.started
             self.console.print(
-                f"[{progress.number}/{progress.total}] {label} (elapsed {elapsed:.0f} s)",
+                f"{prefix}[{progress.number}/{progress.total}] {label} (elapsed {elapsed:.0f} s)",
                 markup=False,
             )
 
@@ -272,8 +277,9 @@ class _Spool:
     message says how to store it (`ctxbench import`); once stored, it goes.
     """
 
-    def __init__(self, store_path: Path):
-        self.path: Path | None = store_path.parent / f".ctxbench-unstored-{os.getpid()}.jsonl"
+    def __init__(self, directory: Path, tag: str = ""):
+        name = f".ctxbench-unstored-{os.getpid()}{tag}.jsonl"
+        self.path: Path | None = directory / name
         self._file: io.TextIOBase | None = None
         self.count = 0
 
@@ -335,6 +341,12 @@ def _stream(engine_run: EngineRun, json_path: Path | None, spool: _Spool) -> lis
 @click.option("--min-time", type=click.FloatRange(min=0, min_open=True), help="Seconds per sample.")
 @click.option("--cpus", help="Placement: same, cross, any (comma-separated).")
 @click.option("--between", help="threads, processes (comma-separated).")
+@click.option(
+    "--hold-idle",
+    is_flag=True,
+    help="Run the switch probes only with idle=held: CPUs kept out of deep idle through "
+    "/dev/cpu_dma_latency for each variant (needs root; otherwise unsupported with the reason).",
+)
 @db_option
 @click.option(
     "--json",
@@ -349,6 +361,20 @@ def _stream(engine_run: EngineRun, json_path: Path | None, spool: _Spool) -> lis
     help="Also write an HTML report to FILE.",
 )
 @click.option("--label", help="A name for this run (e.g. 'host, mitigations=off').")
+@click.option(
+    "--host",
+    "hosts",
+    multiple=True,
+    metavar="DEST",
+    help="Run on DEST over SSH instead of here (as `ssh DEST` understands it: "
+    "~/.ssh/config aliases, user@host, ports, jump hosts); repeat for several "
+    "hosts, run in parallel, one stored run each.",
+)
+@click.option(
+    "--ssh-config",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="An ssh_config file for --host (ssh -F).",
+)
 def run(
     probes: tuple[str, ...],
     quick: bool,
@@ -356,10 +382,13 @@ def run(
     min_time: float | None,
     cpus: str | None,
     between: str | None,
-    db: Path | None,
+    hold_idle: bool,
+    db: str | None,
     json_path: Path | None,
     report_path: Path | None,
     label: str | None,
+    hosts: tuple[str, ...],
+    ssh_config: Path | None,
 ) -> int:
     """Run probes (default: the whole suite), store the run, print its summary.
 
@@ -371,6 +400,12 @@ def run(
     between = _comma_choices(between, BETWEEN_CHOICES, "--between")
     _check_output_path(json_path, "--json")
     _check_output_path(report_path, "--report")
+    if ssh_config is not None and not hosts:
+        raise click.UsageError("--ssh-config is for --host runs; give --host DEST too")
+    if hosts and json_path is not None:
+        raise click.UsageError(
+            "--json takes one run; with --host, export each stored run (`ctxbench export RUN`)"
+        )
     with _open_store(db) as store:
         engine = find_engine()
         selectors = _resolve_selectors(probes, list_probes(engine)) if probes else []
@@ -381,9 +416,14 @@ def run(
             min_time=min_time,
             cpus=cpus,
             between=between,
+            hold_idle=hold_idle,
         )
+        if hosts:
+            from ctxbench.hosts_cli import run_on_hosts
+
+            return run_on_hosts(store, list(hosts), options, label, ssh_config, report_path)
         engine_run = EngineRun(options, engine=engine)
-        with _Spool(store.path) as spool:
+        with _Spool(store.spool_dir) as spool:
             records = _stream(engine_run, json_path, spool)
             for problem in engine_run.problems[:5]:
                 _say(f"ctxbench: warning: {problem}")
@@ -399,7 +439,7 @@ def run(
             stored = _store_run(store, run_records, "run", label)
         _print_results(stored.results, title=f"run {stored.run_id}")
         state = "partial run" if stored.info.interrupted else "run"
-        _say(f"stored {state} {stored.run_id} ({len(stored.results)} results) in {store.path}")
+        _say(f"stored {state} {stored.run_id} ({len(stored.results)} results) in {store.location}")
         if report_path is not None:
             _write_report([stored], report_path)
     if engine_run.problems:
@@ -450,7 +490,7 @@ def env(as_json: bool) -> None:
 # ---- history / show ----------------------------------------------------------------
 @cli.command()
 @db_option
-def history(db: Path | None) -> None:
+def history(db: str | None) -> None:
     """The runs in the store, oldest first."""
     try:
         store = _open_store(db, create=False)
@@ -462,7 +502,7 @@ def history(db: Path | None) -> None:
     with store:
         infos = store.runs()
         if not infos:
-            _say(f"no runs in {store.path} yet")
+            _say(f"no runs in {store.location} yet")
             return
         console = _console()
         console.print(tables.history_table(infos, width=console.width))
@@ -471,8 +511,8 @@ def history(db: Path | None) -> None:
 @cli.command()
 @click.argument("run_ref", metavar="RUN")
 @db_option
-def show(run_ref: str, db: Path | None) -> None:
-    """One run as a table. RUN: a run id, a unique prefix, or 'latest'."""
+def show(run_ref: str, db: str | None) -> None:
+    """One run as a table. RUN: a run id, a unique prefix, 'latest', or a label."""
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
     info = stored.info
@@ -492,6 +532,21 @@ def show(run_ref: str, db: Path | None) -> None:
     _print_results(stored.results)
 
 
+@cli.command()
+@click.argument("run_ref", metavar="[RUN]", default="latest")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the decomposition as JSON.")
+def explain(run_ref: str, db: str | None, as_json: bool) -> None:
+    """Where the time of each switch goes, from figures measured in RUN (default: latest)."""
+    with _open_store(db, create=False) as store:
+        stored = store.load(run_ref)
+    explained = explain_run(stored.results, stored.run_id)
+    if as_json:
+        click.echo(json.dumps(explained.as_dict(), indent=2, sort_keys=True))
+    else:
+        click.echo(render_explanation(explained), nl=False)
+
+
 # ---- compare / report ----------------------------------------------------------------
 @cli.command()
 @click.argument("run_refs", nargs=-1, required=True, metavar="RUN_A RUN_B [RUN...]")
@@ -503,7 +558,13 @@ def show(run_ref: str, db: Path | None) -> None:
     show_default=True,
     help="Significance level of the U test.",
 )
-def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
+@click.option(
+    "--baseline",
+    metavar="RUN",
+    help="The run the others are compared with (default: the first); "
+    "e.g. one host of a `run --host` fleet.",
+)
+def compare(run_refs: tuple[str, ...], db: str | None, alpha: float, baseline: str | None) -> None:
     """Runs side by side: medians, ratio with bootstrap CI, U test, environment diff."""
     from ctxbench.compare import compare_runs
 
@@ -511,6 +572,11 @@ def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
     with _open_store(db, create=False) as store:
         runs = [store.load(ref) for ref in run_refs]
+        if baseline is not None:
+            base_id = store.resolve(baseline)
+            if base_id not in [run.run_id for run in runs]:
+                raise BadInput(f"--baseline {baseline} is not one of the runs compared")
+            runs.sort(key=lambda run: run.run_id != base_id)  # stable: others keep their order
     ids = [run.run_id for run in runs]
     if len(set(ids)) != len(ids):
         raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")
@@ -534,7 +600,7 @@ def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
 )
 @click.option("--title", help="Title of the page.")
 @db_option
-def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: Path | None) -> None:
+def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: str | None) -> None:
     """A self-contained HTML report (offline, plots inline) of one or more runs."""
     _check_output_path(output, "-o")
     with _open_store(db, create=False) as store:
@@ -547,7 +613,7 @@ def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: Path 
 @click.argument("path", type=click.Path(path_type=Path), metavar="FILE")
 @click.option("--label", help="A name for the imported run.")
 @db_option
-def import_command(path: Path, label: str | None, db: Path | None) -> None:
+def import_command(path: Path, label: str | None, db: str | None) -> None:
     """Store a run from engine JSON Lines (e.g. `ctxbench-engine run --json` on a board)."""
     if str(path) == "-":
         text = sys.stdin.read()
@@ -563,7 +629,7 @@ def import_command(path: Path, label: str | None, db: Path | None) -> None:
     with _open_store(db) as store:
         stored = _store_run(store, run_records, "import", label)
     state = "partial run" if stored.info.interrupted else "run"
-    _say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.path}")
+    _say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.location}")
 
 
 CSV_COLUMNS = [
@@ -613,7 +679,7 @@ def _csv_rows(stored: StoredRun) -> Iterator[list[Any]]:
     "-o", "--output", type=click.Path(path_type=Path), help="File to write (default: stdout)."
 )
 @db_option
-def export(run_ref: str, form: str, output: Path | None, db: Path | None) -> None:
+def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None:
     """A stored run as JSON Lines (the engine's records, importable) or CSV."""
     _check_output_path(output, "-o")
     with _open_store(db, create=False) as store:
@@ -650,7 +716,7 @@ def export(run_ref: str, form: str, output: Path | None, db: Path | None) -> Non
     help="Also write an HTML report to FILE.",
 )
 @db_option
-def riscv(sim: str, label: str | None, report_path: Path | None, db: Path | None) -> None:
+def riscv(sim: str, label: str | None, report_path: Path | None, db: str | None) -> None:
     """The RISC-V trap lab: ecall round trips on Spike, QEMU and rvsim core models,
     decomposed in words and stored as a run."""
     _check_output_path(report_path, "--report")
@@ -664,7 +730,7 @@ def riscv(sim: str, label: str | None, report_path: Path | None, db: Path | None
                 raise RecordError(f"riscv lab record {number} is not valid: {problem}")
         stored = _store_run(store, group_run(lab.records, "riscv lab"), "riscv", label)
         click.echo(riscv_lab.format_report(lab), nl=False)
-        _say(f"stored run {stored.run_id} ({len(stored.results)} results) in {store.path}")
+        _say(f"stored run {stored.run_id} ({len(stored.results)} results) in {store.location}")
         if report_path is not None:
             _write_report([stored], report_path)
         failed = [run.target.name for run in lab.runs if run.problem]
