@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench import stats
+from ctxbench import fmt, stats
 from ctxbench.records import params_key
 from ctxbench.store import StoredRun
 
@@ -169,7 +169,12 @@ def compare_runs(
                 decision = ONLY_ONE
             else:
                 excluded = exclusions(
-                    reference, other, options[0], options[index], _letter(0), _letter(index)
+                    reference,
+                    other,
+                    options[0],
+                    options[index],
+                    fmt.run_letter(0),
+                    fmt.run_letter(index),
                 )
                 decision = decide(difference, first_seen["unit"], min_effect)
             cells.append(
@@ -200,10 +205,6 @@ def compare_runs(
         options=options,
         summaries=[summarize(rows, index) for index in range(1, len(runs))],
     )
-
-
-def _letter(index: int) -> str:
-    return chr(ord("A") + index) if index < 26 else f"R{index}"
 
 
 def run_options(env: dict[str, Any]) -> dict[str, Any]:
@@ -372,7 +373,7 @@ def describe(
 def summary_lines(comparison: Comparison) -> list[str]:
     """One line per run against A: counts, and the geometric mean over comparable rows."""
     lines = [
-        summary_line(summary, _letter(index), _letter(0))
+        summary_line(summary, fmt.run_letter(index), fmt.run_letter(0))
         for index, summary in enumerate(comparison.summaries, start=1)
     ]
     differing = [

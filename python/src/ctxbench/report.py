@@ -97,13 +97,9 @@ class FamilySection:
     tables: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)
 
 
-def _letter(index: int) -> str:
-    return chr(ord("A") + index) if index < 26 else f"R{index}"
-
-
 def _run_name(index: int, run: StoredRun) -> str:
     """'A: laptop (vm · Intel(R) Xeon(R) Processor · KVM guest)': the machine, in every legend."""
-    return f"{_letter(index)}: {run.info.label or run.run_id} ({run.info.machine})"
+    return f"{fmt.run_letter(index)}: {run.info.label or run.run_id} ({run.info.machine})"
 
 
 def _variant_label(result: dict[str, Any]) -> str:
@@ -360,7 +356,7 @@ def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | No
                 values += [ratio.low, ratio.high]
                 hover.append(
                     esc(
-                        describe(difference, row.unit, comparison.min_effect, _letter(index))
+                        describe(difference, row.unit, comparison.min_effect, fmt.run_letter(index))
                         + ("; excluded: " + "; ".join(row.cells[index].excluded))
                         * bool(row.cells[index].excluded)
                     )
@@ -472,7 +468,7 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
         "fmt": fmt,
         "describe": describe,
         "summary_lines": summary_lines(comparison) if comparison else [],
-        "letter": _letter,
+        "letter": fmt.run_letter,
         "plotly_js": Markup(get_plotlyjs().replace("</script", "<\\/script")),
     }
 

@@ -253,7 +253,7 @@ def comparison_table(
         table.add_column("params", overflow="fold")
     table.add_column("A median", justify="right", no_wrap=True)
     for index in range(1, len(comparison.runs)):
-        letter = _letter(index)
+        letter = fmt.run_letter(index)
         table.add_column(f"{letter} median", justify="right", no_wrap=True)
         if narrow:
             table.add_column(f"{letter}/A [CI], p", justify="right", no_wrap=True)
@@ -289,7 +289,7 @@ def comparison_table(
             ratio = fmt.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
             p = fmt.p_value(difference.u_test.p_value) if difference.u_test else "—"
             words = Text(
-                describe(difference, row.unit, comparison.min_effect, _letter(index)),
+                describe(difference, row.unit, comparison.min_effect, fmt.run_letter(index)),
                 style={"slower": "red", "faster": "green"}.get(cell.decision or "", "dim"),
             )
             if cell.excluded:
@@ -320,7 +320,7 @@ def runs_legend(comparison: Comparison) -> Table:
     for index, run in enumerate(comparison.runs):
         options = comparison.options[index] if index < len(comparison.options) else {}
         table.add_row(
-            _letter(index),
+            fmt.run_letter(index),
             Text(run.run_id),
             Text(run.info.machine),
             Text(run.info.label or ""),
@@ -330,12 +330,8 @@ def runs_legend(comparison: Comparison) -> Table:
     return table
 
 
-def _letter(index: int) -> str:
-    return chr(ord("A") + index) if index < 26 else f"R{index}"
-
-
 def _run_label(index: int, run_id: str, label: str | None) -> str:
-    return f"{_letter(index)}: {label or run_id}"
+    return f"{fmt.run_letter(index)}: {label or run_id}"
 
 
 def _clip(text: str, limit: int) -> str:
