@@ -138,14 +138,15 @@ nlohmann::json result_to_json(const Result& r) {
     nlohmann::json modes = nlohmann::json::array();
     for (const auto& m : r.stability->modes)
       modes.push_back({{"center", m.center}, {"low", m.low}, {"high", m.high}, {"share", m.share}});
-    j["stability"] = {{"method", fmt::format("modes split where a sorted sample exceeds the one before by over {}x, "
-                                             "holding at least {:.0f}% of the samples; unstable with two or more "
-                                             "modes or p75/p25 over {}",
-                                             mode_gap_ratio, 100 * min_mode_share, max_middle_spread)},
-                      {"middle_spread", r.stability->middle_spread},
-                      {"modes", modes},
-                      {"outside_modes", r.stability->outside_modes},
-                      {"unstable", r.stability->unstable}};
+    j["stability"] = {
+        {"method", fmt::format("modes split where a sorted sample exceeds the one before by over {}x, "
+                               "holding at least {:.0f}% of the samples (two or more); unstable with two or more "
+                               "modes or p75/p25 over {}",
+                               mode_gap_ratio, 100 * min_mode_share, max_middle_spread)},
+        {"middle_spread", r.stability->middle_spread},
+        {"modes", modes},
+        {"outside_modes", r.stability->outside_modes},
+        {"unstable", r.stability->unstable}};
   }
   j["derived"] = r.derived;
   j["timer"] = {

@@ -37,7 +37,7 @@ Summary summarize(std::span<const double> samples);
 // Is the distribution one figure? The sorted samples are split into groups
 // wherever one value exceeds the one before it by more than
 // `mode_gap_ratio`; a group holding at least `min_mode_share` of the samples
-// is a mode. The samples are unstable when there are two or more modes, or
+// (and two of them) is a mode. The samples are unstable when there are two or more modes, or
 // when the middle half spans more than `max_middle_spread` (p75 / p25), which
 // catches a spread with no clean gap. A heavy tail (a few scattered slow
 // samples) is neither: its groups are too small to be modes and it leaves

@@ -163,3 +163,11 @@ TEST(Stability, TooFewOrNonPositiveSamplesAreNotJudged) {
   EXPECT_FALSE(ctx::assess_stability(std::vector<double>{0, 100, 100, 100, 100, 100}).has_value());
   EXPECT_TRUE(ctx::assess_stability(std::vector<double>{100, 100, 100, 100, 100}).has_value());
 }
+
+TEST(Stability, OneOutlierOfFiveIsNoMode) {
+  // 20% of five samples is one sample: a single slow one is a tail, not a mode.
+  const auto s = ctx::assess_stability(std::vector<double>{31, 31.2, 30.9, 31.1, 125});
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->modes.size(), 1u);
+  EXPECT_FALSE(s->unstable);
+}
