@@ -172,7 +172,7 @@ def test_dropped_connection_keeps_a_partial_run_and_stops_the_remote_engine(ssh_
     _stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 1, stderr
     lines = error_lines(stderr)
-    assert len(lines) == 1 and "host alpha" in lines[0], stderr
+    assert len(lines) == 1 and "host alpha: the connection was lost" in lines[0], stderr
     with Store.open(db) as store:
         (info,) = store.runs()
         assert info.interrupted and info.n_results >= 1
