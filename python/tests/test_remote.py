@@ -141,6 +141,7 @@ def test_remote_engine_killed_mid_run_keeps_a_partial_run(ssh_server, tmp_path):
     assert process.returncode == 1, stderr
     lines = error_lines(stderr)
     assert len(lines) == 1 and "host alpha" in lines[0] and "signal 9" in lines[0], stderr
+    assert "finished results are stored as partial run" in lines[0]
     with Store.open(db) as store:
         (info,) = store.runs()
         assert info.interrupted and not info.complete and info.n_results >= 1

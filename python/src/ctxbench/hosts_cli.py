@@ -180,7 +180,13 @@ def run_on_hosts(
         _write_report(stored, report_path)
     failed = [job for job in jobs if job.error is not None]
     for job in failed:
-        _error_line(str(job.error))
+        kept = ""
+        if job.stored is not None:
+            kept = (
+                f"; its {len(job.stored.results)} finished results are stored as "
+                f"partial run {job.stored.run_id}"
+            )
+        _error_line(f"{job.error}{kept}")
     if failed:
         return 1
     return EXIT_INTERRUPTED if interrupted else 0

@@ -307,15 +307,13 @@ class RemoteEngineRun(EngineRun):
             cause = _strip_prefix(lines[-1]).rstrip(".") if lines else "ssh exited with 255"
             return HostError(
                 self.host,
-                f"the connection was lost during the run ({cause}); what had arrived "
-                "is stored as a partial run",
+                f"the connection was lost during the run ({cause})",
             )
         if self.returncode > 128:
             signal_number = self.returncode - 128
             return HostError(
                 self.host,
-                f"the engine was killed by signal {signal_number} during the run; what "
-                "had arrived is stored as a partial run",
+                f"the engine was killed by signal {signal_number} during the run",
             )
         failure = self.failure()
         return HostError(self.host, str(failure)) if failure else None
