@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from ctxbench.errors import EngineError
+from ctxbench.remote import engine_for
 from ctxbench.store import Store
 
 # create.posix_spawn runs the engine's exec helper, which must have been copied too.
@@ -206,3 +208,14 @@ def test_host_options_are_checked_before_anything_runs(tmp_path):
         done = subprocess.run(argv + extra, capture_output=True, text=True, env=_env(), check=False)
         assert done.returncode == 2
         assert expected in error_lines(done.stderr)[0]
+
+
+def test_engine_for_another_arch(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXBENCH_ENGINES", str(tmp_path))
+    with pytest.raises(EngineError, match=r"no ctxbench-engine for mips64: .*make engines"):
+        engine_for("mips64")
+    engine = tmp_path / "mips64" / "ctxbench-engine"
+    engine.parent.mkdir()
+    engine.write_bytes(b"\x7fELF")
+    engine.chmod(0o755)
+    assert engine_for("mips64") == engine
