@@ -183,12 +183,13 @@ def test_dropped_connection_keeps_a_partial_run_and_stops_the_remote_engine(ssh_
     assert_nothing_left(ssh_server)
 
 
-def test_ctrl_c_stops_every_host_and_keeps_what_finished(ssh_server, tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_stops_every_host_and_keeps_what_finished(ssh_server, tmp_path, stop):
     db = tmp_path / "s.db"
     process = _start_slow_run(ssh_server, db)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     _stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr
+    assert process.returncode == 128 + stop, stderr
     assert error_lines(stderr) == []
     with Store.open(db) as store:
         (info,) = store.runs()
