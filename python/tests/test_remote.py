@@ -68,7 +68,9 @@ def error_lines(stderr: str) -> list[str]:
 
 def test_two_hosts_in_parallel_give_two_runs(ssh_server, tmp_path):
     db = tmp_path / "s.db"
-    done = ctxbench_run(ssh_server, db, *QUICK, "--host", "alpha", "--host", "beta")
+    report = tmp_path / "fleet.html"
+    hosts = ["--host", "alpha", "--host", "beta", "--host", "alpha"]  # alpha once
+    done = ctxbench_run(ssh_server, db, *QUICK, *hosts, "--report", str(report))
     assert done.returncode == 0, done.stderr
     assert error_lines(done.stderr) == []
     with Store.open(db) as store:
@@ -80,6 +82,7 @@ def test_two_hosts_in_parallel_give_two_runs(ssh_server, tmp_path):
             assert [r["probe"] for r in run.results] == ["syscall.getpid", "create.posix_spawn"]
             assert {r["verdict"]["status"] for r in run.results} <= {"ok", "suspect"}
             assert run.env["hostname"] == os.uname().nodename  # the remote's env
+            assert info.run_id in report.read_text()  # one report of the fleet
     assert "alpha: stored run" in done.stderr and "beta: stored run" in done.stderr
     assert_nothing_left(ssh_server)
     # One table across the hosts, named by their labels, against a chosen baseline.
