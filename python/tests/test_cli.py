@@ -287,12 +287,35 @@ def test_run_unknown_probe(db, fake_engine):
     assert not Path(db).exists() or Store.open(db).runs() == []
 
 
-def test_run_bad_choice_and_bad_output_paths(db, fake_engine, tmp_path):
-    bad_cpus = invoke("run", "--cpus", "sideways", "--db", db)
-    assert bad_cpus.exit_code == 2 and "--cpus" in one_error_line(bad_cpus)
+def test_run_bad_output_paths(db, fake_engine, tmp_path):
     missing = invoke("run", "--report", str(tmp_path / "no" / "r.html"), "--db", db)
     assert missing.exit_code == 2 and "does not exist" in one_error_line(missing)
     assert not fake_engine.exists()  # the engine never started
+
+
+def test_run_passes_selection_to_the_engine_and_checks_it_first(db, fake_engine):
+    result = invoke(
+        "run", "--preset", "fibers-vs-threads", "--param", "laps=10000", "--param", "fibers=4",
+        "--timeout", "30", "--cpus", "same", "--db", db,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    dry, real = (json.loads(line) for line in fake_engine.read_text().splitlines())
+    assert "--dry-run" in dry and "--dry-run" not in real
+    for args in (dry, real):
+        assert args[:3] == ["run", "--preset", "fibers-vs-threads"]
+        assert args[args.index("--timeout") + 1] == "30.0"
+        assert args[args.index("--cpus") + 1] == "same"
+        choices = [args[i + 1] for i, a in enumerate(args) if a == "--param"]
+        assert choices == ["laps=10000", "fibers=4"]
+
+
+def test_run_bad_choice_is_the_engines_usage_error_and_nothing_runs(db, fake_engine, monkeypatch):
+    monkeypatch.setenv("FAKE_ENGINE_MODE", "usage")
+    result = invoke("run", "--cpus", "sideways", "--db", db)
+    assert result.exit_code == 2 and "--cpus" in one_error_line(result)
+    calls = [json.loads(line) for line in fake_engine.read_text().splitlines()]
+    assert [c for c in calls if c[0] == "run"] == [["run", "--cpus", "sideways", "--dry-run"]]
+    assert Store.open(db).runs() == []
 
 
 def test_engine_usage_error_is_passed_on(db, fake_engine, monkeypatch):

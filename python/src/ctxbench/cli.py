@@ -8,7 +8,6 @@ problem and the fix; usage errors exit 2, failures 1, an interrupted run 130
 
 from __future__ import annotations
 
-import csv
 import fnmatch
 import io
 import json
@@ -27,18 +26,24 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ctxbench import __version__, fmt, tables
+from ctxbench import export as export_formats
 from ctxbench import riscv as riscv_lab
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, RecordError
 from ctxbench.explain import explain as explain_run
 from ctxbench.explain import render_text as render_explanation
 from ctxbench.records import RunRecords, dumps, group_run, read_run_file, record_problem
-from ctxbench.runner import EngineRun, RunOptions, capture_env, find_engine, list_probes
+from ctxbench.runner import (
+    EngineRun,
+    RunOptions,
+    capture_env,
+    find_engine,
+    list_probes,
+    plan_variants,
+)
 from ctxbench.runner import Progress as EngineProgress
 from ctxbench.store import Store, StoredRun
 
 EXIT_INTERRUPTED = 130
-CPUS_CHOICES = ("same", "cross", "any")
-BETWEEN_CHOICES = ("threads", "processes")
 
 
 # ---- consoles ---------------------------------------------------------------
@@ -133,19 +138,6 @@ def _write_text(path: Path, text: str, option: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as error:
         raise BadInput(f"cannot write {option} {path}: {error.strerror}") from None
-
-
-def _comma_choices(value: str | None, choices: tuple[str, ...], option: str) -> str | None:
-    if value is None:
-        return None
-    parts = [part.strip() for part in value.split(",") if part.strip()]
-    bad = [part for part in parts if part not in choices]
-    if bad or not parts:
-        raise click.BadParameter(
-            f"'{value}': use one or more of {', '.join(choices)}, comma-separated",
-            param_hint=option,
-        )
-    return ",".join(parts)
 
 
 @click.group(cls=CtxbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -339,8 +331,26 @@ def _stream(engine_run: EngineRun, json_path: Path | None, spool: _Spool) -> lis
 @click.option("--quick", is_flag=True, help="Fewer samples and shorter runs (smoke run).")
 @click.option("--samples", type=click.IntRange(min=1), help="Samples per probe variant.")
 @click.option("--min-time", type=click.FloatRange(min=0, min_open=True), help="Seconds per sample.")
-@click.option("--cpus", help="Placement: same, cross, any (comma-separated).")
-@click.option("--between", help="threads, processes (comma-separated).")
+@click.option(
+    "--cpus", help="Placements to run, comma-separated (the cpus values `ctxbench list` shows)."
+)
+@click.option(
+    "--between",
+    help="Task kinds to run, comma-separated (the between values `ctxbench list` shows).",
+)
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=V1,V2",
+    help="Run these values of a probe parameter (repeatable; `ctxbench list` shows them).",
+)
+@click.option("--preset", help="Run a named experiment (e.g. fibers-vs-threads) instead of probes.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds a variant may take before it is stopped and recorded as failed.",
+)
 @click.option(
     "--hold-idle",
     is_flag=True,
@@ -382,6 +392,9 @@ def run(
     min_time: float | None,
     cpus: str | None,
     between: str | None,
+    params: tuple[str, ...],
+    preset: str | None,
+    timeout: float | None,
     hold_idle: bool,
     db: str | None,
     json_path: Path | None,
@@ -396,8 +409,6 @@ def run(
     (`'switch.*'`). Ctrl-C stops cleanly and keeps the finished results as a
     partial run.
     """
-    cpus = _comma_choices(cpus, CPUS_CHOICES, "--cpus")
-    between = _comma_choices(between, BETWEEN_CHOICES, "--between")
     _check_output_path(json_path, "--json")
     _check_output_path(report_path, "--report")
     if ssh_config is not None and not hosts:
@@ -416,8 +427,14 @@ def run(
             min_time=min_time,
             cpus=cpus,
             between=between,
+            params=params,
+            preset=preset,
+            timeout=timeout,
             hold_idle=hold_idle,
         )
+        # The engine's own selection rules check the choices (axis values,
+        # parameters, presets) before anything runs or is stored.
+        plan_variants(options, engine)
         if hosts:
             from ctxbench.hosts_cli import run_on_hosts
 
@@ -632,45 +649,12 @@ def import_command(path: Path, label: str | None, db: str | None) -> None:
     _say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.location}")
 
 
-CSV_COLUMNS = [
-    "run_id", "probe", "family", "params", "unit", "status", "reasons", "n", "min", "median",
-    "mean", "stddev", "p90", "p99", "max", "median_ci_low", "median_ci_high", "baseline_name",
-    "baseline_value", "net_median", "net_min", "op",
-]  # fmt: skip
-
-
-def _csv_rows(stored: StoredRun) -> Iterator[list[Any]]:
-    for result in stored.results:
-        summary = result.get("summary") or {}
-        ci = summary.get("median_ci") or {}
-        baseline = result.get("baseline") or {}
-        corrected = result.get("corrected") or {}
-        yield [
-            result["run_id"],
-            result["probe"],
-            result["family"],
-            json.dumps(result["params"], sort_keys=True),
-            result["unit"],
-            result["verdict"]["status"],
-            "; ".join(f"{r['code']}: {r['detail']}" for r in result["verdict"]["reasons"]),
-            summary.get("n", 0),
-            *(summary.get(k, "") for k in ("min", "median", "mean", "stddev", "p90", "p99", "max")),
-            ci.get("low", ""),
-            ci.get("high", ""),
-            baseline.get("name", ""),
-            baseline.get("value", ""),
-            corrected.get("median", ""),
-            corrected.get("min", ""),
-            result["op"],
-        ]
-
-
 @cli.command()
 @click.argument("run_ref", metavar="RUN")
 @click.option(
     "--format",
     "form",
-    type=click.Choice(["json", "csv"]),
+    type=click.Choice(export_formats.FORMATS),
     default="json",
     show_default=True,
     help="json: the records as JSON Lines (importable); csv: one row per result.",
@@ -684,14 +668,7 @@ def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None
     _check_output_path(output, "-o")
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
-    if form == "json":
-        text = "".join(dumps(record) + "\n" for record in stored.records.all())
-    else:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(CSV_COLUMNS)
-        writer.writerows(_csv_rows(stored))
-        text = buffer.getvalue()
+    text = export_formats.export_text(stored, form)
     if output is None:
         click.echo(text, nl=False)
     else:
