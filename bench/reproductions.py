@@ -85,12 +85,18 @@ def select(engine: str, records: list[dict], args: list[str]) -> list[dict]:
     if proc.returncode != 0:
         raise SystemExit(f"reproductions.py: {' '.join(cmd)} failed: {proc.stderr.strip()}")
     variants = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    wanted = {(v["probe"], json.dumps(v["params"], sort_keys=True)) for v in variants}
-    return [
-        r
-        for r in records
-        if r["kind"] == "result" and (r["probe"], json.dumps(r["params"], sort_keys=True)) in wanted
-    ]
+
+    # A record is one of the variants when every parameter it has takes the
+    # variant's value; a parameter added to the probe after the recorded run
+    # (absent from its records) does not exclude it.
+    def selected(record: dict) -> bool:
+        return any(
+            v["probe"] == record["probe"]
+            and all(v["params"].get(k) == value for k, value in record["params"].items())
+            for v in variants
+        )
+
+    return [r for r in records if r["kind"] == "result" and selected(r)]
 
 
 def run_engine(engine: str, args: list[str], quick: bool) -> list[dict]:

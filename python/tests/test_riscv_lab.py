@@ -566,3 +566,34 @@ def test_records_of_every_target_validate_without_running_a_simulator() -> None:
                 )
                 errors = sorted(validator.iter_errors(record), key=str)
                 assert not errors, (target.name, variant, call, errors[0].message)
+
+
+def test_an_interrupted_lab_leaves_no_simulator_running(tmp_path: Path, monkeypatch) -> None:
+    # Spike hangs; QEMU fails at once; the progress callback then raises as
+    # Ctrl-C would. run_lab must kill the hanging simulator before it returns.
+    pid_file = tmp_path / "spike.pid"
+    spike = tmp_path / "spike"
+    version = '[ "$1" = --help ] || [ "$1" = --version ] && exit 0\n'  # the version probes
+    spike.write_text(f"#!/bin/sh\n{version}echo $$ > {pid_file}\nexec sleep 60\n")
+    qemu = tmp_path / "qemu-system-riscv64"
+    qemu.write_text(f"#!/bin/sh\n{version}while [ ! -s {pid_file} ]; do sleep 0.05; done\nexit 1\n")
+    for script in (spike, qemu):
+        script.chmod(0o755)
+    for platform in ("spike", "qemu"):
+        (tmp_path / "build" / platform).mkdir(parents=True)
+        for name in ("lab.elf", "lab.dis"):
+            (tmp_path / "build" / platform / name).write_text("")
+    monkeypatch.setenv("CTXBENCH_SPIKE", str(spike))
+    monkeypatch.setattr(
+        tools, "find_program", lambda name, package: qemu if "qemu" in name else Path("/bin/true")
+    )
+
+    def progress(message: str) -> None:
+        if message.startswith("qemu finished"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        riscv.run_lab(("spike", "qemu"), tmp_path / "build", build_first=False, progress=progress)
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # gone (killed and reaped), not left to run for a minute

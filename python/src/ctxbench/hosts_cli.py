@@ -110,20 +110,29 @@ def _drive(job: _HostRun, view: _HostsView, spool: _Spool) -> None:
         run.cleanup()
 
 
+# Ctrl-C, and what `timeout`, CI cancellation and a closed terminal send.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 @contextmanager
-def _forward_interrupts(jobs: list[_HostRun], view: _HostsView) -> Iterator[None]:
+def _forward_interrupts(jobs: list[_HostRun], view: _HostsView) -> Iterator[list[int]]:
+    """Every stop signal stops every host (a second one kills ssh); yields the
+    signals received."""
+    received: list[int] = []
+
     def on_interrupt(signum: int, frame: object) -> None:
+        received.append(signum)
         for job in jobs:
             job.engine_run.interrupt()
-        count = jobs[0].engine_run.interrupts if jobs else 0
         for job in jobs:
-            view.state(job.host, "stopping" if count == 1 else "killing")
+            view.state(job.host, "stopping" if len(received) == 1 else "killing")
 
-    previous = signal.signal(signal.SIGINT, on_interrupt)
+    previous = {number: signal.signal(number, on_interrupt) for number in STOP_SIGNALS}
     try:
-        yield
+        yield received
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def run_on_hosts(
@@ -138,7 +147,7 @@ def run_on_hosts(
     ssh = SSH(config=ssh_config)
     jobs = [_HostRun(host, RemoteEngineRun(host, options, ssh)) for host in hosts]
     spools = [_Spool(store.spool_dir, tag=f"-{index}") for index in range(len(jobs))]
-    with _HostsView(hosts) as view, _forward_interrupts(jobs, view):
+    with _HostsView(hosts) as view, _forward_interrupts(jobs, view) as received:
         for spool in spools:
             spool.__enter__()
         threads = [
@@ -180,7 +189,15 @@ def run_on_hosts(
         _write_report(stored, report_path)
     failed = [job for job in jobs if job.error is not None]
     for job in failed:
-        _error_line(str(job.error))
+        kept = ""
+        if job.stored is not None:
+            kept = (
+                f"; its {len(job.stored.results)} finished results are stored as "
+                f"partial run {job.stored.run_id}"
+            )
+        _error_line(f"{job.error}{kept}")
     if failed:
         return 1
+    if received:
+        return 128 + received[0]  # 130 after Ctrl-C, 143 after SIGTERM, 129 after SIGHUP
     return EXIT_INTERRUPTED if interrupted else 0
