@@ -29,3 +29,13 @@ class StoreError(CtxbenchError):
 
 class EngineError(CtxbenchError):
     """The engine could not be found, or failed."""
+
+
+class OutputError(CtxbenchError):
+    """An output (stdout, --json, --report, -o) could not be written (exit 3).
+
+    What it would have held is safe: a measured run is stored before any
+    side output is written, and the message says how to write it again.
+    """
+
+    exit_code = 3

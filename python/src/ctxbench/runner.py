@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.errors import BadInput, EngineError
-from ctxbench.records import record_problem
+from ctxbench.records import loads_record, record_problem
 
 ENGINE_NAME = "ctxbench-engine"
 PROGRESS_PREFIX = "@progress "
@@ -226,9 +226,9 @@ class EngineRun:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                self.problems.append(f"engine stdout line {number}: not JSON ({error.msg})")
+                record = loads_record(line)
+            except ValueError as error:
+                self.problems.append(f"engine stdout line {number}: {error}")
                 continue
             problem = record_problem(record)
             if problem is not None:
@@ -253,6 +253,11 @@ class EngineRun:
         if self.returncode in (0, None) or self.interrupted:
             return None
         return _engine_failure("run", self.returncode, "\n".join(self._stderr_tail))
+
+    @property
+    def running(self) -> bool:
+        """Started, and not known to have ended."""
+        return self._process is not None and self.returncode is None
 
     @property
     def interrupted(self) -> bool:
