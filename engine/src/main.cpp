@@ -110,9 +110,8 @@ struct Monitor {
           if (const Sink* sink = output->broken_pipe()) broken = sink->name();
       }
       if (!broken.empty())
-        end_now(exit_broken_pipe,
-                fmt::format("error: cannot write to {}: {} (its reader went away); the run stopped", broken,
-                            std::strerror(EPIPE)));
+        end_now(exit_broken_pipe, fmt::format("error: cannot write to {}: {} (its reader went away); the run stopped",
+                                              broken, std::strerror(EPIPE)));
       const std::uint64_t deadline = variant_deadline_ns.load();
       if (deadline != 0 && monotonic_raw_ns() > deadline && !timeout_flag().exchange(true)) {
         diagnostic("a variant overran its time limit; killing its children and stopping it");
@@ -198,9 +197,10 @@ int run_command(const RunOptions& o) {
   try {
     monitor_thread = std::thread([&] { monitor.loop(); });
   } catch (const std::system_error& e) {
-    diagnostic(fmt::format("error: cannot start the engine's monitor thread: {}; nothing was run (is the process "
-                           "limit, ulimit -u, too low?)",
-                           e.code().message()));
+    diagnostic(
+        fmt::format("error: cannot start the engine's monitor thread: {}; nothing was run (is the process "
+                    "limit, ulimit -u, too low?)",
+                    e.code().message()));
     return exit_failure;
   }
   struct StopMonitor {
@@ -374,8 +374,7 @@ int main(int argc, char** argv) try {
     for (const CLI::Option* option : command->get_options())
       for (const auto& value : option->results())
         if (value.empty())
-          return usage_error(
-              fmt::format("{}: empty value; give a value, or leave the option out", option->get_name()));
+          return usage_error(fmt::format("{}: empty value; give a value, or leave the option out", option->get_name()));
 
   if (*list) {
     if (list_json) {

@@ -135,9 +135,9 @@ void TableReporter::result(const Result& r) {
       corrected = format_value(r.summary->median - r.baseline->value, r.unit);
     }
   }
-  std::string text = fmt::format("{:<28} {:<36} {:>10} {:>10} {:>21} {:>10} {:>10}  {}\n", r.probe,
-                                 format_params(r.params), median, p99, ci, baseline, corrected,
-                                 status_name(r.verdict.status));
+  std::string text =
+      fmt::format("{:<28} {:<36} {:>10} {:>10} {:>21} {:>10} {:>10}  {}\n", r.probe, format_params(r.params), median,
+                  p99, ci, baseline, corrected, status_name(r.verdict.status));
   for (const auto& [code, detail] : r.verdict.reasons) text += fmt::format("    {}: {}\n", reason_name(code), detail);
   out_.write(text);
 }
@@ -160,7 +160,7 @@ template <class Write>
 std::optional<OutputError> to_each(std::vector<std::unique_ptr<Reporter>>& reporters, Write write) {
   std::optional<OutputError> first;
   for (auto& r : reporters) {
-    if (r->sink().failed()) continue;
+    if (r->sink() && r->sink()->failed()) continue;
     try {
       write(*r);
     } catch (const OutputError& e) {
@@ -186,13 +186,13 @@ void Output::result(const Result& result) {
 
 const Sink* Output::broken_pipe() {
   for (auto& r : reporters_) {
-    Sink& sink = r->sink();
-    if (sink.failed()) continue;
+    Sink* sink = r->sink();
+    if (!sink || sink->failed()) continue;
     // A pipe whose last reader closed reports POLLERR on its write end.
-    pollfd p{sink.fd(), 0, 0};
+    pollfd p{sink->fd(), 0, 0};
     if (poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) {
-      sink.fail();
-      return &sink;
+      sink->fail();
+      return sink;
     }
   }
   return nullptr;
@@ -214,7 +214,7 @@ std::optional<OutputError> Output::end(const std::string& run_id, double duratio
                                   {"interrupted", interrupted}};
   return to_each(reporters_, [&](Reporter& r) {
     r.end(run_end);
-    r.sink().close();
+    if (r.sink()) r.sink()->close();
   });
 }
 

@@ -69,7 +69,8 @@ class Reporter {
   virtual void begin(const nlohmann::json& env) = 0;
   virtual void result(const Result& result) = 0;
   virtual void end(const nlohmann::json& run_end) = 0;
-  virtual Sink& sink() = 0;
+  // Where it writes; nullptr for a reporter that writes nowhere (a test's collector).
+  virtual Sink* sink() { return nullptr; }
 };
 
 class JsonLinesReporter final : public Reporter {
@@ -80,7 +81,7 @@ class JsonLinesReporter final : public Reporter {
   void end(const nlohmann::json& run_end) override;
 
  private:
-  Sink& sink() override { return out_; }
+  Sink* sink() override { return &out_; }
   void line(const nlohmann::json& j);
   Sink& out_;
 };
@@ -91,7 +92,7 @@ class TableReporter final : public Reporter {
   void begin(const nlohmann::json& env) override;
   void result(const Result& result) override;
   void end(const nlohmann::json& run_end) override;
-  Sink& sink() override { return out_; }
+  Sink* sink() override { return &out_; }
 
  private:
   Sink& out_;

@@ -34,8 +34,7 @@ void add_param_choice(Selection& selection, const std::string& text) {
     throw UsageError(fmt::format("--param: '{}' is not NAME=VALUE[,VALUE]; write e.g. --param procs=2,8", text));
   const std::string name = text.substr(0, eq);
   if (selection.choices.count(name))
-    throw UsageError(
-        fmt::format("--param {} is given twice; list its values in one --param {}=V1,V2", name, name));
+    throw UsageError(fmt::format("--param {} is given twice; list its values in one --param {}=V1,V2", name, name));
   selection.choices[name] = split_list(text.substr(eq + 1), "--param " + name);
 }
 
@@ -100,7 +99,8 @@ std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Se
         for (const auto& v : values) {
           const bool listed = std::find(spec.values.begin(), spec.values.end(), v) != spec.values.end();
           // Up to 9 digits: a count, never a number std::stol cannot hold.
-          const bool accepted = listed || (spec.open_ended && spec.numeric && is_integer(v) && v != "0" && v.size() <= 9);
+          const bool accepted =
+              listed || (spec.open_ended && spec.numeric && is_integer(v) && v != "0" && v.size() <= 9);
           if (!accepted)
             throw UsageError(fmt::format("{}={}: not allowed for {}; allowed: {}{}", spec.name, v, p->name,
                                          fmt::join(spec.values, ", "),
