@@ -13,6 +13,7 @@
 // 141 the reader of an output pipe went away (as a SIGPIPE death reads).
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -130,10 +131,25 @@ struct RunOptions {
   bool json = false;
   std::string out;
   bool progress = false;
+  bool die_with_parent = false;
   std::string preset;
 };
 
+// The engine ends (as on SIGTERM: children reaped, run_end written) when the
+// process that started it dies, even by SIGKILL. For a front end such as
+// ctxbench, which starts the engine in a session of its own where no
+// terminal hang-up reaches it.
+bool die_with_parent() {
+  const pid_t parent = getppid();
+  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) return false;
+  return getppid() == parent;  // the parent died before prctl: nobody will signal us
+}
+
 int run_command(const RunOptions& o) {
+  if (o.die_with_parent && !die_with_parent()) {
+    diagnostic("error: the process that started the engine is gone; nothing was run");
+    return exit_interrupted;
+  }
   HarnessOptions harness;
   double variant_timeout_s = 120;
   Selection selection;
@@ -348,6 +364,8 @@ int main(int argc, char** argv) try {
   run->add_option("--out", run_options.out, "Write JSON Lines to this file (with --json: instead of stdout)");
   run->add_option("--preset", run_options.preset, "Run a named experiment instead of probes (e.g. fibers-vs-threads)");
   run->add_flag("--progress", run_options.progress, "Write '@progress {json}' lines to stderr before each variant");
+  run->add_flag("--die-with-parent", run_options.die_with_parent,
+                "Stop (as on SIGTERM) when the process that started the engine dies");
 
   if (argc > 1 && argv[1][0] != '-') {
     const std::string command = argv[1];

@@ -43,6 +43,7 @@ def test_engine_args_follow_the_contract():
     assert options.engine_args() == [
         "run", "switch.*", "--quick", "--samples", "5", "--min-time", "0.01",
         "--cpus", "same", "--between", "threads", "--json", "--progress",
+        "--die-with-parent",
     ]  # fmt: skip
 
 

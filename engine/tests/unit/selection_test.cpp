@@ -84,6 +84,7 @@ TEST(Selection, DuplicateAndEmptyValuesAreRefused) {
   };
   EXPECT_NE(message([] { split_list("same,same", "--cpus"); }).find("'same' is given twice"), std::string::npos);
   EXPECT_NE(message([] { split_list("", "--cpus"); }).find("no value given"), std::string::npos);
+  EXPECT_NE(message([] { split_list("same,", "--cpus"); }).find("empty value"), std::string::npos);
   Selection s;
   add_param_choice(s, "procs=2");
   EXPECT_NE(message([&] { add_param_choice(s, "procs=8"); }).find("given twice"), std::string::npos);

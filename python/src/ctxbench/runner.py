@@ -9,7 +9,9 @@ hands progress and diagnostics to callbacks. It never prints.
 The engine runs in its own session, so a Ctrl-C at the terminal reaches
 ctxbench only; ctxbench forwards exactly one SIGINT (``interrupt()``), the
 engine finishes the record it is writing, writes run_end with
-interrupted=true and exits 130. A second interrupt kills it.
+interrupted=true and exits 130. A second interrupt kills it. If ctxbench
+itself dies (even by SIGKILL) the engine gets SIGTERM from the kernel
+(``--die-with-parent``) and stops the same way, leaving no process behind.
 """
 
 from __future__ import annotations
@@ -145,7 +147,9 @@ class RunOptions:
             args += ["--cpus", self.cpus]
         if self.between:
             args += ["--between", self.between]
-        return [*args, "--json", "--progress"]
+        # --die-with-parent: the engine runs in its own session, where no
+        # hang-up reaches it; it must still stop if ctxbench is killed.
+        return [*args, "--json", "--progress", "--die-with-parent"]
 
 
 class EngineRun:
