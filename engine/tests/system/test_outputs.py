@@ -9,17 +9,15 @@ import os
 import pathlib
 import pwd
 import resource
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
 from test_faults import become_subreaper, leftover_children
 
-from conftest import parse_records, results
+from conftest import as_other_user, parse_records, results
 
 EXIT_OUTPUT = 3
 EXIT_INTERRUPTED = 130
@@ -223,15 +221,8 @@ def unused_uid():
     pytest.skip("no unused uid found")
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("setpriv") is None,
-    reason="needs root to run as an unused uid with setpriv (util-linux)",
-)
-def test_no_thread_or_process_to_spare_is_a_failed_record_or_one_line(engine, request):
-    exe_dir = pathlib.Path(tempfile.mkdtemp(prefix="ctxbench-nproc-", dir="/tmp"))
-    request.addfinalizer(lambda: shutil.rmtree(exe_dir, ignore_errors=True))
-    shutil.copy2(engine, exe_dir / "ctxbench-engine")
-    os.chmod(exe_dir, 0o755)
+@as_other_user
+def test_no_thread_or_process_to_spare_is_a_failed_record_or_one_line(reachable_engine):
     uid = unused_uid()
 
     def run_with_process_limit(limit):
@@ -245,7 +236,7 @@ def test_no_thread_or_process_to_spare_is_a_failed_record_or_one_line(engine, re
                 f"--regid={uid}",
                 "--clear-groups",
                 "--inh-caps=-all",
-                str(exe_dir / "ctxbench-engine"),
+                str(reachable_engine),
                 "run",
                 "create.pthread",
                 "create.fork",

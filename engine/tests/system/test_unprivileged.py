@@ -3,34 +3,16 @@ with a reason, or suspect for a measurement reason (e.g. too few switches on
 a cross-CPU yield) - never failed, and never a permission problem hidden as a
 figure. The engine changes no system setting, so this also runs as root."""
 
-import os
-import pathlib
 import pwd
-import shutil
 import subprocess
-import tempfile
 
-import pytest
-
-from conftest import parse_records, results
+from conftest import as_other_user, parse_records, results
 
 PRIVILEGE_REASONS = {"permission_denied"}
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("setpriv") is None,
-    reason="needs root to drop to nobody with setpriv (util-linux)",
-)
-def test_quick_suite_as_nobody(engine, request):
-    # The engine must be reachable by nobody: copy it (and its exec helper)
-    # into a directory nobody can traverse (pytest's tmp_path is under a 0700 dir).
-    exe_dir = pathlib.Path(tempfile.mkdtemp(prefix="ctxbench-nobody-", dir="/tmp"))
-    request.addfinalizer(lambda: shutil.rmtree(exe_dir, ignore_errors=True))
-    for name in ("ctxbench-engine", "ctxbench-exit0"):
-        source = os.path.join(os.path.dirname(engine), name)
-        if os.path.exists(source):
-            shutil.copy2(source, exe_dir / name)
-    os.chmod(exe_dir, 0o755)
+@as_other_user
+def test_quick_suite_as_nobody(reachable_engine):
     proc = subprocess.run(
         [
             "setpriv",
@@ -38,7 +20,7 @@ def test_quick_suite_as_nobody(engine, request):
             "--regid=nogroup",
             "--clear-groups",
             "--inh-caps=-all",
-            str(exe_dir / "ctxbench-engine"),
+            str(reachable_engine),
             "run",
             "--quick",
             "--json",
