@@ -73,6 +73,12 @@ class _TerminalConsole(Console):
             else:
                 yield segment
 
+    def on_broken_pipe(self) -> None:
+        # rich would exit 1 here; ctxbench's handling says 141 (and, in
+        # `run`, stores the run first).
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
 
 def _console(stderr: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
@@ -119,6 +125,8 @@ class CtxbenchGroup(click.Group):
             code = EXIT_INTERRUPTED
         except _StreamFailed as failure:
             code = _output_failed(failure.error)
+        except OSError as error:  # --help or --version, written before any command runs
+            code = _output_failed(error)
         except sqlite3.Error as error:
             # The store module turns what it expects into StoreError; this is the rest.
             _error_line(f"the store failed: {error}")
@@ -618,7 +626,7 @@ def run(
                     )
                     failure.exit_code = getattr(error, "exit_code", CtxbenchError.exit_code)
                     raise failure from None
-            side_failure = _show_stored_run(stored, store, db, copy, report_path)
+            side_failure, stdout_closed = _show_stored_run(stored, store, db, copy, report_path)
     if side_failure is not None:
         raise side_failure
     if engine_run.problems:
@@ -631,7 +639,7 @@ def run(
         raise EngineError(f"{failure}; the finished results were stored as a partial run")
     if stop.received is not None or engine_run.interrupted:
         return stop.exit_code
-    return 0
+    return EXIT_BROKEN_PIPE if stdout_closed else 0
 
 
 def _show_stored_run(
@@ -640,21 +648,28 @@ def _show_stored_run(
     db: Path | None,
     copy: _LineFile | None,
     report_path: Path | None,
-) -> OutputError | None:
+) -> tuple[OutputError | None, bool]:
     """The outputs of a stored run: the table, the status line, the report.
-    One failing does not stop the others; the first failure is returned, as
-    one line that says the run is safe and how to write that output again."""
+    One failing does not stop the others. Returns the failures, as one line
+    that says the run is safe and how to write that output again, and
+    whether stdout's reader went away (no message for that: exit 141)."""
     run_id = stored.run_id
+    where = _db_hint(db, store)
     failures: list[str] = []
+    closed = False
     try:
         _print_results(stored.results, title=f"run {run_id}")
+        sys.stdout.flush()
     except OSError as error:
         _discard_stdout()
-        if error.errno != errno.EPIPE:  # a reader that went away wanted no more
-            failures.append(f"stdout failed ({error.strerror}); `ctxbench show {run_id}` shows it")
+        if error.errno == errno.EPIPE:  # a reader that went away wanted no more: no message
+            closed = True
+        else:
+            failures.append(
+                f"stdout failed ({error.strerror}); `ctxbench show {run_id}{where}` shows it"
+            )
     state = "partial run" if stored.info.interrupted else "run"
     _say(f"stored {state} {run_id} ({len(stored.results)} results) in {store.path}")
-    where = _db_hint(db, store)
     if copy is not None and copy.error is not None:
         failures.append(
             f"--json {copy.path} failed after {copy.lines} records ({copy.error.strerror}); "
@@ -666,8 +681,8 @@ def _show_stored_run(
         except OutputError as error:
             failures.append(f"{error}; `ctxbench report {run_id} -o FILE{where}` writes it again")
     if not failures:
-        return None
-    return OutputError(f"run {run_id} is stored and safe, but " + "; and ".join(failures))
+        return None, closed
+    return OutputError(f"run {run_id} is stored and safe, but " + "; and ".join(failures)), False
 
 
 def _write_report(runs: list[StoredRun], path: Path, title: str | None = None) -> None:
