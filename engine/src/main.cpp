@@ -272,7 +272,11 @@ int run_command(const RunOptions& o) {
     for (const auto& p : all_presets()) {
       if (p.name != o.preset) continue;
       PresetContext preset{*clock, timer, harness, output, o.json && !out_file ? stderr : stdout, run_id};
-      status = p.run(preset);
+      try {
+        status = p.run(preset);
+      } catch (const OutputError& failure) {
+        monitor.end_now(output_exit_code(failure.error), fmt::format("error: {}; the run stopped", failure.what()));
+      }
     }
     variants.clear();
   }
