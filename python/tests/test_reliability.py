@@ -247,6 +247,20 @@ def test_a_killed_ctxbench_takes_the_engine_with_it_and_leaves_the_spool(tmp_pat
         assert len(store.load("latest").results) >= 1
 
 
+def test_a_run_the_store_refuses_stays_in_the_spool(env):
+    # The store already holds this run id: the measured records must survive.
+    run_a = real_run("run_a.jsonl").run_id
+    assert ctxbench(env, "import", str(fixture_path("run_a.jsonl"))).returncode == 0
+    done = ctxbench(dict(env, FAKE_ENGINE_RUN_ID=run_a), "run")
+    assert done.returncode != 0
+    line = error_line(done)
+    assert "measured but could not be stored" in line and "ctxbench import" in line
+    (spool,) = Path(env["CTXBENCH_DB"]).parent.glob(".ctxbench-unstored-*.jsonl")
+    assert str(spool) in line
+    kept = read_run_file(spool)
+    assert kept.run_id == run_a and len(kept.results) == len(real_run().results)
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
