@@ -70,10 +70,10 @@ as_other_user = pytest.mark.skipif(
 
 @pytest.fixture
 def reachable_engine(engine):
-    """The engine (and its exec helper) copied where any user can run it:
+    """The engine (and its exec helpers) copied where any user can run it:
     pytest's tmp_path is under a 0700 directory."""
     exe_dir = pathlib.Path(tempfile.mkdtemp(prefix="ctxbench-other-user-", dir="/tmp"))
-    for name in ("ctxbench-engine", "ctxbench-exit0"):
+    for name in ("ctxbench-engine", "ctxbench-exit0", "ctxbench-forkloop"):
         source = os.path.join(os.path.dirname(engine), name)
         if os.path.exists(source):
             shutil.copy2(source, exe_dir / name)
