@@ -145,6 +145,20 @@ def test_a_closed_stdout_pipe_is_exit_141_without_a_message(env, two_runs, comma
         assert len(stored_runs(env)) == 3
 
 
+def test_a_failing_stderr_costs_only_the_progress_lines(env):
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxbench", "run"],
+            stdout=subprocess.DEVNULL,
+            stderr=full,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 0
+    assert len(stored_runs(env)) == 1
+
+
 # ---- side outputs of a run -----------------------------------------------------------------
 def test_a_failing_json_copy_keeps_the_run_and_says_how_to_export_it(env):
     done = ctxbench(env, "run", "--json", "/dev/full")

@@ -80,8 +80,35 @@ class _TerminalConsole(Console):
         raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
 
+class _QuietStream(io.TextIOBase):
+    """stderr for status and progress: a failure to write it (a full disk, a
+    closed pipe) loses those lines, never the run being measured or stored."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", "utf-8")
+
+
 def _console(stderr: bool = False) -> Console:
-    stream = sys.stderr if stderr else sys.stdout
+    stream = _QuietStream(sys.stderr) if stderr else sys.stdout
     width = None
     if not stream.isatty():
         # Piped or captured: do not squeeze tables into 80 columns.
@@ -91,7 +118,7 @@ def _console(stderr: bool = False) -> Console:
 
 def _say(message: str) -> None:
     """A status line on stderr (never on stdout, which carries data)."""
-    click.echo(fmt.terminal_text(message), err=True)
+    click.echo(fmt.terminal_text(message), file=_QuietStream(sys.stderr))
 
 
 # ---- errors: one line each --------------------------------------------------
