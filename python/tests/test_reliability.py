@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -273,6 +274,36 @@ def test_a_run_the_store_refuses_stays_in_the_spool(env):
     assert str(spool) in line
     kept = read_run_file(spool)
     assert kept.run_id == run_a and len(kept.results) == len(real_run().results)
+
+
+def test_a_full_disk_during_the_run_keeps_earlier_runs_and_whole_spool_lines(env, tmp_path):
+    """A file-size limit (what a full disk looks like to one process): the
+    store cannot take the run, the spool stops at its last whole line, the
+    error is one line saying where the records are; the earlier run is intact."""
+    run_b = real_run("run_b.jsonl").run_id
+    assert ctxbench(env, "import", str(fixture_path("run_b.jsonl"))).returncode == 0
+    limit = 20_000  # about half the run's records; less than the store already is
+
+    def limit_file_size():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxbench", "run"],
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+        preexec_fn=limit_file_size,
+    )
+    assert done.returncode != 0
+    line = error_line(done)
+    assert "measured but could not be stored" in line and "File too large" in line, line
+    (spool,) = Path(env["CTXBENCH_DB"]).parent.glob(".ctxbench-unstored-*.jsonl")
+    text = spool.read_text()
+    assert 0 < len(text) <= limit and text.endswith("\n")
+    kept = read_run_file(spool)  # whole lines only: importable as it is
+    assert 0 < len(kept.results) < len(real_run().results) and kept.end is None
+    assert stored_runs(env) == [run_b]
 
 
 def _alive(pid: int) -> bool:
