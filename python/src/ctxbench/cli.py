@@ -264,12 +264,17 @@ def _write_text(path: Path, text: str, option: str) -> None:
 def _comma_choices(value: str | None, choices: tuple[str, ...], option: str) -> str | None:
     if value is None:
         return None
-    parts = [part.strip() for part in value.split(",") if part.strip()]
+    parts = [part.strip() for part in value.split(",")]
     bad = [part for part in parts if part not in choices]
-    if bad or not parts:
+    if bad:  # an empty value ('', 'same,') included
         raise click.BadParameter(
             f"'{value}': use one or more of {', '.join(choices)}, comma-separated",
             param_hint=option,
+        )
+    twice = sorted({part for part in parts if parts.count(part) > 1})
+    if twice:  # it would be measured twice, and compare would pick one
+        raise click.BadParameter(
+            f"'{value}': {', '.join(twice)} given twice; give each value once", param_hint=option
         )
     return ",".join(parts)
 
