@@ -526,6 +526,8 @@ def _stream(
             if stop.received is not None:
                 return records  # stopped before the engine started
             engine_run.start()
+            if stop.received is not None:  # arrived while the engine was starting
+                engine_run.interrupt()
             for record in engine_run.records():
                 records.append(record)
                 spool.write(record)
