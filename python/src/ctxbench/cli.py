@@ -37,6 +37,8 @@ from rich.segment import Segment
 
 from ctxbench import __version__, fmt, tables
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, OutputError, RecordError
+from ctxbench.explain import explain as explain_run
+from ctxbench.explain import render_text as render_explanation
 from ctxbench.records import (
     RunRecords,
     dumps,
@@ -224,13 +226,14 @@ def main(argv: list[str] | None = None) -> int:
 db_option = click.option(
     "--db",
     "db",
-    type=click.Path(dir_okay=True, path_type=Path),
     default=None,
-    help="SQLite store (default: $CTXBENCH_DB, else the user data directory).",
+    help="The store: an SQLite file, or a postgresql:// URL for a shared one "
+    "(default: $CTXBENCH_DB, else the user data directory).",
 )
 
 
-def _open_store(db: Path | None, create: bool = True) -> Store:
+def _open_store(db: str | None, create: bool = True) -> Store:
+    """create=False: the command only reads (a read-only store opens read-only)."""
     return Store.open(db, create=create)
 
 
@@ -339,14 +342,16 @@ class _ProgressView:
                 self._progress.update(self._task, description="done")
             self._progress.stop()
 
-    def update(self, progress: EngineProgress) -> None:
+    def update(self, progress: EngineProgress, task: Any = None, prefix: str = "") -> None:
+        """Variant ``progress`` starts: on the bar ``task`` (the only one by
+        default), or a line beginning with ``prefix``."""
         label = progress.probe
         params = fmt.params(progress.params)
         if params != "—":
             label += f" {params}"
         if self._progress is not None:
             self._progress.update(
-                self._task,
+                self._task if task is None else task,
                 total=progress.total,
                 completed=progress.number - 1,
                 description=label,
@@ -355,7 +360,7 @@ class _ProgressView:
         else:
             elapsed = time.monotonic() - self.started
             self.console.print(
-                f"[{progress.number}/{progress.total}] {label} (elapsed {elapsed:.0f} s)",
+                f"{prefix}[{progress.number}/{progress.total}] {label} (elapsed {elapsed:.0f} s)",
                 markup=False,
             )
 
@@ -472,9 +477,9 @@ class _Spool:
     there is nothing worth storing, it goes.
     """
 
-    def __init__(self, store_path: Path):
-        self.store_path = store_path
-        self.path = store_path.parent / f".ctxbench-unstored-{os.getpid()}.jsonl"
+    def __init__(self, directory: Path, tag: str = "", store_location: str | None = None):
+        self.path = directory / f".ctxbench-unstored-{os.getpid()}{tag}.jsonl"
+        self.store_location = store_location  # for the import command in messages
         self.file: _LineFile | None = None
         self.reported = False  # the error message already says where the records are
         self.discard = False  # nothing worth keeping (e.g. every result unsupported)
@@ -497,9 +502,10 @@ class _Spool:
         cut = ""
         if self.file.error is not None:
             cut = f" (the copy stopped there: {self.file.error.strerror})"
+        where = f" --db {self.store_location}" if self.store_location else ""
         return (
             f"the {self.file.lines} records received are kept in {self.path}{cut}; "
-            f"`ctxbench import {self.path} --db {self.store_path}` stores them"
+            f"`ctxbench import {self.path}{where}` stores them"
         )
 
     def __exit__(self, kind: object, error: object, trace: object) -> None:
@@ -568,7 +574,7 @@ def _check_writable(path: Path | None, option: str) -> None:
 
 
 def _db_hint(db: Path | None, store: Store) -> str:
-    return f" --db {store.path}" if db is not None else ""
+    return f" --db {store.location}" if db is not None else ""
 
 
 @cli.command()
@@ -578,6 +584,12 @@ def _db_hint(db: Path | None, store: Store) -> str:
 @click.option("--min-time", type=click.FloatRange(min=0, min_open=True), help="Seconds per sample.")
 @click.option("--cpus", help="Placement: same, cross, any (comma-separated).")
 @click.option("--between", help="threads, processes (comma-separated).")
+@click.option(
+    "--hold-idle",
+    is_flag=True,
+    help="Run the switch probes only with idle=held: CPUs kept out of deep idle through "
+    "/dev/cpu_dma_latency for each variant (needs root; otherwise unsupported with the reason).",
+)
 @db_option
 @click.option(
     "--json",
@@ -592,6 +604,20 @@ def _db_hint(db: Path | None, store: Store) -> str:
     help="Also write an HTML report to FILE.",
 )
 @click.option("--label", help="A name for this run (e.g. 'host, mitigations=off').")
+@click.option(
+    "--host",
+    "hosts",
+    multiple=True,
+    metavar="DEST",
+    help="Run on DEST over SSH instead of here (as `ssh DEST` understands it: "
+    "~/.ssh/config aliases, user@host, ports, jump hosts); repeat for several "
+    "hosts, run in parallel, one stored run each.",
+)
+@click.option(
+    "--ssh-config",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="An ssh_config file for --host (ssh -F).",
+)
 def run(
     probes: tuple[str, ...],
     quick: bool,
@@ -599,10 +625,13 @@ def run(
     min_time: float | None,
     cpus: str | None,
     between: str | None,
-    db: Path | None,
+    hold_idle: bool,
+    db: str | None,
     json_path: Path | None,
     report_path: Path | None,
     label: str | None,
+    hosts: tuple[str, ...],
+    ssh_config: Path | None,
 ) -> int:
     """Run probes (default: the whole suite), store the run, print its summary.
 
@@ -615,6 +644,12 @@ def run(
     _check_output_path(json_path, "--json")
     _check_output_path(report_path, "--report")
     _check_writable(report_path, "--report")
+    if ssh_config is not None and not hosts:
+        raise click.UsageError("--ssh-config is for --host runs; give --host DEST too")
+    if hosts and json_path is not None:
+        raise click.UsageError(
+            "--json takes one run; with --host, export each stored run (`ctxbench export RUN`)"
+        )
     with _open_store(db) as store:
         engine = find_engine()
         selectors = _resolve_selectors(probes, list_probes(engine)) if probes else []
@@ -625,11 +660,16 @@ def run(
             min_time=min_time,
             cpus=cpus,
             between=between,
+            hold_idle=hold_idle,
         )
+        if hosts:
+            from ctxbench.hosts_cli import run_on_hosts
+
+            return run_on_hosts(store, list(hosts), options, label, ssh_config, report_path)
         engine_run = EngineRun(options, engine=engine)
         copy = _open_copy(json_path)
         with _StopSignals() as stop:
-            with _Spool(store.path) as spool:
+            with _Spool(store.spool_dir, store_location=store.location) as spool:
                 records = _stream(engine_run, copy, spool, stop)
                 for problem in engine_run.problems[:5]:
                     _say(f"ctxbench: warning: {problem}")
@@ -655,8 +695,8 @@ def run(
                     spool.reported = True
                     why = error.strerror if isinstance(error, OSError) else str(error)
                     failure = CtxbenchError(
-                        f"the run was measured but could not be stored in {store.path} ({why}); "
-                        f"{spool.hint()}"
+                        f"the run was measured but could not be stored in {store.location} "
+                        f"({why}); {spool.hint()}"
                     )
                     failure.exit_code = getattr(error, "exit_code", CtxbenchError.exit_code)
                     raise failure from None
@@ -703,7 +743,7 @@ def _show_stored_run(
                 f"stdout failed ({error.strerror}); `ctxbench show {run_id}{where}` shows it"
             )
     state = "partial run" if stored.info.interrupted else "run"
-    _say(f"stored {state} {run_id} ({len(stored.results)} results) in {store.path}")
+    _say(f"stored {state} {run_id} ({len(stored.results)} results) in {store.location}")
     if copy is not None and copy.error is not None:
         failures.append(
             f"--json {copy.path} failed after {copy.lines} records ({copy.error.strerror}); "
@@ -754,7 +794,7 @@ def env(as_json: bool) -> None:
 # ---- history / show ----------------------------------------------------------------
 @cli.command()
 @db_option
-def history(db: Path | None) -> None:
+def history(db: str | None) -> None:
     """The runs in the store, oldest first."""
     try:
         store = _open_store(db, create=False)
@@ -766,7 +806,7 @@ def history(db: Path | None) -> None:
     with store:
         infos = store.runs()
         if not infos:
-            _say(f"no runs in {store.path} yet")
+            _say(f"no runs in {store.location} yet")
             return
         console = _console()
         console.print(tables.history_table(infos, width=console.width))
@@ -775,8 +815,8 @@ def history(db: Path | None) -> None:
 @cli.command()
 @click.argument("run_ref", metavar="RUN")
 @db_option
-def show(run_ref: str, db: Path | None) -> None:
-    """One run as a table. RUN: a run id, a unique prefix, or 'latest'."""
+def show(run_ref: str, db: str | None) -> None:
+    """One run as a table. RUN: a run id, a unique prefix, 'latest', or a label."""
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
     info = stored.info
@@ -796,6 +836,21 @@ def show(run_ref: str, db: Path | None) -> None:
     _print_results(stored.results)
 
 
+@cli.command()
+@click.argument("run_ref", metavar="[RUN]", default="latest")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the decomposition as JSON.")
+def explain(run_ref: str, db: str | None, as_json: bool) -> None:
+    """Where the time of each switch goes, from figures measured in RUN (default: latest)."""
+    with _open_store(db, create=False) as store:
+        stored = store.load(run_ref)
+    explained = explain_run(stored.results, stored.run_id)
+    if as_json:
+        click.echo(json.dumps(explained.as_dict(), indent=2, sort_keys=True))
+    else:
+        click.echo(render_explanation(explained), nl=False)
+
+
 # ---- compare / report ----------------------------------------------------------------
 @cli.command()
 @click.argument("run_refs", nargs=-1, required=True, metavar="RUN_A RUN_B [RUN...]")
@@ -807,7 +862,13 @@ def show(run_ref: str, db: Path | None) -> None:
     show_default=True,
     help="Significance level of the U test.",
 )
-def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
+@click.option(
+    "--baseline",
+    metavar="RUN",
+    help="The run the others are compared with (default: the first); "
+    "e.g. one host of a `run --host` fleet.",
+)
+def compare(run_refs: tuple[str, ...], db: str | None, alpha: float, baseline: str | None) -> None:
     """Runs side by side: medians, ratio with bootstrap CI, U test, environment diff."""
     from ctxbench.compare import compare_runs
 
@@ -815,6 +876,11 @@ def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
     with _open_store(db, create=False) as store:
         runs = [store.load(ref) for ref in run_refs]
+        if baseline is not None:
+            base_id = store.resolve(baseline)
+            if base_id not in [run.run_id for run in runs]:
+                raise BadInput(f"--baseline {baseline} is not one of the runs compared")
+            runs.sort(key=lambda run: run.run_id != base_id)  # stable: others keep their order
     ids = [run.run_id for run in runs]
     if len(set(ids)) != len(ids):
         raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")
@@ -838,7 +904,7 @@ def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
 )
 @click.option("--title", help="Title of the page.")
 @db_option
-def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: Path | None) -> None:
+def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: str | None) -> None:
     """A self-contained HTML report (offline, plots inline) of one or more runs."""
     _check_output_path(output, "-o")
     with _open_store(db, create=False) as store:
@@ -851,7 +917,7 @@ def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: Path 
 @click.argument("path", type=click.Path(path_type=Path), metavar="FILE")
 @click.option("--label", help="A name for the imported run.")
 @db_option
-def import_command(path: Path, label: str | None, db: Path | None) -> None:
+def import_command(path: Path, label: str | None, db: str | None) -> None:
     """Store a run from engine JSON Lines (e.g. `ctxbench-engine run --json` on a board)."""
     notes: list[str] = []
     if str(path) == "-":
@@ -867,7 +933,7 @@ def import_command(path: Path, label: str | None, db: Path | None) -> None:
     with _open_store(db) as store:
         stored = _store_run(store, run_records, "import", label)
     state = "partial run" if stored.info.interrupted else "run"
-    _say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.path}")
+    _say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.location}")
 
 
 CSV_COLUMNS = [
@@ -917,7 +983,7 @@ def _csv_rows(stored: StoredRun) -> Iterator[list[Any]]:
     "-o", "--output", type=click.Path(path_type=Path), help="File to write (default: stdout)."
 )
 @db_option
-def export(run_ref: str, form: str, output: Path | None, db: Path | None) -> None:
+def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None:
     """A stored run as JSON Lines (the engine's records, importable) or CSV."""
     _check_output_path(output, "-o")
     with _open_store(db, create=False) as store:
@@ -954,7 +1020,7 @@ def export(run_ref: str, form: str, output: Path | None, db: Path | None) -> Non
     help="Also write an HTML report to FILE.",
 )
 @db_option
-def riscv(sim: str, label: str | None, report_path: Path | None, db: Path | None) -> None:
+def riscv(sim: str, label: str | None, report_path: Path | None, db: str | None) -> None:
     """The RISC-V trap lab: ecall round trips in Spike and/or QEMU, stored as a run."""
     _check_output_path(report_path, "--report")
     try:
@@ -973,6 +1039,6 @@ def riscv(sim: str, label: str | None, report_path: Path | None, db: Path | None
                 raise RecordError(f"riscv lab record {number} is not valid: {problem}")
         stored = _store_run(store, group_run(produced, "riscv lab"), "riscv", label)
         _print_results(stored.results, title=f"riscv lab run {stored.run_id}")
-        _say(f"stored run {stored.run_id} ({len(stored.results)} results) in {store.path}")
+        _say(f"stored run {stored.run_id} ({len(stored.results)} results) in {store.location}")
         if report_path is not None:
             _write_report([stored], report_path)

@@ -35,6 +35,7 @@ from plotly.offline import get_plotlyjs
 
 from ctxbench import __version__, fmt
 from ctxbench.compare import Comparison, compare_runs, describe, flatten_env
+from ctxbench.explain import explain
 from ctxbench.records import param_value, params_text
 from ctxbench.store import StoredRun
 
@@ -451,6 +452,11 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
         "n_differing": len(differing),
         "sections": sections,
         "ring_plots": _ring_figures(figures, runs),
+        "explained": [
+            (name, explained)
+            for name, run in zip(names, runs, strict=True)
+            if (explained := explain(run.results, run.run_id)).explanations or explained.fork
+        ],
         "comparison": comparison,
         "comparison_plot": _comparison_figure(figures, comparison) if comparison else None,
         "notes": notes,

@@ -134,6 +134,7 @@ class RunOptions:
     min_time: float | None = None
     cpus: str | None = None
     between: str | None = None
+    hold_idle: bool = False
 
     def engine_args(self) -> list[str]:
         args = ["run", *self.selectors]
@@ -147,6 +148,8 @@ class RunOptions:
             args += ["--cpus", self.cpus]
         if self.between:
             args += ["--between", self.between]
+        if self.hold_idle:
+            args.append("--hold-idle")
         # --die-with-parent: the engine runs in its own session, where no
         # hang-up reaches it; it must still stop if ctxbench is killed.
         return [*args, "--json", "--progress", "--die-with-parent"]
@@ -174,11 +177,18 @@ class EngineRun:
         self.problems: list[str] = []  # stdout lines that were not valid records
         self.returncode: int | None = None
 
+    def command(self) -> list[str]:
+        """The command line that runs the engine (a remote run wraps it in ssh)."""
+        return [str(self.engine), *self.options.engine_args()]
+
+    # A remote run keeps ssh's stdin open: closing it is how the remote engine is stopped.
+    stdin: int = subprocess.DEVNULL
+
     def start(self) -> None:
         try:
             self._process = subprocess.Popen(
-                [str(self.engine), *self.options.engine_args()],
-                stdin=subprocess.DEVNULL,
+                self.command(),
+                stdin=self.stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
