@@ -134,6 +134,7 @@ struct RunOptions {
   bool progress = false;
   bool die_with_parent = false;
   std::string preset;
+  bool dry_run = false;
 };
 
 // The engine ends (as on SIGTERM: children reaped, run_end written) when the
@@ -163,54 +164,28 @@ int run_command(const RunOptions& o) {
     if (!o.samples.empty()) harness.samples = static_cast<int>(parse_positive(o.samples, "--samples", 1000000));
     if (!o.min_time.empty()) harness.min_sample_s = parse_seconds(o.min_time, "--min-time");
     if (!o.timeout.empty()) variant_timeout_s = parse_seconds(o.timeout, "--timeout");
-    selection.patterns = o.probes;
-    if (!o.cpus.empty()) {
-      selection.choices["cpus"] = split_list(o.cpus, "--cpus");
-      for (const auto& v : selection.choices["cpus"])
-        if (v != "same" && v != "cross" && v != "any")
-          throw UsageError(fmt::format("--cpus: '{}' is not a placement; use same, cross or any (comma-separated)", v));
+    if (!o.preset.empty()) {
+      if (!o.probes.empty()) throw UsageError("--preset runs its own probes; drop the probe names or the --preset");
+      selection = preset_selection(o.preset);
+    } else {
+      selection.patterns = o.probes;
     }
-    if (!o.between.empty()) {
-      selection.choices["between"] = split_list(o.between, "--between");
-      for (const auto& v : selection.choices["between"])
-        if (v != "threads" && v != "processes")
-          throw UsageError(fmt::format("--between: '{}' is not a task kind; use threads or processes", v));
-    }
-    for (const auto& p : o.params) add_param_choice(selection, p);
+    if (!o.cpus.empty()) add_axis_choice(selection, all_probes(), "cpus", o.cpus, "--cpus");
+    if (!o.between.empty()) add_axis_choice(selection, all_probes(), "between", o.between, "--between");
+    for (const auto& p : o.params) add_param_choice(selection, p);  // after the preset's: the user's win
     if (o.hold_idle) {
       if (selection.choices.count("idle"))
         throw UsageError("--hold-idle and --param idle=... both choose the idle axis; keep one");
-      selection.choices["idle"] = {"held"};
-    }
-    if (!o.preset.empty()) {
-      bool known = false;
-      for (const auto& p : all_presets()) known = known || p.name == o.preset;
-      if (!known) {
-        std::string names;
-        for (const auto& p : all_presets()) names += (names.empty() ? "" : ", ") + p.name;
-        throw UsageError(
-            fmt::format("--preset: unknown preset '{}'; known: {}", o.preset, names.empty() ? "none" : names));
-      }
-      if (!o.probes.empty()) throw UsageError("--preset runs its own probes; drop the probe names or the --preset");
-    }
-    // --cpus/--between are global: they narrow the probes that have the
-    // parameter and leave the others alone (expand() refuses a --param that
-    // no chosen probe has, which is right for --param, not for these).
-    std::vector<std::string> globals = {"cpus", "between"};
-    if (o.hold_idle) globals.push_back("idle");  // --param idle=... stays strict, like any --param
-    for (const auto& global : globals) {
-      if (!selection.choices.count(global)) continue;
-      bool used = false;
-      for (const auto& p : all_probes()) {
-        bool chosen = selection.patterns.empty();
-        for (const auto& pattern : selection.patterns) chosen = chosen || probe_matches(pattern, p.name);
-        for (const auto& spec : p.params) used = used || (chosen && spec.name == global);
-      }
-      if (!used) selection.choices.erase(global);
+      add_axis_choice(selection, all_probes(), "idle", "held", "--hold-idle");  // --param idle=... stays strict
     }
     variants = expand(all_probes(), selection);
   } catch (const UsageError& e) {
     return usage_error(e.what());
+  }
+  if (o.dry_run) {
+    std::string text;
+    for (const auto& v : variants) text += variant_json(v).dump() + "\n";
+    return print_checked(text);
   }
 
   std::optional<Sink> stdout_sink, out_sink;  // outlive the reporters and the monitor that use them
@@ -248,6 +223,10 @@ int run_command(const RunOptions& o) {
   if (o.json)
     output.add(std::make_unique<JsonLinesReporter>(out_sink ? *out_sink : *stdout_sink));
   else {
+    if (!o.preset.empty()) {
+      const PresetDescriptor& preset = find_preset(o.preset);
+      output.add(std::make_unique<ComparisonReporter>(*stdout_sink, preset.name + ": " + preset.description));
+    }
     output.add(std::make_unique<TableReporter>(*stdout_sink));
     if (out_sink) output.add(std::make_unique<JsonLinesReporter>(*out_sink));
   }
@@ -262,6 +241,7 @@ int run_command(const RunOptions& o) {
                     {"min_time_s", harness.min_sample_s},
                     {"warmup_samples", harness.warmup_samples},
                     {"probes", o.probes},
+                    {"preset", o.preset.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.preset)},
                     {"variants", variants.size()}};
 
   {
@@ -270,23 +250,10 @@ int run_command(const RunOptions& o) {
     monitor.run_started_ns = monotonic_raw_ns();
   }
 
-  int status = 0;
   try {
     output.begin(env);
   } catch (const OutputError& failure) {
     exit_after(failure, "; nothing was run");
-  }
-  if (!o.preset.empty()) {
-    for (const auto& p : all_presets()) {
-      if (p.name != o.preset) continue;
-      PresetContext preset{*clock, timer, harness, output, o.json && !out_file ? stderr : stdout, run_id};
-      try {
-        status = p.run(preset);
-      } catch (const OutputError& failure) {
-        monitor.end_now(output_exit_code(failure.error), fmt::format("error: {}; the run stopped", failure.what()));
-      }
-    }
-    variants.clear();
   }
   const bool tty_progress = !o.progress && isatty(STDERR_FILENO);
   for (std::size_t i = 0; i < variants.size(); ++i) {
@@ -323,7 +290,7 @@ int run_command(const RunOptions& o) {
     failure = output.end(run_id, static_cast<double>(monotonic_raw_ns() - monitor.run_started_ns) / 1e9, false);
   }
   if (failure) exit_after(*failure, "; the run had finished, but its closing record was not written");
-  return status;
+  return 0;
 }
 
 }  // namespace
@@ -377,10 +344,13 @@ int main(int argc, char** argv) try {
       ->allow_extra_args(false);
   run->add_flag("--json", run_options.json, "Write JSON Lines (env, one record per variant, run_end)");
   run->add_option("--out", run_options.out, "Write JSON Lines to this file (with --json: instead of stdout)");
-  run->add_option("--preset", run_options.preset, "Run a named experiment instead of probes (e.g. fibers-vs-threads)");
+  run->add_option("--preset", run_options.preset,
+                  "Run a named experiment, a set of probe variants, instead of probes (e.g. fibers-vs-threads)");
   run->add_flag("--progress", run_options.progress, "Write '@progress {json}' lines to stderr before each variant");
   run->add_flag("--die-with-parent", run_options.die_with_parent,
                 "Stop (as on SIGTERM) when the process that started the engine dies");
+  run->add_flag("--dry-run", run_options.dry_run,
+                "Print the variants the selection expands to (JSON Lines: probe, params) and run nothing");
 
   if (argc > 1 && argv[1][0] != '-') {
     const std::string command = argv[1];

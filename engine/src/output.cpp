@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -93,13 +94,11 @@ std::string format_ns(double ns) {
   return fmt::format("{:.1f} ns", ns);
 }
 
-namespace {
 std::string format_value(double value, Unit unit) {
   if (unit == Unit::ns) return format_ns(value);
-  if (unit == Unit::msgs_per_s) return fmt::format("{:.0f}/s", value);
+  if (unit == Unit::msgs_per_s) return fmt::format("{:.0f} msgs/s", value);
   return fmt::format("{:.1f} {}", value, unit_name(unit));
 }
-}  // namespace
 
 void JsonLinesReporter::line(const nlohmann::json& j) {
   // One write of the whole line, newline included.
@@ -147,6 +146,28 @@ void TableReporter::end(const nlohmann::json& run_end) {
   out_.write(fmt::format("# {} ok, {} suspect, {} unsupported, {} failed{}\n", c["ok"].get<int>(),
                          c["suspect"].get<int>(), c["unsupported"].get<int>(), c["failed"].get<int>(),
                          run_end["interrupted"].get<bool>() ? " (interrupted: partial run)" : ""));
+}
+
+void ComparisonReporter::result(const Result& r) {
+  const std::string label = r.probe + " " + format_params(r.params);
+  if (r.summary && (r.verdict.status == Status::ok || r.verdict.status == Status::suspect))
+    rows_.push_back({label, r.unit, r.summary->median});
+  else
+    unmeasured_.push_back(fmt::format("{}: {}", label, status_name(r.verdict.status)));
+}
+
+void ComparisonReporter::end(const nlohmann::json&) {
+  std::string text = fmt::format("# {}\n", title_);
+  for (const auto& row : rows_) {
+    double cheapest = row.median;
+    for (const auto& other : rows_)
+      if (other.unit == row.unit && other.median > 0) cheapest = std::min(cheapest, other.median);
+    const std::string ratio =
+        cheapest > 0 && row.median > 0 ? fmt::format("{:.1f}x the cheapest", row.median / cheapest) : "no ratio";
+    text += fmt::format("#   {}: {} ({})\n", row.label, format_value(row.median, row.unit), ratio);
+  }
+  for (const auto& line : unmeasured_) text += fmt::format("#   {} (not measured)\n", line);
+  out_.write(text);
 }
 
 void Output::add(std::unique_ptr<Reporter> reporter) {
@@ -212,10 +233,12 @@ std::optional<OutputError> Output::end(const std::string& run_id, double duratio
                                     {"unsupported", counts_.unsupported},
                                     {"failed", counts_.failed}}},
                                   {"interrupted", interrupted}};
-  return to_each(reporters_, [&](Reporter& r) {
-    r.end(run_end);
+  // Every reporter's end first, then the closes: reporters may share a sink.
+  auto failure = to_each(reporters_, [&](Reporter& r) { r.end(run_end); });
+  auto closing = to_each(reporters_, [&](Reporter& r) {
     if (r.sink()) r.sink()->close();
   });
+  return failure ? failure : closing;
 }
 
 }  // namespace ctx

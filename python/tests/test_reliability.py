@@ -188,21 +188,6 @@ def test_side_outputs_that_cannot_be_opened_are_refused_before_the_run(env, tmp_
     assert stored_runs(env) == []
 
 
-@pytest.mark.parametrize(
-    "args, words",
-    [
-        (["--cpus", "same,same"], "same given twice"),
-        (["--cpus", "same,"], "use one or more of"),
-        (["--between", ""], "use one or more of"),
-    ],
-)
-def test_duplicate_or_empty_axis_values_are_refused_before_the_run(env, args, words):
-    done = ctxbench(env, "run", *args)
-    assert done.returncode == 2
-    assert words in error_line(done)
-    assert not Path(env["FAKE_ENGINE_ARGS"]).exists()  # the engine never ran
-
-
 # ---- signals -------------------------------------------------------------------------------
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_signal_keeps_a_partial_run_and_leaves_no_engine(env, signum):

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from ctxbench.errors import EngineError
+from ctxbench.remote import engine_for
 from ctxbench.store import Store
 
 # create.posix_spawn runs the engine's exec helper, which must have been copied too.
@@ -66,7 +68,9 @@ def error_lines(stderr: str) -> list[str]:
 
 def test_two_hosts_in_parallel_give_two_runs(ssh_server, tmp_path):
     db = tmp_path / "s.db"
-    done = ctxbench_run(ssh_server, db, *QUICK, "--host", "alpha", "--host", "beta")
+    report = tmp_path / "fleet.html"
+    hosts = ["--host", "alpha", "--host", "beta", "--host", "alpha"]  # alpha once
+    done = ctxbench_run(ssh_server, db, *QUICK, *hosts, "--report", str(report))
     assert done.returncode == 0, done.stderr
     assert error_lines(done.stderr) == []
     with Store.open(db) as store:
@@ -78,6 +82,7 @@ def test_two_hosts_in_parallel_give_two_runs(ssh_server, tmp_path):
             assert [r["probe"] for r in run.results] == ["syscall.getpid", "create.posix_spawn"]
             assert {r["verdict"]["status"] for r in run.results} <= {"ok", "suspect"}
             assert run.env["hostname"] == os.uname().nodename  # the remote's env
+            assert info.run_id in report.read_text()  # one report of the fleet
     assert "alpha: stored run" in done.stderr and "beta: stored run" in done.stderr
     assert_nothing_left(ssh_server)
     # One table across the hosts, named by their labels, against a chosen baseline.
@@ -141,6 +146,7 @@ def test_remote_engine_killed_mid_run_keeps_a_partial_run(ssh_server, tmp_path):
     assert process.returncode == 1, stderr
     lines = error_lines(stderr)
     assert len(lines) == 1 and "host alpha" in lines[0] and "signal 9" in lines[0], stderr
+    assert "finished results are stored as partial run" in lines[0]
     with Store.open(db) as store:
         (info,) = store.runs()
         assert info.interrupted and not info.complete and info.n_results >= 1
@@ -172,7 +178,7 @@ def test_dropped_connection_keeps_a_partial_run_and_stops_the_remote_engine(ssh_
     _stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 1, stderr
     lines = error_lines(stderr)
-    assert len(lines) == 1 and "host alpha" in lines[0], stderr
+    assert len(lines) == 1 and "host alpha: the connection was lost" in lines[0], stderr
     with Store.open(db) as store:
         (info,) = store.runs()
         assert info.interrupted and info.n_results >= 1
@@ -180,12 +186,13 @@ def test_dropped_connection_keeps_a_partial_run_and_stops_the_remote_engine(ssh_
     assert_nothing_left(ssh_server)
 
 
-def test_ctrl_c_stops_every_host_and_keeps_what_finished(ssh_server, tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_stops_every_host_and_keeps_what_finished(ssh_server, tmp_path, stop):
     db = tmp_path / "s.db"
     process = _start_slow_run(ssh_server, db)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     _stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr
+    assert process.returncode == 128 + stop, stderr
     assert error_lines(stderr) == []
     with Store.open(db) as store:
         (info,) = store.runs()
@@ -205,3 +212,14 @@ def test_host_options_are_checked_before_anything_runs(tmp_path):
         done = subprocess.run(argv + extra, capture_output=True, text=True, env=_env(), check=False)
         assert done.returncode == 2
         assert expected in error_lines(done.stderr)[0]
+
+
+def test_engine_for_another_arch(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXBENCH_ENGINES", str(tmp_path))
+    with pytest.raises(EngineError, match=r"no ctxbench-engine for mips64: .*make engines"):
+        engine_for("mips64")
+    engine = tmp_path / "mips64" / "ctxbench-engine"
+    engine.parent.mkdir()
+    engine.write_bytes(b"\x7fELF")
+    engine.chmod(0o755)
+    assert engine_for("mips64") == engine

@@ -13,11 +13,8 @@ a terminal.
 from __future__ import annotations
 
 import contextlib
-import csv
 import errno
 import fnmatch
-import importlib
-import inspect
 import io
 import json
 import os
@@ -36,6 +33,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.segment import Segment
 
 from ctxbench import __version__, fmt, tables
+from ctxbench import export as export_formats
+from ctxbench import riscv as riscv_lab
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, OutputError, RecordError
 from ctxbench.explain import explain as explain_run
 from ctxbench.explain import render_text as render_explanation
@@ -48,16 +47,20 @@ from ctxbench.records import (
     record_problem,
     shared_unsupported_reason,
 )
-from ctxbench.runner import EngineRun, RunOptions, capture_env, find_engine, list_probes
+from ctxbench.runner import (
+    EngineRun,
+    RunOptions,
+    capture_env,
+    find_engine,
+    list_probes,
+    plan_variants,
+)
 from ctxbench.runner import Progress as EngineProgress
 from ctxbench.store import Store, StoredRun
 
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-CPUS_CHOICES = ("same", "cross", "any")
-BETWEEN_CHOICES = ("threads", "processes")
-SIMULATORS = {"spike": ["spike"], "qemu": ["qemu"], "all": ["spike", "qemu"]}
 
 
 # ---- consoles ---------------------------------------------------------------
@@ -262,24 +265,6 @@ def _write_text(path: Path, text: str, option: str) -> None:
             with contextlib.suppress(OSError):
                 path.write_bytes(b"")  # an empty file, not a cut one that looks whole
         raise OutputError(f"cannot write {option} {path}: {error.strerror}") from None
-
-
-def _comma_choices(value: str | None, choices: tuple[str, ...], option: str) -> str | None:
-    if value is None:
-        return None
-    parts = [part.strip() for part in value.split(",")]
-    bad = [part for part in parts if part not in choices]
-    if bad:  # an empty value ('', 'same,') included
-        raise click.BadParameter(
-            f"'{value}': use one or more of {', '.join(choices)}, comma-separated",
-            param_hint=option,
-        )
-    twice = sorted({part for part in parts if parts.count(part) > 1})
-    if twice:  # it would be measured twice, and compare would pick one
-        raise click.BadParameter(
-            f"'{value}': {', '.join(twice)} given twice; give each value once", param_hint=option
-        )
-    return ",".join(parts)
 
 
 @click.group(cls=CtxbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -582,8 +567,26 @@ def _db_hint(db: Path | None, store: Store) -> str:
 @click.option("--quick", is_flag=True, help="Fewer samples and shorter runs (smoke run).")
 @click.option("--samples", type=click.IntRange(min=1), help="Samples per probe variant.")
 @click.option("--min-time", type=click.FloatRange(min=0, min_open=True), help="Seconds per sample.")
-@click.option("--cpus", help="Placement: same, cross, any (comma-separated).")
-@click.option("--between", help="threads, processes (comma-separated).")
+@click.option(
+    "--cpus", help="Placements to run, comma-separated (the cpus values `ctxbench list` shows)."
+)
+@click.option(
+    "--between",
+    help="Task kinds to run, comma-separated (the between values `ctxbench list` shows).",
+)
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=V1,V2",
+    help="Run these values of a probe parameter (repeatable; `ctxbench list` shows them).",
+)
+@click.option("--preset", help="Run a named experiment (e.g. fibers-vs-threads) instead of probes.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds a variant may take before it is stopped and recorded as failed.",
+)
 @click.option(
     "--hold-idle",
     is_flag=True,
@@ -625,6 +628,9 @@ def run(
     min_time: float | None,
     cpus: str | None,
     between: str | None,
+    params: tuple[str, ...],
+    preset: str | None,
+    timeout: float | None,
     hold_idle: bool,
     db: str | None,
     json_path: Path | None,
@@ -639,8 +645,6 @@ def run(
     (`'switch.*'`). Ctrl-C (or SIGTERM, SIGHUP) stops cleanly and keeps the
     finished results as a partial run.
     """
-    cpus = _comma_choices(cpus, CPUS_CHOICES, "--cpus")
-    between = _comma_choices(between, BETWEEN_CHOICES, "--between")
     _check_output_path(json_path, "--json")
     _check_output_path(report_path, "--report")
     _check_writable(report_path, "--report")
@@ -660,8 +664,14 @@ def run(
             min_time=min_time,
             cpus=cpus,
             between=between,
+            params=params,
+            preset=preset,
+            timeout=timeout,
             hold_idle=hold_idle,
         )
+        # The engine's own selection rules check the choices (axis values,
+        # parameters, presets) before anything runs or is stored.
+        plan_variants(options, engine)
         if hosts:
             from ctxbench.hosts_cli import run_on_hosts
 
@@ -936,45 +946,12 @@ def import_command(path: Path, label: str | None, db: str | None) -> None:
     _say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.location}")
 
 
-CSV_COLUMNS = [
-    "run_id", "probe", "family", "params", "unit", "status", "reasons", "n", "min", "median",
-    "mean", "stddev", "p90", "p99", "max", "median_ci_low", "median_ci_high", "baseline_name",
-    "baseline_value", "net_median", "net_min", "op",
-]  # fmt: skip
-
-
-def _csv_rows(stored: StoredRun) -> Iterator[list[Any]]:
-    for result in stored.results:
-        summary = result.get("summary") or {}
-        ci = summary.get("median_ci") or {}
-        baseline = result.get("baseline") or {}
-        corrected = result.get("corrected") or {}
-        yield [
-            result["run_id"],
-            result["probe"],
-            result["family"],
-            json.dumps(result["params"], sort_keys=True),
-            result["unit"],
-            result["verdict"]["status"],
-            "; ".join(f"{r['code']}: {r['detail']}" for r in result["verdict"]["reasons"]),
-            summary.get("n", 0),
-            *(summary.get(k, "") for k in ("min", "median", "mean", "stddev", "p90", "p99", "max")),
-            ci.get("low", ""),
-            ci.get("high", ""),
-            baseline.get("name", ""),
-            baseline.get("value", ""),
-            corrected.get("median", ""),
-            corrected.get("min", ""),
-            result["op"],
-        ]
-
-
 @cli.command()
 @click.argument("run_ref", metavar="RUN")
 @click.option(
     "--format",
     "form",
-    type=click.Choice(["json", "csv"]),
+    type=click.Choice(export_formats.FORMATS),
     default="json",
     show_default=True,
     help="json: the records as JSON Lines (importable); csv: one row per result.",
@@ -988,14 +965,7 @@ def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None
     _check_output_path(output, "-o")
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
-    if form == "json":
-        text = "".join(dumps(record) + "\n" for record in stored.records.all())
-    else:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(CSV_COLUMNS)
-        writer.writerows(_csv_rows(stored))
-        text = buffer.getvalue()
+    text = export_formats.export_text(stored, form)
     if output is None:
         click.echo(text, nl=False)
     else:
@@ -1007,10 +977,10 @@ def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None
 @cli.command()
 @click.option(
     "--sim",
-    type=click.Choice(sorted(SIMULATORS)),
+    type=click.Choice([*riscv_lab.SIMULATORS, "all"]),
     default="all",
     show_default=True,
-    help="Simulator(s) to run the trap lab on.",
+    help="Simulator(s) to run the trap lab on (rvsim: each of its core models).",
 )
 @click.option("--label", help="A name for this run.")
 @click.option(
@@ -1021,24 +991,25 @@ def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None
 )
 @db_option
 def riscv(sim: str, label: str | None, report_path: Path | None, db: str | None) -> None:
-    """The RISC-V trap lab: ecall round trips in Spike and/or QEMU, stored as a run."""
+    """The RISC-V trap lab: ecall round trips on Spike, QEMU and rvsim core models,
+    decomposed in words and stored as a run."""
     _check_output_path(report_path, "--report")
-    try:
-        riscv_lab = importlib.import_module("ctxbench.riscv_lab")
-    except ImportError as error:
-        raise EngineError(f"the RISC-V lab is not available in this install ({error})") from None
+    sims = riscv_lab.SIMULATORS if sim == "all" else (sim,)
     with _open_store(db) as store:
-        _say(f"running the RISC-V trap lab on {', '.join(SIMULATORS[sim])}...")
-        extra = {}
-        if "progress" in inspect.signature(riscv_lab.run_lab).parameters:
-            extra["progress"] = _say
-        produced = riscv_lab.run_lab(sims=SIMULATORS[sim], lab_dir=None, build_dir=None, **extra)
-        for number, record in enumerate(produced, start=1):
+        _say(f"running the RISC-V trap lab on {', '.join(sims)}...")
+        lab = riscv_lab.run_lab(sims, progress=_say)
+        for number, record in enumerate(lab.records, start=1):
             problem = record_problem(record)
             if problem is not None:
                 raise RecordError(f"riscv lab record {number} is not valid: {problem}")
-        stored = _store_run(store, group_run(produced, "riscv lab"), "riscv", label)
-        _print_results(stored.results, title=f"riscv lab run {stored.run_id}")
+        stored = _store_run(store, group_run(lab.records, "riscv lab"), "riscv", label)
+        click.echo(riscv_lab.format_report(lab), nl=False)
         _say(f"stored run {stored.run_id} ({len(stored.results)} results) in {store.location}")
         if report_path is not None:
             _write_report([stored], report_path)
+        failed = [run.target.name for run in lab.runs if run.problem]
+        if failed:
+            raise CtxbenchError(
+                f"the lab failed on {', '.join(failed)} (see the report); "
+                f"the other figures were stored as {stored.run_id}"
+            )

@@ -1,7 +1,7 @@
 """``ctxbench run --host DEST...``: the same selection on several hosts at once.
 
 One thread per host drives a ``RemoteEngineRun`` (ctxbench.remote); the main
-thread shows one progress line per host, forwards Ctrl-C (and SIGTERM, SIGHUP) to every host, and
+thread shows one progress line per host, forwards Ctrl-C to every host, and
 stores one run per host once all have ended, labelled with the host. A host
 that fails gives one line naming it and the cause; the others go on, and the
 finished records of a host that broke mid-run are stored as a partial run.
@@ -19,15 +19,7 @@ from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ctxbench.cli import (
-    STOP_SIGNALS,
-    _error_line,
-    _print_results,
-    _ProgressView,
-    _say,
-    _Spool,
-    _store_run,
-)
+from ctxbench.cli import _error_line, _print_results, _ProgressView, _say, _Spool, _store_run
 from ctxbench.errors import CtxbenchError
 from ctxbench.records import group_run
 from ctxbench.remote import SSH, HostError, RemoteEngineRun
@@ -118,19 +110,22 @@ def _drive(job: _HostRun, view: _HostsView, spool: _Spool) -> None:
         run.cleanup()
 
 
+# Ctrl-C, and what `timeout`, CI cancellation and a closed terminal send.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 @contextmanager
 def _forward_interrupts(jobs: list[_HostRun], view: _HostsView) -> Iterator[list[int]]:
-    """Ctrl-C, SIGTERM and SIGHUP alike (as for a local run): the first stops
-    every host, the next kills. Yields the signals received, first first."""
+    """Every stop signal stops every host (a second one kills ssh); yields the
+    signals received."""
     received: list[int] = []
 
     def on_interrupt(signum: int, frame: object) -> None:
         received.append(signum)
         for job in jobs:
             job.engine_run.interrupt()
-        count = jobs[0].engine_run.interrupts if jobs else 0
         for job in jobs:
-            view.state(job.host, "stopping" if count == 1 else "killing")
+            view.state(job.host, "stopping" if len(received) == 1 else "killing")
 
     previous = {number: signal.signal(number, on_interrupt) for number in STOP_SIGNALS}
     try:
@@ -152,7 +147,7 @@ def run_on_hosts(
     ssh = SSH(config=ssh_config)
     jobs = [_HostRun(host, RemoteEngineRun(host, options, ssh)) for host in hosts]
     spools = [_Spool(store.spool_dir, tag=f"-{index}") for index in range(len(jobs))]
-    with _HostsView(hosts) as view, _forward_interrupts(jobs, view) as signals:
+    with _HostsView(hosts) as view, _forward_interrupts(jobs, view) as received:
         for spool in spools:
             spool.__enter__()
         threads = [
@@ -194,9 +189,15 @@ def run_on_hosts(
         _write_report(stored, report_path)
     failed = [job for job in jobs if job.error is not None]
     for job in failed:
-        _error_line(str(job.error))
+        kept = ""
+        if job.stored is not None:
+            kept = (
+                f"; its {len(job.stored.results)} finished results are stored as "
+                f"partial run {job.stored.run_id}"
+            )
+        _error_line(f"{job.error}{kept}")
     if failed:
         return 1
-    if signals:
-        return 128 + signals[0]
+    if received:
+        return 128 + received[0]  # 130 after Ctrl-C, 143 after SIGTERM, 129 after SIGHUP
     return EXIT_INTERRUPTED if interrupted else 0

@@ -302,12 +302,18 @@ class RemoteEngineRun(EngineRun):
         if self.returncode in (0, None) or self.interrupted:
             return None
         stderr = "\n".join(self._stderr_tail)
-        if self.returncode == 255:  # ssh's own failure: connection lost
-            return ssh_failure(self.host, 255, stderr or "connection closed")
+        if self.returncode == 255:  # ssh's own failure: the connection went
+            lines = [line for line in stderr.splitlines() if line.strip()]
+            cause = _strip_prefix(lines[-1]).rstrip(".") if lines else "ssh exited with 255"
+            return HostError(
+                self.host,
+                f"the connection was lost during the run ({cause})",
+            )
         if self.returncode > 128:
             signal_number = self.returncode - 128
             return HostError(
-                self.host, f"the engine was killed by signal {signal_number} during the run"
+                self.host,
+                f"the engine was killed by signal {signal_number} during the run",
             )
         failure = self.failure()
         return HostError(self.host, str(failure)) if failure else None

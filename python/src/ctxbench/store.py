@@ -231,6 +231,9 @@ class _Dialect:
     def mark(self, conn: sa.Connection, version: int) -> None:
         raise NotImplementedError
 
+    def begin_read(self, conn: sa.Connection) -> None:
+        """Called first in every read transaction: all of it sees one snapshot."""
+
     def lock_for_write(self, conn: sa.Connection) -> None:
         """Called first in every write transaction: writers go one at a time."""
 
@@ -410,6 +413,12 @@ class _PostgreSQL(_Dialect):
         with contextlib.suppress(OSError):
             directory.mkdir(parents=True, exist_ok=True)
         return directory
+
+    def begin_read(self, conn: sa.Connection) -> None:
+        # READ COMMITTED would give each statement its own snapshot: a store
+        # created by another writer between two of them could look foreign.
+        # (Writes stay READ COMMITTED: they read after taking the lock.)
+        conn.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
 
     def lock_for_write(self, conn: sa.Connection) -> None:
         milliseconds = max(1, int(self.lock_timeout * 1000))
@@ -633,6 +642,7 @@ class Store:
     @contextmanager
     def _read(self) -> Iterator[sa.Connection]:
         with self._conn.begin():
+            self._dialect.begin_read(self._conn)
             yield self._conn
 
     @contextmanager
