@@ -40,13 +40,23 @@ std::uint64_t calibrate_batch(const std::function<double(std::uint64_t)>& timed_
   }
 }
 
+namespace {
+// Between batches: stop if the run was interrupted or the variant overran.
+void check_stop() {
+  if (interrupted_flag().load()) throw ProbeError(Reason::interrupted, "interrupted");
+  if (timeout_flag().load())
+    throw ProbeError(Reason::timeout, "the variant overran its time limit (--timeout); stopped between batches");
+}
+}  // namespace
+
 double time_batch(Clock& clock, const TimerInfo& timer, Workload& workload, std::uint64_t iterations) {
+  check_stop();
   workload.prepare(iterations);
   const std::uint64_t start = clock.now();
   workload.run(iterations);
   const std::uint64_t end = clock.now();
   workload.after(iterations);
-  if (interrupted_flag().load()) throw ProbeError(Reason::interrupted, "interrupted");
+  check_stop();
   // One read's cost falls inside [start, end]: subtract it once per batch.
   return clock.ticks_to_ns(end - start) - timer.overhead_ns;
 }

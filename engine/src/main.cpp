@@ -3,16 +3,27 @@
 // record to the reporters at once. A monitor thread owns the signals: on
 // Ctrl-C (SIGINT/SIGTERM/SIGHUP) it kills and reaps every child, writes the
 // closing record (interrupted) after the records already written, and exits
-// 130; on a variant that overruns its time limit it kills the children, which
-// makes the variant fail with `timeout` and the run go on.
+// 130; on a variant that overruns its time limit it kills the children and
+// raises the timeout flag, which makes the variant fail with `timeout` (at
+// the next batch boundary for in-process probes) and the run go on. It also
+// watches the outputs: a pipe whose reader went away ends the run at once.
+//
+// Exit status (docs/cli.md): 0 done, 1 failed (e.g. no thread could be
+// started), 2 usage, 3 an output could not be written, 130 interrupted,
+// 141 the reader of an output pipe went away (as a SIGPIPE death reads).
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
+#include <optional>
+#include <system_error>
 #include <thread>
 
 #include "describe.hpp"
@@ -28,11 +39,36 @@ namespace {
 
 using namespace ctx;
 
+constexpr int exit_failure = 1;
 constexpr int exit_usage = 2;
+constexpr int exit_output = 3;
+constexpr int exit_interrupted = 130;
+constexpr int exit_broken_pipe = 128 + SIGPIPE;
 
 int usage_error(const std::string& message) {
-  fmt::print(stderr, "ctxbench-engine: error: {}\n", message);
+  diagnostic("error: " + message);
   return exit_usage;
+}
+
+int output_exit_code(int error) { return error == EPIPE ? exit_broken_pipe : exit_output; }
+
+// After an output failed nothing more is flushed: the FILE may still hold
+// the bytes that did not fit, and a regular file was cut to whole lines.
+[[noreturn]] void exit_after(const OutputError& failure, const std::string& what_happened = "") {
+  diagnostic(fmt::format("error: {}{}", failure.what(), what_happened));
+  _exit(output_exit_code(failure.error));
+}
+
+// Writes a command's whole output to stdout and flushes it, checked.
+int print_checked(const std::string& text) {
+  Sink out(stdout, "stdout");
+  try {
+    out.write(text);
+    out.close();
+  } catch (const OutputError& failure) {
+    exit_after(failure);
+  }
+  return 0;
 }
 
 struct Monitor {
@@ -40,8 +76,18 @@ struct Monitor {
   std::string run_id;
   std::uint64_t run_started_ns = 0;
   std::atomic<std::uint64_t> variant_deadline_ns{0};
-  std::atomic<bool> variant_timed_out{false};
   std::atomic<bool> stop{false};
+
+  // Ends the run now: waits for a record being written, kills and reaps
+  // every child, writes run_end (interrupted) to the outputs still working,
+  // says why on stderr and exits with `code`. Any thread may call it.
+  [[noreturn]] void end_now(int code, const std::string& why) {
+    std::lock_guard guard(output->lock());  // let a record being written finish; write nothing after
+    kill_and_reap_children();
+    output->end(run_id, static_cast<double>(monotonic_raw_ns() - run_started_ns) / 1e9, true);
+    diagnostic(fmt::format("{}; {} records kept, children reaped", why, output->written()));
+    _exit(code);
+  }
 
   void loop() {
     sigset_t set;
@@ -54,18 +100,22 @@ struct Monitor {
       const int sig = sigtimedwait(&set, nullptr, &tick);
       if (sig > 0) {
         interrupted_flag().store(true);
-        std::lock_guard guard(output->lock());  // let a record being written finish; write nothing after
-        kill_and_reap_children();
-        fmt::print(
-            stderr, "ctxbench-engine: interrupted by {}; {} records kept, children reaped\n", strsignal(sig),
-            output->counts().ok + output->counts().suspect + output->counts().unsupported + output->counts().failed);
-        output->end(run_id, static_cast<double>(monotonic_raw_ns() - run_started_ns) / 1e9, true);
-        std::fflush(nullptr);
-        _exit(130);
+        end_now(exit_interrupted, fmt::format("interrupted by {}", strsignal(sig)));
       }
+      std::string broken;
+      {
+        // A reader that went away (`| head`, or a killed ctxbench) ends the
+        // run now, not when the next record is written minutes later.
+        std::unique_lock guard(output->lock(), std::try_to_lock);
+        if (guard.owns_lock())
+          if (const Sink* sink = output->broken_pipe()) broken = sink->name();
+      }
+      if (!broken.empty())
+        end_now(exit_broken_pipe, fmt::format("error: cannot write to {}: {} (its reader went away); the run stopped",
+                                              broken, std::strerror(EPIPE)));
       const std::uint64_t deadline = variant_deadline_ns.load();
-      if (deadline != 0 && monotonic_raw_ns() > deadline && !variant_timed_out.exchange(true)) {
-        fmt::print(stderr, "ctxbench-engine: a variant overran its time limit; killing its children\n");
+      if (deadline != 0 && monotonic_raw_ns() > deadline && !timeout_flag().exchange(true)) {
+        diagnostic("a variant overran its time limit; killing its children and stopping it");
         kill_and_reap_children();
       }
     }
@@ -82,11 +132,26 @@ struct RunOptions {
   bool json = false;
   std::string out;
   bool progress = false;
+  bool die_with_parent = false;
   std::string preset;
   bool dry_run = false;
 };
 
+// The engine ends (as on SIGTERM: children reaped, run_end written) when the
+// process that started it dies, even by SIGKILL. For a front end such as
+// ctxbench, which starts the engine in a session of its own where no
+// terminal hang-up reaches it.
+bool die_with_parent() {
+  const pid_t parent = getppid();
+  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) return false;
+  return getppid() == parent;  // the parent died before prctl: nobody will signal us
+}
+
 int run_command(const RunOptions& o) {
+  if (o.die_with_parent && !die_with_parent()) {
+    diagnostic("error: the process that started the engine is gone; nothing was run");
+    return exit_interrupted;
+  }
   HarnessOptions harness;
   double variant_timeout_s = 120;
   Selection selection;
@@ -118,9 +183,33 @@ int run_command(const RunOptions& o) {
     return usage_error(e.what());
   }
   if (o.dry_run) {
-    for (const auto& v : variants) fmt::print("{}\n", variant_json(v).dump());
-    return 0;
+    std::string text;
+    for (const auto& v : variants) text += variant_json(v).dump() + "\n";
+    return print_checked(text);
   }
+
+  std::optional<Sink> stdout_sink, out_sink;  // outlive the reporters and the monitor that use them
+  Output output;
+  Monitor monitor;
+  monitor.output = &output;
+  std::thread monitor_thread;
+  try {
+    monitor_thread = std::thread([&] { monitor.loop(); });
+  } catch (const std::system_error& e) {
+    diagnostic(
+        fmt::format("error: cannot start the engine's monitor thread: {}; nothing was run (is the process "
+                    "limit, ulimit -u, too low?)",
+                    e.code().message()));
+    return exit_failure;
+  }
+  struct StopMonitor {
+    Monitor& monitor;
+    std::thread& thread;
+    ~StopMonitor() {
+      monitor.stop.store(true);
+      thread.join();
+    }
+  } stop_monitor{monitor, monitor_thread};
 
   std::FILE* out_file = nullptr;
   if (!o.out.empty()) {
@@ -129,17 +218,17 @@ int run_command(const RunOptions& o) {
       return usage_error(
           fmt::format("--out: cannot write '{}': {}; choose a writable path", o.out, std::strerror(errno)));
   }
-
-  Output output;
+  stdout_sink.emplace(stdout, "stdout");
+  if (out_file) out_sink.emplace(out_file, o.out);
   if (o.json)
-    output.add(std::make_unique<JsonLinesReporter>(out_file ? out_file : stdout));
+    output.add(std::make_unique<JsonLinesReporter>(out_sink ? *out_sink : *stdout_sink));
   else {
     if (!o.preset.empty()) {
       const PresetDescriptor& preset = find_preset(o.preset);
-      output.add(std::make_unique<ComparisonReporter>(stdout, preset.name + ": " + preset.description));
+      output.add(std::make_unique<ComparisonReporter>(*stdout_sink, preset.name + ": " + preset.description));
     }
-    output.add(std::make_unique<TableReporter>(stdout));
-    if (out_file) output.add(std::make_unique<JsonLinesReporter>(out_file));
+    output.add(std::make_unique<TableReporter>(*stdout_sink));
+    if (out_sink) output.add(std::make_unique<JsonLinesReporter>(*out_sink));
   }
 
   std::string timer_note;
@@ -155,51 +244,62 @@ int run_command(const RunOptions& o) {
                     {"preset", o.preset.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.preset)},
                     {"variants", variants.size()}};
 
-  Monitor monitor;
-  monitor.output = &output;
-  monitor.run_id = run_id;
-  monitor.run_started_ns = monotonic_raw_ns();
-  std::thread monitor_thread([&] { monitor.loop(); });
+  {
+    std::lock_guard guard(output.lock());
+    monitor.run_id = run_id;
+    monitor.run_started_ns = monotonic_raw_ns();
+  }
 
-  output.begin(env);
+  try {
+    output.begin(env);
+  } catch (const OutputError& failure) {
+    exit_after(failure, "; nothing was run");
+  }
   const bool tty_progress = !o.progress && isatty(STDERR_FILENO);
   for (std::size_t i = 0; i < variants.size(); ++i) {
     const auto& v = variants[i];
     if (o.progress) {
       nlohmann::json params = v.params;
-      fmt::print(
-          stderr, "@progress {}\n",
+      to_stderr(fmt::format(
+          "@progress {}\n",
           nlohmann::json{{"index", i + 1}, {"total", variants.size()}, {"probe", v.probe->name}, {"params", params}}
-              .dump());
+              .dump()));
     } else if (tty_progress) {
-      fmt::print(stderr, "[{}/{}] {} {}\n", i + 1, variants.size(), v.probe->name, format_params(v.params));
+      to_stderr(fmt::format("[{}/{}] {} {}\n", i + 1, variants.size(), v.probe->name, format_params(v.params)));
     }
-    monitor.variant_timed_out.store(false);
+    timeout_flag().store(false);
     monitor.variant_deadline_ns.store(monotonic_raw_ns() + static_cast<std::uint64_t>(variant_timeout_s * 1e9));
     Result result = run_variant(*v.probe, v.params, *clock, timer, harness);
     monitor.variant_deadline_ns.store(0);
-    if (monitor.variant_timed_out.load() && result.verdict.status == Status::failed)
-      result.verdict.reasons.insert(
-          result.verdict.reasons.begin(),
-          {Reason::timeout, fmt::format("the variant overran its {:.0f} s limit (--timeout)", variant_timeout_s)});
+    if (timeout_flag().load() && result.verdict.status == Status::failed) {
+      auto& reasons = result.verdict.reasons;
+      std::erase_if(reasons, [](const auto& reason) { return reason.first == Reason::timeout; });
+      reasons.insert(reasons.begin(), {Reason::timeout, fmt::format("the variant overran its {:g} s limit (--timeout)",
+                                                                    variant_timeout_s)});
+    }
     result.run_id = run_id;
-    output.result(result);
+    try {
+      output.result(result);
+    } catch (const OutputError& failure) {
+      monitor.end_now(output_exit_code(failure.error), fmt::format("error: {}; the run stopped", failure.what()));
+    }
   }
+  std::optional<OutputError> failure;
   {
     std::lock_guard guard(output.lock());
-    output.end(run_id, static_cast<double>(monotonic_raw_ns() - monitor.run_started_ns) / 1e9, false);
+    failure = output.end(run_id, static_cast<double>(monotonic_raw_ns() - monitor.run_started_ns) / 1e9, false);
   }
-  monitor.stop.store(true);
-  monitor_thread.join();
-  if (out_file) std::fclose(out_file);
+  if (failure) exit_after(*failure, "; the run had finished, but its closing record was not written");
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  // A write to a pipe whose reader died must fail with EPIPE, not kill us.
+int main(int argc, char** argv) try {
+  // A write to a pipe whose reader died, or past the file-size limit, must
+  // fail (EPIPE, EFBIG) and be reported, not kill us silently.
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGXFSZ, SIG_IGN);
   // Only the monitor thread takes these; every thread made later inherits the block.
   sigset_t handled;
   sigemptyset(&handled);
@@ -247,6 +347,8 @@ int main(int argc, char** argv) {
   run->add_option("--preset", run_options.preset,
                   "Run a named experiment, a set of probe variants, instead of probes (e.g. fibers-vs-threads)");
   run->add_flag("--progress", run_options.progress, "Write '@progress {json}' lines to stderr before each variant");
+  run->add_flag("--die-with-parent", run_options.die_with_parent,
+                "Stop (as on SIGTERM) when the process that started the engine dies");
   run->add_flag("--dry-run", run_options.dry_run,
                 "Print the variants the selection expands to (JSON Lines: probe, params) and run nothing");
 
@@ -258,37 +360,38 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return 0;
+    return print_checked(app.help());
   } catch (const CLI::CallForVersion&) {
-    fmt::print("ctxbench-engine {}\n", CTXBENCH_VERSION);
-    return 0;
+    return print_checked(fmt::format("ctxbench-engine {}\n", CTXBENCH_VERSION));
   } catch (const CLI::CallForAllHelp&) {
-    std::fputs(app.help("", CLI::AppFormatMode::All).c_str(), stdout);
-    return 0;
+    return print_checked(app.help("", CLI::AppFormatMode::All));
   } catch (const CLI::ParseError& e) {
     std::string message = e.what();
     for (auto& c : message)
       if (c == '\n') c = ' ';
     return usage_error(message + " (see ctxbench-engine --help)");
   }
+  // An option given an empty value ('') is a mistake, never "the default":
+  // `--preset ''` must not run everything.
+  for (const CLI::App* command : app.get_subcommands())
+    for (const CLI::Option* option : command->get_options())
+      for (const auto& value : option->results())
+        if (value.empty())
+          return usage_error(fmt::format("{}: empty value; give a value, or leave the option out", option->get_name()));
 
   if (*list) {
     if (list_json) {
       nlohmann::json all = nlohmann::json::array();
       for (const auto& p : all_probes()) all.push_back(describe_probe(p));
-      fmt::print("{}\n", all.dump(2));
-    } else {
-      std::fputs(probes_table().c_str(), stdout);
+      return print_checked(all.dump(2) + "\n");
     }
-    return 0;
+    return print_checked(probes_table());
   }
   if (*env_cmd) {
     std::string note;
     auto clock = make_best_clock(0.05, &note);
     const auto env = capture_environment(new_run_id(), characterize(*clock), note);
-    fmt::print("{}\n", env_json ? env.dump() : env.dump(2));
-    return 0;
+    return print_checked((env_json ? env.dump() : env.dump(2)) + "\n");
   }
   if (*docs) {
     if (docs_what == "probes") {
@@ -298,12 +401,15 @@ int main(int argc, char** argv) {
       } catch (const std::exception& e) {
         return usage_error(fmt::format("--figures: {}; give the JSON Lines of one `run --json`", e.what()));
       }
-      std::fputs(probes_markdown(reference).c_str(), stdout);
-    } else if (docs_what == "probe-names")
-      std::fputs(probe_names_json().c_str(), stdout);
-    else
-      return usage_error(fmt::format("docs: unknown '{}'; use probes or probe-names", docs_what));
-    return 0;
+      return print_checked(probes_markdown(reference));
+    }
+    if (docs_what == "probe-names") return print_checked(probe_names_json());
+    return usage_error(fmt::format("docs: unknown '{}'; use probes or probe-names", docs_what));
   }
   return run_command(run_options);
+} catch (const std::exception& e) {
+  // Nothing escapes as std::terminate: whatever was not handled where it
+  // happened (e.g. a thread that could not be started) is one line.
+  diagnostic(fmt::format("error: {}", e.what()));
+  return exit_failure;
 }

@@ -1,11 +1,75 @@
 #include "output.hpp"
 
 #include <fmt/format.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 
 namespace ctx {
+
+OutputError::OutputError(std::string name_, int error_)
+    : std::runtime_error(fmt::format("cannot write to {}: {}", name_, std::strerror(error_))),
+      name(std::move(name_)),
+      error(error_) {}
+
+namespace {
+// The size of a regular file (its whole lines so far), or -1 for anything else.
+long long regular_size(int fd) {
+  struct stat st {};
+  return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<long long>(st.st_size) : -1;
+}
+}  // namespace
+
+Sink::Sink(std::FILE* file, std::string name)
+    : file_(file), name_(std::move(name)), fd_(fileno(file)), whole_(regular_size(fd_)) {}
+
+void Sink::error(int code) {
+  failed_ = true;
+  // A cut line would make the file unreadable as JSON Lines: cut it back to
+  // the last whole line (ftruncate frees space, so it works on a full disk).
+  // The bytes still buffered in the FILE are never flushed: every exit after
+  // an output failure is an _exit.
+  if (whole_ >= 0) (void)!ftruncate(fd_, whole_);
+  throw OutputError(name_, code == 0 ? EIO : code);
+}
+
+void Sink::write(std::string_view text) {
+  if (failed_) throw OutputError(name_, EIO);
+  errno = 0;
+  if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0) error(errno);
+  if (whole_ >= 0) whole_ = regular_size(fd_);
+}
+
+void Sink::close() {
+  if (closed_ || failed_) return;
+  closed_ = true;
+  errno = 0;
+  if (file_ == stdout) {
+    if (std::fflush(file_) != 0 || std::ferror(file_)) error(errno);
+    return;
+  }
+  if (std::fclose(file_) != 0) {
+    failed_ = true;
+    throw OutputError(name_, errno == 0 ? EIO : errno);
+  }
+}
+
+void to_stderr(std::string_view text) {
+  // stderr is unbuffered: one fwrite, whose failure is nobody's to report.
+  (void)!std::fwrite(text.data(), 1, text.size(), stderr);
+}
+
+void diagnostic(std::string_view text) {
+  std::string line = "ctxbench-engine: ";
+  line += text;
+  line += '\n';
+  to_stderr(line);
+}
 
 void Counts::add(Status status) {
   switch (status) {
@@ -37,10 +101,8 @@ std::string format_value(double value, Unit unit) {
 }
 
 void JsonLinesReporter::line(const nlohmann::json& j) {
-  const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::fputs(text.c_str(), out_);
-  std::fputc('\n', out_);
-  std::fflush(out_);
+  // One write of the whole line, newline included.
+  out_.write(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 void JsonLinesReporter::begin(const nlohmann::json& env) { line(env); }
@@ -48,14 +110,15 @@ void JsonLinesReporter::result(const Result& result) { line(result_to_json(resul
 void JsonLinesReporter::end(const nlohmann::json& run_end) { line(run_end); }
 
 void TableReporter::begin(const nlohmann::json& env) {
-  fmt::print(out_, "# ctxbench-engine {}  run {}\n# {} | {} cpus | kernel {} | virt {} | timer {}\n",
-             env["producer"]["version"].get<std::string>(), env["run_id"].get<std::string>(),
-             env["cpu"]["model"].get<std::string>(), env["cpu"]["logical"].get<long>(),
-             env["kernel"]["release"].get<std::string>(), env["virtualization"]["detected"].get<std::string>(),
-             env["cpu"]["tsc"]["timer"].get<std::string>());
-  fmt::print(out_, "{:<28} {:<36} {:>10} {:>10} {:>21} {:>10} {:>10}  {}\n", "probe", "params", "median", "p99",
-             "95% CI of median", "baseline", "corrected", "verdict");
-  std::fflush(out_);
+  std::string text =
+      fmt::format("# ctxbench-engine {}  run {}\n# {} | {} cpus | kernel {} | virt {} | timer {}\n",
+                  env["producer"]["version"].get<std::string>(), env["run_id"].get<std::string>(),
+                  env["cpu"]["model"].get<std::string>(), env["cpu"]["logical"].get<long>(),
+                  env["kernel"]["release"].get<std::string>(), env["virtualization"]["detected"].get<std::string>(),
+                  env["cpu"]["tsc"]["timer"].get<std::string>());
+  text += fmt::format("{:<28} {:<36} {:>10} {:>10} {:>21} {:>10} {:>10}  {}\n", "probe", "params", "median", "p99",
+                      "95% CI of median", "baseline", "corrected", "verdict");
+  out_.write(text);
 }
 
 void TableReporter::result(const Result& r) {
@@ -71,18 +134,18 @@ void TableReporter::result(const Result& r) {
       corrected = format_value(r.summary->median - r.baseline->value, r.unit);
     }
   }
-  fmt::print(out_, "{:<28} {:<36} {:>10} {:>10} {:>21} {:>10} {:>10}  {}\n", r.probe, format_params(r.params), median,
-             p99, ci, baseline, corrected, status_name(r.verdict.status));
-  for (const auto& [code, detail] : r.verdict.reasons) fmt::print(out_, "    {}: {}\n", reason_name(code), detail);
-  std::fflush(out_);
+  std::string text =
+      fmt::format("{:<28} {:<36} {:>10} {:>10} {:>21} {:>10} {:>10}  {}\n", r.probe, format_params(r.params), median,
+                  p99, ci, baseline, corrected, status_name(r.verdict.status));
+  for (const auto& [code, detail] : r.verdict.reasons) text += fmt::format("    {}: {}\n", reason_name(code), detail);
+  out_.write(text);
 }
 
 void TableReporter::end(const nlohmann::json& run_end) {
   const auto& c = run_end["counts"];
-  fmt::print(out_, "# {} ok, {} suspect, {} unsupported, {} failed{}\n", c["ok"].get<int>(), c["suspect"].get<int>(),
-             c["unsupported"].get<int>(), c["failed"].get<int>(),
-             run_end["interrupted"].get<bool>() ? " (interrupted: partial run)" : "");
-  std::fflush(out_);
+  out_.write(fmt::format("# {} ok, {} suspect, {} unsupported, {} failed{}\n", c["ok"].get<int>(),
+                         c["suspect"].get<int>(), c["unsupported"].get<int>(), c["failed"].get<int>(),
+                         run_end["interrupted"].get<bool>() ? " (interrupted: partial run)" : ""));
 }
 
 void ComparisonReporter::result(const Result& r) {
@@ -94,32 +157,70 @@ void ComparisonReporter::result(const Result& r) {
 }
 
 void ComparisonReporter::end(const nlohmann::json&) {
-  fmt::print(out_, "# {}\n", title_);
+  std::string text = fmt::format("# {}\n", title_);
   for (const auto& row : rows_) {
     double cheapest = row.median;
     for (const auto& other : rows_)
       if (other.unit == row.unit && other.median > 0) cheapest = std::min(cheapest, other.median);
     const std::string ratio =
         cheapest > 0 && row.median > 0 ? fmt::format("{:.1f}x the cheapest", row.median / cheapest) : "no ratio";
-    fmt::print(out_, "#   {}: {} ({})\n", row.label, format_value(row.median, row.unit), ratio);
+    text += fmt::format("#   {}: {} ({})\n", row.label, format_value(row.median, row.unit), ratio);
   }
-  for (const auto& line : unmeasured_) fmt::print(out_, "#   {} (not measured)\n", line);
-  std::fflush(out_);
+  for (const auto& line : unmeasured_) text += fmt::format("#   {} (not measured)\n", line);
+  out_.write(text);
 }
+
+void Output::add(std::unique_ptr<Reporter> reporter) {
+  std::lock_guard guard(mutex_);
+  reporters_.push_back(std::move(reporter));
+}
+
+namespace {
+// Calls `write` on every reporter whose sink still works; returns the first failure.
+template <class Write>
+std::optional<OutputError> to_each(std::vector<std::unique_ptr<Reporter>>& reporters, Write write) {
+  std::optional<OutputError> first;
+  for (auto& r : reporters) {
+    if (r->sink() && r->sink()->failed()) continue;
+    try {
+      write(*r);
+    } catch (const OutputError& e) {
+      if (!first) first = e;
+    }
+  }
+  return first;
+}
+}  // namespace
 
 void Output::begin(const nlohmann::json& env) {
   std::lock_guard guard(mutex_);
-  for (auto& r : reporters_) r->begin(env);
+  begun_ = true;
+  if (auto failure = to_each(reporters_, [&](Reporter& r) { r.begin(env); })) throw *failure;
 }
 
 void Output::result(const Result& result) {
   std::lock_guard guard(mutex_);
+  auto failure = to_each(reporters_, [&](Reporter& r) { r.result(result); });
   counts_.add(result.verdict.status);
-  for (auto& r : reporters_) r->result(result);
+  if (failure) throw *failure;
 }
 
-void Output::end(const std::string& run_id, double duration_s, bool interrupted) {
-  if (ended_) return;
+const Sink* Output::broken_pipe() {
+  for (auto& r : reporters_) {
+    Sink* sink = r->sink();
+    if (!sink || sink->failed()) continue;
+    // A pipe whose last reader closed reports POLLERR on its write end.
+    pollfd p{sink->fd(), 0, 0};
+    if (poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) {
+      sink->fail();
+      return sink;
+    }
+  }
+  return nullptr;
+}
+
+std::optional<OutputError> Output::end(const std::string& run_id, double duration_s, bool interrupted) {
+  if (ended_ || !begun_) return std::nullopt;  // no run_end without its env record
   ended_ = true;
   const nlohmann::json run_end = {{"schema", schema_version},
                                   {"kind", "run_end"},
@@ -132,7 +233,12 @@ void Output::end(const std::string& run_id, double duration_s, bool interrupted)
                                     {"unsupported", counts_.unsupported},
                                     {"failed", counts_.failed}}},
                                   {"interrupted", interrupted}};
-  for (auto& r : reporters_) r->end(run_end);
+  // Every reporter's end first, then the closes: reporters may share a sink.
+  auto failure = to_each(reporters_, [&](Reporter& r) { r.end(run_end); });
+  auto closing = to_each(reporters_, [&](Reporter& r) {
+    if (r.sink()) r.sink()->close();
+  });
+  return failure ? failure : closing;
 }
 
 }  // namespace ctx

@@ -8,20 +8,24 @@
 #include <cerrno>
 #include <cstdlib>
 #include <set>
-#include <sstream>
 
 namespace ctx {
 
 std::vector<std::string> split_list(const std::string& text, const std::string& option) {
+  if (text.empty()) throw UsageError(fmt::format("{}: no value given; give a comma-separated list", option));
   std::vector<std::string> values;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
+  std::size_t start = 0;
+  while (start <= text.size()) {  // one more round after a trailing comma: its empty value
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    start = comma + 1;
     if (item.empty())
       throw UsageError(fmt::format("{}: empty value in '{}'; give a comma-separated list such as a,b", option, text));
+    // A value given twice would be measured twice, and compare would pick one.
+    if (std::find(values.begin(), values.end(), item) != values.end())
+      throw UsageError(fmt::format("{}: '{}' is given twice in '{}'; give each value once", option, item, text));
     values.push_back(item);
   }
-  if (values.empty()) throw UsageError(fmt::format("{}: no value given; give a comma-separated list", option));
   return values;
 }
 
@@ -29,7 +33,10 @@ void add_param_choice(Selection& selection, const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
     throw UsageError(fmt::format("--param: '{}' is not NAME=VALUE[,VALUE]; write e.g. --param procs=2,8", text));
-  selection.choices[text.substr(0, eq)] = split_list(text.substr(eq + 1), "--param " + text.substr(0, eq));
+  const std::string name = text.substr(0, eq);
+  if (selection.choices.count(name))
+    throw UsageError(fmt::format("--param {} is given twice; list its values in one --param {}=V1,V2", name, name));
+  selection.choices[name] = split_list(text.substr(eq + 1), "--param " + name);
 }
 
 void add_axis_choice(Selection& selection, const std::vector<ProbeDescriptor>& probes, const std::string& axis,
@@ -59,6 +66,14 @@ namespace {
 bool is_integer(const std::string& text) {
   if (text.empty()) return false;
   return std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A whole number without leading zeros ("08" -> "8"), so that equal numbers
+// are one variant; anything else as it is.
+std::string canonical_number(const std::string& text) {
+  if (!is_integer(text)) return text;
+  const auto first = text.find_first_not_of('0');
+  return first == std::string::npos ? "0" : text.substr(first);
 }
 }  // namespace
 
@@ -95,10 +110,18 @@ std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Se
     for (const auto& spec : p->params) {
       std::vector<std::string> values = default_values(spec);
       if (auto choice = selection.choices.find(spec.name); choice != selection.choices.end()) {
-        values = choice->second;
+        values.clear();
+        for (const auto& given : choice->second) {
+          const std::string v = spec.numeric ? canonical_number(given) : given;
+          if (std::find(values.begin(), values.end(), v) != values.end())
+            throw UsageError(fmt::format("{}: {} is given twice (as {}); give each value once", spec.name, v, given));
+          values.push_back(v);
+        }
         for (const auto& v : values) {
           const bool listed = std::find(spec.values.begin(), spec.values.end(), v) != spec.values.end();
-          const bool accepted = listed || (spec.open_ended && spec.numeric && is_integer(v) && std::stol(v) > 0);
+          // Up to 9 digits: a count, never a number std::stol cannot hold.
+          const bool accepted =
+              listed || (spec.open_ended && spec.numeric && is_integer(v) && v != "0" && v.size() <= 9);
           if (!accepted)
             throw UsageError(fmt::format("{}={}: not allowed for {}; allowed: {}{}", spec.name, v, p->name,
                                          fmt::join(spec.values, ", "),

@@ -129,6 +129,11 @@ std::atomic<bool>& interrupted_flag() {
   return flag;
 }
 
+std::atomic<bool>& timeout_flag() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
 pid_t fork_tracked() {
   const pid_t parent = getpid();
   const pid_t pid = fork();

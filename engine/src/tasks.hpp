@@ -61,6 +61,11 @@ void track_child(pid_t pid);
 void untrack_child(pid_t pid);
 void kill_and_reap_children();
 std::atomic<bool>& interrupted_flag();
+// Set by the engine's monitor when the running variant overran --timeout:
+// the harness stops at the next batch boundary (a batch lasts about the
+// calibration target), so in-process probes, which have no child to kill,
+// stop too. Cleared before each variant.
+std::atomic<bool>& timeout_flag();
 
 // fork() for probes: the child dies with the engine (PR_SET_PDEATHSIG), and is
 // tracked in the parent. Returns what fork returns.

@@ -12,9 +12,6 @@ import csv
 import inspect
 import io
 import json
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -362,40 +359,6 @@ def test_list_and_env(fake_engine):
     assert env.exit_code == 0 and "kernel.release" in env.stdout
     env_json = json.loads(invoke("env", "--json").stdout)
     assert env_json["kind"] == "env"
-
-
-def test_ctrl_c_keeps_a_partial_run(tmp_path, fake_engine):
-    """A real SIGINT to the ctxbench process: the engine stops, the finished results are stored."""
-    db = tmp_path / "sigint.db"
-    env = dict(
-        os.environ, FAKE_ENGINE_DELAY="1.0", PYTHONPATH=str(Path(__file__).parents[1] / "src")
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ctxbench", "run", "--db", str(db)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    # Progress lines arrive on stderr; interrupt while the third variant runs.
-    total = len(real_run().results)
-    seen = []
-    for line in process.stderr:
-        seen.append(line)
-        if line.startswith(f"[3/{total}]"):
-            break
-    assert seen and seen[-1].startswith(f"[3/{total}]"), "".join(seen)
-    process.send_signal(signal.SIGINT)
-    _, rest = process.communicate(timeout=30)
-    err = "".join(seen) + rest
-    assert process.returncode == 130, err
-    assert "interrupted" in err
-    assert "stored partial run" in err
-    with Store.open(db) as store:
-        stored = store.load("latest")
-    assert stored.info.interrupted and stored.info.complete  # run_end says interrupted
-    assert 2 <= len(stored.results) < total  # the finished ones, not the rest
 
 
 def test_help_and_version():

@@ -45,7 +45,7 @@ def test_engine_args_follow_the_contract():
         "run", "switch.*", "--quick", "--samples", "5", "--min-time", "0.01", "--timeout", "9.5",
         "--cpus", "same", "--between", "threads", "--param", "procs=2,8", "--param", "size_kib=0",
     ]  # fmt: skip
-    assert options.engine_args() == [*selection, "--json", "--progress"]
+    assert options.engine_args() == [*selection, "--json", "--progress", "--die-with-parent"]
     assert options.engine_args(dry_run=True) == [*selection, "--dry-run"]
     preset = RunOptions(preset="fibers-vs-threads").engine_args()
     assert preset[:3] == ["run", "--preset", "fibers-vs-threads"]

@@ -4,7 +4,9 @@ binary (path in CTXBENCH_ENGINE) and check its records against the schema."""
 import json
 import os
 import pathlib
+import shutil
 import subprocess
+import tempfile
 
 import jsonschema
 import pytest
@@ -57,3 +59,24 @@ def quick_run(engine, tmp_path_factory):
 def catalogue(engine):
     proc = subprocess.run([engine, "list", "--json"], capture_output=True, text=True, check=True)
     return json.loads(proc.stdout)
+
+
+# Tests that run the engine as another user (setpriv needs root).
+as_other_user = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root to run the engine as another user with setpriv (util-linux)",
+)
+
+
+@pytest.fixture
+def reachable_engine(engine):
+    """The engine (and its exec helpers) copied where any user can run it:
+    pytest's tmp_path is under a 0700 directory."""
+    exe_dir = pathlib.Path(tempfile.mkdtemp(prefix="ctxbench-other-user-", dir="/tmp"))
+    for name in ("ctxbench-engine", "ctxbench-exit0", "ctxbench-forkloop"):
+        source = os.path.join(os.path.dirname(engine), name)
+        if os.path.exists(source):
+            shutil.copy2(source, exe_dir / name)
+    os.chmod(exe_dir, 0o755)
+    yield exe_dir / "ctxbench-engine"
+    shutil.rmtree(exe_dir, ignore_errors=True)

@@ -119,7 +119,45 @@ TEST(Selection, ParamSyntax) {
   EXPECT_EQ(s.choices.at("procs"), (std::vector<std::string>{"2", "8"}));
   EXPECT_THROW(add_param_choice(s, "procs"), UsageError);
   EXPECT_THROW(add_param_choice(s, "=3"), UsageError);
-  EXPECT_THROW(add_param_choice(s, "procs=2,,8"), UsageError);
+  Selection fresh;
+  EXPECT_THROW(add_param_choice(fresh, "procs=2,,8"), UsageError);
+  EXPECT_THROW(add_param_choice(fresh, "procs="), UsageError);
+}
+
+// A value given twice would be measured twice (and compare would silently
+// pick one of the two records); an empty one would mean "everything".
+TEST(Selection, DuplicateAndEmptyValuesAreRefused) {
+  auto message = [](auto&& call) {
+    try {
+      call();
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no usage error");
+  };
+  EXPECT_NE(message([] { split_list("same,same", "--cpus"); }).find("'same' is given twice"), std::string::npos);
+  EXPECT_NE(message([] { split_list("", "--cpus"); }).find("no value given"), std::string::npos);
+  EXPECT_NE(message([] { split_list("same,", "--cpus"); }).find("empty value"), std::string::npos);
+  Selection s;
+  add_param_choice(s, "procs=2");
+  EXPECT_NE(message([&] { add_param_choice(s, "procs=8"); }).find("given twice"), std::string::npos);
+  EXPECT_NE(message([] {
+              Selection t;
+              add_param_choice(t, "procs=2,2");
+            }).find("'2' is given twice"),
+            std::string::npos);
+  // Equal numbers written differently are one value too.
+  Selection numbers;
+  numbers.patterns = {"switch.alpha"};
+  numbers.choices["size"] = {"2", "02"};
+  EXPECT_NE(message([&] { expand(fake_probes(), numbers); }).find("2 is given twice"), std::string::npos);
+  numbers.choices["size"] = {"0064"};
+  const auto variants = expand(fake_probes(), numbers);
+  ASSERT_FALSE(variants.empty());
+  EXPECT_EQ(variants[0].params.at("size"), "64");
+  // A number too long for a count is refused, never an uncaught std::out_of_range.
+  numbers.choices["size"] = {"99999999999999999999"};
+  EXPECT_THROW(expand(fake_probes(), numbers), UsageError);
 }
 
 TEST(Selection, SamplesMustBeAPositiveWholeNumber) {

@@ -2,36 +2,51 @@
 
 stdout carries data (tables, JSON, CSV); progress and diagnostics go to
 stderr. Every error is one line, ``ctxbench: error: ...``, naming the
-problem and the fix; usage errors exit 2, failures 1, an interrupted run 130
-(after storing what finished).
+problem and the fix, never a traceback; usage errors exit 2, failures 1, an
+output that could not be written 3, a run stopped by a signal 128+n (after
+storing what finished), a closed stdout pipe 141. A measured run is stored
+before any side output (table, --json, --report) can fail, and text that came
+from records or the user is stripped of control characters before it reaches
+a terminal.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fnmatch
 import io
 import json
 import os
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.segment import Segment
 
 from ctxbench import __version__, fmt, tables
 from ctxbench import export as export_formats
 from ctxbench import riscv as riscv_lab
-from ctxbench.errors import BadInput, CtxbenchError, EngineError, RecordError
+from ctxbench.errors import BadInput, CtxbenchError, EngineError, OutputError, RecordError
 from ctxbench.explain import explain as explain_run
 from ctxbench.explain import render_text as render_explanation
-from ctxbench.records import RunRecords, dumps, group_run, read_run_file, record_problem
+from ctxbench.records import (
+    RunRecords,
+    dumps,
+    group_run,
+    read_records,
+    read_run_file,
+    record_problem,
+    shared_unsupported_reason,
+)
 from ctxbench.runner import (
     EngineRun,
     RunOptions,
@@ -44,21 +59,71 @@ from ctxbench.runner import Progress as EngineProgress
 from ctxbench.store import Store, StoredRun
 
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 # ---- consoles ---------------------------------------------------------------
+class _TerminalConsole(Console):
+    """A rich console that strips control characters from every piece of text
+    it shows (labels, host names, probe names, reasons: anything a record or
+    a user may have filled), while keeping rich's own styling."""
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterator[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control is None and segment.text:
+                yield Segment(fmt.terminal_text(segment.text), segment.style)
+            else:
+                yield segment
+
+    def on_broken_pipe(self) -> None:
+        # rich would exit 1 here; ctxbench's handling says 141 (and, in
+        # `run`, stores the run first).
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
+class _QuietStream(io.TextIOBase):
+    """stderr for status and progress: a failure to write it (a full disk, a
+    closed pipe) loses those lines, never the run being measured or stored."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", "utf-8")
+
+
 def _console(stderr: bool = False) -> Console:
-    stream = sys.stderr if stderr else sys.stdout
+    stream = _QuietStream(sys.stderr) if stderr else sys.stdout
     width = None
     if not stream.isatty():
         # Piped or captured: do not squeeze tables into 80 columns.
         width = int(os.environ.get("COLUMNS", "200"))
-    return Console(file=stream, width=width, highlight=False, soft_wrap=False)
+    return _TerminalConsole(file=stream, width=width, highlight=False, soft_wrap=False)
 
 
 def _say(message: str) -> None:
     """A status line on stderr (never on stdout, which carries data)."""
-    click.echo(message, err=True)
+    click.echo(fmt.terminal_text(message), file=_QuietStream(sys.stderr))
 
 
 # ---- errors: one line each --------------------------------------------------
@@ -90,16 +155,71 @@ class CtxbenchGroup(click.Group):
         except click.Abort:
             _error_line("aborted")
             code = EXIT_INTERRUPTED
-        except BrokenPipeError:
+        except _StreamFailed as failure:
+            code = _output_failed(failure.error)
+        except OSError as error:  # --help or --version, written before any command runs
+            code = _output_failed(error)
+        except sqlite3.Error as error:
+            # The store module turns what it expects into StoreError; this is the rest.
+            _error_line(f"the store failed: {error}")
+            code = 1
+        except Exception as error:  # the last line of defence: never a traceback
+            if os.environ.get("CTXBENCH_DEBUG"):
+                raise
+            _error_line(
+                f"unexpected {type(error).__name__}: {error} "
+                "(a bug in ctxbench: CTXBENCH_DEBUG=1 shows where; please report it)"
+            )
             code = 1
         if standalone_mode:
             sys.exit(code)
         return code
 
+    def invoke(self, ctx: click.Context) -> Any:
+        # OSError is caught here, before click's main, which would swallow a
+        # broken pipe into its own exit status.
+        try:
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # a failure to write stdout is reported here, not at exit
+        except OSError as error:
+            raise _StreamFailed(error) from None
+        return result
+
+
+class _StreamFailed(Exception):
+    """An OSError that no command handled: almost always stdout failing."""
+
+    def __init__(self, error: OSError):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _output_failed(error: OSError) -> int:
+    """stdout (or a file without handling of its own) failed: one line, or
+    none for a reader that went away (as `| head` expects); exit 3 or 141."""
+    _discard_stdout()
+    if error.errno == errno.EPIPE:
+        return EXIT_BROKEN_PIPE
+    if error.filename:
+        _error_line(f"{error.filename}: {error.strerror or error}")
+    else:
+        _error_line(f"cannot write to stdout: {error.strerror or error}")
+    return OutputError.exit_code
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's own flush at exit neither
+    fails again nor prints a traceback of its own."""
+    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+
 
 def _error_line(message: str) -> None:
     message = " ".join(str(message).split())  # one line, whatever it contained
-    click.echo(f"ctxbench: error: {message}", err=True)
+    with contextlib.suppress(OSError):  # stderr itself may be what failed
+        click.echo(f"ctxbench: error: {fmt.terminal_text(message)}", err=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,11 +253,18 @@ def _check_output_path(path: Path | None, option: str) -> None:
 
 
 def _write_text(path: Path, text: str, option: str) -> None:
+    """Write a whole output file; if that fails, no cut file is left behind."""
     _check_output_path(path, option)
+    existed = path.exists()
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as error:
-        raise BadInput(f"cannot write {option} {path}: {error.strerror}") from None
+        if path.is_file() and not existed:
+            path.unlink(missing_ok=True)
+        elif path.is_file():
+            with contextlib.suppress(OSError):
+                path.write_bytes(b"")  # an empty file, not a cut one that looks whole
+        raise OutputError(f"cannot write {option} {path}: {error.strerror}") from None
 
 
 @click.group(cls=CtxbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -230,23 +357,48 @@ class _ProgressView:
         self.console.print(line, markup=False, highlight=False)
 
 
-@contextmanager
-def _forward_interrupts(run: EngineRun, view: _ProgressView) -> Iterator[None]:
-    def on_interrupt(signum: int, frame: object) -> None:
+class _StopSignals:
+    """SIGINT, SIGTERM and SIGHUP during a run, alike: the first asks the
+    engine to stop (it ends the current variant and writes run_end), the next
+    kills it. What arrived is stored either way; the exit status is then
+    128 + the first signal. A signal while the run is being stored waits for
+    the store to finish."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.run: EngineRun | None = None
+        self.say = _say
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopSignals:
+        for number in STOP_SIGNALS:
+            self._previous[number] = signal.signal(number, self._on_signal)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for number, previous in self._previous.items():
+            signal.signal(number, previous)
+
+    def _on_signal(self, number: int, frame: object) -> None:
+        if self.received is None:
+            self.received = number
+        name = f"interrupted by {signal.Signals(number).name}"
+        run = self.run
+        if run is None or not run.running:
+            self.say(f"{name}: stopping" + (" once what was measured is stored" if run else ""))
+            return
         run.interrupt()
         if run.interrupts == 1:
-            view.message(
-                "interrupted: stopping the engine; finished results will be kept "
+            self.say(
+                f"{name}: stopping the engine; finished results will be kept "
                 "(Ctrl-C again to kill it)"
             )
         else:
-            view.message("killing the engine")
+            self.say("killing the engine")
 
-    previous = signal.signal(signal.SIGINT, on_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    @property
+    def exit_code(self) -> int:
+        return 128 + (self.received or signal.SIGINT)
 
 
 def _store_run(store: Store, run: RunRecords, origin: str, label: str | None) -> StoredRun:
@@ -262,68 +414,152 @@ def _print_results(results: list[dict[str, Any]], title: str | None = None) -> N
         console.print(f"  {note}", markup=False)
 
 
+class _LineFile:
+    """A JSON Lines file written in whole lines: each record is one write of
+    its full line. If a write fails (a full disk, a file-size limit, a closed
+    pipe), a regular file is cut back to its last whole line, writing stops
+    and ``error`` says why; the caller decides what that means."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self._regular = os.path.isfile(path)
+        self._size = 0
+        self.lines = 0
+        self.error: OSError | None = None
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self._fd is None:
+            return
+        data = memoryview((dumps(record) + "\n").encode("utf-8"))
+        try:
+            while data:
+                data = data[os.write(self._fd, data) :]
+        except OSError as error:
+            self.error = error
+            if self._regular:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, self._size)
+            self.close()
+            return
+        self._size += len(data.obj)
+        self.lines += 1
+
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                os.close(fd)
+            except OSError as error:
+                self.error = self.error or error
+
+
 class _Spool:
     """Records as they arrive, in a file beside the store, until the run is stored.
 
     If ctxbench dies or the store refuses the run, the file stays and the
-    message says how to store it (`ctxbench import`); once stored, it goes.
+    message says how to store it (`ctxbench import`); once stored, or when
+    there is nothing worth storing, it goes.
     """
 
-    def __init__(self, directory: Path, tag: str = ""):
-        name = f".ctxbench-unstored-{os.getpid()}{tag}.jsonl"
-        self.path: Path | None = directory / name
-        self._file: io.TextIOBase | None = None
-        self.count = 0
+    def __init__(self, directory: Path, tag: str = "", store_location: str | None = None):
+        self.path = directory / f".ctxbench-unstored-{os.getpid()}{tag}.jsonl"
+        self.store_location = store_location  # for the import command in messages
+        self.file: _LineFile | None = None
+        self.reported = False  # the error message already says where the records are
+        self.discard = False  # nothing worth keeping (e.g. every result unsupported)
 
     def __enter__(self) -> _Spool:
         try:
-            self._file = self.path.open("w", encoding="utf-8")
+            self.file = _LineFile(self.path)
         except OSError:
-            self.path = None  # a read-only directory: run without the safety copy
+            self.file = None  # a read-only directory: run without the safety copy
         return self
 
     def write(self, record: dict[str, Any]) -> None:
-        if self._file is not None:
-            self._file.write(dumps(record) + "\n")
-            self._file.flush()
-            self.count += 1
+        if self.file is not None:
+            self.file.write(record)
+
+    def hint(self) -> str:
+        """Where the records are kept and how to store them, for a message."""
+        if self.file is None or self.file.lines == 0:
+            return "no safety copy of the records could be kept"
+        cut = ""
+        if self.file.error is not None:
+            cut = f" (the copy stopped there: {self.file.error.strerror})"
+        where = f" --db {self.store_location}" if self.store_location else ""
+        return (
+            f"the {self.file.lines} records received are kept in {self.path}{cut}; "
+            f"`ctxbench import {self.path}{where}` stores them"
+        )
 
     def __exit__(self, kind: object, error: object, trace: object) -> None:
-        if self._file is not None:
-            self._file.close()
-        if self.path is None:
+        if self.file is None:
             return
-        if error is not None and self.count:
-            _say(
-                f"ctxbench: the {self.count} records received are kept in {self.path}; "
-                f"`ctxbench import {self.path}` stores them"
-            )
+        self.file.close()
+        if error is not None and not self.discard and self.file.lines:
+            if not self.reported:
+                _say(f"ctxbench: {self.hint()}")
         else:
             self.path.unlink(missing_ok=True)
 
 
-def _stream(engine_run: EngineRun, json_path: Path | None, spool: _Spool) -> list[dict[str, Any]]:
+def _stream(
+    engine_run: EngineRun, copy: _LineFile | None, spool: _Spool, stop: _StopSignals
+) -> list[dict[str, Any]]:
     """Run the engine with progress on stderr; every record also to --json and the spool."""
     records: list[dict[str, Any]] = []
-    json_file = json_path.open("w", encoding="utf-8") if json_path else None
-    try:
-        with _ProgressView() as view:
-            engine_run.on_progress = view.update
-            engine_run.on_diagnostic = view.message
-            with _forward_interrupts(engine_run, view):
-                engine_run.start()
-                for record in engine_run.records():
-                    records.append(record)
-                    spool.write(record)
-                    if json_file is not None:
-                        json_file.write(dumps(record) + "\n")
-                        json_file.flush()
-                    if record["kind"] == "result":
-                        view.finished_one()
-    finally:
-        if json_file is not None:
-            json_file.close()
+    with _ProgressView() as view:
+        engine_run.on_progress = view.update
+        engine_run.on_diagnostic = view.message
+        stop.run, stop.say = engine_run, view.message
+        try:
+            if stop.received is not None:
+                return records  # stopped before the engine started
+            engine_run.start()
+            if stop.received is not None:  # arrived while the engine was starting
+                engine_run.interrupt()
+            for record in engine_run.records():
+                records.append(record)
+                spool.write(record)
+                if copy is not None:
+                    copy.write(record)
+                if record["kind"] == "result":
+                    view.finished_one()
+        finally:
+            stop.say = _say
+            if copy is not None:
+                copy.close()
     return records
+
+
+def _open_copy(path: Path | None) -> _LineFile | None:
+    """--json, opened (and so checked) before anything runs."""
+    if path is None:
+        return None
+    try:
+        return _LineFile(path)
+    except OSError as error:
+        raise BadInput(f"cannot write --json {path}: {error.strerror}") from None
+
+
+def _check_writable(path: Path | None, option: str) -> None:
+    """Open ``path`` for writing without changing it, so a file that cannot be
+    written is refused before the run rather than after."""
+    if path is None:
+        return
+    existed = path.exists()
+    try:
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as error:
+        raise BadInput(f"cannot write {option} {path}: {error.strerror}") from None
+    if not existed:
+        path.unlink(missing_ok=True)
+
+
+def _db_hint(db: Path | None, store: Store) -> str:
+    return f" --db {store.location}" if db is not None else ""
 
 
 @cli.command()
@@ -406,11 +642,12 @@ def run(
     """Run probes (default: the whole suite), store the run, print its summary.
 
     PROBE is a probe name (`ctxbench list`), a family (`syscall`) or a glob
-    (`'switch.*'`). Ctrl-C stops cleanly and keeps the finished results as a
-    partial run.
+    (`'switch.*'`). Ctrl-C (or SIGTERM, SIGHUP) stops cleanly and keeps the
+    finished results as a partial run.
     """
     _check_output_path(json_path, "--json")
     _check_output_path(report_path, "--report")
+    _check_writable(report_path, "--report")
     if ssh_config is not None and not hosts:
         raise click.UsageError("--ssh-config is for --host runs; give --host DEST too")
     if hosts and json_path is not None:
@@ -440,25 +677,42 @@ def run(
 
             return run_on_hosts(store, list(hosts), options, label, ssh_config, report_path)
         engine_run = EngineRun(options, engine=engine)
-        with _Spool(store.spool_dir) as spool:
-            records = _stream(engine_run, json_path, spool)
-            for problem in engine_run.problems[:5]:
-                _say(f"ctxbench: warning: {problem}")
-            if not any(r["kind"] == "env" for r in records):
-                failure = engine_run.failure()
-                if failure is not None:
-                    raise failure
-                if engine_run.interrupted:
-                    _say("interrupted before the engine wrote anything; nothing stored")
-                    return EXIT_INTERRUPTED
-                raise EngineError("the engine wrote no env record; nothing stored")
-            run_records = group_run(records, "engine output")
-            stored = _store_run(store, run_records, "run", label)
-        _print_results(stored.results, title=f"run {stored.run_id}")
-        state = "partial run" if stored.info.interrupted else "run"
-        _say(f"stored {state} {stored.run_id} ({len(stored.results)} results) in {store.location}")
-        if report_path is not None:
-            _write_report([stored], report_path)
+        copy = _open_copy(json_path)
+        with _StopSignals() as stop:
+            with _Spool(store.spool_dir, store_location=store.location) as spool:
+                records = _stream(engine_run, copy, spool, stop)
+                for problem in engine_run.problems[:5]:
+                    _say(f"ctxbench: warning: {problem}")
+                if not any(r["kind"] == "env" for r in records):
+                    failure = engine_run.failure()
+                    if failure is not None:
+                        raise failure
+                    if stop.received is not None or engine_run.interrupted:
+                        _say("interrupted before the engine wrote anything; nothing stored")
+                        return stop.exit_code
+                    raise EngineError("the engine wrote no env record; nothing stored")
+                run_records = group_run(records, "engine output")
+                reason = shared_unsupported_reason(run_records.results)
+                if reason is not None:
+                    spool.discard = True
+                    raise EngineError(
+                        f"nothing was measured: all {len(run_records.results)} results are "
+                        f"unsupported here ({reason}); nothing stored"
+                    )
+                try:
+                    stored = _store_run(store, run_records, "run", label)
+                except (CtxbenchError, sqlite3.Error, OSError) as error:
+                    spool.reported = True
+                    why = error.strerror if isinstance(error, OSError) else str(error)
+                    failure = CtxbenchError(
+                        f"the run was measured but could not be stored in {store.location} "
+                        f"({why}); {spool.hint()}"
+                    )
+                    failure.exit_code = getattr(error, "exit_code", CtxbenchError.exit_code)
+                    raise failure from None
+            side_failure, stdout_closed = _show_stored_run(stored, store, db, copy, report_path)
+    if side_failure is not None:
+        raise side_failure
     if engine_run.problems:
         raise EngineError(
             f"{len(engine_run.problems)} engine output line(s) were not valid records "
@@ -467,9 +721,52 @@ def run(
     failure = engine_run.failure()
     if failure is not None:
         raise EngineError(f"{failure}; the finished results were stored as a partial run")
-    if engine_run.interrupted:
-        return EXIT_INTERRUPTED
-    return 0
+    if stop.received is not None or engine_run.interrupted:
+        return stop.exit_code
+    return EXIT_BROKEN_PIPE if stdout_closed else 0
+
+
+def _show_stored_run(
+    stored: StoredRun,
+    store: Store,
+    db: Path | None,
+    copy: _LineFile | None,
+    report_path: Path | None,
+) -> tuple[OutputError | None, bool]:
+    """The outputs of a stored run: the table, the status line, the report.
+    One failing does not stop the others. Returns the failures, as one line
+    that says the run is safe and how to write that output again, and
+    whether stdout's reader went away (no message for that: exit 141)."""
+    run_id = stored.run_id
+    where = _db_hint(db, store)
+    failures: list[str] = []
+    closed = False
+    try:
+        _print_results(stored.results, title=f"run {run_id}")
+        sys.stdout.flush()
+    except OSError as error:
+        _discard_stdout()
+        if error.errno == errno.EPIPE:  # a reader that went away wanted no more: no message
+            closed = True
+        else:
+            failures.append(
+                f"stdout failed ({error.strerror}); `ctxbench show {run_id}{where}` shows it"
+            )
+    state = "partial run" if stored.info.interrupted else "run"
+    _say(f"stored {state} {run_id} ({len(stored.results)} results) in {store.location}")
+    if copy is not None and copy.error is not None:
+        failures.append(
+            f"--json {copy.path} failed after {copy.lines} records ({copy.error.strerror}); "
+            f"`ctxbench export {run_id} -o {copy.path}{where}` writes them all again"
+        )
+    if report_path is not None:
+        try:
+            _write_report([stored], report_path)
+        except OutputError as error:
+            failures.append(f"{error}; `ctxbench report {run_id} -o FILE{where}` writes it again")
+    if not failures:
+        return None, closed
+    return OutputError(f"run {run_id} is stored and safe, but " + "; and ".join(failures)), False
 
 
 def _write_report(runs: list[StoredRun], path: Path, title: str | None = None) -> None:
@@ -650,17 +947,17 @@ def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: str |
 @db_option
 def import_command(path: Path, label: str | None, db: str | None) -> None:
     """Store a run from engine JSON Lines (e.g. `ctxbench-engine run --json` on a board)."""
+    notes: list[str] = []
     if str(path) == "-":
-        text = sys.stdin.read()
-        from ctxbench.records import parse_jsonl
-
-        run_records = group_run(parse_jsonl(text, "stdin"), "stdin")
+        run_records = group_run(read_records(sys.stdin.buffer, "stdin", notes), "stdin")
     else:
         if not path.exists():
             raise BadInput(f"no file {path}; give the JSON Lines file written by `run --json`")
         if path.is_dir():
             raise BadInput(f"{path} is a directory; give a JSON Lines file")
-        run_records = read_run_file(path)
+        run_records = read_run_file(path, notes)
+    for note in notes:
+        _say(f"ctxbench: note: {note}")
     with _open_store(db) as store:
         stored = _store_run(store, run_records, "import", label)
     state = "partial run" if stored.info.interrupted else "run"

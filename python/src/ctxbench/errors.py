@@ -31,6 +31,16 @@ class EngineError(CtxbenchError):
     """The engine could not be found, or failed."""
 
 
+class OutputError(CtxbenchError):
+    """An output (stdout, --json, --report, -o) could not be written (exit 3).
+
+    What it would have held is safe: a measured run is stored before any
+    side output is written, and the message says how to write it again.
+    """
+
+    exit_code = 3
+
+
 class StoreWriteError(StoreError):
     """The store could not take a write: disk full, write lock held past the
     timeout, store deleted or replaced, read-only. Nothing of the write was

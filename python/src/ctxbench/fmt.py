@@ -8,12 +8,26 @@ rates with k/M prefixes.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from ctxbench.records import params_text
 
 TIME_SCALES = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
 COUNT_UNITS = {"instructions": "instr", "cycles": "cycles"}
+
+
+# C0 and C1 control characters (ESC starts terminal escape sequences), DEL,
+# and the bidirectional overrides that reorder what a terminal shows. Tab
+# and newline are layout, not commands, and stay.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_text(text: str) -> str:
+    """Text from a record, a label or a file made safe for a terminal:
+    every control character becomes U+FFFD, so nothing it holds can move the
+    cursor, retitle the window or clear the screen."""
+    return _CONTROL.sub("\ufffd", text)
 
 
 def number(value: float, digits: int = 4) -> str:

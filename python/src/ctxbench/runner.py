@@ -9,7 +9,9 @@ hands progress and diagnostics to callbacks. It never prints.
 The engine runs in its own session, so a Ctrl-C at the terminal reaches
 ctxbench only; ctxbench forwards exactly one SIGINT (``interrupt()``), the
 engine finishes the record it is writing, writes run_end with
-interrupted=true and exits 130. A second interrupt kills it.
+interrupted=true and exits 130. A second interrupt kills it. If ctxbench
+itself dies (even by SIGKILL) the engine gets SIGTERM from the kernel
+(``--die-with-parent``) and stops the same way, leaving no process behind.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.errors import BadInput, EngineError
-from ctxbench.records import record_problem
+from ctxbench.records import loads_record, record_problem
 
 ENGINE_NAME = "ctxbench-engine"
 PROGRESS_PREFIX = "@progress "
@@ -165,7 +167,11 @@ class RunOptions:
             args += ["--param", choice]
         if self.hold_idle:
             args.append("--hold-idle")
-        return [*args, "--dry-run"] if dry_run else [*args, "--json", "--progress"]
+        if dry_run:
+            return [*args, "--dry-run"]
+        # --die-with-parent: the engine runs in its own session, where no
+        # hang-up reaches it; it must still stop if ctxbench is killed.
+        return [*args, "--json", "--progress", "--die-with-parent"]
 
 
 def plan_variants(options: RunOptions, engine: Path | None = None) -> list[dict[str, Any]]:
@@ -267,9 +273,9 @@ class EngineRun:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                self.problems.append(f"engine stdout line {number}: not JSON ({error.msg})")
+                record = loads_record(line)
+            except ValueError as error:
+                self.problems.append(f"engine stdout line {number}: {error}")
                 continue
             problem = record_problem(record)
             if problem is not None:
@@ -294,6 +300,11 @@ class EngineRun:
         if self.returncode in (0, None) or self.interrupted:
             return None
         return _engine_failure("run", self.returncode, "\n".join(self._stderr_tail))
+
+    @property
+    def running(self) -> bool:
+        """Started, and not known to have ended."""
+        return self._process is not None and self.returncode is None
 
     @property
     def interrupted(self) -> bool:

@@ -100,15 +100,24 @@ def _narrow_results_table(results: list[dict[str, Any]], title: str | None) -> T
     return table
 
 
-def verdict_notes(results: list[dict[str, Any]]) -> list[str]:
-    """One line per result that is not plain ok: what the reasons say."""
-    notes = []
+def verdict_notes(results: list[dict[str, Any]], shown: int = 3) -> list[str]:
+    """What the reasons of the results that are not plain ok say: one line per
+    distinct reason, so a reason shared by many results is printed once, with
+    how many they are and the first few of them."""
+    by_detail: dict[str, list[str]] = {}
     for result in results:
         if result["verdict"]["status"] != "ok":
             label = result["probe"]
             if result["params"]:
                 label += f" ({fmt.params(result['params'])})"
-            notes.append(f"{label}: {fmt.verdict_detail(result)}")
+            by_detail.setdefault(fmt.verdict_detail(result), []).append(label)
+    notes = []
+    for detail, labels in by_detail.items():
+        if len(labels) == 1:
+            notes.append(f"{labels[0]}: {detail}")
+            continue
+        more = f" and {len(labels) - shown} more" if len(labels) > shown else ""
+        notes.append(f"{len(labels)} results ({'; '.join(labels[:shown])}{more}): {detail}")
     return notes
 
 
