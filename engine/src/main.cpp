@@ -6,10 +6,12 @@
 // 130; on a variant that overruns its time limit it kills the children, which
 // makes the variant fail with `timeout` and the run go on.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -100,9 +102,11 @@ int run_command(const RunOptions& o) {
     selection.patterns = o.probes;
     if (!o.cpus.empty()) {
       selection.choices["cpus"] = split_list(o.cpus, "--cpus");
+      const auto placements = cpus_param().values;
       for (const auto& v : selection.choices["cpus"])
-        if (v != "same" && v != "cross" && v != "any")
-          throw UsageError(fmt::format("--cpus: '{}' is not a placement; use same, cross or any (comma-separated)", v));
+        if (std::find(placements.begin(), placements.end(), v) == placements.end())
+          throw UsageError(fmt::format("--cpus: '{}' is not a placement; use {} (comma-separated)", v,
+                                       fmt::join(placements, ", ")));
     }
     if (!o.between.empty()) {
       selection.choices["between"] = split_list(o.between, "--between");
@@ -257,7 +261,8 @@ int main(int argc, char** argv) {
   run->add_option("--min-time", run_options.min_time, "Least seconds one sample (batch) lasts (default 0.01)");
   run->add_option("--timeout", run_options.timeout,
                   "Seconds a variant may run before its children are killed (default 120)");
-  run->add_option("--cpus", run_options.cpus, "Placements to run: same,cross,any");
+  run->add_option("--cpus", run_options.cpus,
+                  "Placements to run: same,cross,any (the default runs), smt,llc,remote (by CPU topology)");
   run->add_option("--between", run_options.between, "Task kinds to run: threads,processes");
   run->add_option("--param", run_options.params, "Parameter values: NAME=V1,V2 (repeatable), e.g. procs=2,8")
       ->allow_extra_args(false);

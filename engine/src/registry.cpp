@@ -44,7 +44,13 @@ const ProbeDescriptor* find_probe(const std::string& name) {
 }
 
 ParamSpec cpus_param() {
-  return {"cpus", {"same", "cross", "any"}, {}, "same: all tasks pinned to one CPU; cross: to two CPUs; any: unpinned"};
+  return {"cpus",
+          {"same", "cross", "any", "smt", "llc", "remote"},
+          {"same", "cross", "any"},
+          "same: all tasks pinned to one CPU; cross: to two CPUs; any: unpinned; smt: to two SMT siblings of one "
+          "core; llc: to two cores sharing the last-level cache; remote: to two CPUs in different LLCs (other "
+          "NUMA nodes first). smt, llc and remote come from the CPU topology in sysfs and are unsupported, with the "
+          "reason, where the machine has no such pair"};
 }
 
 ParamSpec between_param() {
@@ -58,6 +64,16 @@ ParamSpec policy_param() {
           "scheduling policy of every task. batch (SCHED_BATCH): a woken task does not preempt its waker, so each "
           "side sleeps in its wait and every switch is voluntary, the classic model. normal (SCHED_OTHER): the "
           "wakee may preempt the waker at once, which turns half the switches involuntary (same count in all)"};
+}
+
+ParamSpec max_pairs_param() {
+  return {"max_pairs",
+          {"256"},
+          {"256"},
+          "the most CPU pairs (matrix cells) measured: every ordered pair up to this many, beyond it a sample "
+          "stratified by topology class, stated in the record",
+          true,
+          true};
 }
 
 Expectation switch_expectation(const Params& params, const std::string& wait) {

@@ -106,6 +106,17 @@ struct ProbeDescriptor {
   // reports the minimum over many short tries). The time budget still applies.
   std::function<int(const Params&)> min_samples;
   std::string method;  // where the method comes from, for docs/probes.md
+  // A CPU-pair matrix probe: the harness measures the workload once per pair
+  // of allowed CPUs (task 0 on the row CPU, task 1 on the column CPU), each
+  // cell calibrated, sampled and checked like a variant, and the record
+  // carries the cells (Result::matrix). Null for every other probe.
+  struct Matrix {
+    bool diagonal = false;  // each CPU with itself is a cell too
+    std::string rows;       // what the row CPU's task does, in words
+    std::string columns;    // what the column CPU's task does
+    std::string diagonal_why_not;  // when !diagonal: why those cells are not measured
+  };
+  std::optional<Matrix> matrix;
 };
 
 void register_probe(ProbeDescriptor descriptor);
@@ -120,9 +131,10 @@ struct Registrar {
 inline std::function<double(const Params&)> constant(double value) {
   return [value](const Params&) { return value; };
 }
-ParamSpec cpus_param();     // same | cross | any
+ParamSpec cpus_param();     // same | cross | any (default runs) | smt | llc | remote
 ParamSpec between_param();  // threads | processes
 ParamSpec policy_param();   // batch | normal (scheduling policy of every task)
+ParamSpec max_pairs_param();  // how many CPU pairs a matrix probe measures before it samples
 
 // The expectation of a two-task ping-pong where one op is one switch: each
 // task switches once per round trip (two ops). Under policy batch each switch

@@ -36,7 +36,7 @@ from ctxbench.runner import Progress as EngineProgress
 from ctxbench.store import Store, StoredRun
 
 EXIT_INTERRUPTED = 130
-CPUS_CHOICES = ("same", "cross", "any")
+CPUS_CHOICES = ("same", "cross", "any", "smt", "llc", "remote")
 BETWEEN_CHOICES = ("threads", "processes")
 SIMULATORS = {"spike": ["spike"], "qemu": ["qemu"], "all": ["spike", "qemu"]}
 
@@ -265,6 +265,8 @@ def _print_results(results: list[dict[str, Any]], title: str | None = None) -> N
     notes = tables.verdict_notes(results)
     for note in notes:
         console.print(f"  {note}", markup=False)
+    for part in tables.matrix_sections(results):
+        console.print(part)
 
 
 class _Spool:
@@ -335,7 +337,10 @@ def _stream(engine_run: EngineRun, json_path: Path | None, spool: _Spool) -> lis
 @click.option("--quick", is_flag=True, help="Fewer samples and shorter runs (smoke run).")
 @click.option("--samples", type=click.IntRange(min=1), help="Samples per probe variant.")
 @click.option("--min-time", type=click.FloatRange(min=0, min_open=True), help="Seconds per sample.")
-@click.option("--cpus", help="Placement: same, cross, any (comma-separated).")
+@click.option(
+    "--cpus",
+    help="Placement: same, cross, any (the default runs), smt, llc, remote (comma-separated).",
+)
 @click.option("--between", help="threads, processes (comma-separated).")
 @db_option
 @click.option(
@@ -521,6 +526,8 @@ def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
     console.print(tables.runs_legend(comparison))
     console.print(tables.env_diff_table(comparison))
     console.print(tables.comparison_table(comparison, width=console.width))
+    for table in tables.matrix_comparison_tables(comparison):
+        console.print(table)
 
 
 @cli.command()

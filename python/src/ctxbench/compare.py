@@ -16,10 +16,10 @@ CPU, virtualization, mitigations, clocksource, frequency governor).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench import stats
+from ctxbench import matrix, stats
 from ctxbench.records import params_key
 from ctxbench.store import StoredRun
 
@@ -87,12 +87,40 @@ class EnvDiff:
 
 
 @dataclass(frozen=True)
+class ClassCell:
+    """One run's side of a pair class: the median of the class's samples."""
+
+    median: float | None
+    cells: int  # cells of the class measured in this run
+    difference: stats.Difference | None  # vs the reference run's class
+    note: str | None  # why no comparison
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    pair_class: str
+    cells: list[ClassCell]  # one per run, reference first
+
+
+@dataclass(frozen=True)
+class MatrixComparison:
+    """A matrix probe variant in the runs, compared class by class (SMT sibling,
+    same LLC...): the samples of all the class's cells, pooled, per run."""
+
+    probe: str
+    params: dict[str, Any]
+    unit: str
+    rows: list[ClassRow]
+
+
+@dataclass(frozen=True)
 class Comparison:
     runs: list[StoredRun]
     rows: list[Row]
     env: EnvDiff
     level: float
     alpha: float
+    matrices: list[MatrixComparison] = field(default_factory=list)
 
 
 def compare_runs(
@@ -136,8 +164,52 @@ def compare_runs(
             )
         )
     return Comparison(
-        runs=runs, rows=rows, env=env_diff([run.env for run in runs]), level=level, alpha=alpha
+        runs=runs,
+        rows=rows,
+        env=env_diff([run.env for run in runs]),
+        level=level,
+        alpha=alpha,
+        matrices=compare_matrices(rows, alpha, level, resamples),
     )
+
+
+def compare_matrices(
+    rows: list[Row], alpha: float, level: float, resamples: int
+) -> list[MatrixComparison]:
+    """Per matrix variant present in more than one run: each class's pooled
+    samples, compared with the reference run's like any variant's samples."""
+    compared = []
+    for row in rows:
+        results = [cell.result for cell in row.cells]
+        with_matrix = [r for r in results if r is not None and matrix.has_matrix(r)]
+        if len(with_matrix) < 2:
+            continue
+        present = {k["class"] for r in with_matrix for k in matrix.classes(r)}
+        class_rows = []
+        for pair_class in (c for c in matrix.CLASS_ORDER if c in present):
+            pooled = [
+                matrix.class_samples(r, pair_class) if r is not None and matrix.has_matrix(r) else []
+                for r in results
+            ]
+            cells = []
+            for index, (result, samples) in enumerate(zip(results, pooled, strict=True)):
+                note = None
+                if result is None or not matrix.has_matrix(result):
+                    note = "no matrix in this run"
+                elif not samples:
+                    note = "no cell of this class"
+                difference = None
+                if index > 0 and note is None and pooled[0]:
+                    difference = stats.compare_samples(pooled[0], samples, alpha, level, resamples)
+                count = sum(
+                    1
+                    for cell in (result or {}).get("matrix", {}).get("cells", [])
+                    if cell["class"] == pair_class
+                )
+                cells.append(ClassCell(stats.median(samples), count, difference, note))
+            class_rows.append(ClassRow(pair_class, cells))
+        compared.append(MatrixComparison(row.probe, row.params, row.unit, class_rows))
+    return compared
 
 
 def _note(result: dict[str, Any] | None) -> str | None:
