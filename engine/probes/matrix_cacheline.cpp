@@ -12,6 +12,8 @@
 // does not have. Both threads spin, so no switch is expected; the checks are
 // where the threads ran. The diagonal is not measured (two spinning threads on
 // one CPU hand off only when the scheduler preempts one of them).
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -112,12 +114,12 @@ const Registrar registrar({
               "release store and acquire loads (not its CAS); one 64-byte line alone in a 128-byte block; one op "
               "= half a round trip; no baseline (the line transfer is the figure); every ordered pair of allowed "
               "CPUs, stratified sampling past max_pairs",
-    .matrix = ProbeDescriptor::Matrix{.diagonal = false,
-                                      .rows = "CPU of the thread that stores first (task 0)",
-                                      .columns = "CPU of the thread that answers (task 1)",
-                                      .diagonal_why_not = "two spinning threads on one CPU hand off only when the "
-                                                          "scheduler preempts one of them, which is not a cache-line "
-                                                          "transfer"},
+    .matrix = PairMatrixSpec{.diagonal = false,
+                             .rows = "CPU of the thread that stores first (task 0)",
+                             .columns = "CPU of the thread that answers (task 1)",
+                             .diagonal_why_not = "two spinning threads on one CPU hand off only when the "
+                                                 "scheduler preempts one of them, which is not a cache-line "
+                                                 "transfer"},
 });
 
 }  // namespace

@@ -37,10 +37,10 @@ const Registrar registrar({
     .method = "switch.futex between threads (tsuna/contextswitch timetctxsw without sched_yield, context_switch2 "
               "--test=futex CPU1 CPU2) for every ordered pair of allowed CPUs and each CPU with itself, as "
               "core-to-core-latency does for cache lines; stratified sampling past max_pairs",
-    .matrix = ProbeDescriptor::Matrix{.diagonal = true,
-                                      .rows = "CPU of the thread that wakes first (task 0)",
-                                      .columns = "CPU of the woken thread (task 1)",
-                                      .diagonal_why_not = ""},
+    .matrix = PairMatrixSpec{.diagonal = true,
+                             .rows = "CPU of the thread that wakes first (task 0)",
+                             .columns = "CPU of the woken thread (task 1)",
+                             .diagonal_why_not = ""},
 });
 
 }  // namespace

@@ -497,9 +497,10 @@ void measure_matrix(const ProbeDescriptor& probe, const Params& params, Clock& c
     r.verdict.add(Status::suspect, code,
                   fmt::format("{} of {} cells; the first, {}", what.first, plan.cells.size(), what.second));
   if (cut_short > 0)
-    r.notes.push_back(fmt::format("{} of {} cells stopped sampling early: the matrix's budget ({:.0f} s) is shared "
-                                  "by its cells, each taking at least five samples",
-                                  cut_short, plan.cells.size(), options.max_variant_s));
+    r.notes.push_back(
+        fmt::format("{} of {} cells stopped sampling early: the matrix's budget ({:.0f} s) is shared "
+                    "by its cells, each taking at least five samples",
+                    cut_short, plan.cells.size(), options.max_variant_s));
 
   if (probe.make_baseline) {
     AffinityGuard restore_affinity;

@@ -105,8 +105,8 @@ int run_command(const RunOptions& o) {
       const auto placements = cpus_param().values;
       for (const auto& v : selection.choices["cpus"])
         if (std::find(placements.begin(), placements.end(), v) == placements.end())
-          throw UsageError(fmt::format("--cpus: '{}' is not a placement; use {} (comma-separated)", v,
-                                       fmt::join(placements, ", ")));
+          throw UsageError(
+              fmt::format("--cpus: '{}' is not a placement; use {} (comma-separated)", v, fmt::join(placements, ", ")));
     }
     if (!o.between.empty()) {
       selection.choices["between"] = split_list(o.between, "--between");

@@ -79,7 +79,7 @@ struct MatrixCell {
   std::uint64_t ops_per_sample = 0;
   std::vector<int> observed;  // where tasks 0 and 1 were seen (start and end of the cell)
   std::optional<double> switches_expected, switches_observed;  // both tasks, where the kernel counts switches
-  std::vector<std::string> problems;  // "code: detail" for each reason the cell is not ok
+  std::vector<std::string> problems;                           // "code: detail" for each reason the cell is not ok
 };
 
 // One class of pairs (same_cpu, smt, llc, node, other_node): the summary of

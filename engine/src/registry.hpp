@@ -83,6 +83,19 @@ class Workload {
 
 using WorkloadFactory = std::function<std::unique_ptr<Workload>(Context&)>;
 
+// A CPU-pair matrix probe: the harness measures the workload once per pair
+// of allowed CPUs (task 0 on the row CPU, task 1 on the column CPU), each
+// cell calibrated, sampled and checked like a variant, and the record
+// carries the cells (Result::matrix). At namespace scope: nested in
+// ProbeDescriptor, GCC 12 built registrars that crashed at start-up (free()
+// of an invalid pointer destroying the temporary descriptor).
+struct PairMatrixSpec {
+  bool diagonal = false;         // each CPU with itself is a cell too
+  std::string rows;              // what the row CPU's task does, in words
+  std::string columns;           // what the column CPU's task does
+  std::string diagonal_why_not;  // when !diagonal: why those cells are not measured
+};
+
 struct ProbeDescriptor {
   std::string name;  // family.variant
   std::string op;    // what one operation is, in one sentence
@@ -106,17 +119,8 @@ struct ProbeDescriptor {
   // reports the minimum over many short tries). The time budget still applies.
   std::function<int(const Params&)> min_samples;
   std::string method;  // where the method comes from, for docs/probes.md
-  // A CPU-pair matrix probe: the harness measures the workload once per pair
-  // of allowed CPUs (task 0 on the row CPU, task 1 on the column CPU), each
-  // cell calibrated, sampled and checked like a variant, and the record
-  // carries the cells (Result::matrix). Null for every other probe.
-  struct Matrix {
-    bool diagonal = false;  // each CPU with itself is a cell too
-    std::string rows;       // what the row CPU's task does, in words
-    std::string columns;    // what the column CPU's task does
-    std::string diagonal_why_not;  // when !diagonal: why those cells are not measured
-  };
-  std::optional<Matrix> matrix;
+  // A CPU-pair matrix probe (see PairMatrixSpec); null for every other probe.
+  std::optional<PairMatrixSpec> matrix;
 };
 
 void register_probe(ProbeDescriptor descriptor);
@@ -131,9 +135,9 @@ struct Registrar {
 inline std::function<double(const Params&)> constant(double value) {
   return [value](const Params&) { return value; };
 }
-ParamSpec cpus_param();     // same | cross | any (default runs) | smt | llc | remote
-ParamSpec between_param();  // threads | processes
-ParamSpec policy_param();   // batch | normal (scheduling policy of every task)
+ParamSpec cpus_param();       // same | cross | any (default runs) | smt | llc | remote
+ParamSpec between_param();    // threads | processes
+ParamSpec policy_param();     // batch | normal (scheduling policy of every task)
 ParamSpec max_pairs_param();  // how many CPU pairs a matrix probe measures before it samples
 
 // The expectation of a two-task ping-pong where one op is one switch: each

@@ -54,8 +54,7 @@ std::optional<int> Placement::cpu_for(int task) const {
 std::optional<Placement> resolve_placement(const std::string& requested, int tasks, std::string* why) {
   const bool by_topology = requested == "smt" || requested == "llc" || requested == "remote";
   const std::vector<int> cpus = requested == "any" || requested == "none" ? std::vector<int>{} : allowed_cpus();
-  return resolve_placement(requested, tasks, cpus,
-                           by_topology ? read_topology(cpus, sysfs_root()) : Topology{}, why);
+  return resolve_placement(requested, tasks, cpus, by_topology ? read_topology(cpus, sysfs_root()) : Topology{}, why);
 }
 
 std::optional<Placement> resolve_placement(const std::string& requested, int tasks, const std::vector<int>& cpus,

@@ -260,9 +260,10 @@ std::optional<CpuPair> find_pair(const Topology& topology, const std::vector<int
   }
   const std::vector<int> cpus = topology_order(topology, allowed);
   if (cpus.size() < 2) {
-    *why = fmt::format("--cpus {} needs two CPUs but only CPU {} is allowed (affinity mask); run without taskset "
-                       "or allow more CPUs",
-                       placement, cpus.empty() ? -1 : cpus.front());
+    *why = fmt::format(
+        "--cpus {} needs two CPUs but only CPU {} is allowed (affinity mask); run without taskset "
+        "or allow more CPUs",
+        placement, cpus.empty() ? -1 : cpus.front());
     return std::nullopt;
   }
   // The first CPU in topology order that has a partner of the nearest wanted class.
@@ -334,9 +335,11 @@ MatrixPlan plan_matrix(const Topology& topology, const std::vector<int>& allowed
   }
   auto position = [&](int cpu) { return std::find(plan.cpus.begin(), plan.cpus.end(), cpu) - plan.cpus.begin(); };
   std::sort(chosen.begin(), chosen.end(), [&](const CpuPair& x, const CpuPair& y) {
-    return std::make_pair(position(x.first), position(x.second)) < std::make_pair(position(y.first), position(y.second));
+    return std::make_pair(position(x.first), position(x.second)) <
+           std::make_pair(position(y.first), position(y.second));
   });
-  for (auto& cell : chosen) cell.detail = pair_detail(place_of(topology, cell.first), place_of(topology, cell.second), cell.cls);
+  for (auto& cell : chosen)
+    cell.detail = pair_detail(place_of(topology, cell.first), place_of(topology, cell.second), cell.cls);
   plan.cells = std::move(chosen);
   const std::string what = fmt::format("ordered pairs of the {} allowed CPUs{}", plan.cpus.size(),
                                        diagonal ? " (each CPU with itself included)" : "");

@@ -24,13 +24,13 @@ std::vector<std::string> list_dir(const std::string& path);
 
 struct CpuPlace {
   int cpu = -1;
-  int core = -1;     // topology/core_id (unique within a package)
-  int package = -1;  // topology/physical_package_id
-  int die = -1;      // topology/die_id
-  int cluster = -1;  // topology/cluster_id; -1 where the kernel does not know (x86 shows 65535)
-  int node = -1;     // NUMA node (cpuN/nodeM); -1 when the kernel has no NUMA
-  int llc = -1;      // the last-level cache's id (its `id` file, else its lowest CPU)
-  int llc_level = 0;  // cache level of the LLC; 0 when sysfs has no cache (then the package stands in)
+  int core = -1;                  // topology/core_id (unique within a package)
+  int package = -1;               // topology/physical_package_id
+  int die = -1;                   // topology/die_id
+  int cluster = -1;               // topology/cluster_id; -1 where the kernel does not know (x86 shows 65535)
+  int node = -1;                  // NUMA node (cpuN/nodeM); -1 when the kernel has no NUMA
+  int llc = -1;                   // the last-level cache's id (its `id` file, else its lowest CPU)
+  int llc_level = 0;              // cache level of the LLC; 0 when sysfs has no cache (then the package stands in)
   std::vector<int> llc_cpus;      // CPUs sharing the LLC (shared_cpu_list)
   std::vector<int> smt_siblings;  // CPUs of the same core (thread_siblings_list), itself included
 };
@@ -84,7 +84,7 @@ std::optional<CpuPair> find_pair(const Topology& topology, const std::vector<int
 
 // ---- the cells of a CPU-pair matrix ------------------------------------------------
 struct MatrixPlan {
-  std::vector<int> cpus;      // rows and columns, in topology order
+  std::vector<int> cpus;       // rows and columns, in topology order
   std::vector<CpuPair> cells;  // (row, column) pairs to measure, row-major in that order
   std::size_t pairs = 0;       // how many pairs there are in all
   std::size_t limit = 0;

@@ -34,8 +34,7 @@ class FakeSysfs {
     write("devices/system/cpu/smt/control", shape.smt_control);
     write("devices/system/cpu/smt/active", shape.threads_per_core > 1 ? "1" : "0");
     for (int cpu = 0; cpu < cpus; ++cpu) {
-      const int thread = cpu / cores, package = (cpu % cores) / shape.cores_per_package,
-                core = cpu % shape.cores_per_package;
+      const int package = (cpu % cores) / shape.cores_per_package, core = cpu % shape.cores_per_package;
       std::vector<int> siblings, llc, package_cpus;
       for (int t = 0; t < shape.threads_per_core; ++t) {
         siblings.push_back(t * cores + package * shape.cores_per_package + core);

@@ -83,7 +83,9 @@ TEST(MatrixProbes, WakeupHasTheDiagonalAndChecksSwitchesInEveryCell) {
   ASSERT_TRUE(measured(r));
   ASSERT_TRUE(r.matrix);
   const std::size_t n = cpus.size();
-  if (n * n <= 256) EXPECT_EQ(r.matrix->cells.size(), n * n);
+  if (n * n <= 256) {
+    EXPECT_EQ(r.matrix->cells.size(), n * n);
+  }
   expect_cells_partition_samples(r);
   double expected = 0, observed = 0;
   std::size_t diagonal = 0;
@@ -94,7 +96,9 @@ TEST(MatrixProbes, WakeupHasTheDiagonalAndChecksSwitchesInEveryCell) {
     observed += *c.switches_observed;
     diagonal += c.row == c.column;
     // A cell is not ok exactly when it says why.
-    if (!c.problems.empty()) EXPECT_EQ(r.verdict.status, Status::suspect);
+    if (!c.problems.empty()) {
+      EXPECT_EQ(r.verdict.status, Status::suspect);
+    }
   }
   EXPECT_EQ(diagonal, std::min<std::size_t>(n, r.matrix->cells.size()));
   // The record's switch checks are the cells' counts added up.
@@ -137,8 +141,8 @@ TEST(MatrixProbes, AFakeTopologyClassesTheRealCpus) {
   const auto cpus = allowed_cpus();
   if (cpus.size() < 2 || cpus[0] != 0 || cpus[1] != 1) GTEST_SKIP() << "needs CPUs 0 and 1";
   // CPUs 0 and 1 described as two threads of one core.
-  FakeSysfs tree({.packages = 1, .cores_per_package = 1, .threads_per_core = 2, .cores_per_llc = 1,
-                  .smt_control = "on"});
+  FakeSysfs tree(
+      {.packages = 1, .cores_per_package = 1, .threads_per_core = 2, .cores_per_llc = 1, .smt_control = "on"});
   setenv("CTXBENCH_SYSFS_ROOT", tree.root().c_str(), 1);
   std::string why;
   const auto smt = resolve_placement("smt", 2, &why);
@@ -150,7 +154,9 @@ TEST(MatrixProbes, AFakeTopologyClassesTheRealCpus) {
   ASSERT_TRUE(measured(r)) << reasons(r);
   EXPECT_EQ(r.matrix->topology_root, tree.root());
   for (const auto& c : r.matrix->cells)
-    if (c.row <= 1 && c.column <= 1) EXPECT_EQ(c.pair_class, "smt");
+    if (c.row <= 1 && c.column <= 1) {
+      EXPECT_EQ(c.pair_class, "smt");
+    }
 }
 
 TEST(MatrixProbes, OneAllowedCpuIsUnsupported) {

@@ -21,8 +21,8 @@ using namespace ctx;
 using namespace ctx::testing;
 
 // 2 packages (nodes) x 32 cores x 2 threads = 128 CPUs; 4 cores per LLC.
-const MachineShape big{.packages = 2, .cores_per_package = 32, .threads_per_core = 2, .cores_per_llc = 4,
-                       .smt_control = "on"};
+const MachineShape big{
+    .packages = 2, .cores_per_package = 32, .threads_per_core = 2, .cores_per_llc = 4, .smt_control = "on"};
 // The project's VM: 2 vCPUs, one LLC, no SMT, one node.
 const MachineShape vm{.packages = 1, .cores_per_package = 2, .threads_per_core = 1, .cores_per_llc = 2};
 

@@ -188,7 +188,9 @@ def compare_matrices(
         class_rows = []
         for pair_class in (c for c in matrix.CLASS_ORDER if c in present):
             pooled = [
-                matrix.class_samples(r, pair_class) if r is not None and matrix.has_matrix(r) else []
+                matrix.class_samples(r, pair_class)
+                if r is not None and matrix.has_matrix(r)
+                else []
                 for r in results
             ]
             cells = []

@@ -91,6 +91,7 @@ def blocks(result: dict[str, Any]) -> list[Block]:
     nodes = {place(cpu, "node") for cpu in cpus}
     if len(nodes) > 1:
         out += runs("node", lambda cpu: place(cpu, "node"))
+
     def core(cpu: int) -> Any:
         siblings = str(place(cpu, "smt_siblings") or "")
         return siblings if ("," in siblings or "-" in siblings) else None  # one thread: no block

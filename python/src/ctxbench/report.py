@@ -337,7 +337,9 @@ BLOCK_STYLE = {
     "llc": ("#ffffff", "solid", 3),
     "smt": ("#ffffff", "dot", 1.5),
 }
-BLOCK_LEGEND = "outlined: CPUs sharing an LLC (solid white), a NUMA node (dashed red), a core (dotted)"
+BLOCK_LEGEND = (
+    "outlined: CPUs sharing an LLC (solid white), a NUMA node (dashed red), a core (dotted)"
+)
 
 
 @dataclass
@@ -378,7 +380,12 @@ def _matrix_views(figures: _Figures, runs: list[StoredRun]) -> list[MatrixView]:
                 cells = [by_pair.get((row, column)) for column in cpus]
                 z.append([c["median"] if c else None for c in cells])
                 text.append(
-                    [esc(fmt.value(c["median"], unit)) + ("*" if not c["ok"] else "") if c else "" for c in cells]
+                    [
+                        esc(fmt.value(c["median"], unit)) + ("*" if not c["ok"] else "")
+                        if c
+                        else ""
+                        for c in cells
+                    ]
                 )
                 hover.append([_matrix_hover(result, c) if c else "not measured" for c in cells])
             figure = go.Figure(
@@ -405,7 +412,9 @@ def _matrix_views(figures: _Figures, runs: list[StoredRun]) -> list[MatrixView]:
                     line={"color": color, "dash": dash, "width": width},
                     fillcolor="rgba(0,0,0,0)",
                 )
-            figure.update_xaxes(type="category", title="column: " + esc(shown["columns"]), side="top")
+            figure.update_xaxes(
+                type="category", title="column: " + esc(shown["columns"]), side="top"
+            )
             figure.update_yaxes(
                 type="category",
                 title="row: " + esc(shown["rows"]),

@@ -122,7 +122,11 @@ def matrix_sections(results: list[dict[str, Any]]) -> list[Any]:
         unit = matrix.unit_name(result)
         head = Text(f"{result['probe']} ({fmt.params(result['params'])})", style="bold")
         head.append(f": median per op in each cell, {unit}", style="")
-        parts += [Text(""), head, Text(f"rows: {shown['rows']}; columns: {shown['columns']}", style="dim")]
+        parts += [
+            Text(""),
+            head,
+            Text(f"rows: {shown['rows']}; columns: {shown['columns']}", style="dim"),
+        ]
         if len(cpus) <= matrix.GRID_MAX_CPUS:
             parts.append(Text("\n".join(matrix.grid_lines(result)), no_wrap=True))
             legend = []
@@ -133,7 +137,9 @@ def matrix_sections(results: list[dict[str, Any]]) -> list[Any]:
             parts += [Text(line, style="dim") for line in legend]
         else:
             parts.append(
-                Text(f"{len(cpus)} CPUs: too many for a grid in 80 columns; per class:", style="dim")
+                Text(
+                    f"{len(cpus)} CPUs: too many for a grid in 80 columns; per class:", style="dim"
+                )
             )
         if shown["selection"]["sampled"]:
             parts.append(Text(f"sampled: {shown['selection']['rule']}", style="dim"))
