@@ -334,7 +334,7 @@ def _ring_figures(figures: _Figures, runs: list[StoredRun]) -> list[Figure]:
 # Outlines of CPU groups on a matrix heatmap: (line colour, dash, width).
 BLOCK_STYLE = {
     "node": ("#d62728", "dash", 3),
-    "llc": ("#ffffff", "solid", 3),
+    "llc": ("#202020", "solid", 3),
     "smt": ("#ffffff", "dot", 1.5),
 }
 BLOCK_LEGEND = (
@@ -412,17 +412,15 @@ def _matrix_views(figures: _Figures, runs: list[StoredRun]) -> list[MatrixView]:
                     line={"color": color, "dash": dash, "width": width},
                     fillcolor="rgba(0,0,0,0)",
                 )
-            figure.update_xaxes(
-                type="category", title="column: " + esc(shown["columns"]), side="top"
-            )
+            figure.update_xaxes(type="category", title="column CPU (task 1)", side="top")
             figure.update_yaxes(
                 type="category",
-                title="row: " + esc(shown["rows"]),
+                title="row CPU (task 0)",
                 autorange="reversed",
                 scaleanchor="x",
             )
             title = f"{result['probe']} ({params_text(result['params'])}), {_run_name(index, run)}"
-            size = min(900, 160 + 40 * len(cpus))
+            size = min(900, 300 + 36 * len(cpus))
             views.append(
                 MatrixView(
                     plot=figures.make(title, figure, size),
