@@ -203,6 +203,28 @@ void add_switch_checks(const Expectation& expectation, double ops_total, const S
   }
 }
 
+// A matrix probe that expects no switches spins on both sides (matrix.cacheline):
+// each switch of its tasks means another task took the CPU while it waited,
+// so some samples hold a wait for the scheduler, not a hand-off. None is
+// expected; any is `too_many_switches`. The partners' counts cover their
+// whole life (warm-up included).
+void add_preemption_check(const SwitchCount& main_delta, const std::vector<TaskReport>& partners, Result& r) {
+  long observed = main_delta.voluntary + main_delta.involuntary;
+  for (const auto& p : partners) observed += p.voluntary + p.involuntary;
+  Check check;
+  check.name = "preemptions.spinning_tasks";
+  check.expected = 0;
+  check.observed = observed;
+  check.ok = observed == 0;
+  check.detail = "switches of the spinning tasks (voluntary + involuntary): none when nothing else wants their CPUs";
+  if (!check.ok)
+    r.verdict.add(Status::suspect, Reason::too_many_switches,
+                  fmt::format("the spinning tasks were switched out {} times: another task took their CPU, so some "
+                              "samples include a wait for the scheduler (is the machine busy?)",
+                              observed));
+  r.checks.push_back(check);
+}
+
 void add_placement_check(const Placement& placement, Result& r) {
   Check check;
   check.name = "placement";
@@ -355,6 +377,8 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
                           {after.voluntary - before.voluntary, after.involuntary - before.involuntary}, partners,
                           summary, r);
     }
+    if (probe.matrix && !probe.expects)
+      add_preemption_check({after.voluntary - before.voluntary, after.involuntary - before.involuntary}, partners, r);
     add_placement_check(placement, r);
     const double shortest_batch_ns = summary.min * static_cast<double>(r.ops_per_sample);
     if (timer.resolution_ns > 0 && shortest_batch_ns < 100 * timer.resolution_ns)
@@ -478,7 +502,8 @@ void measure_matrix(const ProbeDescriptor& probe, const Params& params, Clock& c
     m.cells.push_back(std::move(c));
   }
   for (auto& check : summed) {
-    if (check.expected.is_number() && check.observed.is_number()) {
+    if (check.name.find("_switches.") != std::string::npos && check.expected.is_number() &&
+        check.observed.is_number()) {
       Check judged = check;
       judge_switches(check.expected.get<double>(), check.observed.get<double>(), judged);
       check.ratio = judged.ratio;

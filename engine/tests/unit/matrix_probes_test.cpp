@@ -72,6 +72,14 @@ TEST(MatrixProbes, CachelineMeasuresEveryOrderedPairOfTwoCpus) {
   const Check* placement = find_check(r, "placement");
   ASSERT_NE(placement, nullptr);
   EXPECT_EQ(find_check(r, "voluntary_switches"), nullptr);
+  // Spinning tasks: any switch is a preemption, and makes the record suspect.
+  const Check* preemptions = find_check(r, "preemptions.spinning_tasks");
+  ASSERT_NE(preemptions, nullptr);
+  EXPECT_EQ(preemptions->expected, 0);
+  const bool preempted = preemptions->observed.get<long>() > 0;
+  EXPECT_EQ(preemptions->ok, !preempted);
+  EXPECT_EQ(preempted, std::any_of(r.verdict.reasons.begin(), r.verdict.reasons.end(),
+                                   [](const auto& reason) { return reason.first == Reason::too_many_switches; }));
   EXPECT_NE(r.matrix->diagonal.find("not measured"), std::string::npos);
 }
 
