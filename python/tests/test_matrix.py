@@ -171,6 +171,8 @@ def test_grid_numbers_are_three_characters():
     assert matrix.grid_number(999.4) == "999"
     assert matrix.grid_number(9.94) == "9.9"
     assert matrix.grid_number(9.96) == " 10"
+    assert matrix.grid_number(0.96) == "1.0"
+    assert matrix.grid_number(0.0108) == ".01" and matrix.grid_number(0.004) == ".00"
     assert matrix.grid_unit([999.0]) == (1.0, "ns")
     assert matrix.grid_unit([999.6]) == (1e3, "µs")
 

@@ -8,7 +8,8 @@ engine summarizes per class and what ``compare`` tests per class.
 
 The terminal grid fits 80 columns for up to 16 CPUs: each cell is three
 characters (the median in one unit chosen for the whole grid so that every
-value is under 1000) and one marker (``*``: the cell is not ok).
+value is under 1000; values under one unit keep two decimals, '.01') and one
+marker (``*``: the cell is not ok).
 """
 
 from __future__ import annotations
@@ -110,9 +111,12 @@ def grid_unit(values: list[float]) -> tuple[float, str]:
 
 
 def grid_number(value: float) -> str:
-    """Three characters: '123', ' 45', '4.5'."""
+    """Three characters: '123', ' 45', '4.5', '.01' (a value far below the
+    grid's largest keeps two decimals instead of showing as 0.0)."""
     if round(value, 1) >= 10 or value <= -10:
         return f"{value:3.0f}"
+    if 0 <= value < 0.95:
+        return f"{value:.2f}"[1:]
     return f"{value:3.1f}"
 
 
