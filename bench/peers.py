@@ -1,22 +1,33 @@
-"""ctxbench beside its peers, in one run: the same experiment measured by
-perf bench sched pipe, stress-ng --switch and ctxbench, with the ratios.
+"""ctxbench beside the tools people cite, in one run, interleaved.
 
-Each peer is run the way its own documentation runs it, pinned to one CPU
-(taskset -c CPU) so every tool measures a same-CPU switch. What one figure
-means differs between tools, so each is converted to ns per switch first:
+Each round runs every peer once and ctxbench once (one engine invocation for
+all its figures), in the same order, so a drift in the machine hits every
+tool alike. After the rounds it prints, per experiment, each side's median
+over the rounds, each side's run-to-run CV (stdev / mean of the per-round
+figures) and the ratio ctxbench / peer, after converting both to ns per
+switch or per call.
 
-- perf bench sched pipe prints usecs/op, one op being a round trip (two
-  switches): / 2.
-- stress-ng --switch prints "nanosecs per context switch" (pipe method: a
-  one-way stream of page-sized writes, so it is the cost of a switch that
-  also moves a page).
-- ctxbench switch.pipe: median ns per switch, raw and baseline-corrected,
-  under both policies (normal = SCHED_OTHER as the peers run; batch = the
-  default, each switch a voluntary sleep).
+Peers and how their figures are converted:
+
+- perf bench sched pipe [-T] -l L: "usecs/op", one op = one round trip =
+  two switches, so ns per switch = usecs/op x 1000 / 2. Pinned runs use
+  taskset -c CPU (both tasks on one CPU, as ctxbench's cpus=same); unpinned
+  runs are held against ctxbench's cpus=any.
+- stress-ng --switch 1 --taskset CPU: "nanosecs per context switch" (pipe
+  method). Its writer streams messages without waiting for each to be read,
+  so it is not a ping-pong: the ratio is shown, not expected to be 1.
+- bench/ref_loops.c (compiled here with cc -O2): the plainest loops of
+  libc read/write of one byte, getppid, and fork + _exit + waitpid, timed with
+  CLOCK_MONOTONIC around batches, no harness at all.
+- ctxbench: the engine's JSON records (median of each variant); switch
+  figures are policy=normal (SCHED_OTHER, what the peers run under).
 
 Usage: python3 bench/peers.py [--engine PATH] [--cpu N] [--rounds N]
-Prints a table; never used by tests (speed lives here, not in tests).
+                              [--loops L] [--json FILE]
+Speed and agreement live here, never in the tests.
 """
+
+from __future__ import annotations
 
 import argparse
 import json
@@ -26,6 +37,8 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -37,17 +50,18 @@ def run(cmd: list[str]) -> str:
     return proc.stdout + proc.stderr
 
 
-def perf_pipe(cpu: int, loops: int) -> float | None:
-    if not shutil.which("perf"):
-        return None
-    out = run(["taskset", "-c", str(cpu), "perf", "bench", "sched", "pipe", "-l", str(loops)])
-    usecs_per_round_trip = float(re.search(r"([\d.]+) usecs/op", out).group(1))
-    return usecs_per_round_trip * 1000 / 2  # one op = one round trip = two switches
+# ---- peers ---------------------------------------------------------------------------------
+def perf_pipe(cpu: int | None, threads: bool, loops: int) -> float:
+    cmd = ["perf", "bench", "sched", "pipe", "-l", str(loops), *(["-T"] if threads else [])]
+    if cpu is not None:
+        cmd = ["taskset", "-c", str(cpu), *cmd]
+    match = re.search(r"([\d.]+) usecs/op", run(cmd))
+    if not match:
+        raise RuntimeError("perf bench sched pipe printed no usecs/op")
+    return float(match.group(1)) * 1000 / 2
 
 
-def stress_ng_switch(cpu: int, ops: int) -> float | None:
-    if not shutil.which("stress-ng"):
-        return None
+def stress_ng_switch(cpu: int, ops: int) -> float:
     out = run(
         [
             "stress-ng",
@@ -60,37 +74,87 @@ def stress_ng_switch(cpu: int, ops: int) -> float | None:
             "--metrics-brief",
         ]
     )
-    return float(re.search(r"([\d.]+) nanosecs per context switch", out).group(1))
+    match = re.search(r"([\d.]+) nanosecs per context switch", out)
+    if not match:
+        raise RuntimeError("stress-ng printed no 'nanosecs per context switch'")
+    return float(match.group(1))
 
 
-def ctxbench_pipe(engine: str, cpu: int, policy: str) -> tuple[float, float]:
-    out = run(
+def build_ref_loops(directory: str) -> str:
+    exe = os.path.join(directory, "ref_loops")
+    run(
         [
-            "taskset",
-            "-c",
-            str(cpu),
-            engine,
-            "run",
-            "--json",
-            "switch.pipe",
-            "--between",
-            "processes",
-            "--cpus",
-            "same",
-            "--param",
-            f"policy={policy}",
-            "--samples",
-            "20",
+            "cc",
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-o",
+            exe,
+            os.path.join(ROOT, "bench", "ref_loops.c"),
         ]
     )
+    return exe
+
+
+def ref_loop(exe: str, mode: str, calls: int, batches: int) -> float:
+    fields = run([exe, mode, str(calls), str(batches)]).split()
+    return float(fields[1])  # the median over batches
+
+
+# ---- ctxbench ------------------------------------------------------------------------------
+CTX_ARGS = [
+    "switch.pipe",
+    "syscall.read",
+    "syscall.write",
+    "syscall.getppid",
+    "syscall.enosys",
+    "create.fork",
+    "create.fork_minimal_parent",
+    "--cpus",
+    "same,any",
+    "--param",
+    "policy=normal",
+    "--param",
+    "idle=free",
+    "--param",
+    "parent_mib=0",
+]
+
+
+def ctxbench_round(engine: str, samples: int) -> dict[str, float]:
+    out = run([engine, "run", "--json", *CTX_ARGS, "--samples", str(samples)])
+    figures = {}
     for line in out.splitlines():
-        if line.startswith("{"):
-            record = json.loads(line)
-            if record.get("kind") == "result":
-                if record["verdict"]["status"] not in ("ok", "suspect"):
-                    raise RuntimeError(f"ctxbench switch.pipe: {record['verdict']}")
-                return record["summary"]["median"], record["corrected"]["median"]
-    raise RuntimeError("ctxbench printed no result")
+        if not line.startswith("{"):
+            continue
+        record = json.loads(line)
+        if record.get("kind") != "result":
+            continue
+        if record["verdict"]["status"] not in ("ok", "suspect"):
+            raise RuntimeError(f"ctxbench {record['probe']}: {record['verdict']}")
+        p = record["params"]
+        key = record["probe"]
+        if key == "switch.pipe":
+            key += f" {p['between']} {p['cpus']}"
+        figures[key] = record["summary"]["median"]
+    return figures
+
+
+# ---- the table -----------------------------------------------------------------------------
+@dataclass
+class Pair:
+    experiment: str
+    peer: str
+    ctxbench: str  # key in ctxbench_round's figures
+    peer_values: list[float] = field(default_factory=list)
+    ctx_values: list[float] = field(default_factory=list)
+
+
+def cv(values: list[float]) -> float | None:
+    if len(values) < 2:
+        return None
+    return statistics.stdev(values) / statistics.mean(values)
 
 
 def main() -> int:
@@ -98,41 +162,141 @@ def main() -> int:
     parser.add_argument(
         "--engine", default=os.path.join(ROOT, "build", "engine", "ctxbench-engine")
     )
-    parser.add_argument("--cpu", type=int, default=0)
-    parser.add_argument(
-        "--rounds", type=int, default=3, help="repeat each tool, interleaved; medians are shown"
-    )
+    parser.add_argument("--cpu", type=int, default=0, help="CPU for the pinned peer runs")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    parser.add_argument("--loops", type=int, default=100000, help="perf round trips per run")
+    parser.add_argument("--samples", type=int, default=30, help="ctxbench samples per variant")
+    parser.add_argument("--json", dest="json_path", help="also write the per-round figures here")
     args = parser.parse_args()
     if not os.access(args.engine, os.X_OK):
         print(f"peers.py: no engine at {args.engine}; run 'make engine' first", file=sys.stderr)
         return 2
+    if args.rounds < 1 or args.loops < 1:
+        print("peers.py: --rounds and --loops must be positive", file=sys.stderr)
+        return 2
+    have_perf, have_stress = shutil.which("perf"), shutil.which("stress-ng")
 
-    figures: dict[str, list[float]] = {}
-    for _ in range(args.rounds):  # interleaved, so drift hits every tool alike
-        for name, measure in (
-            ("perf bench sched pipe", lambda: perf_pipe(args.cpu, 200000)),
-            ("stress-ng --switch (pipe)", lambda: stress_ng_switch(args.cpu, 400000)),
-        ):
-            value = measure()
-            if value is not None:
-                figures.setdefault(name, []).append(value)
-        for policy in ("normal", "batch"):
-            raw, corrected = ctxbench_pipe(args.engine, args.cpu, policy)
-            figures.setdefault(f"ctxbench switch.pipe policy={policy} (raw)", []).append(raw)
-            figures.setdefault(f"ctxbench switch.pipe policy={policy} (corrected)", []).append(
-                corrected
+    pairs: list[tuple[Pair, object]] = []
+    with tempfile.TemporaryDirectory(prefix="ctxbench-peers-") as tmp:
+        exe = build_ref_loops(tmp)
+        cpu, loops = args.cpu, args.loops
+        if have_perf:
+            pairs += [
+                (
+                    Pair(
+                        "pipe switch, processes, pinned",
+                        "perf bench sched pipe",
+                        "switch.pipe processes same",
+                    ),
+                    lambda: perf_pipe(cpu, False, loops),
+                ),
+                (
+                    Pair(
+                        "pipe switch, threads, pinned",
+                        "perf bench sched pipe -T",
+                        "switch.pipe threads same",
+                    ),
+                    lambda: perf_pipe(cpu, True, loops),
+                ),
+                (
+                    Pair(
+                        "pipe switch, processes, unpinned",
+                        "perf bench sched pipe",
+                        "switch.pipe processes any",
+                    ),
+                    lambda: perf_pipe(None, False, loops),
+                ),
+                (
+                    Pair(
+                        "pipe switch, threads, unpinned",
+                        "perf bench sched pipe -T",
+                        "switch.pipe threads any",
+                    ),
+                    lambda: perf_pipe(None, True, loops),
+                ),
+            ]
+        if have_stress:
+            pairs.append(
+                (
+                    Pair(
+                        "switch stressor vs pipe ping-pong, pinned",
+                        "stress-ng --switch",
+                        "switch.pipe processes same",
+                    ),
+                    lambda: stress_ng_switch(cpu, loops * 2),
+                )
             )
+        pairs += [
+            (
+                Pair("read 1 B of /dev/zero", "C loop: libc read", "syscall.read"),
+                lambda: ref_loop(exe, "read", 20000, 31),
+            ),
+            (
+                Pair("read 1 B of /dev/zero", "C loop: syscall(SYS_read)", "syscall.read"),
+                lambda: ref_loop(exe, "read_syscall", 20000, 31),
+            ),
+            (
+                Pair("write 1 B to /dev/null", "C loop: libc write", "syscall.write"),
+                lambda: ref_loop(exe, "write", 20000, 31),
+            ),
+            (
+                Pair("write 1 B to /dev/null", "C loop: syscall(SYS_write)", "syscall.write"),
+                lambda: ref_loop(exe, "write_syscall", 20000, 31),
+            ),
+            (
+                Pair("getppid", "C loop: syscall(SYS_getppid)", "syscall.getppid"),
+                lambda: ref_loop(exe, "getppid_syscall", 20000, 31),
+            ),
+            (
+                Pair(
+                    "fork + _exit + waitpid", "C loop (small parent)", "create.fork_minimal_parent"
+                ),
+                lambda: ref_loop(exe, "fork", 300, 11),
+            ),
+            (
+                Pair("fork + _exit + waitpid", "C loop (small parent)", "create.fork"),
+                lambda: ref_loop(exe, "fork", 300, 11),
+            ),
+        ]
+        rounds = []
+        for number in range(args.rounds):  # interleaved: every tool once per round
+            print(f"round {number + 1}/{args.rounds}", file=sys.stderr)
+            peer_figures = {}
+            for pair, measure in pairs:
+                key = f"{pair.experiment} | {pair.peer}"
+                if key not in peer_figures:  # one figure held against two ctxbench probes
+                    peer_figures[key] = measure()  # type: ignore[operator]
+                pair.peer_values.append(peer_figures[key])
+            ctx = ctxbench_round(args.engine, args.samples)
+            for pair, _ in pairs:
+                pair.ctx_values.append(ctx[pair.ctxbench])
+            rounds.append({"peers": peer_figures, "ctxbench": ctx})
 
-    reference = statistics.median(figures["ctxbench switch.pipe policy=normal (raw)"])
-    print(f"same-CPU pipe switch, CPU {args.cpu}, {args.rounds} interleaved rounds (medians)")
-    print(f"{'tool':<46} {'ns/switch':>10} {'vs ctxbench normal raw':>24}")
-    for name, values in figures.items():
-        value = statistics.median(values)
-        print(f"{name:<46} {value:>10.0f} {value / reference:>23.2f}x")
-    missing = [tool for tool in ("perf", "stress-ng") if not shutil.which(tool)]
+    print(
+        f"ctxbench against its peers: {args.rounds} interleaved rounds, medians of the rounds, ns"
+    )
+    print(
+        f"{'experiment':<42} {'peer':<28} {'peer':>10} {'CV':>6} "
+        f"{'ctxbench':<28} {'ctxbench':>10} {'CV':>6} {'ratio':>6}"
+    )
+    for pair, _ in pairs:
+        peer, ctx = statistics.median(pair.peer_values), statistics.median(pair.ctx_values)
+        peer_cv, ctx_cv = cv(pair.peer_values), cv(pair.ctx_values)
+        print(
+            f"{pair.experiment:<42} {pair.peer:<28} {peer:>10.1f} {fmt_cv(peer_cv):>6} "
+            f"{pair.ctxbench:<28} {ctx:>10.1f} {fmt_cv(ctx_cv):>6} {ctx / peer:>6.3f}"
+        )
+    missing = [tool for tool, have in (("perf", have_perf), ("stress-ng", have_stress)) if not have]
     if missing:
         print(f"(not installed: {', '.join(missing)}; Debian packages linux-perf, stress-ng)")
+    if args.json_path:
+        with open(args.json_path, "w", encoding="utf-8") as f:
+            json.dump({"rounds": rounds, "args": vars(args)}, f, indent=1)
     return 0
+
+
+def fmt_cv(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ const Registrar registrar({
              true},
             cpus_param(),
             policy_param(),
+            idle_param(),
         },
     .make =
         [](Context& ctx) {

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "tasks.hpp"
+#include "workloads.hpp"
 
 namespace ctx::pingpong {
 
@@ -73,10 +74,6 @@ class DeathWatch {
 
 // Adds figures to a finished record (per round trip, rates, minima).
 using Annotator = std::function<void(Result&)>;
-
-inline void annotate_round_trip(Result& r) {
-  if (r.summary) r.derived["per_round_trip_ns"] = r.summary->median * 2;  // one round trip = two switches
-}
 
 // The partner's loop: wait for the token, send it back, until told to stop.
 // A failure sends `dead` back first, so a partner thread that throws cannot
@@ -316,6 +313,9 @@ struct SwitchProbe {
   std::string baseline;
   std::string wait;  // the call in which each side sleeps, for the expectation
   std::string method;
+  // System calls per switch when the primitive always makes them (post and
+  // wait each one call); 0 when it depends on timing.
+  double syscalls_per_switch = 0;
 };
 
 template <class Channel>
@@ -328,7 +328,7 @@ ProbeDescriptor switch_descriptor(const SwitchProbe& probe, ChannelFactory<Chann
       .op = probe.op,
       .unit = Unit::ns,
       .ops_per_iteration = constant(2),  // one iteration is a round trip = two switches
-      .params = {between_param(), cpus_param(), policy_param()},
+      .params = {between_param(), cpus_param(), policy_param(), idle_param()},
       .baseline = probe.baseline,
       .make = [make_channel](Context& ctx) -> std::unique_ptr<Workload> {
         const Between between = parse_between(ctx.param("between"));
@@ -342,6 +342,8 @@ ProbeDescriptor switch_descriptor(const SwitchProbe& probe, ChannelFactory<Chann
                       probe.wait](const Params& p) { return std::optional<Expectation>(switch_expectation(p, wait)); },
       .tasks = [](const Params&) { return 2; },
       .method = probe.method,
+      .syscalls_per_op =
+          probe.syscalls_per_switch > 0 ? constant(probe.syscalls_per_switch) : std::function<double(const Params&)>(),
   };
 }
 

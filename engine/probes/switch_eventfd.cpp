@@ -54,6 +54,7 @@ const Registrar registrar(switch_descriptor<EventfdChannel>(
         .wait = "read of an eventfd",
         .method = "the pipe ping-pong of lmbench lat_ctx with eventfd(2) as the primitive; baseline as lmbench's "
                   "overhead pass",
+        .syscalls_per_switch = 2,  // one write (post) and one read (wait) per switch
     },
     [](Between) { return std::make_unique<EventfdChannel>(); }));
 

@@ -19,6 +19,7 @@ const Registrar registrar(switch_descriptor<FdChannel>(
         .baseline = "write + read of 1 byte on a self-pipe in one thread (the pipe's cost per switch, no switch)",
         .wait = "read",
         .method = "lmbench lat_ctx (2 procs, 0 KiB) and eliben thread-switch-pipe; baseline as lmbench's overhead pass",
+        .syscalls_per_switch = 2,  // one write (post) and one read (wait) per switch
     },
     [](Between) { return FdChannel::pipes(1); }));
 

@@ -232,6 +232,7 @@ const Registrar registrar({
     .supported = ring_supported,
     .tasks = [](const Params& p) { return static_cast<int>(std::stol(p.at("procs"))); },
     .method = "lmbench lat_ctx: ring of pipes, per-hop sum of a private array, overhead pass subtracted",
+    .syscalls_per_op = constant(2),  // per hop (one switch): the sender's write and the receiver's read
 });
 
 }  // namespace

@@ -56,9 +56,7 @@ class YieldPingPong final : public Workload {
     flags_->stop.store(true);
     return {partner_->join()};
   }
-  void annotate(Result& r) override {
-    if (r.summary) r.derived["per_round_trip_ns"] = r.summary->median * 2;  // one round trip = two switches
-  }
+  void annotate(Result& r) override { annotate_round_trip(r); }
 
  private:
   void release() {
@@ -76,7 +74,7 @@ const Registrar registrar({
     .op = "one context switch: half a round trip of two tasks taking turns with sched_yield()",
     .unit = Unit::ns,
     .ops_per_iteration = constant(2),  // one yield of the measuring task spans two switches
-    .params = {between_param(), cpus_param(), policy_param()},
+    .params = {between_param(), cpus_param(), policy_param(), idle_param()},
     .baseline = "sched_yield() alone in one task, nothing else runnable on its CPU (the call's cost, no switch)",
     .make = [](Context& ctx) { return std::make_unique<YieldPingPong>(ctx); },
     .make_baseline = [](Context&) { return loop_of([] { sched_yield(); }); },
@@ -90,6 +88,7 @@ const Registrar registrar({
     .tasks = [](const Params&) { return 2; },
     .method = "tsuna/contextswitch timetctxsw2 and context_switch2 --test=yield (SCHED_BATCH or SCHED_OTHER here, "
               "not SCHED_FIFO, so it runs unprivileged)",
+    .syscalls_per_op = constant(1),  // one sched_yield per switch
 });
 
 }  // namespace

@@ -28,12 +28,14 @@ nlohmann::json describe_probe(const ProbeDescriptor& probe) {
   Params defaults;
   for (const auto& spec : probe.params) {
     const auto& runs = spec.runs.empty() ? spec.values : spec.runs;
-    params.push_back({{"name", spec.name},
-                      {"values", spec.values},
-                      {"default", runs},
-                      {"help", spec.help},
-                      {"numeric", spec.numeric},
-                      {"open_ended", spec.open_ended}});
+    params.push_back(
+        {{"name", spec.name},
+         {"values", spec.values},
+         {"default", runs},
+         {"help", spec.help},
+         {"numeric", spec.numeric},
+         {"open_ended", spec.open_ended},
+         {"also_runs", spec.also_runs_help.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec.also_runs_help)}});
     defaults[spec.name] = runs.front();
   }
   nlohmann::json expects = nullptr;
@@ -63,8 +65,9 @@ std::string probes_table() {
     const Support s = default_support(p);
     out += fmt::format("{:<30} {:<6} {:<11} {}\n", p.name, unit_name(p.unit), s.ok ? "supported" : "unsupported", p.op);
     for (const auto& spec : p.params)
-      out += fmt::format("{:<30}   --param {}={}{}\n", "", spec.name, fmt::join(spec.values, "|"),
-                         spec.runs.empty() ? "" : fmt::format(" (default {})", fmt::join(spec.runs, ",")));
+      out += fmt::format("{:<30}   --param {}={}{}{}\n", "", spec.name, fmt::join(spec.values, "|"),
+                         spec.runs.empty() ? "" : fmt::format(" (default {})", fmt::join(spec.runs, ",")),
+                         spec.also_runs_help.empty() ? "" : fmt::format(" (also {})", spec.also_runs_help));
     if (!p.baseline.empty()) out += fmt::format("{:<30}   baseline: {}\n", "", p.baseline);
     if (!s.ok) out += fmt::format("{:<30}   why not: {}\n", "", s.reason);
   }
@@ -226,8 +229,9 @@ std::string probes_markdown(const std::vector<nlohmann::json>& reference) {
     out += fmt::format("\n### `{}`\n\n- **op:** {}\n- **unit:** {}\n", p.name, p.op, unit_name(p.unit));
     out += fmt::format("- **baseline:** {}\n", p.baseline.empty() ? "none" : p.baseline);
     for (const auto& spec : p.params)
-      out += fmt::format("- **param `{}`:** {} — {}{}\n", spec.name, fmt::join(spec.values, ", "), spec.help,
-                         spec.runs.empty() ? "" : fmt::format(" (runs by default: {})", fmt::join(spec.runs, ", ")));
+      out += fmt::format("- **param `{}`:** {} — {}{}{}\n", spec.name, fmt::join(spec.values, ", "), spec.help,
+                         spec.runs.empty() ? "" : fmt::format(" (runs by default: {})", fmt::join(spec.runs, ", ")),
+                         spec.also_runs_help.empty() ? "" : fmt::format("; also {}", spec.also_runs_help));
     const auto described = describe_probe(p);
     if (!described["expects"].is_null())
       out += fmt::format(

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 
+#include "idle.hpp"
 #include "tasks.hpp"
 #include "topology.hpp"
 
@@ -168,7 +169,7 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
   return out;
 }
 
-void add_switch_checks(const Expectation& expectation, double ops_total, const SwitchCount& main_delta,
+void add_switch_checks(const Expectation& expectation, double ops_total, double ops_all, const SwitchCount& main_delta,
                        const std::vector<TaskReport>& partners, const Summary& summary, Result& r) {
   const double expected_main = ops_total * expectation.main_per_op;
   const auto observed_main = static_cast<double>(counted(main_delta, expectation.counter));
@@ -195,6 +196,19 @@ void add_switch_checks(const Expectation& expectation, double ops_total, const S
     observed_all += observed;
   }
   r.derived["involuntary_switches_measuring_task"] = main_delta.involuntary;
+  // Every task's switches per op, split by kind: voluntary (the task slept)
+  // and involuntary (it was preempted while runnable). The measuring task is
+  // counted over the timed samples, each partner over its whole life, which
+  // spans every op executed (calibration and warm-up included).
+  double voluntary = ops_total > 0 ? static_cast<double>(main_delta.voluntary) / ops_total : 0;
+  double involuntary = ops_total > 0 ? static_cast<double>(main_delta.involuntary) / ops_total : 0;
+  if (ops_all > 0)
+    for (const auto& p : partners) {
+      voluntary += static_cast<double>(p.voluntary) / ops_all;
+      involuntary += static_cast<double>(p.involuntary) / ops_all;
+    }
+  r.derived["voluntary_switches_per_op"] = voluntary;
+  r.derived["involuntary_switches_per_op"] = involuntary;
   if (expected_all > 0 && observed_all > 0) {
     const double per_expected = observed_all / expected_all;
     r.derived["observed_switches_per_expected"] = per_expected;
@@ -326,6 +340,11 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
   r.placement_cpus = placement.cpus;
   if (!placement.detail.empty()) r.notes.push_back(placement.detail);
 
+  // idle=held: the latency request lives as long as this object, so it is
+  // released when the variant ends, on every path out of it (a crash or
+  // Ctrl-C ends the process, which closes the descriptor too). It is taken
+  // after the workload has forked its partners, so no child inherits it.
+  std::optional<IdleHold> idle_hold;
   AffinityGuard restore_affinity;
   Context ctx(params, placement, options.quick);
   try {
@@ -333,6 +352,22 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
     const int main_cpu_start = current_cpu();
     const double ops_per_iteration = probe.ops_per_iteration(params);
     auto workload = probe.make(ctx);
+    if (const auto idle = params.find("idle"); idle != params.end() && idle->second == "held") {
+      std::string why_not;
+      bool denied = false;
+      idle_hold = IdleHold::acquire(&why_not, &denied);
+      if (!idle_hold) {
+        r.verdict.add(Status::unsupported, denied ? Reason::permission_denied : Reason::not_supported_here, why_not);
+        return;
+      }
+      if (const auto effective = idle_hold->effective_us()) r.derived["idle_latency_bound_us"] = *effective;
+      const std::string driver = cpuidle_driver();
+      r.derived["cpuidle_driver"] = driver.empty() ? "unknown" : driver;
+      if (driver == "none")
+        r.notes.push_back(
+            "idle=held: no cpuidle driver is active (current_driver: none), so an idle CPU takes the architecture's "
+            "default halt, which the latency request does not change; held and free measure the same idle path here");
+    }
     SwitchCount before{};
     std::optional<std::uint64_t> cycles_before;
     CycleCounter cycles;
@@ -373,13 +408,14 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
     r.timer_corrected = true;
     if (probe.expects) {
       if (auto expectation = probe.expects(params))
-        add_switch_checks(*expectation, ops_total,
+        add_switch_checks(*expectation, ops_total, static_cast<double>(measured.all_iterations) * ops_per_iteration,
                           {after.voluntary - before.voluntary, after.involuntary - before.involuntary}, partners,
                           summary, r);
     }
     if (probe.matrix && !probe.expects)
       add_preemption_check({after.voluntary - before.voluntary, after.involuntary - before.involuntary}, partners, r);
     add_placement_check(placement, r);
+    if (probe.syscalls_per_op) r.derived["syscalls_per_op"] = probe.syscalls_per_op(params);
     const double shortest_batch_ns = summary.min * static_cast<double>(r.ops_per_sample);
     if (timer.resolution_ns > 0 && shortest_batch_ns < 100 * timer.resolution_ns)
       r.verdict.add(Status::suspect, Reason::timer_quantization,

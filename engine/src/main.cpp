@@ -79,6 +79,7 @@ struct RunOptions {
   bool quick = false;
   std::string samples, min_time, timeout;
   std::string cpus, between;
+  bool hold_idle = false;
   std::vector<std::string> params;
   bool json = false;
   std::string out;
@@ -115,6 +116,11 @@ int run_command(const RunOptions& o) {
           throw UsageError(fmt::format("--between: '{}' is not a task kind; use threads or processes", v));
     }
     for (const auto& p : o.params) add_param_choice(selection, p);
+    if (o.hold_idle) {
+      if (selection.choices.count("idle"))
+        throw UsageError("--hold-idle and --param idle=... both choose the idle axis; keep one");
+      selection.choices["idle"] = {"held"};
+    }
     if (!o.preset.empty()) {
       bool known = false;
       for (const auto& p : all_presets()) known = known || p.name == o.preset;
@@ -129,7 +135,9 @@ int run_command(const RunOptions& o) {
     // --cpus/--between are global: they narrow the probes that have the
     // parameter and leave the others alone (expand() refuses a --param that
     // no chosen probe has, which is right for --param, not for these).
-    for (const char* global : {"cpus", "between"}) {
+    std::vector<std::string> globals = {"cpus", "between"};
+    if (o.hold_idle) globals.push_back("idle");  // --param idle=... stays strict, like any --param
+    for (const auto& global : globals) {
       if (!selection.choices.count(global)) continue;
       bool used = false;
       for (const auto& p : all_probes()) {
@@ -264,6 +272,9 @@ int main(int argc, char** argv) {
   run->add_option("--cpus", run_options.cpus,
                   "Placements to run: same,cross,any (the default runs), smt,llc,remote (by CPU topology)");
   run->add_option("--between", run_options.between, "Task kinds to run: threads,processes");
+  run->add_flag("--hold-idle", run_options.hold_idle,
+                "Hold every CPU out of deep idle (/dev/cpu_dma_latency = 0) during each variant that has the idle "
+                "axis (idle=held); needs root, otherwise those variants are unsupported");
   run->add_option("--param", run_options.params, "Parameter values: NAME=V1,V2 (repeatable), e.g. procs=2,8")
       ->allow_extra_args(false);
   run->add_flag("--json", run_options.json, "Write JSON Lines (env, one record per variant, run_end)");

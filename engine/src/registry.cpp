@@ -4,6 +4,8 @@
 #include <regex>
 #include <stdexcept>
 
+#include "idle.hpp"
+
 namespace ctx {
 
 namespace {
@@ -58,12 +60,36 @@ ParamSpec between_param() {
 }
 
 ParamSpec policy_param() {
-  return {"policy",
-          {"batch", "normal"},
-          {"batch"},
-          "scheduling policy of every task. batch (SCHED_BATCH): a woken task does not preempt its waker, so each "
-          "side sleeps in its wait and every switch is voluntary, the classic model. normal (SCHED_OTHER): the "
-          "wakee may preempt the waker at once, which turns half the switches involuntary (same count in all)"};
+  ParamSpec spec{
+      "policy",
+      {"normal", "batch"},
+      {"normal"},
+      "scheduling policy of every task. normal (SCHED_OTHER, what applications get, and what perf bench and "
+      "lmbench measure): a woken task may preempt its waker at once, so on one CPU a round trip is one sleep and "
+      "one preemption. batch (SCHED_BATCH): a woken task does not preempt its waker, so each side sleeps in its "
+      "wait and both switches are voluntary sleeps, a full wake-up each"};
+  spec.also_runs = [](const std::string& value, const Params& earlier) {
+    const auto cpus = earlier.find("cpus");
+    return value == "batch" && cpus != earlier.end() && cpus->second == "same";
+  };
+  spec.also_runs_help = "batch beside cpus=same, where the two policies differ";
+  return spec;
+}
+
+ParamSpec idle_param() {
+  ParamSpec spec{"idle",
+                 {"free", "held"},
+                 {"free"},
+                 "free: CPUs idle as the system lets them; held: the harness asks the kernel for 0 us wake-up "
+                 "latency through /dev/cpu_dma_latency for the variant's duration (idle states deeper than polling "
+                 "are then avoided, where a cpuidle driver honours it), and releases it when the variant ends. "
+                 "Needs write access to /dev/cpu_dma_latency (root); otherwise unsupported"};
+  spec.also_runs = [](const std::string& value, const Params& earlier) {
+    const auto cpus = earlier.find("cpus");
+    return value == "held" && cpus != earlier.end() && cpus->second == "cross" && idle_hold_permitted();
+  };
+  spec.also_runs_help = "held beside cpus=cross, where /dev/cpu_dma_latency can be opened for writing";
+  return spec;
 }
 
 ParamSpec max_pairs_param() {

@@ -26,6 +26,11 @@ struct ParamSpec {
   std::string help;
   bool numeric = false;     // values are integers, recorded as numbers
   bool open_ended = false;  // numeric values outside `values` are accepted too
+  // A value outside `runs` that runs by default too where this says so, given
+  // the values already chosen for the parameters listed before this one (e.g.
+  // policy=batch only beside cpus=same). Null: `runs` alone.
+  std::function<bool(const std::string& value, const Params& earlier)> also_runs;
+  std::string also_runs_help;  // when also_runs applies, in words, for `list` and the docs
 };
 
 enum class Counter { voluntary, involuntary, any };
@@ -119,6 +124,12 @@ struct ProbeDescriptor {
   // reports the minimum over many short tries). The time budget still applies.
   std::function<int(const Params&)> min_samples;
   std::string method;  // where the method comes from, for docs/probes.md
+  // System calls one op makes, all tasks together, where the code makes the
+  // same calls every time (e.g. a pipe switch: one write and one read); null
+  // where it depends on timing (a futex wait skipped when the value already
+  // changed). Recorded as derived.syscalls_per_op; `ctxbench explain` prices
+  // them at the run's bare-syscall cost (syscall.enosys).
+  std::function<double(const Params&)> syscalls_per_op;
   // A CPU-pair matrix probe (see PairMatrixSpec); null for every other probe.
   std::optional<PairMatrixSpec> matrix;
 };
@@ -135,9 +146,14 @@ struct Registrar {
 inline std::function<double(const Params&)> constant(double value) {
   return [value](const Params&) { return value; };
 }
-ParamSpec cpus_param();       // same | cross | any (default runs) | smt | llc | remote
-ParamSpec between_param();    // threads | processes
-ParamSpec policy_param();     // batch | normal (scheduling policy of every task)
+ParamSpec cpus_param();     // same | cross | any (default runs) | smt | llc | remote
+ParamSpec between_param();  // threads | processes
+ParamSpec policy_param();   // normal | batch (scheduling policy of every task)
+// idle = free | held: whether the harness holds every CPU out of deep idle
+// states (a /dev/cpu_dma_latency request of 0 us) for the variant's duration.
+// held runs by default beside cpus=cross, where holding is permitted. Must be
+// listed after cpus.
+ParamSpec idle_param();
 ParamSpec max_pairs_param();  // how many CPU pairs a matrix probe measures before it samples
 
 // The expectation of a two-task ping-pong where one op is one switch: each

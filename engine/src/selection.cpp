@@ -85,13 +85,20 @@ std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Se
                                          spec.open_ended ? " (or another positive whole number)" : ""));
         }
       }
+      const bool chosen_by_user = selection.choices.count(spec.name) > 0;
       std::vector<Params> next;
-      for (const auto& combo : combos)
-        for (const auto& v : values) {
+      for (const auto& combo : combos) {
+        std::vector<std::string> here = values;
+        // Values that run by default only beside some earlier choices.
+        if (!chosen_by_user && spec.also_runs)
+          for (const auto& v : spec.values)
+            if (std::find(here.begin(), here.end(), v) == here.end() && spec.also_runs(v, combo)) here.push_back(v);
+        for (const auto& v : here) {
           Params extended = combo;
           extended[spec.name] = v;
           next.push_back(extended);
         }
+      }
       combos = std::move(next);
     }
     for (auto& combo : combos) variants.push_back({p, std::move(combo)});

@@ -1,6 +1,8 @@
-// Small reusable workloads for probes whose operation is one call.
+// Small reusable workloads for probes whose operation is one call, and the
+// per-round-trip figures of the probes whose op is half a round trip.
 #pragma once
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "registry.hpp"
@@ -24,6 +26,22 @@ class LoopWorkload final : public Workload {
 template <class Op>
 std::unique_ptr<Workload> loop_of(Op op) {
   return std::make_unique<LoopWorkload<Op>>(std::move(op));
+}
+
+// Kernel-counted switches of both tasks per round trip, by kind (the harness
+// gives them per op): under policy=normal on one CPU about one sleep and one
+// preemption, under batch two sleeps.
+inline void annotate_switch_kinds_per_round_trip(Result& r) {
+  for (const char* kind : {"voluntary", "involuntary"}) {
+    const auto per_op = r.derived.find(std::string(kind) + "_switches_per_op");
+    if (per_op != r.derived.end() && per_op->is_number())
+      r.derived[std::string(kind) + "_switches_per_round_trip"] = per_op->get<double>() * 2;  // two ops per trip
+  }
+}
+
+inline void annotate_round_trip(Result& r) {
+  if (r.summary) r.derived["per_round_trip_ns"] = r.summary->median * 2;  // one round trip = two switches
+  annotate_switch_kinds_per_round_trip(r);
 }
 
 }  // namespace ctx

@@ -21,8 +21,13 @@ from ctxbench.report import render
 from ctxbench.store import Store
 
 
-def real_matrix(probe: str, name: str = "matrix_a.jsonl") -> dict:
-    return next(r for r in real_run(name).results if r["probe"] == probe)
+def real_matrix(probe: str, name: str = "matrix_a.jsonl", idle: str = "free") -> dict:
+    """The recorded result of `probe` (matrix.wakeup: the `idle` variant)."""
+    return next(
+        r
+        for r in real_run(name).results
+        if r["probe"] == probe and r["params"].get("idle", idle) == idle
+    )
 
 
 def wide_matrix(cpus: int) -> dict:
@@ -253,9 +258,13 @@ def stored_runs(path, *names):
 
 def test_compare_gives_a_ratio_per_pair_class(tmp_path):
     comparison = compare_runs(stored_runs(tmp_path / "c.db", "matrix_a.jsonl", "matrix_b.jsonl"))
-    by_probe = {m.probe: m for m in comparison.matrices}
-    assert set(by_probe) == {"matrix.cacheline", "matrix.wakeup"}
-    wakeup = by_probe["matrix.wakeup"]
+    by_variant = {(m.probe, m.params.get("idle")): m for m in comparison.matrices}
+    assert set(by_variant) == {
+        ("matrix.cacheline", None),
+        ("matrix.wakeup", "free"),
+        ("matrix.wakeup", "held"),
+    }
+    wakeup = by_variant["matrix.wakeup", "free"]
     assert [row.pair_class for row in wakeup.rows] == ["same_cpu", "llc"]
     a, b = (real_matrix("matrix.wakeup", name) for name in ("matrix_a.jsonl", "matrix_b.jsonl"))
     for row in wakeup.rows:
@@ -274,7 +283,7 @@ def test_compare_cli_prints_the_class_table(db):
     a, b = (real_run(name).run_id for name in ("matrix_a.jsonl", "matrix_b.jsonl"))
     result = invoke("compare", a, b, "--db", db)
     assert result.exit_code == 0, result.stderr
-    assert "matrix.wakeup (max_pairs=256 policy=batch) per pair class" in result.stdout
+    assert "matrix.wakeup (idle=free max_pairs=256 policy=normal) per pair class" in result.stdout
     assert "same CPU" in result.stdout and "same LLC" in result.stdout
 
 
@@ -298,23 +307,23 @@ def test_report_draws_each_matrix_as_a_heatmap(tmp_path):
     page = render(stored_runs(tmp_path / "r.db", "matrix_a.jsonl"))
     assert 'id="matrices"' in page and "CPU-pair matrices" in page
     figures = heatmaps(page)
-    assert len(figures) == 2
+    assert len(figures) == 3
     for figure in figures:
         heatmap = figure["data"][0]
         assert heatmap["x"] == ["0", "1"] and heatmap["y"] == ["0", "1"]
         # The LLC both CPUs share is outlined.
         assert [(s["x0"], s["x1"]) for s in figure["layout"]["shapes"]] == [(-0.5, 1.5)]
-    # In record order: matrix.cacheline (no diagonal), then matrix.wakeup.
-    cacheline, wakeup = (figure["data"][0]["z"] for figure in figures)
+    # In record order: matrix.cacheline (no diagonal), then matrix.wakeup idle=free, held.
+    cacheline, *wakeups = (figure["data"][0]["z"] for figure in figures)
     assert cacheline[0][0] is None and cacheline[1][1] is None and cacheline[0][1] > 0
-    assert all(value > 0 for row in wakeup for value in row)
+    assert all(value > 0 for wakeup in wakeups for row in wakeup for value in row)
     assert "per class" in page.lower() and "same LLC" in page
 
 
 def test_report_compares_classes_of_two_runs(tmp_path):
     page = render(stored_runs(tmp_path / "r.db", "matrix_a.jsonl", "matrix_b.jsonl"))
-    assert "matrix.wakeup (max_pairs=256 policy=batch) per pair class" in page
-    assert len(heatmaps(page)) == 4
+    assert "matrix.wakeup (idle=held max_pairs=256 policy=normal) per pair class" in page
+    assert len(heatmaps(page)) == 6
 
 
 def test_matrix_report_in_chromium(tmp_path):
@@ -337,7 +346,7 @@ def test_matrix_report_in_chromium(tmp_path):
         if json.loads(text)["data"][0]["type"] == "heatmap"
     ]
     drawn = {plot["id"]: plot for plot in outcome["plots"]}
-    assert len(heatmap_ids) == 2
+    assert len(heatmap_ids) == 3
     for plot_id in heatmap_ids:
         plot = drawn[plot_id]
         assert plot["svgWidth"] > 0 and plot["svgHeight"] > 0 and plot["traces"] == 1, plot

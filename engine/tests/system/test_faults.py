@@ -13,6 +13,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from conftest import parse_records, results
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -113,6 +115,8 @@ def test_killed_child_fails_its_record_and_the_run_continues(engine):
         "processes",
         "--cpus",
         "same",
+        "--param",
+        "policy=normal",  # one switch.pipe variant (batch also runs beside same by default)
         "--samples",
         "400",
         "--min-time",
@@ -156,3 +160,117 @@ def test_sigint_keeps_finished_records_and_reaps_children(engine):
     assert len(results(records)) >= 1
     assert records[-1]["kind"] == "run_end" and records[-1]["interrupted"] is True
     assert leftover_children() == 0
+
+
+# ---- idle=held: the /dev/cpu_dma_latency request is released -----------------------
+# The device path can be redirected (CTXBENCH_CPU_DMA_LATENCY) to a plain file,
+# so the hold/release logic is tested as any user; as root the real device is
+# tested too, including the kernel's effective value while held and after.
+
+REAL_DEVICE = "/dev/cpu_dma_latency"
+
+
+def holders(path):
+    """Pids of every process with an open descriptor on path."""
+    found = []
+    for fd in pathlib.Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            if os.readlink(fd) == path:
+                found.append(int(fd.parent.parent.name))
+        except OSError:
+            continue
+    return sorted(set(found))
+
+
+def devices():
+    yield "file"
+    if os.access(REAL_DEVICE, os.W_OK):
+        yield "real"
+
+
+def latency_device(kind, tmp_path):
+    if kind == "real":
+        return REAL_DEVICE, {}
+    path = tmp_path / "cpu_dma_latency"
+    path.write_bytes((2000000000).to_bytes(4, "little"))
+    return str(path), {"CTXBENCH_CPU_DMA_LATENCY": str(path)}
+
+
+def effective_latency_us():
+    with open(REAL_DEVICE, "rb") as f:  # opening adds a default (no-constraint) request only
+        return int.from_bytes(f.read(4), "little")
+
+
+def two_cpus():
+    return len(os.sched_getaffinity(0)) >= 2
+
+
+class HeldEngine(Engine):
+    def __init__(self, engine, env, *args):
+        old = dict(os.environ)
+        os.environ.update(env)
+        try:
+            super().__init__(engine, *args)
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+
+
+HELD = ["switch.pipe", "--between", "processes", "--cpus", "cross", "--param", "idle=held"]
+HELD += ["--param", "policy=normal"]
+
+
+@pytest.mark.parametrize("kind", list(devices()))
+def test_idle_hold_is_released_when_its_variant_ends(engine, tmp_path, kind):
+    if not two_cpus():
+        pytest.skip("cpus=cross needs two allowed CPUs")
+    become_subreaper()
+    path, env = latency_device(kind, tmp_path)
+    run = HeldEngine(engine, env, *HELD, "syscall.getpid", "--samples", "300", "--min-time", "0.01")
+    # While the held variant runs, the engine (and no child of it) holds the request.
+    run.wait_for(lambda r: holders(path) != [])
+    assert holders(path) == [run.proc.pid]
+    if kind == "real":
+        assert effective_latency_us() == 0
+    run.wait_for(lambda r: any(p["probe"] == "syscall.getpid" for p in r.progress()))
+    assert holders(path) == []
+    code, records = run.finish()
+    assert code == 0, "".join(run.err)
+    (held,) = [r for r in results(records) if r["probe"] == "switch.pipe"]
+    assert held["params"]["idle"] == "held"
+    assert held["verdict"]["status"] != "unsupported", held["verdict"]
+    assert held["derived"]["idle_latency_bound_us"] == 0
+    assert "cpuidle_driver" in held["derived"]
+    if kind == "real":
+        assert effective_latency_us() > 0  # back to the system's own value
+    assert leftover_children() == 0
+
+
+@pytest.mark.parametrize("kind", list(devices()))
+def test_idle_hold_is_released_on_ctrl_c(engine, tmp_path, kind):
+    if not two_cpus():
+        pytest.skip("cpus=cross needs two allowed CPUs")
+    become_subreaper()
+    path, env = latency_device(kind, tmp_path)
+    run = HeldEngine(engine, env, *HELD, "--samples", "100000", "--min-time", "0.05")
+    run.wait_for(lambda r: holders(path) == [r.proc.pid])
+    run.proc.send_signal(signal.SIGINT)
+    run.finish()
+    assert run.proc.returncode != 0
+    assert holders(path) == []
+    if kind == "real":
+        assert effective_latency_us() > 0
+    assert leftover_children() == 0
+
+
+def test_idle_hold_unsupported_with_the_reason_when_the_device_cannot_be_opened(engine, tmp_path):
+    missing = tmp_path / "no" / "cpu_dma_latency"
+    run = HeldEngine(engine, {"CTXBENCH_CPU_DMA_LATENCY": str(missing)}, *HELD, "--quick")
+    code, records = run.finish()
+    assert code == 0
+    (r,) = results(records)
+    assert r["verdict"]["status"] == "unsupported"
+    reason = r["verdict"]["reasons"][0]
+    assert reason["code"] == "not_supported_here"
+    assert str(missing) in reason["detail"] and "No such file" in reason["detail"]
+    assert r["summary"] is None

@@ -19,23 +19,45 @@ def run_json(engine, *args, timeout=300):
 
 
 def test_switch_pipe_between_processes_on_one_cpu_switches(engine):
-    (r,) = results(
+    # By default cpus=same runs under both policies: normal (what applications
+    # and perf bench get) first, batch beside it.
+    records = results(
         run_json(engine, "switch.pipe", "--between", "processes", "--cpus", "same", "--quick")
     )
-    assert r["verdict"]["status"] == "ok", r["verdict"]
-    checks = {c["name"]: c for c in r["checks"]}
-    measuring = checks["voluntary_switches.measuring_task"]
-    assert measuring["observed"] >= 0.95 * measuring["expected"]
-    partners = checks["voluntary_switches.partners"]
-    assert partners["observed"] >= 0.95 * partners["expected"]
-    assert r["baseline"]["name"] and r["baseline"]["value"] > 0
-    # Reported per switch (the op) and per round trip (two switches).
-    assert "switch" in r["op"]
-    assert r["derived"]["per_round_trip_ns"] == pytest.approx(2 * r["summary"]["median"])
-    # Both tasks stayed on the one CPU they were pinned to.
-    cpus = r["placement"]["cpus"]
-    assert len(cpus) == 2 and cpus[0] == cpus[1]
-    assert r["placement"]["observed_start"] == cpus and r["placement"]["observed_end"] == cpus
+    by_policy = {r["params"]["policy"]: r for r in records}
+    assert sorted(by_policy) == ["batch", "normal"] and len(records) == 2
+    for policy, r in by_policy.items():
+        # On a loaded machine the self-pipe baseline can come out above the
+        # switch itself; the verdict then says so, which is right.
+        codes = {x["code"] for x in r["verdict"]["reasons"]}
+        assert r["verdict"]["status"] == "ok" or codes == {"nonpositive_after_baseline"}, (
+            policy,
+            r["verdict"],
+        )
+        checks = {c["name"]: c for c in r["checks"]}
+        # batch: every switch is a sleep; normal: a sleep or a preemption.
+        kind = "voluntary" if policy == "batch" else "voluntary+involuntary"
+        measuring = checks[f"{kind}_switches.measuring_task"]
+        assert measuring["observed"] >= 0.95 * measuring["expected"]
+        partners = checks[f"{kind}_switches.partners"]
+        assert partners["observed"] >= 0.95 * partners["expected"]
+        assert r["baseline"]["name"] and r["baseline"]["value"] > 0
+        # Reported per switch (the op) and per round trip (two switches), with
+        # the kinds of switch per round trip and the system calls per op.
+        assert "switch" in r["op"]
+        assert r["derived"]["per_round_trip_ns"] == pytest.approx(2 * r["summary"]["median"])
+        d = r["derived"]
+        total = d["voluntary_switches_per_round_trip"] + d["involuntary_switches_per_round_trip"]
+        assert total >= 2 * 0.95  # two tasks leave the CPU once each per round trip
+        assert d["syscalls_per_op"] == 2  # one write and one read per switch
+        # Both tasks stayed on the one CPU they were pinned to.
+        cpus = r["placement"]["cpus"]
+        assert len(cpus) == 2 and cpus[0] == cpus[1]
+        assert r["placement"]["observed_start"] == cpus
+        assert r["placement"]["observed_end"] == cpus
+    # Under batch both switches of a round trip are sleeps.
+    batch = by_policy["batch"]["derived"]
+    assert batch["voluntary_switches_per_round_trip"] >= 2 * 0.95
 
 
 @pytest.mark.skipif(

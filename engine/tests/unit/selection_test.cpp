@@ -2,6 +2,9 @@
 #include "selection.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 namespace {
 
@@ -75,6 +78,65 @@ TEST(Selection, SamplesMustBeAPositiveWholeNumber) {
     EXPECT_THROW(parse_positive(bad, "--samples", 1000), UsageError) << bad;
   EXPECT_DOUBLE_EQ(parse_seconds("0.01", "--min-time"), 0.01);
   for (const char* bad : {"0", "-1", "soon", "nan"}) EXPECT_THROW(parse_seconds(bad, "--min-time"), UsageError) << bad;
+}
+
+}  // namespace
+
+namespace {
+
+// The real switch parameters: policy batch runs beside cpus=same only, and
+// idle held beside cpus=cross only where the latency device is writable.
+std::vector<ProbeDescriptor> switch_like() {
+  ProbeDescriptor p;
+  p.name = "switch.gamma";
+  p.params = {between_param(), cpus_param(), policy_param(), idle_param()};
+  return {p};
+}
+
+std::vector<std::string> flat(const std::vector<Variant>& variants) {
+  std::vector<std::string> out;
+  for (const auto& v : variants)
+    out.push_back(v.params.at("between") + "/" + v.params.at("cpus") + "/" + v.params.at("policy") + "/" +
+                  v.params.at("idle"));
+  return out;
+}
+
+class LatencyDevice : public ::testing::Test {
+ protected:
+  void point_at(const std::string& path) { setenv("CTXBENCH_CPU_DMA_LATENCY", path.c_str(), 1); }
+  void TearDown() override { unsetenv("CTXBENCH_CPU_DMA_LATENCY"); }
+};
+
+TEST_F(LatencyDevice, AlsoRunsAddsBatchBesideSameAndHeldBesideCrossWherePermitted) {
+  point_at("/nonexistent/cpu_dma_latency");
+  Selection s;
+  s.choices["between"] = {"threads"};
+  auto got = flat(expand(switch_like(), s));
+  EXPECT_EQ(got, (std::vector<std::string>{"threads/same/normal/free", "threads/same/batch/free",
+                                           "threads/cross/normal/free", "threads/any/normal/free"}));
+  char path[] = "/tmp/ctxbench-latency-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  point_at(path);
+  got = flat(expand(switch_like(), s));
+  unlink(path);
+  EXPECT_EQ(
+      got, (std::vector<std::string>{"threads/same/normal/free", "threads/same/batch/free", "threads/cross/normal/free",
+                                     "threads/cross/normal/held", "threads/any/normal/free"}));
+}
+
+TEST_F(LatencyDevice, AChosenValueIsNotWidenedByAlsoRuns) {
+  point_at("/nonexistent/cpu_dma_latency");
+  Selection s;
+  s.choices["between"] = {"threads"};
+  s.choices["cpus"] = {"same"};
+  s.choices["policy"] = {"normal"};
+  EXPECT_EQ(flat(expand(switch_like(), s)), (std::vector<std::string>{"threads/same/normal/free"}));
+  s.choices["policy"] = {"batch"};
+  s.choices["cpus"] = {"cross"};
+  s.choices["idle"] = {"held"};  // asked for: runs, and the harness says whether it can hold
+  EXPECT_EQ(flat(expand(switch_like(), s)), (std::vector<std::string>{"threads/cross/batch/held"}));
 }
 
 }  // namespace

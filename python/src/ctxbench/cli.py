@@ -30,6 +30,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ctxbench import __version__, fmt, tables
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, RecordError
+from ctxbench.explain import explain as explain_run
+from ctxbench.explain import render_text as render_explanation
 from ctxbench.records import RunRecords, dumps, group_run, read_run_file, record_problem
 from ctxbench.runner import EngineRun, RunOptions, capture_env, find_engine, list_probes
 from ctxbench.runner import Progress as EngineProgress
@@ -342,6 +344,12 @@ def _stream(engine_run: EngineRun, json_path: Path | None, spool: _Spool) -> lis
     help="Placement: same, cross, any (the default runs), smt, llc, remote (comma-separated).",
 )
 @click.option("--between", help="threads, processes (comma-separated).")
+@click.option(
+    "--hold-idle",
+    is_flag=True,
+    help="Run the switch probes only with idle=held: CPUs kept out of deep idle through "
+    "/dev/cpu_dma_latency for each variant (needs root; otherwise unsupported with the reason).",
+)
 @db_option
 @click.option(
     "--json",
@@ -363,6 +371,7 @@ def run(
     min_time: float | None,
     cpus: str | None,
     between: str | None,
+    hold_idle: bool,
     db: Path | None,
     json_path: Path | None,
     report_path: Path | None,
@@ -388,6 +397,7 @@ def run(
             min_time=min_time,
             cpus=cpus,
             between=between,
+            hold_idle=hold_idle,
         )
         engine_run = EngineRun(options, engine=engine)
         with _Spool(store.path) as spool:
@@ -497,6 +507,21 @@ def show(run_ref: str, db: Path | None) -> None:
         markup=False,
     )
     _print_results(stored.results)
+
+
+@cli.command()
+@click.argument("run_ref", metavar="[RUN]", default="latest")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the decomposition as JSON.")
+def explain(run_ref: str, db: Path | None, as_json: bool) -> None:
+    """Where the time of each switch goes, from figures measured in RUN (default: latest)."""
+    with _open_store(db, create=False) as store:
+        stored = store.load(run_ref)
+    explained = explain_run(stored.results, stored.run_id)
+    if as_json:
+        click.echo(json.dumps(explained.as_dict(), indent=2, sort_keys=True))
+    else:
+        click.echo(render_explanation(explained), nl=False)
 
 
 # ---- compare / report ----------------------------------------------------------------

@@ -39,6 +39,7 @@ from plotly.offline import get_plotlyjs
 
 from ctxbench import __version__, fmt, matrix
 from ctxbench.compare import Comparison, compare_runs, describe, flatten_env
+from ctxbench.explain import explain
 from ctxbench.records import param_value, params_text
 from ctxbench.store import StoredRun
 
@@ -559,6 +560,11 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
         "matrix_views": _matrix_views(figures, runs),
         "matrix_legend": BLOCK_LEGEND,
         "class_label": matrix.CLASS_LABEL,
+        "explained": [
+            (name, explained)
+            for name, run in zip(names, runs, strict=True)
+            if (explained := explain(run.results, run.run_id)).explanations or explained.fork
+        ],
         "comparison": comparison,
         "comparison_plot": _comparison_figure(figures, comparison) if comparison else None,
         "notes": notes,

@@ -132,6 +132,7 @@ class RunOptions:
     min_time: float | None = None
     cpus: str | None = None
     between: str | None = None
+    hold_idle: bool = False
 
     def engine_args(self) -> list[str]:
         args = ["run", *self.selectors]
@@ -145,6 +146,8 @@ class RunOptions:
             args += ["--cpus", self.cpus]
         if self.between:
             args += ["--between", self.between]
+        if self.hold_idle:
+            args.append("--hold-idle")
         return [*args, "--json", "--progress"]
 
 

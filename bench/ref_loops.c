@@ -1,0 +1,104 @@
+/* Minimal reference loops for bench/peers.py: the classic "time N calls in a
+ * tight loop" measurement, written without any of ctxbench's harness, so the
+ * engine's figures can be held against the plainest possible code.
+ *
+ *   ref_loops MODE [CALLS_PER_BATCH] [BATCHES]
+ *
+ * MODE: read (libc read of 1 byte from /dev/zero), read_syscall (the same
+ * through syscall(SYS_read)), write (libc write of 1 byte to /dev/null),
+ * write_syscall, getppid (libc getppid), getppid_syscall
+ * (syscall(SYS_getppid)), fork (fork + _exit(0) in the child + waitpid).
+ *
+ * Prints one line: MODE median_ns_per_call min_ns_per_call, where the
+ * median and minimum are over BATCHES batches, each timed with
+ * CLOCK_MONOTONIC around CALLS_PER_BATCH calls. No pinning, no warm-up
+ * beyond one untimed batch: that is the point. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int compare_doubles(const void* a, const void* b) {
+  const double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static int zero_fd = -1, null_fd = -1;
+static char byte;
+
+static int fork_once(void) {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  if (pid < 0) return -1;
+  int status = 0;
+  return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* One tight loop per mode, so nothing but the call itself is in it. */
+#define LOOP(CALL, OK)              \
+  {                                 \
+    for (long i = 0; i < calls; ++i) \
+      if (!((CALL)OK)) return -1;   \
+    return 0;                       \
+  }
+
+static int batch(const char* mode, long calls) {
+  if (!strcmp(mode, "read")) LOOP(read(zero_fd, &byte, 1), == 1)
+  if (!strcmp(mode, "read_syscall")) LOOP(syscall(SYS_read, zero_fd, &byte, 1), == 1)
+  if (!strcmp(mode, "write")) LOOP(write(null_fd, &byte, 1), == 1)
+  if (!strcmp(mode, "write_syscall")) LOOP(syscall(SYS_write, null_fd, &byte, 1), == 1)
+  if (!strcmp(mode, "getppid")) LOOP(getppid(), > 0)
+  if (!strcmp(mode, "getppid_syscall")) LOOP(syscall(SYS_getppid), > 0)
+  if (!strcmp(mode, "fork")) LOOP(fork_once(), == 0)
+  return -2;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: ref_loops MODE [CALLS_PER_BATCH] [BATCHES]\n");
+    return 2;
+  }
+  const char* mode = argv[1];
+  const long calls = argc > 2 ? atol(argv[2]) : 10000;
+  const int batches = argc > 3 ? atoi(argv[3]) : 31;
+  if (calls <= 0 || batches <= 0) {
+    fprintf(stderr, "ref_loops: CALLS_PER_BATCH and BATCHES must be positive\n");
+    return 2;
+  }
+  zero_fd = open("/dev/zero", O_RDONLY);
+  null_fd = open("/dev/null", O_WRONLY);
+  if (zero_fd < 0 || null_fd < 0) {
+    perror("ref_loops: open /dev/zero or /dev/null");
+    return 1;
+  }
+  if (batch(mode, 1) == -2) {
+    fprintf(stderr, "ref_loops: unknown mode '%s'\n", mode);
+    return 2;
+  }
+  double* per_call = calloc((size_t)batches, sizeof *per_call);
+  if (!per_call) return 1;
+  for (int b = -1; b < batches; ++b) { /* batch -1: untimed warm-up */
+    const double start = now_ns();
+    if (batch(mode, calls) != 0) {
+      fprintf(stderr, "ref_loops: %s failed\n", mode);
+      return 1;
+    }
+    const double elapsed = now_ns() - start;
+    if (b >= 0) per_call[b] = elapsed / (double)calls;
+  }
+  qsort(per_call, (size_t)batches, sizeof *per_call, compare_doubles);
+  if (printf("%s %.2f %.2f\n", mode, per_call[batches / 2], per_call[0]) < 0 || fflush(stdout) != 0) return 1;
+  free(per_call);
+  return 0;
+}

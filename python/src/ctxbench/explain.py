@@ -1,0 +1,416 @@
+"""Where the time of a switch goes, from figures measured in the same run.
+
+Every part of a decomposition is a difference or a product of medians recorded
+in the run being explained; nothing is estimated, looked up or carried over
+from another machine. The last part of each decomposition is the remainder
+(the measured median minus every part that could be measured), so the parts
+add up to the median by construction, and the remainder is labelled for what
+it is: the scheduler's wake-up and switch together, plus whatever this run
+could not separate (listed per figure under ``not_separated``).
+
+The parts, when the run holds the figures they need:
+
+- kernel entry/exit: the bare system call (``syscall.enosys``) times the
+  system calls one switch makes (``derived.syscalls_per_op``, stated by the
+  probe where the count does not depend on timing);
+- the primitive's own work: the probe's baseline (the same calls made in one
+  task, no switch) minus that kernel entry/exit;
+- the address-space switch: corrected(processes) - corrected(threads) of the
+  same probe and placement;
+- waking an idle CPU: median(idle=free) - median(idle=held) of the same
+  cross-CPU variant;
+- refilling the cache: for a ring hop, the fitted slope of the corrected
+  figure over the working set (``size_kib``) times that working set.
+
+It also fits how ``create.fork`` grows with the parent's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from scipy import stats as sps
+
+BARE_SYSCALL = "syscall.enosys"
+REST = "scheduler wake-up and switch (the rest)"
+MEASURED = ("ok", "suspect")
+
+
+@dataclass
+class Part:
+    name: str
+    ns: float
+    source: str  # the measured figures it comes from, in words
+
+
+@dataclass
+class Explanation:
+    probe: str
+    params: dict[str, Any]
+    median_ns: float
+    status: str
+    parts: list[Part]
+    not_separated: list[str] = field(default_factory=list)
+    switches_per_round_trip: dict[str, float] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total_ns(self) -> float:
+        return sum(p.ns for p in self.parts)
+
+
+@dataclass
+class ForkScaling:
+    points: list[tuple[float, float]]  # (parent_mib, median ns)
+    slope_ns_per_mib: float | None
+    intercept_ns: float | None
+    slope_stderr: float | None
+    minimal_parent_ns: float | None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Explained:
+    run_id: str | None
+    explanations: list[Explanation]
+    fork: ForkScaling | None
+    bare_syscall_ns: float | None
+    unexplained: list[str] = field(default_factory=list)  # figures left out, and why
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        for e, d in zip(self.explanations, out["explanations"], strict=True):
+            d["total_ns"] = e.total_ns
+        return out
+
+
+# ---- helpers ---------------------------------------------------------------------------
+def _median(record: dict[str, Any]) -> float | None:
+    summary = record.get("summary") or {}
+    value = summary.get("median")
+    return float(value) if value is not None else None
+
+
+def _baseline(record: dict[str, Any]) -> float | None:
+    baseline = record.get("baseline") or {}
+    summary = baseline.get("summary") or {}
+    if summary.get("median") is not None:
+        return float(summary["median"])
+    if baseline.get("value") is not None:
+        return float(baseline["value"])
+    return None
+
+
+def _corrected(record: dict[str, Any]) -> float | None:
+    median = _median(record)
+    if median is None:
+        return None
+    base = _baseline(record)
+    return median - base if base is not None else median
+
+
+def _measured(record: dict[str, Any]) -> bool:
+    return record.get("verdict", {}).get("status") in MEASURED and _median(record) is not None
+
+
+def _key(record: dict[str, Any], *, without: Iterable[str] = ()) -> tuple:
+    skip = set(without)
+    params = tuple(
+        sorted((k, str(v)) for k, v in record.get("params", {}).items() if k not in skip)
+    )
+    return (record["probe"], params)
+
+
+def _params_text(params: dict[str, Any]) -> str:
+    return " ".join(f"{k}={_fmt_value(v)}" for k, v in sorted(params.items())) or "-"
+
+
+def _fmt_value(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _is_switch(record: dict[str, Any]) -> bool:
+    return record.get("family") == "switch" and record.get("unit") == "ns"
+
+
+# ---- the decomposition -------------------------------------------------------------------
+def explain(results: list[dict[str, Any]], run_id: str | None = None) -> Explained:
+    """Decomposes every measured switch figure of one run's result records."""
+    by_key = {_key(r): r for r in results if _measured(r)}
+    bare = next((r for r in results if r["probe"] == BARE_SYSCALL and _measured(r)), None)
+    bare_ns = _median(bare) if bare else None
+    ring_slopes = _ring_slopes(results)
+
+    explanations: list[Explanation] = []
+    unexplained: list[str] = []
+    for r in results:
+        if not _is_switch(r):
+            continue
+        if not _measured(r):
+            status = r.get("verdict", {}).get("status", "?")
+            unexplained.append(
+                f"{r['probe']} {_params_text(r.get('params', {}))}: {status}, no figure"
+            )
+            continue
+        explanations.append(_explain_one(r, by_key, bare_ns, ring_slopes))
+    return Explained(run_id, explanations, _fork_scaling(results), bare_ns, unexplained)
+
+
+def _explain_one(
+    r: dict[str, Any],
+    by_key: dict[tuple, dict[str, Any]],
+    bare_ns: float | None,
+    ring_slopes: dict[tuple, tuple[float, int]],
+) -> Explanation:
+    params = r.get("params", {})
+    derived = r.get("derived", {})
+    median = _median(r)
+    assert median is not None
+    parts: list[Part] = []
+    missing: list[str] = []
+    notes: list[str] = []
+
+    # Kernel entry/exit of the system calls the switch makes.
+    calls = derived.get("syscalls_per_op")
+    entry = None
+    if calls is None:
+        missing.append(
+            "kernel entry/exit: how many system calls one switch makes depends on timing "
+            "with this primitive, so it is not priced separately"
+        )
+    elif bare_ns is None:
+        missing.append(f"kernel entry/exit: {BARE_SYSCALL} was not measured in this run")
+    else:
+        entry = float(calls) * bare_ns
+        parts.append(
+            Part(
+                "kernel entry/exit",
+                entry,
+                f"{_fmt_value(float(calls))} system calls x {bare_ns:.1f} ns ({BARE_SYSCALL})",
+            )
+        )
+
+    # The primitive's own work: its baseline, less the entry/exit priced above.
+    base = _baseline(r)
+    if base is not None:
+        name = ((r.get("baseline") or {}).get("name") or "baseline").split(" (")[0]
+        if entry is not None:
+            parts.append(
+                Part(
+                    "primitive's own work",
+                    base - entry,
+                    f"the baseline ({base:.1f} ns, {name}) less the kernel entry/exit",
+                )
+            )
+        else:
+            parts.append(Part("primitive's own work, its system calls included", base, name))
+    else:
+        missing.append("the primitive's own work: this probe has no baseline")
+
+    # The address-space switch: processes against threads, all else equal.
+    # For a cross-CPU figure whose idle share is measured (below), the pair
+    # is taken with idle held, so the two parts do not overlap.
+    if params.get("between") == "processes":
+        mine_record: dict[str, Any] | None = r
+        basis = params
+        if params.get("cpus") == "cross" and params.get("idle") == "free":
+            held_params = {**params, "idle": "held"}
+            held_pair = by_key.get(_key({**r, "params": held_params}))
+            held_twin = by_key.get(_key({**r, "params": {**held_params, "between": "threads"}}))
+            if held_pair is not None and held_twin is not None:
+                mine_record, basis = held_pair, held_params
+        twin = by_key.get(_key({**r, "params": {**basis, "between": "threads"}}))
+        mine = _corrected(mine_record) if mine_record else None
+        theirs = _corrected(twin) if twin else None
+        if twin is not None and mine is not None and theirs is not None:
+            held_text = " (both with idle=held)" if basis is not params else ""
+            parts.append(
+                Part(
+                    "address-space switch",
+                    mine - theirs,
+                    f"corrected between=processes ({mine:.1f} ns) - between=threads "
+                    f"({theirs:.1f} ns){held_text}",
+                )
+            )
+            if mine - theirs < 0:
+                notes.append(
+                    "processes measured below threads: the address-space share is within this "
+                    "run's noise"
+                )
+        else:
+            missing.append("address-space switch: no between=threads twin measured in this run")
+    elif params.get("between") is None and r["probe"] == "switch.ring":
+        missing.append("address-space switch: the ring runs processes only, no thread twin")
+
+    # Waking an idle CPU: idle=free against idle=held, all else equal.
+    if params.get("cpus") == "cross" and params.get("idle", "free") == "free" and "idle" in params:
+        held = by_key.get(_key({**r, "params": {**params, "idle": "held"}}))
+        if held is not None:
+            held_median = _median(held)
+            assert held_median is not None
+            parts.append(
+                Part(
+                    "waking an idle CPU",
+                    median - held_median,
+                    f"idle=free ({median:.1f} ns) - idle=held ({held_median:.1f} ns)",
+                )
+            )
+            driver = (held.get("derived") or {}).get("cpuidle_driver")
+            if driver == "none":
+                notes.append(
+                    "no cpuidle driver is active, so holding the latency request cannot change "
+                    "the idle path: the idle share is expected to be noise here"
+                )
+        else:
+            missing.append(
+                "waking an idle CPU: idle=held was not measured (needs write access to "
+                "/dev/cpu_dma_latency: run as root, or with --hold-idle)"
+            )
+
+    # Cache refill for a ring hop with a working set.
+    size = params.get("size_kib")
+    if r["probe"] == "switch.ring" and size is not None:
+        fit = ring_slopes.get(_key(r, without=("size_kib",)))
+        if fit is not None and float(size) > 0:
+            slope, n = fit
+            parts.append(
+                Part(
+                    "cache refill of the working set",
+                    slope * float(size),
+                    f"{slope:.2f} ns/KiB (slope of corrected over size_kib, {n} sizes) "
+                    f"x {_fmt_value(size)} KiB",
+                )
+            )
+        elif float(size) > 0:
+            missing.append("cache refill: fewer than two working-set sizes measured for this ring")
+
+    parts.append(
+        Part(REST, median - sum(p.ns for p in parts), "the measured median less every part above")
+    )
+    missing.append(
+        "inside the rest: the wake-up (enqueue, and for cross-CPU an IPI) and the switch itself "
+        "(picking the next task, saving and loading register state) are not separated by this run"
+    )
+    kinds = None
+    if "voluntary_switches_per_round_trip" in derived:
+        kinds = {
+            "voluntary": float(derived["voluntary_switches_per_round_trip"]),
+            "involuntary": float(derived.get("involuntary_switches_per_round_trip", 0.0)),
+        }
+    return Explanation(
+        r["probe"],
+        dict(params),
+        median,
+        r["verdict"]["status"],
+        parts,
+        missing,
+        kinds,
+        notes,
+    )
+
+
+def _ring_slopes(results: list[dict[str, Any]]) -> dict[tuple, tuple[float, int]]:
+    groups: dict[tuple, list[tuple[float, float]]] = {}
+    for r in results:
+        if r["probe"] != "switch.ring" or not _measured(r) or "size_kib" not in r.get("params", {}):
+            continue
+        corrected = _corrected(r)
+        assert corrected is not None
+        key = _key(r, without=("size_kib",))
+        groups.setdefault(key, []).append((float(r["params"]["size_kib"]), corrected))
+    slopes = {}
+    for key, points in groups.items():
+        if len({x for x, _ in points}) >= 2:
+            fit = sps.linregress([x for x, _ in points], [y for _, y in points])
+            slopes[key] = (float(fit.slope), len(points))
+    return slopes
+
+
+def _fork_scaling(results: list[dict[str, Any]]) -> ForkScaling | None:
+    points = sorted(
+        (float(r["params"]["parent_mib"]), float(_median(r) or 0))
+        for r in results
+        if r["probe"] == "create.fork" and _measured(r) and "parent_mib" in r.get("params", {})
+    )
+    minimal = next(
+        (
+            _median(r)
+            for r in results
+            if r["probe"] == "create.fork_minimal_parent" and _measured(r)
+        ),
+        None,
+    )
+    if not points and minimal is None:
+        return None
+    notes = []
+    slope = intercept = stderr = None
+    if len({x for x, _ in points}) >= 2:
+        fit = sps.linregress([x for x, _ in points], [y for _, y in points])
+        slope, intercept = float(fit.slope), float(fit.intercept)
+        stderr = float(fit.stderr) if len(points) > 2 else None
+    else:
+        notes.append("fewer than two parent sizes measured: no slope")
+    return ForkScaling(points, slope, intercept, stderr, minimal, notes)
+
+
+# ---- views -------------------------------------------------------------------------------
+def _ns(value: float) -> str:
+    if abs(value) >= 10_000:
+        return f"{value / 1000:.1f} us"
+    return f"{value:.0f} ns" if abs(value) >= 100 else f"{value:.1f} ns"
+
+
+def render_text(explained: Explained) -> str:
+    """The decomposition in words, one block per switch figure."""
+    lines: list[str] = []
+    if explained.run_id:
+        lines.append(f"# where the time goes, run {explained.run_id}")
+    if explained.bare_syscall_ns is not None:
+        lines.append(
+            f"# a bare system call ({BARE_SYSCALL}) costs "
+            f"{_ns(explained.bare_syscall_ns)} in this run"
+        )
+    for e in explained.explanations:
+        lines.append("")
+        flag = "" if e.status == "ok" else f"  [{e.status}]"
+        lines.append(f"{e.probe} {_params_text(e.params)}: {_ns(e.median_ns)} per switch{flag}")
+        for p in e.parts:
+            share = 100 * p.ns / e.median_ns if e.median_ns else 0
+            lines.append(f"  {_ns(p.ns):>10} {share:5.0f}%  {p.name}: {p.source}")
+        if e.switches_per_round_trip:
+            k = e.switches_per_round_trip
+            lines.append(
+                f"  per round trip the kernel counted {k['voluntary']:.2f} voluntary switches "
+                f"(sleeps) and {k['involuntary']:.2f} involuntary (preemptions)"
+            )
+        for note in e.notes:
+            lines.append(f"  note: {note}")
+        for m in e.not_separated:
+            lines.append(f"  not separated: {m}")
+    if explained.fork:
+        f = explained.fork
+        lines.append("")
+        lines.append("create.fork against the parent's size:")
+        for mib, ns in f.points:
+            lines.append(f"  parent_mib={_fmt_value(mib)}: {_ns(ns)}")
+        if f.slope_ns_per_mib is not None:
+            err = f" (+/- {_ns(f.slope_stderr)})" if f.slope_stderr is not None else ""
+            lines.append(
+                f"  least-squares slope: {_ns(f.slope_ns_per_mib)} per MiB of touched parent memory"
+                f"{err}, intercept {_ns(f.intercept_ns or 0)}"
+            )
+        if f.minimal_parent_ns is not None:
+            lines.append(f"  fork from a minimal static parent: {_ns(f.minimal_parent_ns)}")
+        for note in f.notes:
+            lines.append(f"  note: {note}")
+    if explained.unexplained:
+        lines.append("")
+        lines.append("not explained (no figure in this run):")
+        lines.extend(f"  {u}" for u in explained.unexplained)
+    if not explained.explanations and not explained.fork:
+        lines.append("this run holds no switch or fork figure to explain")
+    return "\n".join(lines) + "\n"
