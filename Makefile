@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 JOBS ?= $(shell nproc)
 CMAKE_GEN := -G Ninja
 
-.PHONY: all run test deps-engine engine engine-asan test-engine test-asan cross test-cross lint format docs
+.PHONY: all run test deps-engine engine engine-asan test-engine test-asan cross test-cross engines lint format docs
 
 all: engine
 
@@ -45,6 +45,30 @@ cross:
 	  cmake -S engine -B $(BUILD)/$$arch $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release -DCTXBENCH_WERROR=ON \
 	    -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/engine/cmake/toolchain-$$arch-linux.cmake -DCTXBENCH_TESTS=OFF && \
 	  cmake --build $(BUILD)/$$arch -j $(JOBS) || exit 1; \
+	done
+
+# Static engines for `ctxbench run --host`, one per arch whose compiler is
+# here (the host's own, and the cross compilers of `make cross`):
+# $(BUILD)/engines/<arch>/ctxbench-engine and ctxbench-exit0. The cross
+# archs share `make cross`'s build trees; `make python-install` puts what is
+# there into the package (ctxbench/engines/<arch>/).
+HOST_ARCH := $(shell uname -m)
+ENGINE_ARCHES ?= x86_64 aarch64 riscv64
+# The engine and the static helpers it runs from its own directory.
+ENGINE_FILES := ctxbench-engine ctxbench-exit0 ctxbench-forkloop
+engines: deps-engine
+	@scripts/deps.sh cross || echo "engines: building the archs whose compilers are here"
+	for arch in $(ENGINE_ARCHES); do \
+	  toolchain=""; \
+	  if [ $$arch != $(HOST_ARCH) ]; then \
+	    command -v $$arch-linux-gnu-g++ > /dev/null || { echo "engines: no $$arch-linux-gnu-g++, no $$arch engine"; continue; }; \
+	    toolchain=-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/engine/cmake/toolchain-$$arch-linux.cmake; \
+	  fi; \
+	  cmake -S engine -B $(BUILD)/$$arch $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release -DCTXBENCH_WERROR=ON \
+	    -DCTXBENCH_STATIC=ON -DCTXBENCH_TESTS=OFF $$toolchain && \
+	  cmake --build $(BUILD)/$$arch -j $(JOBS) --target ctxbench-engine && \
+	  mkdir -p $(BUILD)/engines/$$arch && \
+	  cp $(addprefix $(BUILD)/$$arch/,$(ENGINE_FILES)) $(BUILD)/engines/$$arch/ || exit 1; \
 	done
 
 # Cross-built engines run a smoke set under qemu-user; their records must validate.

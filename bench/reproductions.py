@@ -6,8 +6,10 @@ Usage: python3 bench/reproductions.py [--engine PATH] [--quick] [--out FILE.json
 
 Every experiment is one engine invocation; the raw JSON Lines of all of them
 can be kept with --out (and imported with `ctxbench import`). With --from,
-nothing runs: the tables are cut from one recorded whole-catalogue run (the
-docs use docs/data/reference-run.jsonl, so they agree with docs/probes.md).
+nothing is measured: the tables are cut from one recorded whole-catalogue run
+(the docs use docs/data/reference-run.jsonl, so they agree with
+docs/probes.md), taking the variants the engine says each experiment selects
+(`run --dry-run`), so the selection rules stay the engine's.
 """
 
 import argparse
@@ -75,26 +77,26 @@ EXPERIMENTS = [
 ]
 
 
-def select(records: list[dict], args: list[str]) -> list[dict]:
-    """The records of `records` that `ctxbench-engine run ARGS` would have produced."""
-    names, wanted, i = [], {}, 0
-    while i < len(args):
-        if args[i] in ("--cpus", "--between", "--param"):
-            key, values = (
-                args[i + 1].split("=", 1) if args[i] == "--param" else (args[i][2:], args[i + 1])
-            )
-            wanted[key] = set(values.split(","))
-            i += 2
-        else:
-            names.append(args[i])
-            i += 1
-    chosen = []
-    for r in records:
-        if r["kind"] != "result" or r["probe"] not in names:
-            continue
-        if all(str(r["params"].get(k)) in v for k, v in wanted.items() if k in r["params"]):
-            chosen.append(r)
-    return chosen
+def select(engine: str, records: list[dict], args: list[str]) -> list[dict]:
+    """The records of `records` that `ctxbench-engine run ARGS` would have
+    produced: the engine expands ARGS (`run --dry-run`), by its own rules."""
+    cmd = [engine, "run", *args, "--dry-run"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise SystemExit(f"reproductions.py: {' '.join(cmd)} failed: {proc.stderr.strip()}")
+    variants = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+    # A record is one of the variants when every parameter it has takes the
+    # variant's value; a parameter added to the probe after the recorded run
+    # (absent from its records) does not exclude it.
+    def selected(record: dict) -> bool:
+        return any(
+            v["probe"] == record["probe"]
+            and all(v["params"].get(k) == value for k, value in record["params"].items())
+            for v in variants
+        )
+
+    return [r for r in records if r["kind"] == "result" and selected(r)]
 
 
 def run_engine(engine: str, args: list[str], quick: bool) -> list[dict]:
@@ -184,14 +186,14 @@ def main() -> int:
     if args.source:
         with open(args.source) as f:
             recorded = [json.loads(line) for line in f if line.strip()]
-    elif not os.access(args.engine, os.X_OK):
+    if not os.access(args.engine, os.X_OK):
         print(f"reproductions.py: no engine at {args.engine}; run 'make engine'", file=sys.stderr)
         return 2
     if args.out:
         open(args.out, "w").close()
     for title, engine_args, peer in EXPERIMENTS:
         if recorded is not None:
-            records = [recorded[0], *select(recorded, engine_args)]
+            records = [recorded[0], *select(args.engine, recorded, engine_args)]
         else:
             records = run_engine(args.engine, engine_args, args.quick)
         if args.out:

@@ -37,7 +37,8 @@ python-run: python-install
 	$(VENV)/bin/ctxbench run --report $(REPORT)
 	@echo "report written to $(REPORT)"
 
-# Chromium (Debian) opens the report in a test; install it when we may.
+# Chromium (Debian) opens the report in a test; sshd and PostgreSQL serve the
+# remote-run and store tests (started by the tests themselves). Installed when we may.
 test-python: python-install
-	@if [ "$$(id -u)" -eq 0 ]; then scripts/deps.sh browser; fi
+	@if [ "$$(id -u)" -eq 0 ]; then scripts/deps.sh browser servers; fi
 	$(PY) -m pytest python/tests

@@ -13,4 +13,4 @@ set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 # Header-only libraries come from the host; compiled ones must be for the target.
 set(CTXBENCH_WITH_BOOST OFF CACHE BOOL "" FORCE)
-set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
+set(CTXBENCH_STATIC ON CACHE BOOL "" FORCE)

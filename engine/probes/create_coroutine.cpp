@@ -51,8 +51,9 @@ const Registrar registrar({
     .op = "create a C++20 coroutine (its frame allocated with operator new), resume it to its end and destroy it",
     .unit = Unit::ns,
     .make = [](Context&) { return std::make_unique<CreateCoroutine>(); },
-    .method = "the stackless counterpart of create.fiber and create.boost_context. Where the time goes: operator "
-              "new/delete of the coroutine frame (tens of bytes, from malloc's fast bins) and two indirect calls",
+    .method = "the stackless counterpart of create.fiber and create.boost_context",
+    .where_time_goes = "operator new/delete of the coroutine frame (tens of bytes, from malloc's fast bins) and two "
+                       "indirect calls",
 });
 
 }  // namespace

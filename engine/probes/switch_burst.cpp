@@ -39,10 +39,8 @@ const Registrar registrar({
              "switches in one burst (n/2 round trips); each sample is one burst",
              true,
              true},
-            {"cpus",
-             {"same", "cross", "any"},
-             {"same"},
-             "same: both processes on one CPU (the classic setting); cross: on two CPUs; any: unpinned"},
+            cpus_param({"same"},
+                       "same: both processes on one CPU (the classic setting); cross: on two CPUs; any: unpinned"),
             policy_param(),
         },
     .baseline = "write + read of 1 byte on a self-pipe in one process, n/2 times per try (the pipe's cost per "
@@ -56,8 +54,10 @@ const Registrar registrar({
     .tasks = [](const Params&) { return 2; },
     .fixed_iterations = round_trips,
     // Many tries for the short bursts (1000 at most), --samples for the long ones.
-    .min_samples =
-        [](const Params& p) { return static_cast<int>(std::clamp<std::uint64_t>(100000 / round_trips(p), 1, 1000)); },
+    .samples =
+        [](const Params& p, int requested) {
+          return std::max(requested, static_cast<int>(std::clamp<std::uint64_t>(100000 / round_trips(p), 1, 1000)));
+        },
     .method = "the classic two-process, two-pipe ping-pong run for a fixed number of switches and reported as "
               "the best of many tries (osbench's keep-the-minimum policy)",
 });

@@ -209,11 +209,9 @@ const Registrar registrar({
              "working set each process sums per hop, in KiB (lmbench -s)",
              true,
              true},
-            {"cpus",
-             {"same", "cross", "any"},
-             {"same"},
-             "same: every ring process on one CPU (the classic setting); cross: they alternate between two CPUs, so "
-             "every hop crosses; any: unpinned"},
+            cpus_param({"same"},
+                       "same: every ring process on one CPU (the classic setting); cross: they alternate between two "
+                       "CPUs, so every hop crosses; any: unpinned"),
             policy_param(),
         },
     .baseline = "lmbench's overhead pass: write + read of the token on a self-pipe and a sum of S KiB, in one "

@@ -1,6 +1,6 @@
 // switch.threads_round_robin: N kernel threads passing a baton round-robin
 // (by default all pinned to one CPU), the kernel counterpart of
-// uswitch.boost_fiber and the thread half of the fibers-vs-threads preset.
+// uswitch.boost_fiber; the fibers-vs-threads preset runs the two side by side.
 // Each thread has a futex word: it stores the next thread's, wakes it with
 // FUTEX_WAKE, and sleeps in FUTEX_WAIT on its own until the baton comes
 // round again. The measuring thread is one of the N; one of its iterations
@@ -75,12 +75,11 @@ const Registrar registrar({
     .unit = Unit::ns,
     .ops_per_iteration = [](const Params& p) { return static_cast<double>(thread_count(p)); },  // a lap: N hand-offs
     .params = {{"threads", {"2", "4", "8"}, {"4"}, "threads in the ring, the measuring one included", true, true},
-               {"cpus",
-                {"same", "cross", "any"},
-                {"same"},
-                "same: all threads pinned to one CPU (every hand-off is a switch on that CPU); cross: alternate "
-                "threads on two CPUs; any: unpinned"},
-               policy_param()},
+               cpus_param({"same"},
+                          "same: all threads pinned to one CPU (every hand-off is a switch on that CPU); cross: "
+                          "alternate threads on two CPUs; any: unpinned"),
+               policy_param(),
+               uswitch::laps_param()},
     .make =
         [](Context& ctx) {
           return std::make_unique<ThreadRoundRobin>(ctx, static_cast<int>(ctx.param_int("threads")));
@@ -100,11 +99,14 @@ const Registrar registrar({
           return Support::yes();
         },
     .tasks = thread_count,
-    .method = "the thread half of the Boost.Fiber vs std::thread experiment; futex hand-off as in tsuna/contextswitch. "
-              "Where the time goes: FUTEX_WAKE (system call, wake-up of the next thread), FUTEX_WAIT (system call, "
-              "sleep), and the scheduler's switch itself: kernel entry/exit, picking the next task, switching "
-              "register state and, unlike a user-level switch, saving the FP/vector state of a thread that used it "
-              "(see uswitch.asm fpstate=full for that part alone).",
+    .fixed_iterations = uswitch::laps_batch,
+    .samples = uswitch::laps_samples,
+    .method = "the thread half of the Boost.Fiber vs std::thread experiment; futex hand-off as in tsuna/contextswitch",
+    .where_time_goes = "FUTEX_WAKE (system call, wake-up of the next thread), FUTEX_WAIT (system call, sleep), and the "
+                       "scheduler's switch itself: kernel entry/exit, picking the next task, switching register state "
+                       "and, unlike a user-level switch, saving the FP/vector state of a thread that used it (see "
+                       "uswitch.asm fpstate=full for that part alone). Threads share one address space: no "
+                       "page-table switch.",
 });
 
 }  // namespace

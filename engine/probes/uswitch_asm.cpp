@@ -121,9 +121,11 @@ const Registrar registrar({
     .make = make,
     .supported = supported,
     .method = "Boost.Context's performance test (ping-pong of jumps, total / 2), with ctxbench's own switch "
-              "(engine/uswitch/switch_*.S). Where the time goes: a few stores and loads of callee-saved registers, "
-              "a stack-pointer swap and one indirect jump, all in user mode (x86 also reloads MXCSR and the x87 "
-              "control word). No system call, no kernel switch (checked).",
+              "(engine/uswitch/switch_*.S)",
+    .where_time_goes = "a few stores and loads of callee-saved registers, a stack-pointer swap and one indirect "
+                       "jump, all in user mode (x86 also reloads MXCSR and the x87 control word). No system call, no "
+                       "kernel switch (checked). fpstate=full adds saving the whole FP/vector state, the cost an "
+                       "ABI-only switch avoids; fpcontrol=differs makes every switch load a changed MXCSR/FPCR.",
 });
 
 }  // namespace

@@ -83,10 +83,10 @@ const Registrar registrar({
                 "boost::context::detail::jump_fcontext, the assembly under it"}},
     .make = make,
     .supported = [](const Params&) { return uswitch::boost_support(); },
-    .method = "Boost.Context performance/fcontext (ping-pong of jumps, total / 2), batched and timer-corrected. "
-              "Where the time goes: jump_fcontext saves the same callee-saved set and FP control words as "
-              "uswitch.asm (fpstate=abi) and swaps stacks; api=fiber adds the fiber object's bookkeeping around "
-              "each jump. No system call, no kernel switch (checked).",
+    .method = "Boost.Context performance/fcontext (ping-pong of jumps, total / 2), batched and timer-corrected",
+    .where_time_goes = "jump_fcontext saves the same callee-saved set and FP control words as uswitch.asm "
+                       "(fpstate=abi) and swaps stacks; api=fiber adds the fiber object's bookkeeping around each "
+                       "jump. No system call, no kernel switch (checked).",
 });
 
 }  // namespace

@@ -93,7 +93,8 @@ const Registrar registrar({
                 {"4"},
                 "fibers taking turns on one thread, the measuring one included",
                 true,
-                true}},
+                true},
+               uswitch::laps_param()},
     .make = make,
     .supported =
         [](const Params& p) {
@@ -101,10 +102,12 @@ const Registrar registrar({
             return Support::no(Reason::not_supported_here, "fibers must be at least 2 for a switch to happen");
           return uswitch::boost_support();
         },
+    .fixed_iterations = uswitch::laps_batch,
+    .samples = uswitch::laps_samples,
     .method = "the kernel-free half of the Boost.Fiber vs std::thread experiment (see the fibers-vs-threads "
-              "preset and switch.threads_round_robin). Where the time goes: yield() puts the running fiber at "
-              "the back of round_robin's ready queue, takes the next, and switches with Boost.Context; no system "
-              "call, no kernel switch (checked).",
+              "preset and switch.threads_round_robin)",
+    .where_time_goes = "yield() puts the running fiber at the back of round_robin's ready queue, takes the next, and "
+                       "switches with Boost.Context; no system call, no kernel switch (checked).",
 });
 
 }  // namespace

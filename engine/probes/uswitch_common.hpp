@@ -1,7 +1,8 @@
 // Shared by the uswitch probes (and switch.threads_round_robin, create.fiber,
-// create.boost_context, create.coroutine and the fibers-vs-threads preset):
-// a context stack with a guard page, the check that a user-level switch never
-// involved the kernel, and a futex baton for kernel threads taking turns.
+// create.boost_context and create.coroutine): a context stack with a guard
+// page, the check that a user-level switch never involved the kernel, a futex
+// baton for kernel threads taking turns, and the `laps` parameter of the two
+// round-robin probes.
 #pragma once
 #include <fmt/format.h>
 #include <linux/futex.h>
@@ -28,6 +29,33 @@ inline Support boost_support() {
 #else
   return Support::no(Reason::built_without, "built without Boost.Context/Boost.Fiber");
 #endif
+}
+
+// `laps`, a parameter of the round-robin probes (uswitch.boost_fiber,
+// switch.threads_round_robin), for experiments that fix the workload, such as
+// the fibers-vs-threads preset: so many timed laps in all (one lap is one
+// switch by every worker), in samples of 10,000 laps, instead of calibrated
+// batches and --samples samples. Unset by default.
+inline constexpr std::uint64_t laps_per_sample = 10000;
+
+inline ParamSpec laps_param() {
+  ParamSpec spec{"laps",
+                 {"10000", "100000", "1000000"},
+                 {},
+                 "timed laps in all (every worker switches once per lap), in samples of 10,000 laps; unset: "
+                 "calibrated batches, --samples of them",
+                 true};
+  spec.optional = true;
+  return spec;
+}
+
+// For the descriptor's fixed_iterations: 0 (calibrate) without `laps`.
+inline std::uint64_t laps_batch(const Params& p) { return p.count("laps") ? laps_per_sample : 0; }
+
+// For the descriptor's samples: the laps in samples, or what --samples asks.
+inline int laps_samples(const Params& p, int requested) {
+  const auto laps = p.find("laps");
+  return laps == p.end() ? requested : static_cast<int>(std::stoull(laps->second) / laps_per_sample);
 }
 
 // A stack for a user-level context: mmap'd, prefaulted (the harness must not

@@ -79,10 +79,10 @@ const Registrar registrar({
     .unit = Unit::ns,
     .ops_per_iteration = constant(2),  // one iteration is a round trip = two transfers
     .make = [](Context&) { return std::make_unique<CoroutinePingPong>(); },
-    .method = "C++20 (P0913 symmetric transfer) ping-pong, batched and timer-corrected. Where the time goes: the "
-              "suspending coroutine stores its resume point in its frame, await_suspend returns the other handle "
-              "and the compiler tail-calls its resume function: an indirect call, no stack switch, no saved "
-              "registers beyond what the compiler keeps in the frame, no kernel (checked).",
+    .method = "C++20 (P0913 symmetric transfer) ping-pong, batched and timer-corrected",
+    .where_time_goes = "the suspending coroutine stores its resume point in its frame, await_suspend returns the "
+                       "other handle and the compiler tail-calls its resume function: an indirect call, no stack "
+                       "switch, no saved registers beyond what the compiler keeps in the frame, no kernel (checked).",
 });
 
 }  // namespace

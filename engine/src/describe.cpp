@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "output.hpp"
 
@@ -17,30 +19,35 @@ namespace {
 // The support verdict for the probe's default variant.
 Support default_support(const ProbeDescriptor& probe) {
   if (!probe.supported) return Support::yes();
-  Params params;
-  for (const auto& spec : probe.params) params[spec.name] = spec.runs.empty() ? spec.values.front() : spec.runs.front();
-  return probe.supported(params);
+  return probe.supported(default_params(probe));
+}
+
+// What runs by default, where that is not simply every value.
+std::string default_note(const ParamSpec& spec) {
+  if (spec.optional) return " (unset by default)";
+  std::string note = spec.runs.empty() ? "" : fmt::format(" (runs by default: {})", fmt::join(spec.runs, ", "));
+  if (!spec.also_runs_help.empty()) note += fmt::format("; also {}", spec.also_runs_help);
+  return note;
 }
 }  // namespace
 
 nlohmann::json describe_probe(const ProbeDescriptor& probe) {
   nlohmann::json params = nlohmann::json::array();
-  Params defaults;
   for (const auto& spec : probe.params) {
-    const auto& runs = spec.runs.empty() ? spec.values : spec.runs;
     params.push_back(
         {{"name", spec.name},
          {"values", spec.values},
-         {"default", runs},
+         {"default", default_values(spec)},
          {"help", spec.help},
          {"numeric", spec.numeric},
          {"open_ended", spec.open_ended},
+         {"optional", spec.optional},
+         {"axis", spec.axis},
          {"also_runs", spec.also_runs_help.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec.also_runs_help)}});
-    defaults[spec.name] = runs.front();
   }
   nlohmann::json expects = nullptr;
   if (probe.expects) {
-    if (auto e = probe.expects(defaults))
+    if (auto e = probe.expects(default_params(probe)))
       expects = {{"counter", counter_name(e->counter)},
                  {"measuring_task_per_op", e->main_per_op},
                  {"partner_per_handoff", e->partner_per_handoff},
@@ -48,13 +55,15 @@ nlohmann::json describe_probe(const ProbeDescriptor& probe) {
   }
   const Support support = default_support(probe);
   return {{"name", probe.name},
-          {"family", probe.name.substr(0, probe.name.find('.'))},
+          {"family", probe_family(probe.name)},
           {"op", probe.op},
           {"unit", unit_name(probe.unit)},
           {"baseline", probe.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(probe.baseline)},
           {"params", params},
           {"expects", expects},
           {"method", probe.method},
+          {"where_time_goes",
+           probe.where_time_goes.empty() ? nlohmann::json(nullptr) : nlohmann::json(probe.where_time_goes)},
           {"supported", support.ok},
           {"reason", support.ok ? nlohmann::json(nullptr) : nlohmann::json(support.reason)}};
 }
@@ -65,9 +74,7 @@ std::string probes_table() {
     const Support s = default_support(p);
     out += fmt::format("{:<30} {:<6} {:<11} {}\n", p.name, unit_name(p.unit), s.ok ? "supported" : "unsupported", p.op);
     for (const auto& spec : p.params)
-      out += fmt::format("{:<30}   --param {}={}{}{}\n", "", spec.name, fmt::join(spec.values, "|"),
-                         spec.runs.empty() ? "" : fmt::format(" (default {})", fmt::join(spec.runs, ",")),
-                         spec.also_runs_help.empty() ? "" : fmt::format(" (also {})", spec.also_runs_help));
+      out += fmt::format("{:<30}   --param {}={}{}\n", "", spec.name, fmt::join(spec.values, "|"), default_note(spec));
     if (!p.baseline.empty()) out += fmt::format("{:<30}   baseline: {}\n", "", p.baseline);
     if (!s.ok) out += fmt::format("{:<30}   why not: {}\n", "", s.reason);
   }
@@ -94,103 +101,87 @@ std::vector<nlohmann::json> read_reference_run(const std::string& path) {
 
 namespace {
 
+std::string param_text(const nlohmann::json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
 std::string params_text(const nlohmann::json& params) {
-  std::string text;
-  for (const auto& [key, value] : params.items())
-    text += fmt::format("{}{}={}", text.empty() ? "" : " ", key,
-                        value.is_string() ? value.get<std::string>() : value.dump());
-  return text.empty() ? "(no parameters)" : text;
+  Params values;
+  for (const auto& [key, value] : params.items()) values[key] = param_text(value);
+  return values.empty() ? "(no parameters)" : format_params(values);
 }
 
-std::string value_text(double value, const std::string& unit) {
-  if (unit == "ns") return format_ns(value);
-  return fmt::format("{:.0f} {}", value, unit);
+std::string value_text(const nlohmann::json& value, const std::string& unit) {
+  const auto known = unit_from_name(unit);
+  return known ? format_value(value.get<double>(), *known) : fmt::format("{} {}", value.dump(), unit);
 }
 
-// Median of the first ok/suspect record of `probe` whose params contain `want`.
-std::optional<double> reference_median(const std::vector<nlohmann::json>& records, const std::string& probe,
-                                       const std::map<std::string, std::string>& want = {}) {
-  for (const auto& r : records) {
-    if (r.value("kind", "") != "result" || r.value("probe", "") != probe || r["summary"].is_null()) continue;
-    bool match = true;
-    for (const auto& [key, value] : want) {
-      const auto& p = r["params"];
-      if (!p.contains(key))
-        match = false;
-      else if ((p[key].is_string() ? p[key].get<std::string>() : p[key].dump()) != value)
-        match = false;
-    }
-    if (match) return r["summary"]["median"].get<double>();
+// A reference record of a probe's default placement: where every run-wide
+// axis parameter (cpus, between) has its first default value. The section
+// below compares operations, not placements.
+bool at_default_axes(const ProbeDescriptor& probe, const nlohmann::json& record) {
+  for (const auto& spec : probe.params) {
+    const auto& defaults = default_values(spec);
+    if (!spec.axis || defaults.empty() || !record["params"].contains(spec.name)) continue;
+    if (param_text(record["params"][spec.name]) != defaults.front()) return false;
   }
-  return std::nullopt;
+  return true;
 }
 
-// "Where the time goes" for user-level vs kernel switches, from the figures.
-std::string uswitch_story(const std::vector<nlohmann::json>& ref) {
-  const auto own = reference_median(ref, "uswitch.asm", {{"fpstate", "abi"}, {"fpcontrol", "same"}});
-  const auto full = reference_median(ref, "uswitch.asm", {{"fpstate", "full"}, {"fpcontrol", "same"}});
-  const auto mxcsr = reference_median(ref, "uswitch.asm", {{"fpstate", "abi"}, {"fpcontrol", "differs"}});
-  const auto boost = reference_median(ref, "uswitch.boost_context");
-  const auto coroutine = reference_median(ref, "uswitch.coroutine");
-  const auto ucontext = reference_median(ref, "uswitch.ucontext");
-  const auto syscall = reference_median(ref, "syscall.getpid");
-  const auto kernel = reference_median(ref, "switch.threads_round_robin");
-  const auto pipe = reference_median(ref, "switch.futex", {{"between", "threads"}, {"cpus", "same"}});
-  if (!own) return "";
-  std::string out = "\n### Where the time goes (generated from the reference run)\n\n";
-  out += fmt::format(
-      "- **Own assembly switch** (`uswitch.asm`, fpstate=abi): {} per switch: it saves and restores "
-      "only the callee-saved registers, the stack pointer and the return address, plus the FP "
-      "control words the ABI requires. This is the floor: no kernel, no allocation.\n",
-      format_ns(*own));
-  if (full)
-    out += fmt::format(
-        "- **Saving the whole vector/FP state** as well (fpstate=full): {} ({:.1f}x the ABI switch): "
-        "the cost that lazy or ABI-only FP saving avoids.\n",
-        format_ns(*full), *full / *own);
-  if (mxcsr)
-    out += fmt::format(
-        "- **Contexts with different FP control words** (fpcontrol=differs): {} ({:.1f}x): loading a "
-        "changed MXCSR/FPCR on every switch is far dearer than saving it.\n",
-        format_ns(*mxcsr), *mxcsr / *own);
-  if (boost)
-    out += fmt::format(
-        "- **Boost.Context** (`uswitch.boost_context`): {} ({:.2f}x the own switch): the same "
-        "register swap plus the fiber's resume bookkeeping.\n",
-        format_ns(*boost), *boost / *own);
-  if (coroutine)
-    out += fmt::format(
-        "- **C++20 coroutine** symmetric transfer (`uswitch.coroutine`): {}: stackless, so a resume "
-        "is an indirect call and nothing is saved.\n",
-        format_ns(*coroutine));
-  if (ucontext) {
-    out += fmt::format("- **ucontext** (`uswitch.ucontext`): {} ({:.0f}x the own switch).", format_ns(*ucontext),
-                       *ucontext / *own);
-    std::optional<double> sigprocmask;
-    for (const auto& r : ref)
-      if (r.value("probe", "") == "uswitch.ucontext" && r.contains("baseline") && r["baseline"].is_object())
-        sigprocmask = r["baseline"]["value"].get<double>();
-    if (sigprocmask)
-      out += fmt::format(
-          " Every swapcontext makes one rt_sigprocmask system call; that call alone (the probe's baseline) costs "
-          "{}, {:.0f}% of the swap, and the rest ({}) is saving and restoring the full ucontext_t.",
-          format_ns(*sigprocmask), 100.0 * *sigprocmask / *ucontext, format_ns(*ucontext - *sigprocmask));
-    else if (syscall)
-      out += fmt::format(
-          " Every swapcontext makes one rt_sigprocmask system call; a bare system call here "
-          "(`syscall.getpid`) costs {}.",
-          format_ns(*syscall));
+// "Where the time goes" in one family, generated from its probes'
+// descriptors (what one op is, its unit, where its time goes) and the
+// reference run's records of their default placements, cheapest first, each
+// as a multiple of the cheapest of its unit. Every probe of the family is
+// listed, measured or not, so a new probe appears here without an edit.
+std::string where_the_time_goes(const std::string& family, const std::vector<const ProbeDescriptor*>& probes,
+                                const std::vector<nlohmann::json>& reference) {
+  struct Row {
+    std::string probe, params, unit, status;
+    double median;
+    std::optional<double> net;
+  };
+  std::vector<Row> rows;
+  std::set<std::string> measured;
+  for (const auto* p : probes)
+    for (const auto& r : reference) {
+      if (r.value("kind", "") != "result" || r.value("probe", "") != p->name || r["summary"].is_null()) continue;
+      if (!at_default_axes(*p, r)) continue;
+      measured.insert(p->name);
+      Row row{p->name,
+              params_text(r["params"]),
+              r.value("unit", "ns"),
+              r["verdict"].value("status", "?"),
+              r["summary"]["median"].get<double>(),
+              std::nullopt};
+      if (!r["corrected"].is_null()) row.net = r["corrected"]["median"].get<double>();
+      rows.push_back(row);
+    }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return std::tie(a.unit, a.median) < std::tie(b.unit, b.median); });
+  std::string out = fmt::format("\n### Where the time goes in `{}` (generated)\n\n", family);
+  if (!rows.empty()) {
+    out +=
+        "Medians from the reference run at each probe's default placement, cheapest first; *x cheapest* is the "
+        "ratio to the cheapest of the same unit, *net* the median minus the probe's baseline.\n\n"
+        "| probe | params | median | x cheapest | net |\n|---|---|---|---|---|\n";
+    for (const auto& row : rows) {
+      double cheapest = row.median;
+      for (const auto& other : rows)
+        if (other.unit == row.unit && other.median > 0) cheapest = std::min(cheapest, other.median);
+      const std::string ratio = cheapest > 0 && row.median > 0 ? fmt::format("{:.1f}", row.median / cheapest) : "-";
+      out += fmt::format("| `{}` | {} | {}{} | {} | {} |\n", row.probe, row.params,
+                         value_text(nlohmann::json(row.median), row.unit),
+                         row.status == "ok" ? "" : " (" + row.status + ")", ratio,
+                         row.net ? value_text(nlohmann::json(*row.net), row.unit) : "-");
+    }
     out += "\n";
   }
-  if (kernel)
-    out += fmt::format(
-        "- **Kernel thread switch** (`switch.threads_round_robin`, one CPU, futex baton): {} "
-        "({:.0f}x the own switch): futex wait and wake system calls, the scheduler's pick and the kernel's save and "
-        "restore of the full register state (threads share one address space: no page-table switch).\n",
-        format_ns(*kernel), *kernel / *own);
-  else if (pipe)
-    out += fmt::format("- **Kernel thread switch** (`switch.futex`, threads, one CPU): {} ({:.0f}x).\n",
-                       format_ns(*pipe), *pipe / *own);
+  for (const auto* p : probes) {
+    out += fmt::format("- `{}`: one op is {}.", p->name, p->op);
+    if (!p->where_time_goes.empty()) out += " " + p->where_time_goes;
+    if (!reference.empty() && !measured.count(p->name)) out += " (Not measured in the reference run.)";
+    out += "\n";
+  }
   return out;
 }
 
@@ -218,20 +209,30 @@ std::string probes_markdown(const std::vector<nlohmann::json>& reference) {
         env["kernel"].value("release", "?"), env["virtualization"].value("detected", "?"),
         env["cpu"].contains("tsc") ? env["cpu"]["tsc"].value("timer", "?") : "?");
   }
+  // A family gets a "where the time goes" section when one of its probes says
+  // where its time goes.
+  std::map<std::string, std::vector<const ProbeDescriptor*>> families;
+  std::set<std::string> explained;
+  for (const auto& p : all_probes()) {
+    families[probe_family(p.name)].push_back(&p);
+    if (!p.where_time_goes.empty()) explained.insert(probe_family(p.name));
+  }
+  auto close_family = [&](const std::string& family) {
+    if (explained.count(family)) out += where_the_time_goes(family, families[family], reference);
+  };
   std::string family;
   for (const auto& p : all_probes()) {
-    const std::string f = p.name.substr(0, p.name.find('.'));
+    const std::string f = probe_family(p.name);
     if (f != family) {
-      if (family == "uswitch" && !reference.empty()) out += uswitch_story(reference);
+      close_family(family);
       family = f;
       out += fmt::format("\n## {}\n", family);
     }
     out += fmt::format("\n### `{}`\n\n- **op:** {}\n- **unit:** {}\n", p.name, p.op, unit_name(p.unit));
     out += fmt::format("- **baseline:** {}\n", p.baseline.empty() ? "none" : p.baseline);
     for (const auto& spec : p.params)
-      out += fmt::format("- **param `{}`:** {} — {}{}{}\n", spec.name, fmt::join(spec.values, ", "), spec.help,
-                         spec.runs.empty() ? "" : fmt::format(" (runs by default: {})", fmt::join(spec.runs, ", ")),
-                         spec.also_runs_help.empty() ? "" : fmt::format("; also {}", spec.also_runs_help));
+      out += fmt::format("- **param `{}`:** {} — {}{}\n", spec.name, fmt::join(spec.values, ", "), spec.help,
+                         default_note(spec));
     const auto described = describe_probe(p);
     if (!described["expects"].is_null())
       out += fmt::format(
@@ -263,7 +264,7 @@ std::string probes_markdown(const std::vector<nlohmann::json>& reference) {
       for (const auto& m : measured) out += fmt::format("  - {}\n", m);
     }
   }
-  if (family == "uswitch" && !reference.empty()) out += uswitch_story(reference);
+  close_family(family);
   return out;
 }
 

@@ -232,7 +232,8 @@ nlohmann::json capture_environment(const std::string& run_id, const TimerInfo& t
   env["build"] = {{"type", CTXBENCH_BUILD_TYPE},
                   {"flags", CTXBENCH_BUILD_FLAGS},
                   {"boost_context", CTXBENCH_HAVE_BOOST_CONTEXT == 1},
-                  {"boost_fiber", CTXBENCH_HAVE_BOOST_FIBER == 1}};
+                  {"boost_fiber", CTXBENCH_HAVE_BOOST_FIBER == 1},
+                  {"static", CTXBENCH_STATIC_LINK == 1}};
   if (!timer_note.empty()) notes.push_back(timer_note);
   env["notes"] = notes;
   return env;

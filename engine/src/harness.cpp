@@ -151,13 +151,14 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
     out.all_iterations += n;
     return time_batch(clock, timer, workload, n);
   };
-  out.iterations_per_sample =
-      probe.fixed_iterations ? probe.fixed_iterations(params) : calibrate_batch(timed, batch_target_ns(options, timer));
+  out.iterations_per_sample = probe.fixed_iterations ? probe.fixed_iterations(params) : 0;
+  if (out.iterations_per_sample == 0)
+    out.iterations_per_sample = calibrate_batch(timed, batch_target_ns(options, timer));
   for (int w = 0; w < options.warmup_samples; ++w) timed(out.iterations_per_sample);
   if (before_timed) before_timed();
   const std::uint64_t deadline = monotonic_raw_ns() + static_cast<std::uint64_t>(options.max_variant_s * 1e9);
   const double ops = static_cast<double>(out.iterations_per_sample) * ops_per_iteration;
-  const int samples = probe.min_samples ? std::max(options.samples, probe.min_samples(params)) : options.samples;
+  const int samples = probe.samples ? probe.samples(params, options.samples) : options.samples;
   for (int i = 0; i < samples; ++i) {
     out.per_op.push_back(timed(out.iterations_per_sample) / ops);
     out.total_iterations += out.iterations_per_sample;
@@ -292,10 +293,9 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
   Result r;
   const std::uint64_t began = monotonic_raw_ns();
   r.probe = probe.name;
-  r.family = probe.name.substr(0, probe.name.find('.'));
+  r.family = probe_family(probe.name);
   r.params = params;
-  for (const auto& spec : probe.params)
-    if (spec.numeric && params.count(spec.name)) r.numeric_params[spec.name] = std::stod(params.at(spec.name));
+  r.numeric_params = numeric_params(probe, params);
   r.unit = probe.unit;
   r.op = probe.op;
   r.started_at = utc_now_iso();

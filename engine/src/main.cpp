@@ -85,6 +85,7 @@ struct RunOptions {
   std::string out;
   bool progress = false;
   std::string preset;
+  bool dry_run = false;
 };
 
 int run_command(const RunOptions& o) {
@@ -100,56 +101,27 @@ int run_command(const RunOptions& o) {
     if (!o.samples.empty()) harness.samples = static_cast<int>(parse_positive(o.samples, "--samples", 1000000));
     if (!o.min_time.empty()) harness.min_sample_s = parse_seconds(o.min_time, "--min-time");
     if (!o.timeout.empty()) variant_timeout_s = parse_seconds(o.timeout, "--timeout");
-    selection.patterns = o.probes;
-    if (!o.cpus.empty()) {
-      selection.choices["cpus"] = split_list(o.cpus, "--cpus");
-      const auto placements = cpus_param().values;
-      for (const auto& v : selection.choices["cpus"])
-        if (std::find(placements.begin(), placements.end(), v) == placements.end())
-          throw UsageError(
-              fmt::format("--cpus: '{}' is not a placement; use {} (comma-separated)", v, fmt::join(placements, ", ")));
+    if (!o.preset.empty()) {
+      if (!o.probes.empty()) throw UsageError("--preset runs its own probes; drop the probe names or the --preset");
+      selection = preset_selection(o.preset);
+    } else {
+      selection.patterns = o.probes;
     }
-    if (!o.between.empty()) {
-      selection.choices["between"] = split_list(o.between, "--between");
-      for (const auto& v : selection.choices["between"])
-        if (v != "threads" && v != "processes")
-          throw UsageError(fmt::format("--between: '{}' is not a task kind; use threads or processes", v));
-    }
-    for (const auto& p : o.params) add_param_choice(selection, p);
+    if (!o.cpus.empty()) add_axis_choice(selection, all_probes(), "cpus", o.cpus, "--cpus");
+    if (!o.between.empty()) add_axis_choice(selection, all_probes(), "between", o.between, "--between");
+    for (const auto& p : o.params) add_param_choice(selection, p);  // after the preset's: the user's win
     if (o.hold_idle) {
       if (selection.choices.count("idle"))
         throw UsageError("--hold-idle and --param idle=... both choose the idle axis; keep one");
-      selection.choices["idle"] = {"held"};
-    }
-    if (!o.preset.empty()) {
-      bool known = false;
-      for (const auto& p : all_presets()) known = known || p.name == o.preset;
-      if (!known) {
-        std::string names;
-        for (const auto& p : all_presets()) names += (names.empty() ? "" : ", ") + p.name;
-        throw UsageError(
-            fmt::format("--preset: unknown preset '{}'; known: {}", o.preset, names.empty() ? "none" : names));
-      }
-      if (!o.probes.empty()) throw UsageError("--preset runs its own probes; drop the probe names or the --preset");
-    }
-    // --cpus/--between are global: they narrow the probes that have the
-    // parameter and leave the others alone (expand() refuses a --param that
-    // no chosen probe has, which is right for --param, not for these).
-    std::vector<std::string> globals = {"cpus", "between"};
-    if (o.hold_idle) globals.push_back("idle");  // --param idle=... stays strict, like any --param
-    for (const auto& global : globals) {
-      if (!selection.choices.count(global)) continue;
-      bool used = false;
-      for (const auto& p : all_probes()) {
-        bool chosen = selection.patterns.empty();
-        for (const auto& pattern : selection.patterns) chosen = chosen || probe_matches(pattern, p.name);
-        for (const auto& spec : p.params) used = used || (chosen && spec.name == global);
-      }
-      if (!used) selection.choices.erase(global);
+      add_axis_choice(selection, all_probes(), "idle", "held", "--hold-idle");  // --param idle=... stays strict
     }
     variants = expand(all_probes(), selection);
   } catch (const UsageError& e) {
     return usage_error(e.what());
+  }
+  if (o.dry_run) {
+    for (const auto& v : variants) fmt::print("{}\n", variant_json(v).dump());
+    return 0;
   }
 
   std::FILE* out_file = nullptr;
@@ -164,6 +136,10 @@ int run_command(const RunOptions& o) {
   if (o.json)
     output.add(std::make_unique<JsonLinesReporter>(out_file ? out_file : stdout));
   else {
+    if (!o.preset.empty()) {
+      const PresetDescriptor& preset = find_preset(o.preset);
+      output.add(std::make_unique<ComparisonReporter>(stdout, preset.name + ": " + preset.description));
+    }
     output.add(std::make_unique<TableReporter>(stdout));
     if (out_file) output.add(std::make_unique<JsonLinesReporter>(out_file));
   }
@@ -178,6 +154,7 @@ int run_command(const RunOptions& o) {
                     {"min_time_s", harness.min_sample_s},
                     {"warmup_samples", harness.warmup_samples},
                     {"probes", o.probes},
+                    {"preset", o.preset.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.preset)},
                     {"variants", variants.size()}};
 
   Monitor monitor;
@@ -187,15 +164,6 @@ int run_command(const RunOptions& o) {
   std::thread monitor_thread([&] { monitor.loop(); });
 
   output.begin(env);
-  int status = 0;
-  if (!o.preset.empty()) {
-    for (const auto& p : all_presets()) {
-      if (p.name != o.preset) continue;
-      PresetContext preset{*clock, timer, harness, output, o.json && !out_file ? stderr : stdout, run_id};
-      status = p.run(preset);
-    }
-    variants.clear();
-  }
   const bool tty_progress = !o.progress && isatty(STDERR_FILENO);
   for (std::size_t i = 0; i < variants.size(); ++i) {
     const auto& v = variants[i];
@@ -226,7 +194,7 @@ int run_command(const RunOptions& o) {
   monitor.stop.store(true);
   monitor_thread.join();
   if (out_file) std::fclose(out_file);
-  return status;
+  return 0;
 }
 
 }  // namespace
@@ -279,8 +247,11 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   run->add_flag("--json", run_options.json, "Write JSON Lines (env, one record per variant, run_end)");
   run->add_option("--out", run_options.out, "Write JSON Lines to this file (with --json: instead of stdout)");
-  run->add_option("--preset", run_options.preset, "Run a named experiment instead of probes (e.g. fibers-vs-threads)");
+  run->add_option("--preset", run_options.preset,
+                  "Run a named experiment, a set of probe variants, instead of probes (e.g. fibers-vs-threads)");
   run->add_flag("--progress", run_options.progress, "Write '@progress {json}' lines to stderr before each variant");
+  run->add_flag("--dry-run", run_options.dry_run,
+                "Print the variants the selection expands to (JSON Lines: probe, params) and run nothing");
 
   if (argc > 1 && argv[1][0] != '-') {
     const std::string command = argv[1];

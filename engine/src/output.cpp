@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ctx {
@@ -29,13 +30,11 @@ std::string format_ns(double ns) {
   return fmt::format("{:.1f} ns", ns);
 }
 
-namespace {
 std::string format_value(double value, Unit unit) {
   if (unit == Unit::ns) return format_ns(value);
-  if (unit == Unit::msgs_per_s) return fmt::format("{:.0f}/s", value);
+  if (unit == Unit::msgs_per_s) return fmt::format("{:.0f} msgs/s", value);
   return fmt::format("{:.1f} {}", value, unit_name(unit));
 }
-}  // namespace
 
 void JsonLinesReporter::line(const nlohmann::json& j) {
   const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -83,6 +82,28 @@ void TableReporter::end(const nlohmann::json& run_end) {
   fmt::print(out_, "# {} ok, {} suspect, {} unsupported, {} failed{}\n", c["ok"].get<int>(), c["suspect"].get<int>(),
              c["unsupported"].get<int>(), c["failed"].get<int>(),
              run_end["interrupted"].get<bool>() ? " (interrupted: partial run)" : "");
+  std::fflush(out_);
+}
+
+void ComparisonReporter::result(const Result& r) {
+  const std::string label = r.probe + " " + format_params(r.params);
+  if (r.summary && (r.verdict.status == Status::ok || r.verdict.status == Status::suspect))
+    rows_.push_back({label, r.unit, r.summary->median});
+  else
+    unmeasured_.push_back(fmt::format("{}: {}", label, status_name(r.verdict.status)));
+}
+
+void ComparisonReporter::end(const nlohmann::json&) {
+  fmt::print(out_, "# {}\n", title_);
+  for (const auto& row : rows_) {
+    double cheapest = row.median;
+    for (const auto& other : rows_)
+      if (other.unit == row.unit && other.median > 0) cheapest = std::min(cheapest, other.median);
+    const std::string ratio =
+        cheapest > 0 && row.median > 0 ? fmt::format("{:.1f}x the cheapest", row.median / cheapest) : "no ratio";
+    fmt::print(out_, "#   {}: {} ({})\n", row.label, format_value(row.median, row.unit), ratio);
+  }
+  for (const auto& line : unmeasured_) fmt::print(out_, "#   {} (not measured)\n", line);
   std::fflush(out_);
 }
 

@@ -49,6 +49,27 @@ class TableReporter final : public Reporter {
   std::FILE* out_;
 };
 
+// A preset's side-by-side view, for the table: after the last record, each
+// measured record's median and its ratio to the cheapest one of the same unit.
+class ComparisonReporter final : public Reporter {
+ public:
+  ComparisonReporter(std::FILE* out, std::string title) : out_(out), title_(std::move(title)) {}
+  void begin(const nlohmann::json&) override {}
+  void result(const Result& result) override;
+  void end(const nlohmann::json& run_end) override;
+
+ private:
+  struct Row {
+    std::string label;
+    Unit unit;
+    double median;
+  };
+  std::FILE* out_;
+  std::string title_;
+  std::vector<Row> rows_;
+  std::vector<std::string> unmeasured_;
+};
+
 // Fans records out to every reporter, under one lock.
 class Output {
  public:
@@ -69,7 +90,9 @@ class Output {
 
 // "key=value key=value" in parameter order.
 std::string format_params(const Params& params);
-// A duration in ns with a sensible unit (ns, µs, ms).
+// A duration in ns with a sensible unit (ns, us, ms).
 std::string format_ns(double ns);
+// A figure in its unit, as the table and the generated docs show it.
+std::string format_value(double value, Unit unit);
 
 }  // namespace ctx

@@ -19,6 +19,12 @@ const char* unit_name(Unit unit) {
   return "ns";
 }
 
+std::optional<Unit> unit_from_name(const std::string& name) {
+  for (Unit unit : {Unit::ns, Unit::cycles, Unit::instructions, Unit::msgs_per_s})
+    if (name == unit_name(unit)) return unit;
+  return std::nullopt;
+}
+
 const char* status_name(Status status) {
   switch (status) {
     case Status::ok: return "ok";
@@ -122,11 +128,11 @@ nlohmann::json matrix_to_json(const Matrix& m) {
           {"topology_root", m.topology_root}};
 }
 
-nlohmann::json result_to_json(const Result& r) {
+nlohmann::json params_to_json(const Params& values, const std::map<std::string, double>& numbers) {
   nlohmann::json params = nlohmann::json::object();
-  for (const auto& [key, value] : r.params) {
-    auto numeric = r.numeric_params.find(key);
-    if (numeric != r.numeric_params.end()) {
+  for (const auto& [key, value] : values) {
+    auto numeric = numbers.find(key);
+    if (numeric != numbers.end()) {
       const double v = numeric->second;
       // Whole numbers stay integers in JSON (procs: 4, not 4.0).
       if (v == std::floor(v) && std::fabs(v) < 9e15)
@@ -137,6 +143,11 @@ nlohmann::json result_to_json(const Result& r) {
       params[key] = value;
     }
   }
+  return params;
+}
+
+nlohmann::json result_to_json(const Result& r) {
+  const nlohmann::json params = params_to_json(r.params, r.numeric_params);
   nlohmann::json j = {
       {"schema", schema_version}, {"kind", "result"}, {"run_id", r.run_id},        {"probe", r.probe},
       {"family", r.family},       {"params", params}, {"unit", unit_name(r.unit)}, {"op", r.op},

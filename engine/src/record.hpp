@@ -18,6 +18,7 @@ inline constexpr int schema_version = 1;
 
 enum class Unit { ns, cycles, instructions, msgs_per_s };
 const char* unit_name(Unit unit);
+std::optional<Unit> unit_from_name(const std::string& name);
 
 enum class Status { ok, suspect, unsupported, failed };
 const char* status_name(Status status);
@@ -64,7 +65,7 @@ struct Baseline {
 struct Verdict {
   Status status = Status::ok;
   std::vector<std::pair<Reason, std::string>> reasons;
-  // Worsens the status (ok < suspect < failed; unsupported stands alone) and adds the reason.
+  // Worsens the status (ok < suspect < unsupported < failed) and adds the reason.
   void add(Status at_least, Reason reason, std::string detail);
 };
 
@@ -135,6 +136,8 @@ struct Result {
 };
 
 nlohmann::json summary_to_json(const Summary& summary);
+// A variant's parameters as a record gives them: numbers where `numbers` has them.
+nlohmann::json params_to_json(const Params& values, const std::map<std::string, double>& numbers);
 nlohmann::json result_to_json(const Result& result);
 nlohmann::json matrix_to_json(const Matrix& matrix);
 

@@ -24,8 +24,7 @@ const char* counter_name(Counter counter) {
   return "voluntary";
 }
 
-void register_probe(ProbeDescriptor descriptor) {
-  auto& probes = registry_storage();
+void insert_probe(std::vector<ProbeDescriptor>& probes, ProbeDescriptor descriptor) {
   if (!descriptor.ops_per_iteration) descriptor.ops_per_iteration = constant(1);
   if (descriptor.make_baseline && !descriptor.baseline_ops_per_iteration)
     descriptor.baseline_ops_per_iteration = constant(1);
@@ -37,6 +36,10 @@ void register_probe(ProbeDescriptor descriptor) {
   probes.insert(position, std::move(descriptor));
 }
 
+void register_probe(ProbeDescriptor descriptor) { insert_probe(registry_storage(), std::move(descriptor)); }
+
+std::string probe_family(const std::string& name) { return name.substr(0, name.find('.')); }
+
 const std::vector<ProbeDescriptor>& all_probes() { return registry_storage(); }
 
 const ProbeDescriptor* find_probe(const std::string& name) {
@@ -45,18 +48,45 @@ const ProbeDescriptor* find_probe(const std::string& name) {
   return nullptr;
 }
 
-ParamSpec cpus_param() {
-  return {"cpus",
-          {"same", "cross", "any", "smt", "llc", "remote"},
-          {"same", "cross", "any"},
-          "same: all tasks pinned to one CPU; cross: to two CPUs; any: unpinned; smt: to two SMT siblings of one "
-          "core; llc: to two cores sharing the last-level cache; remote: to two CPUs in different LLCs (other "
-          "NUMA nodes first). smt, llc and remote come from the CPU topology in sysfs and are unsupported, with the "
-          "reason, where the machine has no such pair"};
+const std::vector<std::string>& default_values(const ParamSpec& spec) {
+  static const std::vector<std::string> none;
+  if (spec.optional) return none;
+  return spec.runs.empty() ? spec.values : spec.runs;
+}
+
+Params default_params(const ProbeDescriptor& probe) {
+  Params params;
+  for (const auto& spec : probe.params)
+    if (const auto& values = default_values(spec); !values.empty()) params[spec.name] = values.front();
+  return params;
+}
+
+std::map<std::string, double> numeric_params(const ProbeDescriptor& probe, const Params& params) {
+  std::map<std::string, double> numbers;
+  for (const auto& spec : probe.params)
+    if (auto value = params.find(spec.name); spec.numeric && value != params.end())
+      numbers[spec.name] = std::stod(value->second);
+  return numbers;
+}
+
+ParamSpec cpus_param(std::vector<std::string> runs, std::string help) {
+  // smt, llc and remote run only when asked for (--cpus).
+  if (runs.empty()) runs = {"same", "cross", "any"};
+  ParamSpec spec{"cpus", {"same", "cross", "any", "smt", "llc", "remote"}, std::move(runs), std::move(help)};
+  if (spec.help.empty())
+    spec.help =
+        "same: all tasks pinned to one CPU; cross: to two CPUs; any: unpinned; smt: to two SMT siblings of one core; "
+        "llc: to two cores sharing the last-level cache; remote: to two CPUs in different LLCs (other NUMA nodes "
+        "first). smt, llc and remote come from the CPU topology in sysfs and are unsupported, with the reason, where "
+        "the machine has no such pair";
+  spec.axis = true;
+  return spec;
 }
 
 ParamSpec between_param() {
-  return {"between", {"threads", "processes"}, {}, "the tasks are threads of one process, or processes"};
+  ParamSpec spec{"between", {"threads", "processes"}, {}, "the tasks are threads of one process, or processes"};
+  spec.axis = true;
+  return spec;
 }
 
 ParamSpec policy_param() {
@@ -124,6 +154,7 @@ std::string descriptor_problems(const ProbeDescriptor& d) {
   for (const auto& p : d.params) {
     if (p.values.empty()) missing("values of a parameter");
     if (p.help.empty()) missing("help of a parameter");
+    if (p.optional && !p.runs.empty()) missing("default run values of an optional parameter");
     for (const auto& r : p.runs)
       if (!p.open_ended && std::find(p.values.begin(), p.values.end(), r) == p.values.end())
         missing("default run value not among allowed values");

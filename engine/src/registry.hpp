@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -18,6 +19,7 @@
 namespace ctx {
 
 class Context;
+struct ProbeDescriptor;
 
 struct ParamSpec {
   std::string name;
@@ -26,12 +28,25 @@ struct ParamSpec {
   std::string help;
   bool numeric = false;     // values are integers, recorded as numbers
   bool open_ended = false;  // numeric values outside `values` are accepted too
+  bool optional = false;    // absent from the default variants; set only when chosen (--param, a preset)
+  // Set by a run-wide option (--cpus, --between) as well as by --param; `list
+  // --json` says so, for front ends.
+  bool axis = false;
   // A value outside `runs` that runs by default too where this says so, given
   // the values already chosen for the parameters listed before this one (e.g.
   // policy=batch only beside cpus=same). Null: `runs` alone.
   std::function<bool(const std::string& value, const Params& earlier)> also_runs;
   std::string also_runs_help;  // when also_runs applies, in words, for `list` and the docs
 };
+
+// The one rule for what runs by default: `runs`, else every value; nothing
+// for an optional parameter (the variant goes without it).
+const std::vector<std::string>& default_values(const ParamSpec& spec);
+// The probe's first default variant: the first default value of each
+// parameter that has one.
+Params default_params(const ProbeDescriptor& probe);
+// The parameters whose values are numbers, as numbers (what the record keeps).
+std::map<std::string, double> numeric_params(const ProbeDescriptor& probe, const Params& params);
 
 enum class Counter { voluntary, involuntary, any };
 const char* counter_name(Counter counter);
@@ -118,12 +133,17 @@ struct ProbeDescriptor {
   std::function<Support(const Params&)> supported;                   // null: always
   // Tasks the probe runs (the measuring one included), for placement.
   std::function<int(const Params&)> tasks;
-  // Fixed iterations per sample instead of calibration (switch.burst).
+  // Fixed iterations per sample instead of calibration (switch.burst); 0 for
+  // a variant that calibrates after all.
   std::function<std::uint64_t(const Params&)> fixed_iterations;
-  // At least this many timed samples, whatever --samples says (switch.burst
-  // reports the minimum over many short tries). The time budget still applies.
-  std::function<int(const Params&)> min_samples;
+  // The timed samples to take, given what --samples asks for (switch.burst
+  // takes many short tries whatever --samples says). The time budget still
+  // applies. Null: --samples.
+  std::function<int(const Params&, int requested)> samples;
   std::string method;  // where the method comes from, for docs/probes.md
+  // Where the time of one op goes, in a sentence or two: docs/probes.md puts
+  // it in the family's generated "where the time goes" section.
+  std::string where_time_goes;
   // System calls one op makes, all tasks together, where the code makes the
   // same calls every time (e.g. a pipe switch: one write and one read); null
   // where it depends on timing (a futex wait skipped when the value already
@@ -134,7 +154,12 @@ struct ProbeDescriptor {
   std::optional<PairMatrixSpec> matrix;
 };
 
+// Fills a descriptor's defaults and inserts it into `probes`, kept sorted by
+// name; throws std::logic_error on a name already there.
+void insert_probe(std::vector<ProbeDescriptor>& probes, ProbeDescriptor descriptor);
 void register_probe(ProbeDescriptor descriptor);
+// The family of a probe name: what comes before the first dot ("switch" of "switch.pipe").
+std::string probe_family(const std::string& name);
 const std::vector<ProbeDescriptor>& all_probes();
 const ProbeDescriptor* find_probe(const std::string& name);
 
@@ -146,8 +171,11 @@ struct Registrar {
 inline std::function<double(const Params&)> constant(double value) {
   return [value](const Params&) { return value; };
 }
-ParamSpec cpus_param();     // same | cross | any (default runs) | smt | llc | remote
-ParamSpec between_param();  // threads | processes
+// same | cross | any (the default runs) | smt | llc | remote (from the CPU
+// topology): where the tasks run (an axis). `runs` and `help` let a probe
+// choose its default placements and say what they mean for it.
+ParamSpec cpus_param(std::vector<std::string> runs = {}, std::string help = {});
+ParamSpec between_param();  // threads | processes (an axis)
 ParamSpec policy_param();   // normal | batch (scheduling policy of every task)
 // idle = free | held: whether the harness holds every CPU out of deep idle
 // states (a /dev/cpu_dma_latency request of 0 us) for the variant's duration.

@@ -32,6 +32,24 @@ void add_param_choice(Selection& selection, const std::string& text) {
   selection.choices[text.substr(0, eq)] = split_list(text.substr(eq + 1), "--param " + text.substr(0, eq));
 }
 
+void add_axis_choice(Selection& selection, const std::vector<ProbeDescriptor>& probes, const std::string& axis,
+                     const std::string& text, const std::string& option) {
+  std::vector<std::string> allowed;
+  for (const auto& p : probes)
+    for (const auto& spec : p.params)
+      if (spec.name == axis)
+        for (const auto& v : spec.values)
+          if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) allowed.push_back(v);
+  auto values = split_list(text, option);
+  for (const auto& v : values)
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+      throw UsageError(
+          fmt::format("{}: '{}' is not a value of {}; use {} (comma-separated)", option, v, axis,
+                      allowed.empty() ? "none: no probe has it" : fmt::format("{}", fmt::join(allowed, ", "))));
+  selection.choices[axis] = std::move(values);
+  selection.axes.insert(axis);
+}
+
 bool probe_matches(const std::string& pattern, const std::string& name) {
   if (pattern.find_first_of("*?[") == std::string::npos) return name == pattern || name.rfind(pattern + ".", 0) == 0;
   return fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
@@ -60,12 +78,14 @@ std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Se
         throw UsageError(fmt::format("unknown probe '{}'; run 'ctxbench-engine list' to see the probe names", pattern));
     }
   }
-  // A --param for a name no chosen probe has is a typo, not a no-op.
+  // A --param for a name no chosen probe has is a typo, not a no-op; a run-wide
+  // axis (--cpus, --between) narrows the probes that have it and leaves the
+  // others alone.
   for (const auto& [name, values] : selection.choices) {
     bool known = false;
     for (const auto* p : chosen)
       for (const auto& spec : p->params) known = known || spec.name == name;
-    if (!known)
+    if (!known && !selection.axes.count(name))
       throw UsageError(
           fmt::format("parameter '{}' belongs to none of the chosen probes; see 'ctxbench-engine list'", name));
   }
@@ -73,7 +93,7 @@ std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Se
   for (const auto* p : chosen) {
     std::vector<Params> combos(1);
     for (const auto& spec : p->params) {
-      std::vector<std::string> values = spec.runs.empty() ? spec.values : spec.runs;
+      std::vector<std::string> values = default_values(spec);
       if (auto choice = selection.choices.find(spec.name); choice != selection.choices.end()) {
         values = choice->second;
         for (const auto& v : values) {
@@ -85,6 +105,7 @@ std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Se
                                          spec.open_ended ? " (or another positive whole number)" : ""));
         }
       }
+      if (values.empty()) continue;  // an optional parameter nobody chose: the variant goes without it
       const bool chosen_by_user = selection.choices.count(spec.name) > 0;
       std::vector<Params> next;
       for (const auto& combo : combos) {
@@ -104,6 +125,11 @@ std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Se
     for (auto& combo : combos) variants.push_back({p, std::move(combo)});
   }
   return variants;
+}
+
+nlohmann::json variant_json(const Variant& variant) {
+  return {{"probe", variant.probe->name},
+          {"params", params_to_json(variant.params, numeric_params(*variant.probe, variant.params))}};
 }
 
 long parse_positive(const std::string& text, const std::string& option, long max) {

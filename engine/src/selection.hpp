@@ -1,9 +1,11 @@
 // Turns the command line's choices into the list of variants to run: which
 // probes (names or globs), and for each the cartesian product of its
 // parameters' values (the probe's defaults, or the user's --cpus, --between
-// and --param choices). Pure, so option handling is tested without running.
+// and --param choices, or a preset's). Pure, so option handling is tested
+// without running.
 #pragma once
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -25,6 +27,10 @@ struct Variant {
 struct Selection {
   std::vector<std::string> patterns;                        // empty: every probe
   std::map<std::string, std::vector<std::string>> choices;  // param name -> values
+  // Choices made by a run-wide option (--cpus, --between, --hold-idle): they
+  // narrow the chosen probes that have the parameter and leave the others
+  // alone, where a --param no chosen probe has is refused as a typo.
+  std::set<std::string> axes;
 };
 
 // Parses "a,b,c" into values; throws UsageError on empty items.
@@ -33,11 +39,22 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
 // Parses --param NAME=V1,V2 into `selection.choices`.
 void add_param_choice(Selection& selection, const std::string& text);
 
+// Parses a run-wide option (--cpus for the parameter `cpus`, --between,
+// --hold-idle) into `selection.choices` and `selection.axes`: every value must
+// be one that some probe's parameter of that name allows. The choice narrows
+// the probes that have the parameter; expand() leaves the others alone.
+void add_axis_choice(Selection& selection, const std::vector<ProbeDescriptor>& probes, const std::string& axis,
+                     const std::string& text, const std::string& option);
+
 // fnmatch-style glob; a pattern without * ? [ also matches as a family prefix
 // ("switch" selects switch.*).
 bool probe_matches(const std::string& pattern, const std::string& name);
 
 std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Selection& selection);
+
+// A variant as `run --dry-run` prints it: {"probe": ..., "params": {...}}, the
+// params as the variant's record will give them.
+nlohmann::json variant_json(const Variant& variant);
 
 // Parses a positive whole number for `option`, or throws UsageError.
 long parse_positive(const std::string& text, const std::string& option, long max);

@@ -14,12 +14,14 @@ from __future__ import annotations
 import copy
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ctxbench.records import RunRecords, group_run, read_run_file
+from servers import PostgresServer, SSHServer, postgres_bindir, sshd_binary
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
@@ -31,6 +33,50 @@ def _isolated_store(tmp_path, monkeypatch):
     monkeypatch.setenv("CTXBENCH_DB", str(tmp_path / "default-store.db"))
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "240")
+
+
+def _session_server(server: Any, missing: str) -> Iterator[Any]:
+    """Start SERVER for the test session and stop it at the end; skip with
+    MISSING (which binary, which Debian package) when it is None."""
+    if server is None:
+        pytest.skip(missing)
+    try:
+        server.start()
+    except BaseException:
+        server.stop()
+        raise
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A PostgreSQL server of this test session (initdb in a temp dir, unix socket)."""
+    bindir = postgres_bindir()
+    yield from _session_server(
+        PostgresServer(bindir) if bindir else None,
+        "PostgreSQL server binaries (initdb, pg_ctl) are not installed: "
+        "install Debian's postgresql (scripts/deps.sh servers)",
+    )
+
+
+@pytest.fixture(scope="session")
+def ssh_server():
+    """An sshd of this test session on 127.0.0.1 (see servers.SSHServer)."""
+    sshd = sshd_binary()
+    yield from _session_server(
+        SSHServer(sshd) if sshd else None,
+        "OpenSSH server (sshd) is not installed: install Debian's openssh-server "
+        "(scripts/deps.sh servers)",
+    )
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_target(request, tmp_path) -> str:
+    """Where a fresh store goes: an SQLite file, or an empty PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.db")
+    return request.getfixturevalue("pg_server").new_database()
 
 
 def fixture_path(name: str) -> Path:

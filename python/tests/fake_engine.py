@@ -1,11 +1,11 @@
 """A stand-in for ctxbench-engine that replays recorded engine output.
 
 It speaks the engine's command-line contract (``list --json``, ``env --json``,
-``run [SEL...] --json --progress``, exit 2 with one "ctxbench-engine: error:"
-line on bad usage, SIGINT -> run_end interrupted=true and exit 130) so the
-runner and the CLI can be tested for what the real engine does rarely or
-slowly: being interrupted, crashing, writing a bad line. Its records are
-real engine output (FAKE_ENGINE_RECORDS, a fixture file).
+``run [SEL...] --json --progress``, ``run [SEL...] --dry-run``, exit 2 with
+one "ctxbench-engine: error:" line on bad usage, SIGINT -> run_end
+interrupted=true and exit 130) so the runner and the CLI can be tested for
+what the real engine does rarely or slowly: being interrupted, crashing,
+writing a bad line. Its records are real engine output (FAKE_ENGINE_RECORDS, a fixture file).
 
 Environment:
   FAKE_ENGINE_RECORDS  the JSON Lines file to replay (required)
@@ -99,6 +99,10 @@ def main(argv):
     selectors = [a for a in rest if not a.startswith("--")]
     if selectors:
         results = [r for r in results if any(fnmatch.fnmatch(r["probe"], s) for s in selectors)]
+    if "--dry-run" in rest:  # the variants it would run, as the engine prints them
+        for result in results:
+            emit({"probe": result["probe"], "params": result["params"]})
+        return 0
     delay = float(os.environ.get("FAKE_ENGINE_DELAY", "0"))
     if mode == "silent":
         return 1

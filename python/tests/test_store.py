@@ -1,18 +1,68 @@
-"""The SQLite store: schema versions and migrations, transactions, refusals, concurrency."""
+"""The store: schema versions and migrations, transactions, refusals, concurrency.
+
+Tests that take ``store_target`` run twice: on an SQLite file and on a
+database of a real PostgreSQL server started for the test session
+(conftest.pg_server); the rest are about SQLite files.
+"""
 
 from __future__ import annotations
 
 import copy
+import json
 import multiprocessing
 import sqlite3
 
 import pytest
+import sqlalchemy as sa
 
 from conftest import real_run, synthetic_run
 from ctxbench import store as store_module
 from ctxbench.errors import BadInput, StoreError
 from ctxbench.records import group_run
-from ctxbench.store import APPLICATION_ID, LATEST_VERSION, MIGRATIONS, Store
+from ctxbench.store import APPLICATION_ID, LATEST_VERSION, MIGRATIONS, RESULTS, RUNS, Store
+
+
+def _raw(target: str) -> sa.Engine:
+    """A plain SQLAlchemy engine on the store's database, behind ctxbench's back."""
+    if store_module.is_url(target):
+        return sa.create_engine(target.replace("postgresql://", "postgresql+psycopg://", 1))
+    return sa.create_engine(f"sqlite:///{target}")
+
+
+def _mark(conn: sa.Connection, version: int, app_id: int = APPLICATION_ID) -> None:
+    """Write a store's mark and schema version as ctxbench keeps them."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(f"PRAGMA application_id = {app_id}")
+        conn.exec_driver_sql(f"PRAGMA user_version = {version}")
+        return
+    table = store_module._PostgreSQL.MARK_TABLE
+    conn.exec_driver_sql(
+        f"CREATE TABLE IF NOT EXISTS {table} "
+        "(application_id INTEGER NOT NULL, user_version INTEGER NOT NULL)"
+    )
+    conn.exec_driver_sql(f"DELETE FROM {table}")
+    conn.exec_driver_sql(f"INSERT INTO {table} VALUES ({app_id}, {version})")
+
+
+def _snapshot(target: str) -> object:
+    """Everything in the database, to check that a refusal left it untouched."""
+    engine = _raw(target)
+    try:
+        with engine.connect() as conn:
+            inspector = sa.inspect(conn)
+            tables = sorted(inspector.get_table_names())
+            rows = {
+                name: sorted(map(tuple, conn.exec_driver_sql(f"SELECT * FROM {name}")))
+                for name in tables
+            }
+            if conn.dialect.name == "sqlite":
+                rows["pragmas"] = [
+                    conn.exec_driver_sql(f"PRAGMA {name}").scalar_one()
+                    for name in ("application_id", "user_version")
+                ]
+            return rows
+    finally:
+        engine.dispose()
 
 
 def test_new_store_is_marked_and_at_latest_version(tmp_path):
@@ -24,9 +74,16 @@ def test_new_store_is_marked_and_at_latest_version(tmp_path):
     assert connection.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
 
 
-def test_round_trip_keeps_records_verbatim(tmp_path):
+def test_tables_match_what_the_migrations_create(store_target):
+    with Store.open(store_target) as store:
+        assert store.schema_version() == LATEST_VERSION
+        columns = store.table_columns()
+    assert columns == {table.name: list(table.columns.keys()) for table in (RUNS, RESULTS)}
+
+
+def test_round_trip_keeps_records_verbatim(store_target):
     run = real_run("run_a.jsonl")
-    with Store.open(tmp_path / "s.db") as store:
+    with Store.open(store_target) as store:
         store.add_run(run, origin="import", label="machine A")
         loaded = store.load(run.run_id)
     assert loaded.records.all() == run.all()
@@ -36,47 +93,85 @@ def test_round_trip_keeps_records_verbatim(tmp_path):
     assert loaded.info.n_results == len(run.results)
 
 
-def _make_v1_store(path, run):
+def _make_v1_store(target, runs):
     """A store as the first release wrote it: schema 1, no label column."""
-    connection = sqlite3.connect(path, isolation_level=None)
-    for statement in store_module._statements(MIGRATIONS[0][1]):
-        connection.execute(statement)
-    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-    connection.execute("PRAGMA user_version = 1")
-    connection.execute(
-        "INSERT INTO runs (run_id, started_at, origin, complete, interrupted, stored_at, env)"
-        " VALUES (?, ?, 'run', 1, 0, '2026-01-01T00:00:00Z', ?)",
-        (run.run_id, run.env["started_at"], __import__("json").dumps(run.env)),
-    )
-    connection.close()
+    engine = _raw(target)
+    with engine.begin() as conn:
+        for statement in store_module._statements(MIGRATIONS[0][1]):
+            conn.exec_driver_sql(statement)
+        _mark(conn, 1)
+        for stored_at, run in runs:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO runs (run_id, started_at, origin, complete, interrupted,"
+                    " stored_at, env) VALUES (:id, :started, 'run', 1, 0, :stored, :env)"
+                ),
+                {
+                    "id": run.run_id,
+                    "started": run.env["started_at"],
+                    "stored": stored_at,
+                    "env": json.dumps(run.env),
+                },
+            )
+    engine.dispose()
 
 
-def test_migration_from_version_1_keeps_runs(tmp_path):
-    path = tmp_path / "old.db"
+def test_migration_from_version_1_keeps_runs(store_target):
     run = synthetic_run("old-run-0001", n_results=0)
-    _make_v1_store(path, run)
-    with Store.open(path) as store:
+    earlier = synthetic_run("zzz-older-0000", n_results=0)
+    _make_v1_store(store_target, [("2026-01-02T00:00:00Z", run), ("2026-01-01T00:00:00Z", earlier)])
+    with Store.open(store_target) as store:
         assert store.schema_version() == LATEST_VERSION
         loaded = store.load("old-run")
         assert loaded.run_id == "old-run-0001"
         assert loaded.info.label is None
         store.add_run(synthetic_run("new-run-0002"), origin="run", label="after migration")
-        assert [info.run_id for info in store.runs()] == ["old-run-0001", "new-run-0002"]
-    columns = {row[1] for row in sqlite3.connect(path).execute("PRAGMA table_info(runs)")}
-    assert "label" in columns
+        # Old runs keep the order they were stored in; new ones come after.
+        assert [info.run_id for info in store.runs()] == [
+            "zzz-older-0000",
+            "old-run-0001",
+            "new-run-0002",
+        ]
+        assert "label" in store.table_columns()["runs"]
 
 
-def test_store_from_a_newer_ctxbench_is_refused_untouched(tmp_path):
-    path = tmp_path / "newer.db"
-    Store.open(path).close()
-    connection = sqlite3.connect(path)
-    connection.execute(f"PRAGMA user_version = {LATEST_VERSION + 5}")
-    connection.commit()
-    connection.close()
-    before = path.read_bytes()
+def test_store_from_a_newer_ctxbench_is_refused_untouched(store_target):
+    with Store.open(store_target) as store:
+        store.add_run(synthetic_run("kept-0001"), origin="run")
+    engine = _raw(store_target)
+    with engine.begin() as conn:
+        _mark(conn, LATEST_VERSION + 5)
+    engine.dispose()
+    before = _snapshot(store_target)
     with pytest.raises(StoreError, match="newer than this ctxbench"):
-        Store.open(path)
-    assert path.read_bytes() == before
+        Store.open(store_target)
+    assert _snapshot(store_target) == before
+
+
+def test_database_of_another_program_is_refused_untouched(store_target):
+    engine = _raw(store_target)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE invoices (id INTEGER PRIMARY KEY, amount REAL)")
+        conn.exec_driver_sql("INSERT INTO invoices (id, amount) VALUES (1, 12.5)")
+    engine.dispose()
+    before = _snapshot(store_target)
+    for create in (True, False):
+        with pytest.raises(StoreError, match="not a ctxbench store"):
+            Store.open(store_target, create=create)
+    assert _snapshot(store_target) == before
+
+
+def test_database_marked_by_another_program_is_refused_untouched(store_target):
+    with Store.open(store_target) as store:
+        store.add_run(synthetic_run("kept-0001"), origin="run")
+    engine = _raw(store_target)
+    with engine.begin() as conn:
+        _mark(conn, LATEST_VERSION, app_id=APPLICATION_ID + 1)
+    engine.dispose()
+    before = _snapshot(store_target)
+    with pytest.raises(StoreError, match="not a ctxbench store"):
+        Store.open(store_target)
+    assert _snapshot(store_target) == before
 
 
 def test_file_that_is_not_sqlite_is_refused_untouched(tmp_path):
@@ -101,19 +196,6 @@ def test_damaged_sqlite_file_is_refused_untouched(tmp_path):
     assert path.read_bytes() == before
 
 
-def test_foreign_sqlite_database_is_refused_untouched(tmp_path):
-    path = tmp_path / "other.db"
-    connection = sqlite3.connect(path)
-    connection.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, amount REAL)")
-    connection.execute("INSERT INTO invoices (amount) VALUES (12.5)")
-    connection.commit()
-    connection.close()
-    before = path.read_bytes()
-    with pytest.raises(StoreError, match="not a ctxbench store"):
-        Store.open(path)
-    assert path.read_bytes() == before
-
-
 def test_unusable_paths_give_clear_errors(tmp_path):
     with pytest.raises(StoreError, match="is a directory"):
         Store.open(tmp_path)
@@ -124,22 +206,22 @@ def test_unusable_paths_give_clear_errors(tmp_path):
     assert not (tmp_path / "absent.db").exists()
 
 
-def test_a_failing_run_write_leaves_nothing_behind(tmp_path):
+def test_a_failing_run_write_leaves_nothing_behind(store_target):
     good = synthetic_run("tx-run-0001", n_results=4)
     broken_records = copy.deepcopy(good.all())
     del broken_records[3]["verdict"]  # the third result cannot be written
     broken = group_run(broken_records)
-    with Store.open(tmp_path / "s.db") as store:
+    with Store.open(store_target) as store:
         with pytest.raises(KeyError):
             store.add_run(broken, origin="run")
         assert store.runs() == []
-        assert store._db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 0
+        assert store.result_count() == 0
         store.add_run(good, origin="run")
         assert len(store.load("tx-run").results) == 4
 
 
-def test_duplicate_run_is_refused_and_first_copy_kept(tmp_path):
-    with Store.open(tmp_path / "s.db") as store:
+def test_duplicate_run_is_refused_and_first_copy_kept(store_target):
+    with Store.open(store_target) as store:
         store.add_run(synthetic_run("dup-run-0001", n_results=2), origin="run", label="first")
         with pytest.raises(BadInput, match="already in"):
             store.add_run(synthetic_run("dup-run-0001", n_results=5), origin="import")
@@ -147,8 +229,8 @@ def test_duplicate_run_is_refused_and_first_copy_kept(tmp_path):
     assert loaded.info.label == "first" and len(loaded.results) == 2
 
 
-def test_run_references(tmp_path):
-    with Store.open(tmp_path / "s.db") as store:
+def test_run_references(store_target):
+    with Store.open(store_target) as store:
         for run_id in ("20260101T000000Z-aaaa1111", "20260101T000000Z-aaab2222", "x_y-00000001"):
             store.add_run(synthetic_run(run_id, n_results=1), origin="run")
         assert store.resolve("latest") == "x_y-00000001"
@@ -164,10 +246,15 @@ def test_run_references(tmp_path):
         assert store.resolve("x_y") == "x_y-00000001"
         with pytest.raises(BadInput, match="no run"):
             store.resolve("X_Y")
+        # A label names the latest run stored with it.
+        store.add_run(synthetic_run("host-run-0001"), origin="run", label="vm1")
+        store.add_run(synthetic_run("host-run-0002"), origin="run", label="vm1")
+        assert store.resolve("vm1") == "host-run-0002"
+        assert store.resolve("host-run-0001") == "host-run-0001"
 
 
-def test_latest_on_an_empty_store(tmp_path):
-    with Store.open(tmp_path / "s.db") as store, pytest.raises(BadInput, match="no runs"):
+def test_latest_on_an_empty_store(store_target):
+    with Store.open(store_target) as store, pytest.raises(BadInput, match="no runs"):
         store.resolve("latest")
 
 
@@ -182,9 +269,9 @@ def _writer(path: str, worker: int, runs_each: int, errors) -> None:
         raise
 
 
-def test_concurrent_writers_do_not_lose_runs(tmp_path):
+def test_concurrent_writers_do_not_lose_runs(store_target):
     # Several processes create the same new store and write runs into it at once.
-    path = tmp_path / "shared.db"
+    path = store_target
     context = multiprocessing.get_context("fork")
     errors = context.Queue()
     workers = [context.Process(target=_writer, args=(str(path), w, 6, errors)) for w in range(4)]

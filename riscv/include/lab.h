@@ -97,6 +97,7 @@ struct lab_results {
   struct loop_counts timer_pair[LOOP_SAMPLES];       /* the reads alone */
   struct loop_counts empty_loop[LOOP_SAMPLES];       /* loop, no ecall */
   struct loop_counts calls[NR_CALLS][LOOP_SAMPLES];  /* loop with ecall */
+  struct loop_counts single;  /* one getpid ecall, first thing, no loop */
   long last_return[NR_CALLS]; /* a0 after the last ecall of each call */
   uint64_t clock_ns[2];       /* clock_gettime before and after, in ns */
   int done;
@@ -113,6 +114,7 @@ struct loop_args {
 long time_ecall_loop(const struct loop_args *args, struct loop_counts *out);
 long time_empty_loop(const struct loop_args *args, struct loop_counts *out);
 void time_timer_pair(struct loop_counts *out);
+long time_single_ecall(const struct loop_args *args, struct loop_counts *out);
 
 /* user/user.c */
 void user_main(long variant) __attribute__((noreturn));

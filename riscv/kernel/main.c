@@ -8,7 +8,9 @@
  *   ctxlab sample variant=full call=getpid index=0 n=100 cycles=... instret=...
  *
  * call=timer is the counter reads alone, call=loop the loop with no ecall,
- * the others a loop of n ecalls. The runner (python/src/ctxbench/riscv_lab.py)
+ * the others a loop of n ecalls; one `ctxlab single ... n=1` line per variant
+ * is the lone getpid timed before any loop. The runner
+ * (python/src/ctxbench/riscv/)
  * turns these into per-round-trip figures; nothing here divides or subtracts,
  * so the lines are the raw measurement.
  */
@@ -78,12 +80,14 @@ static void install_variant(int variant) {
 
 static void print_counts(int variant, const char *call, int index, long n,
                          const struct loop_counts *counts) {
-  console_puts("ctxlab sample variant=");
+  console_puts(index < 0 ? "ctxlab single variant=" : "ctxlab sample variant=");
   console_puts(variant_names[variant]);
   console_puts(" call=");
   console_puts(call);
-  console_puts(" index=");
-  console_put_u64((uint64_t)index);
+  if (index >= 0) {
+    console_puts(" index=");
+    console_put_u64((uint64_t)index);
+  }
   console_puts(" n=");
   console_put_u64((uint64_t)n);
   console_puts(" cycles=");
@@ -96,6 +100,7 @@ static void print_counts(int variant, const char *call, int index, long n,
 static void print_results(int variant) {
   const struct lab_results *r = &lab_results;
   console_puts("\n");
+  print_counts(variant, "getpid", -1, 1, &r->single);
   for (int s = 0; s < LOOP_SAMPLES; s++) {
     print_counts(variant, "timer", s, 0, &r->timer_pair[s]);
     print_counts(variant, "loop", s, LOOP_ROUND_TRIPS, &r->empty_loop[s]);

@@ -4,6 +4,7 @@
  *   long time_ecall_loop(const struct loop_args *args, struct loop_counts *out);
  *   long time_empty_loop(const struct loop_args *args, struct loop_counts *out);
  *   void time_timer_pair(struct loop_counts *out);
+ *   long time_single_ecall(const struct loop_args *args, struct loop_counts *out);
  *
  * One operation is one ecall round trip: U-mode -> trap handler -> back to
  * the instruction after the ecall. time_ecall_loop runs args->round_trips
@@ -14,6 +15,10 @@
  * them: the timer's own cost, subtracted from every loop before dividing.
  * Written in assembly so the loops are exactly alike; the arguments live in
  * callee-saved registers because the ecall returns its result in a0.
+ *
+ * time_single_ecall is the experiment as students first write it: one
+ * ecall between two counter reads, no loop, no warm-up; the runner shows it
+ * beside the loop to show what a one-shot reading includes.
  *
  * The reads come in the order cycle, instret ... instret, cycle, so both
  * deltas span the same instructions. Returns a0 after the last ecall.
@@ -29,6 +34,17 @@
 /* struct loop_counts offsets */
 #define COUNTS_CYCLES 0
 #define COUNTS_INSTRET 8
+
+/* Read the counters again (instret, then cycle), subtract the readings
+ * taken at the start, and store both deltas in the loop_counts at \out. */
+.macro STOP_COUNTERS cycles_start, instret_start, out
+  rdinstret t1
+  rdcycle   t0
+  sub   t0, t0, \cycles_start
+  sub   t1, t1, \instret_start
+  sd    t0, COUNTS_CYCLES(\out)
+  sd    t1, COUNTS_INSTRET(\out)
+.endm
 
 .macro TIMED_LOOP with_ecall
   addi  sp, sp, -80
@@ -58,12 +74,7 @@
 .endif
   addi  s5, s5, -1
   bnez  s5, 1b
-  rdinstret t1
-  rdcycle   t0
-  sub   t0, t0, s7
-  sub   t1, t1, s8
-  sd    t0, COUNTS_CYCLES(s6)
-  sd    t1, COUNTS_INSTRET(s6)
+  STOP_COUNTERS s7, s8, s6
   ld    s1, 0(sp)                 /* restore s1 */
   ld    s2, 8(sp)                 /* restore s2 */
   ld    s3, 16(sp)                /* restore s3 */
@@ -94,11 +105,29 @@ time_empty_loop:
 time_timer_pair:
   rdcycle   a1
   rdinstret a2
-  rdinstret t1
-  rdcycle   t0
-  sub   t0, t0, a1
-  sub   t1, t1, a2
-  sd    t0, COUNTS_CYCLES(a0)
-  sd    t1, COUNTS_INSTRET(a0)
+  STOP_COUNTERS a1, a2, a0
   ret
   .size time_timer_pair, . - time_timer_pair
+
+  .globl time_single_ecall
+  .type time_single_ecall, @function
+time_single_ecall:
+  addi  sp, sp, -32
+  sd    s1, 0(sp)                 /* save s1 */
+  sd    s2, 8(sp)                 /* save s2 */
+  sd    s3, 16(sp)                /* save s3 */
+  mv    s1, a1                    /* where the deltas go */
+  ld    a7, ARGS_NUMBER(a0)
+  ld    a1, ARGS_ARG1(a0)
+  ld    a2, ARGS_ARG2(a0)
+  ld    a0, ARGS_ARG0(a0)
+  rdcycle   s2
+  rdinstret s3
+  ecall
+  STOP_COUNTERS s2, s3, s1
+  ld    s1, 0(sp)                 /* restore s1 */
+  ld    s2, 8(sp)                 /* restore s2 */
+  ld    s3, 16(sp)                /* restore s3 */
+  addi  sp, sp, 32
+  ret
+  .size time_single_ecall, . - time_single_ecall

@@ -1,7 +1,8 @@
 /*
  * user.c: the user program, run in U-mode once per handler variant.
  *
- * It times, for each call, one warm-up loop and then LOOP_SAMPLES loops of
+ * It first times one getpid ecall on its own (no loop, no warm-up: the
+ * one-shot reading), then, for each call, one warm-up loop and then LOOP_SAMPLES loops of
  * LOOP_ROUND_TRIPS ecalls (user/loops.S), plus the same loop without the
  * ecall and the bare counter reads, and leaves the raw counter deltas in
  * lab_results for the kernel to print. The calls, with Linux's RISC-V
@@ -39,6 +40,8 @@ void user_main(long variant) {
   struct lab_results *r = &lab_results;
   struct loop_counts warm_up;
 
+  /* First, before any warm-up: one getpid as `rdcycle; ecall; rdcycle`. */
+  time_single_ecall(&args[CALL_GETPID], &r->single);
   time_timer_pair(&warm_up);
   time_empty_loop(&args[CALL_GETPID], &warm_up);
   for (int s = 0; s < LOOP_SAMPLES; s++) {

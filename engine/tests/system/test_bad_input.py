@@ -27,7 +27,7 @@ def usage(engine, *args):
             ["run", "--cpus", "sideways", "switch.pipe"],
             ["--cpus", "same, cross, any, smt, llc, remote"],
         ),
-        (["run", "--between", "fibers", "switch.pipe"], ["--between", "threads or processes"]),
+        (["run", "--between", "fibers", "switch.pipe"], ["--between", "threads, processes"]),
         (["run", "--param", "colour=red", "switch.pipe"], ["colour", "none of the chosen probes"]),
         (["run", "--preset", "nope"], ["unknown preset"]),
         (["run", "--no-such-flag"], ["--no-such-flag"]),

@@ -1,9 +1,10 @@
 // What the probe families' unit tests share: quick harness settings, one
-// clock for all of them, a way to run one variant, and readers of a record's
-// checks and reasons.
+// clock for all of them, a way to run one variant, a family's probes from the
+// registry, and readers of a record's checks and reasons.
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "harness.hpp"
 #include "registry.hpp"
@@ -43,11 +44,19 @@ inline Result run_probe(const std::string& name, const Params& params,
 // The probe's first default variant, with `overrides`.
 inline Result run_default_variant(const std::string& name, const Params& overrides = {},
                                   const HarnessOptions& options = quick_options()) {
-  Params params;
-  for (const auto& spec : probe_named(name).params)
-    params[spec.name] = spec.runs.empty() ? spec.values.front() : spec.runs.front();
+  Params params = default_params(probe_named(name));
   for (const auto& [key, value] : overrides) params[key] = value;
   return run_probe(name, params, options);
+}
+
+// Every registered probe of `family`, so that a family's behaviour tests
+// cover a new probe without an edit.
+inline std::vector<const ProbeDescriptor*> family_probes(const std::string& family) {
+  std::vector<const ProbeDescriptor*> probes;
+  for (const auto& p : all_probes())
+    if (probe_family(p.name) == family) probes.push_back(&p);
+  if (probes.empty()) throw std::logic_error("no probe in family " + family);
+  return probes;
 }
 
 inline std::string reasons(const Result& r) {

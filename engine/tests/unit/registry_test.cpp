@@ -1,5 +1,6 @@
-// Every registered probe is complete, and its record round-trips through
-// JSON with the fields the schema requires.
+// Every registered probe is complete; registration keeps names unique and
+// sorted; the default-variant rule; and a record round-trips through JSON
+// with the fields the schema requires.
 #include "registry.hpp"
 
 #include <gtest/gtest.h>
@@ -17,8 +18,53 @@ TEST(Registry, EveryDescriptorIsComplete) {
   for (const auto& p : all_probes()) EXPECT_EQ(descriptor_problems(p), "") << p.name;
 }
 
-TEST(Registry, NamesAreUniqueAndSorted) {
-  for (std::size_t i = 1; i < all_probes().size(); ++i) EXPECT_LT(all_probes()[i - 1].name, all_probes()[i].name);
+// The registration function itself, on a registry of the test's own (a
+// duplicate among the real probes would stop the binary before any test ran).
+TEST(Registry, InsertKeepsNamesSortedFillsDefaultsAndRefusesADuplicate) {
+  std::vector<ProbeDescriptor> probes;
+  for (const char* name : {"switch.b", "syscall.a", "switch.a"}) {
+    ProbeDescriptor d;
+    d.name = name;
+    insert_probe(probes, std::move(d));
+  }
+  ASSERT_EQ(probes.size(), 3u);
+  EXPECT_EQ(probes[0].name, "switch.a");
+  EXPECT_EQ(probes[1].name, "switch.b");
+  EXPECT_EQ(probes[2].name, "syscall.a");
+  ASSERT_TRUE(probes[0].ops_per_iteration);
+  EXPECT_EQ(probes[0].ops_per_iteration({}), 1);
+  EXPECT_EQ(probes[0].tasks({}), 1);
+  ProbeDescriptor again;
+  again.name = "switch.b";
+  EXPECT_THROW(insert_probe(probes, std::move(again)), std::logic_error);
+  EXPECT_EQ(probes.size(), 3u);
+}
+
+TEST(Registry, DefaultVariantRule) {
+  ProbeDescriptor d;
+  d.name = "switch.x";
+  d.params = {{"all", {"a", "b"}, {}, "every value runs"}, {"some", {"1", "2", "3"}, {"2", "3"}, "runs 2 and 3", true}};
+  ParamSpec optional{"laps", {"10"}, {}, "unset unless chosen", true};
+  optional.optional = true;
+  d.params.push_back(optional);
+  EXPECT_EQ(default_values(d.params[0]), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(default_values(d.params[1]), (std::vector<std::string>{"2", "3"}));
+  EXPECT_TRUE(default_values(d.params[2]).empty());
+  EXPECT_EQ(default_params(d), (Params{{"all", "a"}, {"some", "2"}}));
+  EXPECT_EQ(numeric_params(d, {{"all", "a"}, {"some", "3"}, {"laps", "10"}}),
+            (std::map<std::string, double>{{"some", 3}, {"laps", 10}}));
+  d.params[2].runs = {"10"};
+  EXPECT_NE(descriptor_problems(d).find("optional"), std::string::npos);
+}
+
+TEST(Registry, AxesAreMarked) {
+  EXPECT_TRUE(cpus_param().axis);
+  EXPECT_TRUE(between_param().axis);
+  EXPECT_FALSE(policy_param().axis);
+  const ParamSpec own = cpus_param({"same"}, "only the first");
+  EXPECT_EQ(own.values, cpus_param().values);
+  EXPECT_EQ(own.runs, (std::vector<std::string>{"same"}));
+  EXPECT_EQ(own.help, "only the first");
 }
 
 std::vector<nlohmann::json> reference_run() {

@@ -1,6 +1,8 @@
 // Option handling: probe selection, parameter expansion, bad values refused.
 #include "selection.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,7 +15,10 @@ using namespace ctx;
 std::vector<ProbeDescriptor> fake_probes() {
   ProbeDescriptor a;
   a.name = "switch.alpha";
-  a.params = {{"cpus", {"same", "cross", "any"}, {}, "placement"}, {"size", {"1", "2"}, {"1"}, "size", true, true}};
+  a.params = {cpus_param(), {"size", {"1", "2"}, {"1"}, "size", true, true}};
+  ParamSpec laps{"laps", {"10", "100"}, {}, "optional", true};
+  laps.optional = true;
+  a.params.push_back(laps);
   ProbeDescriptor b;
   b.name = "syscall.beta";
   return {a, b};
@@ -21,7 +26,8 @@ std::vector<ProbeDescriptor> fake_probes() {
 
 TEST(Selection, EverythingByDefaultWithDefaultValues) {
   const auto variants = expand(fake_probes(), {});
-  ASSERT_EQ(variants.size(), 4u);  // alpha: 3 cpus x 1 default size; beta: 1
+  // alpha: every default cpus value x 1 default size; beta: 1
+  ASSERT_EQ(variants.size(), default_values(cpus_param()).size() + 1);
   EXPECT_EQ(variants[0].params.at("size"), "1");
 }
 
@@ -61,6 +67,51 @@ TEST(Selection, ChoicesNarrowAndAreValidated) {
   s.choices.erase("size");
   s.choices["colour"] = {"red"};
   EXPECT_THROW(expand(fake_probes(), s), UsageError);
+}
+
+TEST(Selection, AnOptionalParameterIsAbsentUnlessChosen) {
+  Selection s;
+  s.patterns = {"switch.alpha"};
+  for (const auto& v : expand(fake_probes(), s)) EXPECT_EQ(v.params.count("laps"), 0u);
+  s.choices["laps"] = {"100"};
+  for (const auto& v : expand(fake_probes(), s)) EXPECT_EQ(v.params.at("laps"), "100");
+}
+
+// --cpus/--between: values checked against the probes' axis parameter, and
+// the choice narrows only the probes that have it.
+TEST(Selection, AxisChoicesNarrowTheProbesThatHaveThem) {
+  Selection s;
+  s.patterns = {"syscall.beta"};
+  add_axis_choice(s, fake_probes(), "cpus", "cross", "--cpus");
+  EXPECT_EQ(expand(fake_probes(), s).size(), 1u);  // beta has no cpus: left alone, not refused
+  s.patterns = {};
+  const auto variants = expand(fake_probes(), s);
+  ASSERT_EQ(variants.size(), 2u);
+  EXPECT_EQ(variants[0].params.at("cpus"), "cross");
+  try {
+    add_axis_choice(s, fake_probes(), "cpus", "same,sideways", "--cpus");
+    FAIL() << "expected a usage error";
+  } catch (const UsageError& e) {
+    // The allowed values come from the probes' parameter, not from a copy.
+    EXPECT_NE(std::string(e.what()).find("--cpus: 'sideways'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(fmt::format("{}", fmt::join(cpus_param().values, ", "))), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(add_axis_choice(s, fake_probes(), "between", "threads", "--between"), UsageError);  // nobody has it
+  Selection not_axis;
+  not_axis.patterns = {"syscall.beta"};
+  not_axis.choices["size"] = {"1"};  // a plain parameter no chosen probe has is still a typo
+  EXPECT_THROW(expand(fake_probes(), not_axis), UsageError);
+}
+
+TEST(Selection, VariantJsonGivesParamsAsTheRecordDoes) {
+  Selection s;
+  s.patterns = {"switch.alpha"};
+  s.choices["cpus"] = {"same"};
+  const auto j = variant_json(expand(fake_probes(), s).front());
+  EXPECT_EQ(j["probe"], "switch.alpha");
+  EXPECT_EQ(j["params"]["cpus"], "same");
+  EXPECT_EQ(j["params"]["size"], 1);  // numeric: a number, as in the record
 }
 
 TEST(Selection, ParamSyntax) {

@@ -1,9 +1,10 @@
 // The switch and message-rate probes (switch.*, msgrate.*): each ping-pong
-// primitive really switches where it must (same CPU, policy batch), carries
-// its baseline and round-trip figure, fails its own record (and nothing
-// else) when its partner process is killed, releases a partner thread when
-// torn down early, and is `unsupported` rather than broken when it cannot be
-// placed. Asserts on checks and record shape, never on speed.
+// primitive (every one in the registry) really switches where it must (same
+// CPU, policy batch), carries its baseline and round-trip figure, fails its
+// own record (and nothing else) when its partner process is killed, releases
+// a partner thread when torn down early, and every probe with tasks to place
+// is `unsupported` rather than broken when it cannot be placed. Asserts on
+// checks and record shape, never on speed.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -11,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -28,8 +30,24 @@ namespace {
 using namespace ctx;
 using namespace ctx::testing;
 
-const std::vector<std::string> ping_pong_probes = {"switch.pipe",    "switch.eventfd",   "switch.futex",
-                                                   "switch.condvar", "switch.semaphore", "switch.socketpair"};
+// The two-task ping-pongs, from the registry: every switch probe with threads
+// or processes as partners (`between`) whose every hand-off is a sleep in its
+// wait (voluntary switches under policy batch). A new one is tested without
+// an edit.
+std::vector<std::string> ping_pong_probes() {
+  std::vector<std::string> names;
+  for (const auto* p : family_probes("switch")) {
+    bool between = false;
+    for (const auto& spec : p->params) between = between || spec.name == "between";
+    if (!between || !p->expects) continue;
+    Params params = default_params(*p);
+    params["policy"] = "batch";
+    const auto expectation = p->expects(params);
+    if (expectation && expectation->counter == Counter::voluntary) names.push_back(p->name);
+  }
+  if (names.empty()) throw std::logic_error("no ping-pong probe in the registry");
+  return names;
+}
 
 Result run(const std::string& name, const Params& params, const HarnessOptions& options = quick_options()) {
   return run_probe(name, params, options);
@@ -38,6 +56,14 @@ Result run(const std::string& name, const Params& params, const HarnessOptions& 
 int open_fds() {
   int count = 0;
   DIR* dir = opendir("/proc/self/fd");
+  while (dirent* entry = readdir(dir)) count += entry->d_name[0] != '.';
+  closedir(dir);
+  return count;
+}
+
+int thread_count() {
+  int count = 0;
+  DIR* dir = opendir("/proc/self/task");
   while (dirent* entry = readdir(dir)) count += entry->d_name[0] != '.';
   closedir(dir);
   return count;
@@ -77,7 +103,8 @@ bool no_children_left() {
 }
 
 TEST(SwitchProbes, EveryPromisedProbeIsRegisteredAndComplete) {
-  std::vector<std::string> names = ping_pong_probes;
+  std::vector<std::string> names = {"switch.pipe",    "switch.eventfd",   "switch.futex",
+                                    "switch.condvar", "switch.semaphore", "switch.socketpair"};
   for (const char* more : {"switch.yield", "switch.ring", "switch.burst", "msgrate.pipe"}) names.push_back(more);
   for (const auto& name : names) {
     const ProbeDescriptor* probe = find_probe(name);
@@ -89,7 +116,7 @@ TEST(SwitchProbes, EveryPromisedProbeIsRegisteredAndComplete) {
 // Same CPU, SCHED_BATCH: every hand-off is a sleep, so the voluntary counts
 // match, and the record has its baseline and its round trip.
 TEST(SwitchProbes, PingPongsSwitchOncePerHandOffOnOneCpu) {
-  for (const auto& name : ping_pong_probes) {
+  for (const auto& name : ping_pong_probes()) {
     for (const char* between : {"threads", "processes"}) {
       const Result r = run(name, {{"between", between}, {"cpus", "same"}, {"policy", "batch"}});
       SCOPED_TRACE(name + " " + between + " " + reasons(r));
@@ -104,12 +131,24 @@ TEST(SwitchProbes, PingPongsSwitchOncePerHandOffOnOneCpu) {
   }
 }
 
+// Two tasks yielding on one CPU: each yield finds the other runnable and
+// switches to it, and Linux counts a yield's switch as involuntary. Other
+// tasks on the CPU can only add switches, never remove these.
 TEST(SwitchProbes, YieldCountsInvoluntarySwitches) {
-  const Result r = run("switch.yield", {{"between", "threads"}, {"cpus", "same"}, {"policy", "batch"}});
-  SCOPED_TRACE(reasons(r));
-  const Check* main_task = find_check(r, "involuntary_switches.measuring_task");
-  ASSERT_NE(main_task, nullptr);
-  ASSERT_TRUE(r.baseline.has_value());
+  for (const char* between : {"threads", "processes"}) {
+    const Result r = run("switch.yield", {{"between", between}, {"cpus", "same"}, {"policy", "batch"}});
+    SCOPED_TRACE(std::string(between) + " " + reasons(r));
+    ASSERT_TRUE(r.verdict.status == Status::ok || r.verdict.status == Status::suspect);
+    for (const char* who : {"involuntary_switches.measuring_task", "involuntary_switches.partners"}) {
+      const Check* check = find_check(r, who);
+      ASSERT_NE(check, nullptr) << who;
+      EXPECT_GT(check->expected.get<double>(), 0) << who;
+      EXPECT_GE(check->observed.get<double>(), 0.9 * check->expected.get<double>()) << who;
+    }
+    ASSERT_TRUE(r.baseline.has_value());
+    EXPECT_GT(r.baseline->value, 0);
+    EXPECT_DOUBLE_EQ(r.derived["per_round_trip_ns"].get<double>(), 2 * r.summary->median);
+  }
 }
 
 TEST(SwitchProbes, NoPlacementAcrossCpusUnderOneCpu) {
@@ -119,20 +158,31 @@ TEST(SwitchProbes, NoPlacementAcrossCpusUnderOneCpu) {
   CPU_ZERO(&one);
   CPU_SET(allowed_cpus().front(), &one);
   ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
-  for (const auto& name : ping_pong_probes) {
-    const Result r = run(name, {{"between", "processes"}, {"cpus", "cross"}, {"policy", "batch"}});
-    EXPECT_EQ(r.verdict.status, Status::unsupported) << name;
-    ASSERT_FALSE(r.verdict.reasons.empty());
-    EXPECT_EQ(r.verdict.reasons.front().first, Reason::placement_unavailable);
+  // Every probe with tasks to place across CPUs, from the registry.
+  int placed = 0;
+  for (const auto& probe : all_probes()) {
+    bool cross = false;
+    for (const auto& spec : probe.params)
+      cross = cross || (spec.axis && spec.name == "cpus" &&
+                        std::find(spec.values.begin(), spec.values.end(), "cross") != spec.values.end());
+    Params params = default_params(probe);
+    params["cpus"] = "cross";
+    if (!cross || probe.tasks(params) < 2) continue;
+    ++placed;
+    const Result r = run(probe.name, params);
+    EXPECT_EQ(r.verdict.status, Status::unsupported) << probe.name;
+    ASSERT_FALSE(r.verdict.reasons.empty()) << probe.name;
+    EXPECT_EQ(r.verdict.reasons.front().first, Reason::placement_unavailable) << probe.name;
   }
   sched_setaffinity(0, sizeof saved, &saved);
+  EXPECT_GT(placed, 0);
 }
 
 // A partner process killed mid-run: the record is failed with the signal, the
 // harness returns (no hang), and no child or fd is left behind.
 TEST(SwitchProbes, KilledPartnerFailsTheRecordAndLeavesNothing) {
   ASSERT_TRUE(sigpipe_ignored);
-  for (const auto& name : ping_pong_probes) {
+  for (const auto& name : ping_pong_probes()) {
     const int fds_before = open_fds();
     std::atomic<bool> done{false};
     std::thread killer([&] {
@@ -187,7 +237,7 @@ TEST(SwitchProbes, KilledRingMemberFailsTheRecordAndLeavesNothing) {
 // Torn down without finish() (as when run() throws): a partner thread is
 // released, not left blocked; the test would hang otherwise.
 TEST(SwitchProbes, WorkloadsReleaseTheirPartnerThreadWhenDestroyedEarly) {
-  for (const auto& name : ping_pong_probes) {
+  for (const auto& name : ping_pong_probes()) {
     const int fds_before = open_fds();
     Context ctx({{"between", "threads"}, {"cpus", "any"}, {"policy", "normal"}}, Placement{}, true);
     {
@@ -196,10 +246,15 @@ TEST(SwitchProbes, WorkloadsReleaseTheirPartnerThreadWhenDestroyedEarly) {
     }
     EXPECT_EQ(open_fds(), fds_before) << name;
   }
+  // switch.yield's partner spins on sched_yield instead of blocking: torn
+  // down early, its thread must still be stopped and joined.
+  const int threads_before = thread_count();
   Context ctx({{"between", "threads"}, {"cpus", "any"}, {"policy", "normal"}}, Placement{}, true);
   auto yield = find_probe("switch.yield")->make(ctx);
+  EXPECT_EQ(thread_count(), threads_before + 1);
   yield->run(10);
   yield.reset();
+  EXPECT_EQ(thread_count(), threads_before);
 }
 
 TEST(SwitchProbes, RingSwitchesOncePerLapPerProcess) {

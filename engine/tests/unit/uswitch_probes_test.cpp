@@ -1,12 +1,13 @@
-// The user-level switch probes (uswitch.*), their kernel counterpart
-// (switch.threads_round_robin), the creation probes beside them
-// (create.fiber, create.boost_context, create.coroutine) and the
-// fibers-vs-threads preset: each runs and says what it measured (one op is
-// one switch; the timer correction is applied; the kernel saw no switches
-// where none may happen, and the expected ones where they must), the Boost
-// probes are `unsupported` with the build's reason when built without Boost,
-// and swapcontext's signal-mask system call is counted with strace. Asserts
-// on checks and record shape, never on speed.
+// The user-level switch probes (every uswitch.* probe in the registry, so a
+// new one is tested here without an edit), their kernel counterpart
+// (switch.threads_round_robin) and the fibers-vs-threads preset: each runs
+// and says what it measured (one op is one switch; the timer correction is
+// applied; the kernel saw no switches where none may happen, and the
+// expected ones where they must), a probe that needs Boost is `unsupported`
+// with the build's reason when built without it, and swapcontext's
+// signal-mask system call is counted with strace. The creation probes beside
+// them are tested with the create family. Asserts on checks and record shape,
+// never on speed.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -16,7 +17,6 @@
 #include <vector>
 
 #include "harness.hpp"
-#include "output.hpp"
 #include "presets.hpp"
 #include "probe_test_support.hpp"
 #include "registry.hpp"
@@ -33,55 +33,44 @@ bool measured(const Result& r) { return r.verdict.status == Status::ok || r.verd
 
 constexpr bool with_boost = CTXBENCH_HAVE_BOOST_CONTEXT && CTXBENCH_HAVE_BOOST_FIBER;
 
-bool needs_boost(const std::string& name) {
-  return name == "uswitch.boost_context" || name == "uswitch.boost_fiber" || name == "create.fiber" ||
-         name == "create.boost_context";
-}
-
-const std::vector<std::string> user_level = {"uswitch.asm",          "uswitch.ucontext",  "uswitch.boost_context",
-                                             "uswitch.boost_fiber",  "uswitch.coroutine", "create.fiber",
-                                             "create.boost_context", "create.coroutine"};
-
-TEST(UswitchProbes, AreRegisteredAndDescribed) {
-  for (const auto& name : user_level) {
-    const ProbeDescriptor* probe = find_probe(name);
-    ASSERT_NE(probe, nullptr) << name;
-    EXPECT_EQ(descriptor_problems(*probe), "") << name;
-  }
-  ASSERT_NE(find_probe("switch.threads_round_robin"), nullptr);
-  EXPECT_EQ(descriptor_problems(*find_probe("switch.threads_round_robin")), "");
+// Unsupported for the one reason a build may give: it was built without Boost.
+bool built_without_boost(const Result& r) {
+  return !with_boost && r.verdict.status == Status::unsupported && !r.verdict.reasons.empty() &&
+         r.verdict.reasons.front().first == Reason::built_without;
 }
 
 TEST(UswitchProbes, OneOpIsOneSwitchNotARoundTrip) {
-  for (const auto& name : {"uswitch.asm", "uswitch.ucontext", "uswitch.boost_context", "uswitch.boost_fiber",
-                           "uswitch.coroutine", "switch.threads_round_robin"}) {
-    const ProbeDescriptor* probe = find_probe(name);
-    ASSERT_NE(probe, nullptr);
-    EXPECT_TRUE(std::regex_search(probe->op, std::regex("switch|transfer|swapcontext"))) << name << ": " << probe->op;
-    EXPECT_EQ(probe->op.find("round trip ="), std::string::npos) << name;
+  for (const auto* probe : family_probes("uswitch")) {
+    EXPECT_TRUE(std::regex_search(probe->op, std::regex("switch|transfer|swapcontext")))
+        << probe->name << ": " << probe->op;
+    EXPECT_EQ(probe->op.find("round trip ="), std::string::npos) << probe->name;
   }
 }
 
 TEST(UswitchProbes, UserLevelSwitchesRunWithoutTheKernel) {
-  for (const auto& name : user_level) {
-    if (needs_boost(name) && !with_boost) continue;
-    const Result r = run(name);
-    ASSERT_TRUE(measured(r)) << name << ": " << reasons(r);
-    EXPECT_TRUE(r.timer_corrected) << name;
-    EXPECT_FALSE(r.samples.empty()) << name;
+  for (const auto* probe : family_probes("uswitch")) {
+    const Result r = run(probe->name);
+    if (built_without_boost(r)) continue;
+    ASSERT_TRUE(measured(r)) << probe->name << ": " << reasons(r);
+    EXPECT_TRUE(r.timer_corrected) << probe->name;
+    EXPECT_FALSE(r.samples.empty()) << probe->name;
     const Check* kernel = find_check(r, "kernel_not_involved");
-    ASSERT_NE(kernel, nullptr) << name;
+    ASSERT_NE(kernel, nullptr) << probe->name;
     // ucontext enters the kernel (rt_sigprocmask) but must not switch there either.
-    EXPECT_TRUE(kernel->ok) << name << ": " << kernel->detail;
+    EXPECT_TRUE(kernel->ok) << probe->name << ": " << kernel->detail;
   }
 }
 
+// Where one iteration is a ping-pong round trip (two ops), the record says
+// what the round trip costs.
 TEST(UswitchProbes, PingPongsGiveTheRoundTripToo) {
-  for (const auto& name : {"uswitch.asm", "uswitch.ucontext", "uswitch.coroutine"}) {
-    const Result r = run(name);
-    ASSERT_TRUE(measured(r)) << name << ": " << reasons(r);
-    ASSERT_TRUE(r.derived.contains("per_round_trip_ns")) << name;
-    EXPECT_DOUBLE_EQ(r.derived["per_round_trip_ns"].get<double>(), 2 * r.summary->median) << name;
+  for (const auto* probe : family_probes("uswitch")) {
+    if (probe->ops_per_iteration(default_params(*probe)) != 2) continue;
+    const Result r = run(probe->name);
+    if (built_without_boost(r)) continue;
+    ASSERT_TRUE(measured(r)) << probe->name << ": " << reasons(r);
+    ASSERT_TRUE(r.derived.contains("per_round_trip_ns")) << probe->name;
+    EXPECT_DOUBLE_EQ(r.derived["per_round_trip_ns"].get<double>(), 2 * r.summary->median) << probe->name;
   }
 }
 
@@ -122,18 +111,24 @@ TEST(UswitchProbes, BoostFiberTakesTurnsRoundRobin) {
   }
 }
 
+// With Boost every probe runs; without it, the ones that need it say so in
+// the build's words, with no figure.
 TEST(UswitchProbes, BoostProbesAreUnsupportedWithTheBuildsReasonWithoutBoost) {
-  for (const auto& name : {"uswitch.boost_context", "uswitch.boost_fiber", "create.fiber", "create.boost_context"}) {
-    const Result r = run(name);
-    if (with_boost) {
-      EXPECT_NE(r.verdict.status, Status::unsupported) << name << ": " << reasons(r);
+  int without = 0;
+  for (const auto& probe : all_probes()) {
+    if (probe.supported == nullptr) continue;
+    const Support support = probe.supported(default_params(probe));
+    if (support.ok || support.code != Reason::built_without || support.reason.find("Boost") == std::string::npos)
       continue;
-    }
-    ASSERT_EQ(r.verdict.status, Status::unsupported) << name;
-    ASSERT_FALSE(r.verdict.reasons.empty());
-    EXPECT_EQ(r.verdict.reasons.front().first, Reason::built_without) << name;
-    EXPECT_EQ(r.verdict.reasons.front().second, "built without Boost.Context/Boost.Fiber") << name;
+    ++without;
+    EXPECT_FALSE(with_boost) << probe.name << " says it was built without Boost in a build with Boost";
+    const Result r = run(probe.name);
+    ASSERT_EQ(r.verdict.status, Status::unsupported) << probe.name;
+    EXPECT_EQ(r.verdict.reasons.front().second, "built without Boost.Context/Boost.Fiber") << probe.name;
     EXPECT_FALSE(r.summary.has_value());
+  }
+  if (!with_boost) {
+    EXPECT_GT(without, 0) << "a build without Boost lists no probe as built without it";
   }
 }
 
@@ -215,73 +210,32 @@ TEST(UcontextSystemCalls, EverySwapcontextMakesOneRtSigprocmask) {
 #endif
 }
 
-// ---- the preset ---------------------------------------------------------------------------
+// ---- the preset and the parameter it fixes --------------------------------------------------
 
-class CollectingReporter final : public Reporter {
- public:
-  explicit CollectingReporter(std::vector<Result>* into) : into_(into) {}
-  void begin(const nlohmann::json&) override {}
-  void result(const Result& r) override { into_->push_back(r); }
-  void end(const nlohmann::json&) override {}
+// The preset is a selection of ordinary variants: 4 workers x 1,000,000
+// switches are parameters of the two probes, nothing more.
+TEST(FibersVsThreadsPreset, IsASelectionOfOrdinaryVariants) {
+  const auto variants = expand(all_probes(), preset_selection("fibers-vs-threads"));
+  ASSERT_EQ(variants.size(), 2u);
+  EXPECT_EQ(variants[0].probe->name, "uswitch.boost_fiber");
+  EXPECT_EQ(variants[0].params, (Params{{"fibers", "4"}, {"laps", "1000000"}}));
+  EXPECT_EQ(variants[1].probe->name, "switch.threads_round_robin");
+  EXPECT_EQ(variants[1].params, (Params{{"cpus", "same"}, {"laps", "1000000"}, {"policy", "batch"}, {"threads", "4"}}));
+  EXPECT_THROW(preset_selection("no-such-preset"), UsageError);
+}
 
- private:
-  std::vector<Result>* into_;
-};
-
-TEST(FibersVsThreadsPreset, PrintsBothSidesWithTheRatioAndStoresTheirRecords) {
-  const PresetDescriptor* preset = nullptr;
-  for (const auto& p : all_presets())
-    if (p.name == "fibers-vs-threads") preset = &p;
-  ASSERT_NE(preset, nullptr);
-
-  std::vector<Result> records;
-  Output output;
-  output.add(std::make_unique<CollectingReporter>(&records));
-  std::FILE* table = std::tmpfile();
-  ASSERT_NE(table, nullptr);
-  HarnessOptions options = quick_options();  // 100,000 switches per worker
-  PresetContext context{test_clock(), test_timer(), options, output, table, "test-run-0001"};
-  EXPECT_EQ(preset->run(context), 0);
-
-  std::rewind(table);
-  std::string text;
-  char buffer[512];
-  while (std::fgets(buffer, sizeof buffer, table)) text += buffer;
-  std::fclose(table);
-  EXPECT_NE(text.find("switches"), std::string::npos) << text;
-  EXPECT_NE(text.find("timer pair"), std::string::npos) << text;
-  EXPECT_NE(text.find("corrected"), std::string::npos) << text;
-  EXPECT_NE(text.find("fiber/thread ratio"), std::string::npos) << text;
-
-  ASSERT_EQ(records.size(), 2u);
-  EXPECT_EQ(records[0].probe, "uswitch.boost_fiber");
-  EXPECT_EQ(records[1].probe, "switch.threads_round_robin");
-  for (const auto& r : records) {
-    EXPECT_EQ(r.run_id, "test-run-0001");
-    EXPECT_EQ(r.params.at("preset"), "fibers-vs-threads");
-    if (r.probe == "uswitch.boost_fiber" && !with_boost) {
-      EXPECT_EQ(r.verdict.status, Status::unsupported);
-      continue;
-    }
-    ASSERT_TRUE(measured(r)) << r.probe << ": " << reasons(r);
-    EXPECT_TRUE(r.timer_corrected);
-    EXPECT_DOUBLE_EQ(r.derived["switches"].get<double>(), 400000);  // 4 workers x 100,000, every one timed
-    EXPECT_DOUBLE_EQ(r.derived["per_switch_ns"].get<double>(),
-                     r.derived["per_switch_uncorrected_ns"].get<double>() - r.derived["timer_pair_ns"].get<double>());
-    EXPECT_EQ(r.samples.size(), 40u);  // chunks of 10,000
-    const Check* counted = find_check(r, "timed_switches");
-    ASSERT_NE(counted, nullptr);
-    EXPECT_TRUE(counted->ok);
+// `laps` fixes the timed work: samples of 10,000 laps (N switches each), as
+// many as the laps make, whatever --samples says; timer-corrected as always.
+TEST(RoundRobinLaps, FixTheTimedWork) {
+  for (const auto* probe : {"uswitch.boost_fiber", "switch.threads_round_robin"}) {
+    const Result r = run(probe, {{"laps", "10000"}});
+    if (!with_boost && r.verdict.status == Status::unsupported) continue;
+    ASSERT_TRUE(measured(r)) << probe << ": " << reasons(r);
+    EXPECT_EQ(r.samples.size(), 1u) << probe;
+    EXPECT_EQ(r.ops_per_sample, 40000u) << probe;  // 10,000 laps of 4 workers
+    EXPECT_EQ(r.numeric_params.at("laps"), 10000) << probe;
+    EXPECT_TRUE(r.timer_corrected) << probe;
   }
-  if (with_boost) {
-    EXPECT_TRUE(records[0].derived.contains("thread_over_fiber"));
-    const Check* kernel = find_check(records[0], "kernel_not_involved");
-    ASSERT_NE(kernel, nullptr);
-    EXPECT_TRUE(kernel->ok);
-  }
-  const Check* sleeps = find_check(records[1], "voluntary_switches.workers");
-  ASSERT_NE(sleeps, nullptr);
-  EXPECT_TRUE(sleeps->ok) << sleeps->observed.dump() << " vs " << sleeps->expected.dump();
 }
 
 }  // namespace

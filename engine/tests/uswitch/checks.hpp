@@ -2,7 +2,7 @@
 // once and run two ways: as GoogleTest cases natively
 // (engine/tests/unit/uswitch_asm_test.cpp) and by ctxbench-uswitch-selftest,
 // which has no GoogleTest and so also runs under qemu-user for the cross
-// builds (engine/tests/uswitch_cross.sh). Each check returns what went wrong,
+// builds (engine/tests/cross_smoke.sh). Each check returns what went wrong,
 // one line per problem; an empty list is a pass.
 #pragma once
 #include <string>

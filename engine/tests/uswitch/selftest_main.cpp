@@ -1,6 +1,6 @@
 // ctxbench-uswitch-selftest: the uswitch correctness checks without
 // GoogleTest, so that cross builds can run them under qemu-user
-// (engine/tests/uswitch_cross.sh). Prints one line per check and exits 1 if
+// (engine/tests/cross_smoke.sh). Prints one line per check and exits 1 if
 // any failed.
 //
 // `ctxbench-uswitch-selftest --ucontext-swaps N` instead makes exactly N

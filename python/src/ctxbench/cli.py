@@ -8,10 +8,7 @@ problem and the fix; usage errors exit 2, failures 1, an interrupted run 130
 
 from __future__ import annotations
 
-import csv
 import fnmatch
-import importlib
-import inspect
 import io
 import json
 import os
@@ -29,18 +26,24 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ctxbench import __version__, fmt, tables
+from ctxbench import export as export_formats
+from ctxbench import riscv as riscv_lab
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, RecordError
 from ctxbench.explain import explain as explain_run
 from ctxbench.explain import render_text as render_explanation
 from ctxbench.records import RunRecords, dumps, group_run, read_run_file, record_problem
-from ctxbench.runner import EngineRun, RunOptions, capture_env, find_engine, list_probes
+from ctxbench.runner import (
+    EngineRun,
+    RunOptions,
+    capture_env,
+    find_engine,
+    list_probes,
+    plan_variants,
+)
 from ctxbench.runner import Progress as EngineProgress
 from ctxbench.store import Store, StoredRun
 
 EXIT_INTERRUPTED = 130
-CPUS_CHOICES = ("same", "cross", "any", "smt", "llc", "remote")
-BETWEEN_CHOICES = ("threads", "processes")
-SIMULATORS = {"spike": ["spike"], "qemu": ["qemu"], "all": ["spike", "qemu"]}
 
 
 # ---- consoles ---------------------------------------------------------------
@@ -106,13 +109,14 @@ def main(argv: list[str] | None = None) -> int:
 db_option = click.option(
     "--db",
     "db",
-    type=click.Path(dir_okay=True, path_type=Path),
     default=None,
-    help="SQLite store (default: $CTXBENCH_DB, else the user data directory).",
+    help="The store: an SQLite file, or a postgresql:// URL for a shared one "
+    "(default: $CTXBENCH_DB, else the user data directory).",
 )
 
 
-def _open_store(db: Path | None, create: bool = True) -> Store:
+def _open_store(db: str | None, create: bool = True) -> Store:
+    """create=False: the command only reads (a read-only store opens read-only)."""
     return Store.open(db, create=create)
 
 
@@ -134,19 +138,6 @@ def _write_text(path: Path, text: str, option: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as error:
         raise BadInput(f"cannot write {option} {path}: {error.strerror}") from None
-
-
-def _comma_choices(value: str | None, choices: tuple[str, ...], option: str) -> str | None:
-    if value is None:
-        return None
-    parts = [part.strip() for part in value.split(",") if part.strip()]
-    bad = [part for part in parts if part not in choices]
-    if bad or not parts:
-        raise click.BadParameter(
-            f"'{value}': use one or more of {', '.join(choices)}, comma-separated",
-            param_hint=option,
-        )
-    return ",".join(parts)
 
 
 @click.group(cls=CtxbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -209,14 +200,16 @@ class _ProgressView:
                 self._progress.update(self._task, description="done")
             self._progress.stop()
 
-    def update(self, progress: EngineProgress) -> None:
+    def update(self, progress: EngineProgress, task: Any = None, prefix: str = "") -> None:
+        """Variant ``progress`` starts: on the bar ``task`` (the only one by
+        default), or a line beginning with ``prefix``."""
         label = progress.probe
         params = fmt.params(progress.params)
         if params != "—":
             label += f" {params}"
         if self._progress is not None:
             self._progress.update(
-                self._task,
+                self._task if task is None else task,
                 total=progress.total,
                 completed=progress.number - 1,
                 description=label,
@@ -225,7 +218,7 @@ class _ProgressView:
         else:
             elapsed = time.monotonic() - self.started
             self.console.print(
-                f"[{progress.number}/{progress.total}] {label} (elapsed {elapsed:.0f} s)",
+                f"{prefix}[{progress.number}/{progress.total}] {label} (elapsed {elapsed:.0f} s)",
                 markup=False,
             )
 
@@ -278,8 +271,9 @@ class _Spool:
     message says how to store it (`ctxbench import`); once stored, it goes.
     """
 
-    def __init__(self, store_path: Path):
-        self.path: Path | None = store_path.parent / f".ctxbench-unstored-{os.getpid()}.jsonl"
+    def __init__(self, directory: Path, tag: str = ""):
+        name = f".ctxbench-unstored-{os.getpid()}{tag}.jsonl"
+        self.path: Path | None = directory / name
         self._file: io.TextIOBase | None = None
         self.count = 0
 
@@ -340,10 +334,25 @@ def _stream(engine_run: EngineRun, json_path: Path | None, spool: _Spool) -> lis
 @click.option("--samples", type=click.IntRange(min=1), help="Samples per probe variant.")
 @click.option("--min-time", type=click.FloatRange(min=0, min_open=True), help="Seconds per sample.")
 @click.option(
-    "--cpus",
-    help="Placement: same, cross, any (the default runs), smt, llc, remote (comma-separated).",
+    "--cpus", help="Placements to run, comma-separated (the cpus values `ctxbench list` shows)."
 )
-@click.option("--between", help="threads, processes (comma-separated).")
+@click.option(
+    "--between",
+    help="Task kinds to run, comma-separated (the between values `ctxbench list` shows).",
+)
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=V1,V2",
+    help="Run these values of a probe parameter (repeatable; `ctxbench list` shows them).",
+)
+@click.option("--preset", help="Run a named experiment (e.g. fibers-vs-threads) instead of probes.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds a variant may take before it is stopped and recorded as failed.",
+)
 @click.option(
     "--hold-idle",
     is_flag=True,
@@ -364,6 +373,20 @@ def _stream(engine_run: EngineRun, json_path: Path | None, spool: _Spool) -> lis
     help="Also write an HTML report to FILE.",
 )
 @click.option("--label", help="A name for this run (e.g. 'host, mitigations=off').")
+@click.option(
+    "--host",
+    "hosts",
+    multiple=True,
+    metavar="DEST",
+    help="Run on DEST over SSH instead of here (as `ssh DEST` understands it: "
+    "~/.ssh/config aliases, user@host, ports, jump hosts); repeat for several "
+    "hosts, run in parallel, one stored run each.",
+)
+@click.option(
+    "--ssh-config",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="An ssh_config file for --host (ssh -F).",
+)
 def run(
     probes: tuple[str, ...],
     quick: bool,
@@ -371,11 +394,16 @@ def run(
     min_time: float | None,
     cpus: str | None,
     between: str | None,
+    params: tuple[str, ...],
+    preset: str | None,
+    timeout: float | None,
     hold_idle: bool,
-    db: Path | None,
+    db: str | None,
     json_path: Path | None,
     report_path: Path | None,
     label: str | None,
+    hosts: tuple[str, ...],
+    ssh_config: Path | None,
 ) -> int:
     """Run probes (default: the whole suite), store the run, print its summary.
 
@@ -383,10 +411,14 @@ def run(
     (`'switch.*'`). Ctrl-C stops cleanly and keeps the finished results as a
     partial run.
     """
-    cpus = _comma_choices(cpus, CPUS_CHOICES, "--cpus")
-    between = _comma_choices(between, BETWEEN_CHOICES, "--between")
     _check_output_path(json_path, "--json")
     _check_output_path(report_path, "--report")
+    if ssh_config is not None and not hosts:
+        raise click.UsageError("--ssh-config is for --host runs; give --host DEST too")
+    if hosts and json_path is not None:
+        raise click.UsageError(
+            "--json takes one run; with --host, export each stored run (`ctxbench export RUN`)"
+        )
     with _open_store(db) as store:
         engine = find_engine()
         selectors = _resolve_selectors(probes, list_probes(engine)) if probes else []
@@ -397,10 +429,20 @@ def run(
             min_time=min_time,
             cpus=cpus,
             between=between,
+            params=params,
+            preset=preset,
+            timeout=timeout,
             hold_idle=hold_idle,
         )
+        # The engine's own selection rules check the choices (axis values,
+        # parameters, presets) before anything runs or is stored.
+        plan_variants(options, engine)
+        if hosts:
+            from ctxbench.hosts_cli import run_on_hosts
+
+            return run_on_hosts(store, list(hosts), options, label, ssh_config, report_path)
         engine_run = EngineRun(options, engine=engine)
-        with _Spool(store.path) as spool:
+        with _Spool(store.spool_dir) as spool:
             records = _stream(engine_run, json_path, spool)
             for problem in engine_run.problems[:5]:
                 _say(f"ctxbench: warning: {problem}")
@@ -416,7 +458,7 @@ def run(
             stored = _store_run(store, run_records, "run", label)
         _print_results(stored.results, title=f"run {stored.run_id}")
         state = "partial run" if stored.info.interrupted else "run"
-        _say(f"stored {state} {stored.run_id} ({len(stored.results)} results) in {store.path}")
+        _say(f"stored {state} {stored.run_id} ({len(stored.results)} results) in {store.location}")
         if report_path is not None:
             _write_report([stored], report_path)
     if engine_run.problems:
@@ -467,7 +509,7 @@ def env(as_json: bool) -> None:
 # ---- history / show ----------------------------------------------------------------
 @cli.command()
 @db_option
-def history(db: Path | None) -> None:
+def history(db: str | None) -> None:
     """The runs in the store, oldest first."""
     try:
         store = _open_store(db, create=False)
@@ -479,7 +521,7 @@ def history(db: Path | None) -> None:
     with store:
         infos = store.runs()
         if not infos:
-            _say(f"no runs in {store.path} yet")
+            _say(f"no runs in {store.location} yet")
             return
         console = _console()
         console.print(tables.history_table(infos, width=console.width))
@@ -488,8 +530,8 @@ def history(db: Path | None) -> None:
 @cli.command()
 @click.argument("run_ref", metavar="RUN")
 @db_option
-def show(run_ref: str, db: Path | None) -> None:
-    """One run as a table. RUN: a run id, a unique prefix, or 'latest'."""
+def show(run_ref: str, db: str | None) -> None:
+    """One run as a table. RUN: a run id, a unique prefix, 'latest', or a label."""
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
     info = stored.info
@@ -513,7 +555,7 @@ def show(run_ref: str, db: Path | None) -> None:
 @click.argument("run_ref", metavar="[RUN]", default="latest")
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the decomposition as JSON.")
-def explain(run_ref: str, db: Path | None, as_json: bool) -> None:
+def explain(run_ref: str, db: str | None, as_json: bool) -> None:
     """Where the time of each switch goes, from figures measured in RUN (default: latest)."""
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
@@ -535,7 +577,13 @@ def explain(run_ref: str, db: Path | None, as_json: bool) -> None:
     show_default=True,
     help="Significance level of the U test.",
 )
-def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
+@click.option(
+    "--baseline",
+    metavar="RUN",
+    help="The run the others are compared with (default: the first); "
+    "e.g. one host of a `run --host` fleet.",
+)
+def compare(run_refs: tuple[str, ...], db: str | None, alpha: float, baseline: str | None) -> None:
     """Runs side by side: medians, ratio with bootstrap CI, U test, environment diff."""
     from ctxbench.compare import compare_runs
 
@@ -543,6 +591,11 @@ def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
     with _open_store(db, create=False) as store:
         runs = [store.load(ref) for ref in run_refs]
+        if baseline is not None:
+            base_id = store.resolve(baseline)
+            if base_id not in [run.run_id for run in runs]:
+                raise BadInput(f"--baseline {baseline} is not one of the runs compared")
+            runs.sort(key=lambda run: run.run_id != base_id)  # stable: others keep their order
     ids = [run.run_id for run in runs]
     if len(set(ids)) != len(ids):
         raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")
@@ -568,7 +621,7 @@ def compare(run_refs: tuple[str, ...], db: Path | None, alpha: float) -> None:
 )
 @click.option("--title", help="Title of the page.")
 @db_option
-def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: Path | None) -> None:
+def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: str | None) -> None:
     """A self-contained HTML report (offline, plots inline) of one or more runs."""
     _check_output_path(output, "-o")
     with _open_store(db, create=False) as store:
@@ -581,7 +634,7 @@ def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: Path 
 @click.argument("path", type=click.Path(path_type=Path), metavar="FILE")
 @click.option("--label", help="A name for the imported run.")
 @db_option
-def import_command(path: Path, label: str | None, db: Path | None) -> None:
+def import_command(path: Path, label: str | None, db: str | None) -> None:
     """Store a run from engine JSON Lines (e.g. `ctxbench-engine run --json` on a board)."""
     if str(path) == "-":
         text = sys.stdin.read()
@@ -597,40 +650,7 @@ def import_command(path: Path, label: str | None, db: Path | None) -> None:
     with _open_store(db) as store:
         stored = _store_run(store, run_records, "import", label)
     state = "partial run" if stored.info.interrupted else "run"
-    _say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.path}")
-
-
-CSV_COLUMNS = [
-    "run_id", "probe", "family", "params", "unit", "status", "reasons", "n", "min", "median",
-    "mean", "stddev", "p90", "p99", "max", "median_ci_low", "median_ci_high", "baseline_name",
-    "baseline_value", "net_median", "net_min", "op",
-]  # fmt: skip
-
-
-def _csv_rows(stored: StoredRun) -> Iterator[list[Any]]:
-    for result in stored.results:
-        summary = result.get("summary") or {}
-        ci = summary.get("median_ci") or {}
-        baseline = result.get("baseline") or {}
-        corrected = result.get("corrected") or {}
-        yield [
-            result["run_id"],
-            result["probe"],
-            result["family"],
-            json.dumps(result["params"], sort_keys=True),
-            result["unit"],
-            result["verdict"]["status"],
-            "; ".join(f"{r['code']}: {r['detail']}" for r in result["verdict"]["reasons"]),
-            summary.get("n", 0),
-            *(summary.get(k, "") for k in ("min", "median", "mean", "stddev", "p90", "p99", "max")),
-            ci.get("low", ""),
-            ci.get("high", ""),
-            baseline.get("name", ""),
-            baseline.get("value", ""),
-            corrected.get("median", ""),
-            corrected.get("min", ""),
-            result["op"],
-        ]
+    _say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.location}")
 
 
 @cli.command()
@@ -638,7 +658,7 @@ def _csv_rows(stored: StoredRun) -> Iterator[list[Any]]:
 @click.option(
     "--format",
     "form",
-    type=click.Choice(["json", "csv"]),
+    type=click.Choice(export_formats.FORMATS),
     default="json",
     show_default=True,
     help="json: the records as JSON Lines (importable); csv: one row per result.",
@@ -647,19 +667,12 @@ def _csv_rows(stored: StoredRun) -> Iterator[list[Any]]:
     "-o", "--output", type=click.Path(path_type=Path), help="File to write (default: stdout)."
 )
 @db_option
-def export(run_ref: str, form: str, output: Path | None, db: Path | None) -> None:
+def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None:
     """A stored run as JSON Lines (the engine's records, importable) or CSV."""
     _check_output_path(output, "-o")
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
-    if form == "json":
-        text = "".join(dumps(record) + "\n" for record in stored.records.all())
-    else:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(CSV_COLUMNS)
-        writer.writerows(_csv_rows(stored))
-        text = buffer.getvalue()
+    text = export_formats.export_text(stored, form)
     if output is None:
         click.echo(text, nl=False)
     else:
@@ -671,10 +684,10 @@ def export(run_ref: str, form: str, output: Path | None, db: Path | None) -> Non
 @cli.command()
 @click.option(
     "--sim",
-    type=click.Choice(sorted(SIMULATORS)),
+    type=click.Choice([*riscv_lab.SIMULATORS, "all"]),
     default="all",
     show_default=True,
-    help="Simulator(s) to run the trap lab on.",
+    help="Simulator(s) to run the trap lab on (rvsim: each of its core models).",
 )
 @click.option("--label", help="A name for this run.")
 @click.option(
@@ -684,25 +697,26 @@ def export(run_ref: str, form: str, output: Path | None, db: Path | None) -> Non
     help="Also write an HTML report to FILE.",
 )
 @db_option
-def riscv(sim: str, label: str | None, report_path: Path | None, db: Path | None) -> None:
-    """The RISC-V trap lab: ecall round trips in Spike and/or QEMU, stored as a run."""
+def riscv(sim: str, label: str | None, report_path: Path | None, db: str | None) -> None:
+    """The RISC-V trap lab: ecall round trips on Spike, QEMU and rvsim core models,
+    decomposed in words and stored as a run."""
     _check_output_path(report_path, "--report")
-    try:
-        riscv_lab = importlib.import_module("ctxbench.riscv_lab")
-    except ImportError as error:
-        raise EngineError(f"the RISC-V lab is not available in this install ({error})") from None
+    sims = riscv_lab.SIMULATORS if sim == "all" else (sim,)
     with _open_store(db) as store:
-        _say(f"running the RISC-V trap lab on {', '.join(SIMULATORS[sim])}...")
-        extra = {}
-        if "progress" in inspect.signature(riscv_lab.run_lab).parameters:
-            extra["progress"] = _say
-        produced = riscv_lab.run_lab(sims=SIMULATORS[sim], lab_dir=None, build_dir=None, **extra)
-        for number, record in enumerate(produced, start=1):
+        _say(f"running the RISC-V trap lab on {', '.join(sims)}...")
+        lab = riscv_lab.run_lab(sims, progress=_say)
+        for number, record in enumerate(lab.records, start=1):
             problem = record_problem(record)
             if problem is not None:
                 raise RecordError(f"riscv lab record {number} is not valid: {problem}")
-        stored = _store_run(store, group_run(produced, "riscv lab"), "riscv", label)
-        _print_results(stored.results, title=f"riscv lab run {stored.run_id}")
-        _say(f"stored run {stored.run_id} ({len(stored.results)} results) in {store.path}")
+        stored = _store_run(store, group_run(lab.records, "riscv lab"), "riscv", label)
+        click.echo(riscv_lab.format_report(lab), nl=False)
+        _say(f"stored run {stored.run_id} ({len(stored.results)} results) in {store.location}")
         if report_path is not None:
             _write_report([stored], report_path)
+        failed = [run.target.name for run in lab.runs if run.problem]
+        if failed:
+            raise CtxbenchError(
+                f"the lab failed on {', '.join(failed)} (see the report); "
+                f"the other figures were stored as {stored.run_id}"
+            )

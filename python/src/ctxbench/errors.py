@@ -29,3 +29,16 @@ class StoreError(CtxbenchError):
 
 class EngineError(CtxbenchError):
     """The engine could not be found, or failed."""
+
+
+class StoreWriteError(StoreError):
+    """The store could not take a write: disk full, write lock held past the
+    timeout, store deleted or replaced, read-only. Nothing of the write was
+    stored and earlier runs are intact; the caller still holds the records
+    (exit 1). ``reason`` is one of full, locked, gone, readonly, io."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, reason: str = "io"):
+        super().__init__(message)
+        self.reason = reason

@@ -92,3 +92,8 @@ def params(params_: dict[str, Any]) -> str:
 
 def ratio(low: float, point: float, high: float) -> str:
     return f"{point:#.3g}× [{low:#.3g}, {high:#.3g}]"
+
+
+def run_letter(index: int) -> str:
+    """The letter that names the index-th run of a comparison (A, B, ... then R26, R27...)."""
+    return chr(ord("A") + index) if index < 26 else f"R{index}"

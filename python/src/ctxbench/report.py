@@ -101,12 +101,8 @@ class FamilySection:
     tables: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)
 
 
-def _letter(index: int) -> str:
-    return chr(ord("A") + index) if index < 26 else f"R{index}"
-
-
 def _run_name(index: int, run: StoredRun) -> str:
-    return f"{_letter(index)}: {run.info.label or run.run_id}"
+    return f"{fmt.run_letter(index)}: {run.info.label or run.run_id}"
 
 
 def _variant_label(result: dict[str, Any]) -> str:
@@ -570,7 +566,7 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
         "notes": notes,
         "fmt": fmt,
         "describe": describe,
-        "letter": _letter,
+        "letter": fmt.run_letter,
         "plotly_js": Markup(get_plotlyjs().replace("</script", "<\\/script")),
     }
 

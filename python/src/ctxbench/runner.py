@@ -80,7 +80,8 @@ def _engine_failure(command: str, returncode: int, stderr: str) -> EngineError |
     return EngineError(f"engine {command} failed (exit {returncode}): {tail}")
 
 
-def _run_json(engine: Path, args: list[str]) -> Any:
+def _engine_stdout(engine: Path, args: list[str]) -> str:
+    """What a short engine command (list, env, run --dry-run) prints."""
     try:
         done = subprocess.run(
             [str(engine), *args], capture_output=True, text=True, timeout=120, check=False
@@ -91,8 +92,13 @@ def _run_json(engine: Path, args: list[str]) -> Any:
         raise EngineError(f"engine {' '.join(args)} did not answer in 120 s") from None
     if done.returncode != 0:
         raise _engine_failure(args[0], done.returncode, done.stderr)
+    return done.stdout
+
+
+def _run_json(engine: Path, args: list[str]) -> Any:
+    stdout = _engine_stdout(engine, args)
     try:
-        return json.loads(done.stdout)
+        return json.loads(stdout)
     except json.JSONDecodeError as error:
         raise EngineError(f"engine {args[0]} printed no JSON ({error.msg})") from None
 
@@ -132,23 +138,48 @@ class RunOptions:
     min_time: float | None = None
     cpus: str | None = None
     between: str | None = None
+    params: Sequence[str] = ()  # NAME=V1,V2, as the engine's --param takes them
+    preset: str | None = None
+    timeout: float | None = None  # seconds per variant
     hold_idle: bool = False
 
-    def engine_args(self) -> list[str]:
+    def engine_args(self, dry_run: bool = False) -> list[str]:
+        """``ctxbench-engine run`` with these options: the run itself (JSON Lines
+        and progress), or with ``dry_run`` the variants it would run."""
         args = ["run", *self.selectors]
+        if self.preset:
+            args += ["--preset", self.preset]
         if self.quick:
             args.append("--quick")
         if self.samples is not None:
             args += ["--samples", str(self.samples)]
         if self.min_time is not None:
             args += ["--min-time", str(self.min_time)]
+        if self.timeout is not None:
+            args += ["--timeout", str(self.timeout)]
         if self.cpus:
             args += ["--cpus", self.cpus]
         if self.between:
             args += ["--between", self.between]
+        for choice in self.params:
+            args += ["--param", choice]
         if self.hold_idle:
             args.append("--hold-idle")
-        return [*args, "--json", "--progress"]
+        return [*args, "--dry-run"] if dry_run else [*args, "--json", "--progress"]
+
+
+def plan_variants(options: RunOptions, engine: Path | None = None) -> list[dict[str, Any]]:
+    """The variants ``options`` select, as the engine expands them (``run
+    --dry-run``: probe and params, the params as the records will give them),
+    without running anything. The engine's selection rules are the only ones:
+    a bad probe, parameter, value or preset is its usage error, as BadInput."""
+    stdout = _engine_stdout(engine or find_engine(), options.engine_args(dry_run=True))
+    try:
+        return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    except json.JSONDecodeError as error:
+        raise EngineError(
+            f"engine run --dry-run printed a line that is not JSON ({error.msg})"
+        ) from None
 
 
 class EngineRun:
@@ -173,11 +204,18 @@ class EngineRun:
         self.problems: list[str] = []  # stdout lines that were not valid records
         self.returncode: int | None = None
 
+    def command(self) -> list[str]:
+        """The command line that runs the engine (a remote run wraps it in ssh)."""
+        return [str(self.engine), *self.options.engine_args()]
+
+    # A remote run keeps ssh's stdin open: closing it is how the remote engine is stopped.
+    stdin: int = subprocess.DEVNULL
+
     def start(self) -> None:
         try:
             self._process = subprocess.Popen(
-                [str(self.engine), *self.options.engine_args()],
-                stdin=subprocess.DEVNULL,
+                self.command(),
+                stdin=self.stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,

@@ -187,3 +187,55 @@ def compare_samples(
 def lower_is_better(unit: str) -> bool:
     """Time, cycles and instructions per operation: lower is better; rates: higher."""
     return unit != "msgs/s"
+
+
+# ---- one sample set's summary (the record's "summary" object) ----------------
+MEDIAN_CI_METHOD = "binomial order statistics (distribution-free)"
+
+
+def median_ci(samples: Sequence[float], level: float = DEFAULT_LEVEL) -> dict | None:
+    """Distribution-free interval of the median, as the engine computes it:
+    order statistics x(j) and x(n-1-j) (0-based) for the largest j whose
+    coverage 1 - 2 P(Binomial(n, 1/2) <= j) still reaches `level`; the exact
+    coverage is reported. None when n is too small for the level."""
+    ordered = np.sort(_as_array(samples))
+    n = int(ordered.size)
+    if n < MIN_SAMPLES:
+        return None
+    from scipy import stats as scipy_stats
+
+    best = None
+    for j in range(n // 2):
+        coverage = 1.0 - 2.0 * float(scipy_stats.binom.cdf(j, n, 0.5))
+        if coverage < level:
+            break
+        best = (j, coverage)
+    if best is None:
+        return None
+    j, coverage = best
+    return {
+        "low": float(ordered[j]),
+        "high": float(ordered[n - 1 - j]),
+        "level": coverage,
+        "method": MEDIAN_CI_METHOD,
+    }
+
+
+def summarize(samples: Sequence[float]) -> dict:
+    """The record's summary of one sample set (the same fields and methods as
+    the engine's stats: linear-interpolation percentiles, n-1 deviation)."""
+    array = _as_array(samples)
+    if array.size == 0:
+        raise ValueError("summary of no samples")
+    p50, p90, p99 = np.percentile(array, [50, 90, 99])
+    return {
+        "n": int(array.size),
+        "min": float(array.min()),
+        "median": float(p50),
+        "mean": float(array.mean()),
+        "stddev": float(array.std(ddof=1)) if array.size > 1 else 0.0,
+        "p90": float(p90),
+        "p99": float(p99),
+        "max": float(array.max()),
+        "median_ci": median_ci(array),
+    }

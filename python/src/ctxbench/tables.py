@@ -183,7 +183,7 @@ def _matrix_comparison_table(comparison: Comparison, compared: MatrixComparison)
     table.add_column("pair class", no_wrap=True)
     table.add_column("A median", justify="right", no_wrap=True)
     for index in range(1, len(comparison.runs)):
-        letter = _letter(index)
+        letter = fmt.run_letter(index)
         table.add_column(f"{letter} median", justify="right", no_wrap=True)
         table.add_column(f"{letter}/A [CI], p", justify="right", no_wrap=True)
         table.add_column(f"{letter} vs A", overflow="fold")
@@ -350,7 +350,7 @@ def comparison_table(comparison: Comparison, width: int | None = None) -> Table:
         table.add_column("params", overflow="fold")
     table.add_column("A median", justify="right", no_wrap=True)
     for index in range(1, len(comparison.runs)):
-        letter = _letter(index)
+        letter = fmt.run_letter(index)
         table.add_column(f"{letter} median", justify="right", no_wrap=True)
         if narrow:
             table.add_column(f"{letter}/A [CI], p", justify="right", no_wrap=True)
@@ -404,7 +404,7 @@ def runs_legend(comparison: Comparison) -> Table:
     table.add_column("started (UTC)")
     for index, run in enumerate(comparison.runs):
         table.add_row(
-            _letter(index),
+            fmt.run_letter(index),
             Text(run.run_id),
             Text(run.info.hostname or "?"),
             Text(run.info.label or ""),
@@ -413,12 +413,8 @@ def runs_legend(comparison: Comparison) -> Table:
     return table
 
 
-def _letter(index: int) -> str:
-    return chr(ord("A") + index) if index < 26 else f"R{index}"
-
-
 def _run_label(index: int, run_id: str, label: str | None) -> str:
-    return f"{_letter(index)}: {label or run_id}"
+    return f"{fmt.run_letter(index)}: {label or run_id}"
 
 
 def _clip(text: str, limit: int) -> str:

@@ -1,0 +1,93 @@
+"""A preset is ordinary probe variants run by the harness: its records are
+those of the same probes run by name with the same parameters, field by field
+(figures aside), and in table mode each row is printed once."""
+
+import json
+import subprocess
+
+from conftest import parse_records, results
+
+PRESET = "fibers-vs-threads"
+# Fewer laps than the preset's 1,000,000 keep the test short; the same
+# override goes to both runs, so the parameters still match.
+LAPS = ["--param", "laps=10000"]
+
+# What a measurement decides (figures, times, where the scheduler put an
+# unpinned task) and may differ between two runs of the same variant.
+FIGURES = {
+    "samples",
+    "summary",
+    "corrected",
+    "duration_s",
+    "started_at",
+    "run_id",
+    "verdict",
+}
+
+
+def engine_run(engine, *args):
+    proc = subprocess.run([engine, "run", *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def preset_variants(engine):
+    text = engine_run(engine, "--preset", PRESET, *LAPS, "--dry-run")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def by_name_args(variants):
+    """The same variants as probe names and --param choices."""
+    args = [v["probe"] for v in variants]
+    choices = {}
+    for v in variants:
+        for key, value in v["params"].items():
+            choices.setdefault(key, [])
+            if str(value) not in choices[key]:
+                choices[key].append(str(value))
+    for key, values in choices.items():
+        args += ["--param", f"{key}={','.join(values)}"]
+    return args
+
+
+def comparable(record):
+    """The record without its figures; checks and derived keep their names and
+    what was expected, the timer its source, the placement what was asked."""
+    out = {k: v for k, v in record.items() if k not in FIGURES}
+    out["checks"] = [(c["name"], json.dumps(c["expected"])) for c in record["checks"]]
+    out["derived"] = sorted(record["derived"])
+    out["timer"] = (record["timer"]["source"], record["timer"]["corrected"])
+    out["placement"] = (record["placement"]["requested"], len(record["placement"]["cpus"]))
+    if record["baseline"] is not None:
+        out["baseline"] = record["baseline"]["name"]
+    return out
+
+
+def test_preset_expands_to_registered_probes(engine):
+    variants = preset_variants(engine)
+    assert [v["probe"] for v in variants] == ["uswitch.boost_fiber", "switch.threads_round_robin"]
+    for v in variants:
+        workers = v["params"].get("fibers", v["params"].get("threads"))
+        assert workers == 4 and v["params"]["laps"] == 10000
+
+
+def test_preset_records_match_the_same_probes_run_by_name(engine):
+    variants = preset_variants(engine)
+    preset = results(parse_records(engine_run(engine, "--json", "--preset", PRESET, *LAPS)))
+    by_name = results(parse_records(engine_run(engine, "--json", *by_name_args(variants))))
+    assert [r["probe"] for r in preset] == [r["probe"] for r in by_name]
+    for a, b in zip(preset, by_name, strict=True):
+        assert set(a) == set(b), a["probe"]
+        assert comparable(a) == comparable(b), a["probe"]
+        if a["verdict"]["status"] != "unsupported":
+            assert a["ops_per_sample"] == 40000  # 10,000 laps of 4 workers: fixed by laps
+            assert len(a["samples"]) == 1 and a["timer"]["corrected"]
+
+
+def test_preset_rows_are_printed_once_in_table_mode(engine):
+    table = engine_run(engine, "--preset", PRESET, *LAPS)
+    for probe in ("uswitch.boost_fiber", "switch.threads_round_robin"):
+        rows = [line for line in table.splitlines() if line.startswith(probe + " ")]
+        assert len(rows) == 1, table
+    # The comparison view names both, once, after the rows.
+    assert table.count(f"# {PRESET}:") == 1, table

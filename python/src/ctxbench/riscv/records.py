@@ -1,0 +1,248 @@
+"""The lab's figures as ctxbench records (schema/record.schema.json): one env
+record, one result per (target, variant, call), one run_end. Summaries and
+the run_end come from the shared code (ctxbench.stats, ctxbench.records).
+
+On Spike and QEMU a result's unit is ``instructions``. On an rvsim model it
+is ``cycles`` of that model; the op text, the notes and ``derived`` say which
+model ("cycles (rvsim p550)") and carry the instruction figures beside.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ctxbench.records import SCHEMA_VERSION, timestamp
+from ctxbench.riscv.catalog import ARG0, CALL_WORDS, EXPECTED_RETURN, VARIANT_WORDS
+from ctxbench.riscv.decompose import PART_NAMES, figures, single_shot
+from ctxbench.riscv.parse import SimOutput
+from ctxbench.riscv.simulators import SPIKE_ISA, Target
+from ctxbench.riscv.tools import CROSS_PREFIX
+from ctxbench.stats import summarize
+
+SOURCE = "riscv-lab"
+PRODUCER_VERSION = "2"
+
+
+def _unit(target: Target) -> str:
+    return "cycles" if target.counts_cycles else "instructions"
+
+
+def _counter(target: Target) -> str:
+    return "cycles" if target.counts_cycles else "instret"
+
+
+def result_base(run_id: str, target: Target, variant: str, call: str) -> dict[str, Any]:
+    params: dict[str, Any] = {"variant": variant, "sim": target.sim}
+    if target.model is not None:
+        params["model"] = target.model
+    read = "rdcycle" if target.counts_cycles else "rdinstret"
+    return {
+        "schema": SCHEMA_VERSION,
+        "kind": "result",
+        "run_id": run_id,
+        "probe": f"riscv.ecall.{call}",
+        "family": "riscv",
+        "params": params,
+        "unit": _unit(target),
+        "op": (
+            f"one ecall round trip from U-mode, {CALL_WORDS[call]}, handled by the "
+            f"{VARIANT_WORDS[variant]}; counted with {read} on {target.name}, "
+            f"in {target.cycle_unit}"
+        ),
+        "timer": {
+            "source": f"{read} ({target.name})",
+            "overhead_ns": None,
+            "resolution_ns": None,
+            "corrected": True,
+        },
+        "placement": {"requested": "none", "cpus": []},
+        "source": SOURCE,
+    }
+
+
+def result_record(
+    run_id: str,
+    target: Target,
+    variant: str,
+    call: str,
+    out: SimOutput,
+    parts: dict[str, dict[str, dict[str, float]]],
+    model: dict[str, Any] | None,
+    started_at: str,
+) -> dict[str, Any]:
+    """parts: counter ('instret', 'cycles') -> call -> part -> value."""
+    counter = _counter(target)
+    main = figures(out, variant, call, counter)
+    instr = figures(out, variant, call, "instret")
+    cyc = figures(out, variant, call, "cycles")
+    summary = summarize(main.samples)
+    baseline_value = statistics.median(main.baseline)
+    corrected_median = summary["median"] - baseline_value
+    record = result_base(run_id, target, variant, call)
+    derived: dict[str, Any] = {
+        "per_round_trip_instructions": instr.corrected,
+        "per_round_trip_cycles": cyc.corrected,
+        "cycle_unit": target.cycle_unit,
+        "counters": target.counters,
+        "timer_pair_instructions": instr.timer,
+        "timer_pair_cycles": cyc.timer,
+        "baseline_instructions": statistics.median(instr.baseline),
+        "baseline_cycles": statistics.median(cyc.baseline),
+        "minus_full_instructions": instr.corrected - parts["instret"][call]["total"],
+    }
+    if target.counts_cycles:
+        derived["minus_full_cycles"] = cyc.corrected - parts["cycles"][call]["total"]
+    if variant == "full":
+        for part in PART_NAMES:
+            derived[f"{part}_instructions"] = parts["instret"][call][part]
+            if target.counts_cycles:
+                derived[f"{part}_cycles"] = parts["cycles"][call][part]
+    if call == "getpid":
+        for name, key in (("instructions", "instret"), ("cycles", "cycles")):
+            shot = single_shot(out, variant, key)
+            if shot is not None:
+                derived[f"single_shot_{name}"] = shot["raw"]
+                derived[f"single_shot_less_timer_{name}"] = shot["less_timer"]
+    for key, value in (model or {}).items():
+        if isinstance(value, dict):
+            for inner, item in value.items():
+                derived[f"model_{key}_{inner}"] = item
+        else:
+            derived[f"model_{key}"] = value
+    returned = out.returns.get((variant, call))
+    expected = ARG0[call] if variant == "empty" else EXPECTED_RETURN[call]
+    checks: list[dict[str, Any]] = [
+        {
+            "name": "return_value",
+            "expected": expected,
+            "observed": returned,
+            "ok": returned == expected,
+            "detail": "a0 unchanged: the empty handler runs no call"
+            if variant == "empty"
+            else "a0 after the last ecall of the loop",
+        },
+        {
+            "name": "deterministic_samples",
+            "expected": "every timed loop gives the same count",
+            "observed": {"min": summary["min"], "max": summary["max"]},
+            "ok": summary["min"] == summary["max"],
+        },
+    ]
+    if not target.counts_cycles:
+        checks.append(
+            {
+                "name": "cycle_counter",
+                "expected": "rdcycle delta equals rdinstret delta",
+                "observed": {"cycles": cyc.corrected, "instret": instr.corrected},
+                "ok": cyc.corrected == instr.corrected,
+                "detail": target.counters,
+            }
+        )
+    if call == "clock_gettime" and variant != "empty":
+        clock = out.clock.get(variant, {})
+        first, last = clock.get("first_ns", -1), clock.get("last_ns", -1)
+        checks.append(
+            {
+                "name": "clock_advances",
+                "expected": "last timespec >= first, both > 0",
+                "observed": {"first_ns": first, "last_ns": last},
+                "ok": 0 < first <= last,
+            }
+        )
+    reasons = []
+    if not checks[0]["ok"]:
+        reasons.append(
+            {"code": "error", "detail": f"{call} returned {returned}, expected {expected}"}
+        )
+    status = "failed" if reasons else "ok"
+    # Spike and QEMU are deterministic loop for loop. A cycle model's loops
+    # may differ (caches and predictors warm up), so spread is no fault there.
+    if status == "ok" and not checks[1]["ok"] and not target.counts_cycles:
+        status = "suspect"
+        reasons.append(
+            {"code": "high_spread", "detail": "timed loops differ in a deterministic simulator"}
+        )
+    if target.counts_cycles:
+        checks[1]["ok"] = True
+        checks[1]["expected"] = "recorded only: a cycle model's loops may differ"
+    record.update(
+        {
+            "ops_per_sample": main.round_trips,
+            "warmup_samples": 1,
+            "samples": main.samples,
+            "summary": summary,
+            "baseline": {
+                "name": "empty timing loop (the same loop without the ecall)",
+                "value": baseline_value,
+                "unit": _unit(target),
+                "summary": summarize(main.baseline),
+            },
+            "corrected": {
+                "median": corrected_median,
+                "min": summary["min"] - baseline_value,
+                "p99": summary["p99"] - baseline_value,
+                "nonpositive": corrected_median <= 0,
+            },
+            "derived": derived,
+            "checks": checks,
+            "verdict": {"status": status, "reasons": reasons},
+            "started_at": started_at,
+            "notes": [f"counts are {target.cycle_unit}; instructions beside them in derived"]
+            if target.counts_cycles
+            else [f"counts are {target.instruction_unit}, not cycles"],
+        }
+    )
+    return record
+
+
+def env_record(
+    run_id: str,
+    targets: Sequence[Target],
+    versions: dict[str, str],
+    images: Path | None,
+    models: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    uname = platform.uname()
+    simulated = "; ".join(f"{t.name}: {versions.get(t.sim) or 'not available'}" for t in targets)
+    return {
+        "schema": SCHEMA_VERSION,
+        "kind": "env",
+        "run_id": run_id,
+        "producer": {"name": "ctxbench-riscv-lab", "version": PRODUCER_VERSION},
+        "started_at": timestamp(),
+        "hostname": uname.node,
+        "arch": "riscv64",
+        "cpu": {
+            "model": f"simulated RV64GC hart ({simulated})",
+            "vendor": "simulator",
+            "logical": 1,
+            "online": [0],
+            "allowed": [0],
+        },
+        "kernel": {
+            "sysname": "ctxbench trap-lab kernel",
+            "release": "bare metal, M-mode, no MMU (riscv/kernel)",
+        },
+        "virtualization": {"detected": "simulator: " + ", ".join(t.name for t in targets)},
+        "mitigations": {},
+        "build": {
+            "images": str(images) if images else None,
+            "cflags": "-march=rv64gc -mabi=lp64 -mcmodel=medany -O2 (riscv/Makefile)",
+            "spike_isa": SPIKE_ISA,
+            "rvsim_models": "; ".join(
+                f"{name}: " + ", ".join(f"{k}={v}" for k, v in model.items())
+                for name, model in models.items()
+            ),
+        },
+        "compiler": {"name": CROSS_PREFIX + "gcc", "version": versions.get("cc", "")},
+        "options": {"sims": [t.name for t in targets]},
+        "notes": [
+            f"host: {uname.system} {uname.release} {uname.machine}",
+            "figures are counts from simulators (instructions; rvsim: a model's cycles), "
+            "not host time and not hardware cycles",
+        ],
+    }
