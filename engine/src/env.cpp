@@ -1,6 +1,5 @@
 #include "env.hpp"
 
-#include <dirent.h>
 #include <gnu/libc-version.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 
 #include "record.hpp"
 #include "tasks.hpp"
+#include "topology.hpp"
 
 namespace ctx {
 
@@ -30,34 +30,6 @@ std::string read_first_line(const std::string& path) {
 }
 
 namespace {
-
-std::vector<std::string> list_dir(const std::string& path) {
-  std::vector<std::string> names;
-  if (DIR* dir = opendir(path.c_str())) {
-    while (dirent* entry = readdir(dir))
-      if (entry->d_name[0] != '.') names.emplace_back(entry->d_name);
-    closedir(dir);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::vector<int> parse_cpu_list(const std::string& text) {
-  std::vector<int> cpus;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, ',')) {
-    if (part.empty()) continue;
-    const auto dash = part.find('-');
-    try {
-      const int first = std::stoi(part.substr(0, dash));
-      const int last = dash == std::string::npos ? first : std::stoi(part.substr(dash + 1));
-      for (int c = first; c <= last; ++c) cpus.push_back(c);
-    } catch (const std::exception&) {
-    }
-  }
-  return cpus;
-}
 
 // Key: value lines of /proc/cpuinfo for the first CPU.
 std::map<std::string, std::string> cpuinfo_first() {
@@ -112,21 +84,19 @@ nlohmann::json capture_environment(const std::string& run_id, const TimerInfo& t
   cpu["logical"] = std::max<long>(1, sysconf(_SC_NPROCESSORS_CONF));
   cpu["online"] = online;
   cpu["allowed"] = allowed_cpus();
-  nlohmann::json topology = nlohmann::json::array();
-  for (int c : online) {
-    const std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
-    nlohmann::json t = {{"cpu", c}};
-    const std::string core = read_first_line(base + "core_id"), package = read_first_line(base + "physical_package_id");
-    if (!core.empty()) t["core"] = std::stoi(core);
-    if (!package.empty()) t["package"] = std::stoi(package);
-    const std::string siblings = read_first_line(base + "thread_siblings_list");
-    if (!siblings.empty()) t["smt_siblings"] = siblings;
-    const std::string llc =
-        read_first_line("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/cache/index3/shared_cpu_list");
-    if (!llc.empty()) t["llc_shared_with"] = llc;
-    topology.push_back(t);
+  // Where each online CPU is (core, package, die, cluster, NUMA node, LLC,
+  // SMT siblings). A substitute sysfs tree (CTXBENCH_SYSFS_ROOT, for tests)
+  // is named, since its topology is not this machine's.
+  const std::string root = sysfs_root();
+  std::vector<int> described = sysfs_online_cpus(root);
+  if (described.empty()) described = allowed_cpus();
+  const Topology topology = read_topology(described, root);
+  cpu["topology"] = topology_json(topology);
+  cpu["smt"] = smt_json(topology);
+  if (root != "/sys") {
+    cpu["topology_root"] = root;
+    notes.push_back("topology read from " + root + " (CTXBENCH_SYSFS_ROOT), not from /sys");
   }
-  cpu["topology"] = topology;
   std::set<std::string> interesting = {
       "constant_tsc", "nonstop_tsc", "tsc_known_freq", "hypervisor", "pti",  "avx",  "avx2",  "avx512f",  "xsave",
       "xsaves",       "fsgsbase",    "pcid",           "invpcid",    "ibrs", "ibpb", "stibp", "md_clear", "rdtscp"};

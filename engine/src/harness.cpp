@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "idle.hpp"
 #include "output.hpp"
 #include "tasks.hpp"
+#include "topology.hpp"
 
 namespace ctx {
 
@@ -227,6 +229,28 @@ void add_switch_checks(const Expectation& expectation, double ops_total, double 
   }
 }
 
+// A matrix probe that expects no switches spins on both sides (matrix.cacheline):
+// each switch of its tasks means another task took the CPU while it waited,
+// so some samples hold a wait for the scheduler, not a hand-off. None is
+// expected; any is `too_many_switches`. The partners' counts cover their
+// whole life (warm-up included).
+void add_preemption_check(const SwitchCount& main_delta, const std::vector<TaskReport>& partners, Result& r) {
+  long observed = main_delta.voluntary + main_delta.involuntary;
+  for (const auto& p : partners) observed += p.voluntary + p.involuntary;
+  Check check;
+  check.name = "preemptions.spinning_tasks";
+  check.expected = 0;
+  check.observed = observed;
+  check.ok = observed == 0;
+  check.detail = "switches of the spinning tasks (voluntary + involuntary): none when nothing else wants their CPUs";
+  if (!check.ok)
+    r.verdict.add(Status::suspect, Reason::too_many_switches,
+                  fmt::format("the spinning tasks were switched out {} times: another task took their CPU, so some "
+                              "samples include a wait for the scheduler (is the machine busy?)",
+                              observed));
+  r.checks.push_back(check);
+}
+
 void add_placement_check(const Placement& placement, Result& r) {
   Check check;
   check.name = "placement";
@@ -270,6 +294,30 @@ std::string unstable_detail(const Stability& stability, const Result& r) {
   return detail;
 }
 
+std::optional<Baseline> measure_baseline(const ProbeDescriptor& probe, const Params& params, Context& ctx, Clock& clock,
+                                         const TimerInfo& timer, const HarnessOptions& options) {
+  auto baseline = probe.make_baseline(ctx);
+  Sampled base = sample(probe, params, *baseline, clock, timer, options, probe.baseline_ops_per_iteration(params));
+  baseline->finish();
+  Baseline b;
+  b.name = probe.baseline;
+  b.probe = probe.name + ".baseline";
+  b.summary = summarize(base.per_op);
+  b.value = b.summary->median;
+  b.unit = Unit::ns;
+  return b;
+}
+
+// What the harness does with one placement: calibrate, warm up, sample, check
+// the kernel's counts and the CPUs. A whole variant also measures its
+// baseline and lets the workload annotate; a matrix cell does neither (the
+// matrix measures its baseline once).
+enum class Scope { variant, matrix_cell };
+void measure_at(const ProbeDescriptor& probe, const Params& params, const Placement& placement, Clock& clock,
+                const TimerInfo& timer, const HarnessOptions& options, Scope scope, Result& r);
+void measure_matrix(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
+                    const HarnessOptions& options, Result& r);
+
 }  // namespace
 
 Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
@@ -303,6 +351,10 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
       return done();
     }
   }
+  if (probe.matrix) {
+    measure_matrix(probe, params, clock, timer, options, r);
+    return done();
+  }
   const auto cpus = params.find("cpus");
   std::string why;
   const auto placement = resolve_placement(cpus == params.end() ? "none" : cpus->second, probe.tasks(params), &why);
@@ -311,8 +363,17 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
     r.verdict.add(Status::unsupported, Reason::placement_unavailable, why);
     return done();
   }
-  r.placement_requested = placement->requested;
-  r.placement_cpus = placement->cpus;
+  measure_at(probe, params, *placement, clock, timer, options, Scope::variant, r);
+  return done();
+}
+
+namespace {
+
+void measure_at(const ProbeDescriptor& probe, const Params& params, const Placement& placement, Clock& clock,
+                const TimerInfo& timer, const HarnessOptions& options, Scope scope, Result& r) {
+  r.placement_requested = placement.requested;
+  r.placement_cpus = placement.cpus;
+  if (!placement.detail.empty()) r.notes.push_back(placement.detail);
 
   // idle=held: the latency request lives as long as this object, so it is
   // released when the variant ends, on every path out of it (a crash or
@@ -320,7 +381,7 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
   // after the workload has forked its partners, so no child inherits it.
   std::optional<IdleHold> idle_hold;
   AffinityGuard restore_affinity;
-  Context ctx(params, *placement, options.quick);
+  Context ctx(params, placement, options.quick);
   try {
     ctx.pin(0);
     const int main_cpu_start = current_cpu();
@@ -332,7 +393,7 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
       idle_hold = IdleHold::acquire(&why_not, &denied);
       if (!idle_hold) {
         r.verdict.add(Status::unsupported, denied ? Reason::permission_denied : Reason::not_supported_here, why_not);
-        return done();
+        return;
       }
       if (const auto effective = idle_hold->effective_us()) r.derived["idle_latency_bound_us"] = *effective;
       const std::string driver = cpuidle_driver();
@@ -374,18 +435,8 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
         r.observed_end[static_cast<std::size_t>(p.task)] = p.cpu_end;
       }
     }
-    if (probe.make_baseline) {
-      auto baseline = probe.make_baseline(ctx);
-      Sampled base = sample(probe, params, *baseline, clock, timer, options, probe.baseline_ops_per_iteration(params));
-      baseline->finish();
-      Baseline b;
-      b.name = probe.baseline;
-      b.probe = probe.name + ".baseline";
-      b.summary = summarize(base.per_op);
-      b.value = b.summary->median;
-      b.unit = Unit::ns;
-      r.baseline = b;
-    }
+    if (probe.make_baseline && scope == Scope::variant)
+      r.baseline = measure_baseline(probe, params, ctx, clock, timer, options);
 
     const Summary summary = summarize(r.samples);
     r.summary = summary;
@@ -396,7 +447,9 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
                           {after.voluntary - before.voluntary, after.involuntary - before.involuntary}, partners,
                           summary, r);
     }
-    add_placement_check(*placement, r);
+    if (probe.matrix && !probe.expects)
+      add_preemption_check({after.voluntary - before.voluntary, after.involuntary - before.involuntary}, partners, r);
+    add_placement_check(placement, r);
     if (probe.syscalls_per_op) r.derived["syscalls_per_op"] = probe.syscalls_per_op(params);
     const double shortest_batch_ns = summary.min * static_cast<double>(r.ops_per_sample);
     if (timer.resolution_ns > 0 && shortest_batch_ns < 100 * timer.resolution_ns)
@@ -422,16 +475,180 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
       for (double& v : r.samples) v = 1e9 / v;
       r.summary = summarize(r.samples);
     }
-    r.stability = assess_stability(r.samples);
-    if (r.stability && r.stability->unstable)
-      r.verdict.add(Status::suspect, Reason::unstable, unstable_detail(*r.stability, r));
-    workload->annotate(r);
+    if (scope == Scope::variant) {
+      // A matrix cell's samples are judged with the matrix (its cells differ
+      // by design); a variant's must be one figure.
+      r.stability = assess_stability(r.samples);
+      if (r.stability && r.stability->unstable)
+        r.verdict.add(Status::suspect, Reason::unstable, unstable_detail(*r.stability, r));
+      workload->annotate(r);
+    }
   } catch (const ProbeError& e) {
     r.verdict.add(e.status, e.code, e.what());
   } catch (const std::exception& e) {
     r.verdict.add(Status::failed, Reason::error, e.what());
   }
-  return done();
 }
+
+// A CPU-pair matrix. Each cell is measured by measure_at with the pair as its
+// placement (task 0 on the row CPU, task 1 on the column CPU), so calibration,
+// warm-up, timer correction, the division into ops and the checks are exactly
+// a variant's. The cells share the variant's sampling budget evenly (each
+// still takes at least five samples), the baseline is measured once, on the
+// first CPU, and the record's samples are every cell's samples in cell order.
+void measure_matrix(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
+                    const HarnessOptions& options, Result& r) {
+  const auto& spec = *probe.matrix;
+  const std::vector<int> allowed = allowed_cpus();
+  const Topology topology = read_topology(allowed, sysfs_root());
+  const auto limit_param = params.find("max_pairs");
+  const std::size_t limit = limit_param == params.end() ? 256 : std::stoul(limit_param->second);
+  const MatrixPlan plan = plan_matrix(topology, allowed, spec.diagonal, limit);
+  r.placement_requested = "matrix";
+  r.placement_cpus = plan.cpus;
+  if (plan.cpus.size() < 2) {
+    r.verdict.add(Status::unsupported, Reason::placement_unavailable,
+                  fmt::format("a CPU-pair matrix needs two CPUs but only CPU {} is allowed (affinity mask); run "
+                              "without taskset or allow more CPUs",
+                              plan.cpus.empty() ? -1 : plan.cpus.front()));
+    return;
+  }
+  Matrix m;
+  m.cpus = plan.cpus;
+  m.rows = spec.rows;
+  m.columns = spec.columns;
+  m.diagonal = spec.diagonal ? "measured: each CPU with itself" : "not measured: " + spec.diagonal_why_not;
+  m.pairs = plan.pairs;
+  m.limit = plan.limit;
+  m.sampled = plan.sampled;
+  m.rule = plan.rule;
+  m.topology = topology_json(topology);
+  m.topology_root = topology.root;
+
+  HarnessOptions per_cell = options;
+  per_cell.max_variant_s = options.max_variant_s / static_cast<double>(plan.cells.size());
+  std::vector<Check> summed;                                   // each check, added up over the cells
+  std::map<Reason, std::pair<std::size_t, std::string>> seen;  // reason -> (cells, the first one's detail)
+  std::size_t cut_short = 0;
+  double ops_executed = 0;
+  for (const auto& pair : plan.cells) {
+    const std::string where = fmt::format("cell {}->{}", pair.first, pair.second);
+    Result cell;
+    measure_at(probe, params, Placement{"matrix", {pair.first, pair.second}, ""}, clock, timer, per_cell,
+               Scope::matrix_cell, cell);
+    if (cell.verdict.status == Status::unsupported || cell.verdict.status == Status::failed) {
+      // A broken cell stops the matrix: the record says which and why.
+      for (const auto& [code, detail] : cell.verdict.reasons)
+        r.verdict.add(cell.verdict.status, code, where + ": " + detail);
+      return;
+    }
+    MatrixCell c;
+    c.row = pair.first;
+    c.column = pair.second;
+    c.pair_class = pair_class_name(pair.cls);
+    c.first_sample = r.samples.size();
+    c.summary = *cell.summary;
+    c.ops_per_sample = cell.ops_per_sample;
+    c.observed = cell.observed_start;
+    r.samples.insert(r.samples.end(), cell.samples.begin(), cell.samples.end());
+    for (const auto& check : cell.checks) {
+      auto total = std::find_if(summed.begin(), summed.end(), [&](const Check& s) { return s.name == check.name; });
+      if (total == summed.end()) {
+        summed.push_back(check);
+        continue;
+      }
+      if (total->expected.is_number() && check.expected.is_number() && total->observed.is_number() &&
+          check.observed.is_number()) {
+        total->expected = total->expected.get<double>() + check.expected.get<double>();
+        total->observed = total->observed.get<double>() + check.observed.get<double>();
+      }
+      total->ok = total->ok && check.ok;
+    }
+    for (const auto& check : cell.checks)
+      if (check.name.find("_switches.") != std::string::npos && check.expected.is_number()) {
+        c.switches_expected = c.switches_expected.value_or(0) + check.expected.get<double>();
+        c.switches_observed = c.switches_observed.value_or(0) + check.observed.get<double>();
+      }
+    for (const auto& [code, detail] : cell.verdict.reasons) {
+      c.problems.push_back(fmt::format("{}: {}", reason_name(code), detail));
+      auto& [count, first] = seen[code];
+      if (count++ == 0) first = where + ": " + detail;
+    }
+    cut_short += cell.notes.empty() ? 0 : 1;
+    ops_executed += cell.derived.value("ops_executed", 0.0);
+    r.ops_per_sample = r.ops_per_sample == 0 ? cell.ops_per_sample : std::min(r.ops_per_sample, cell.ops_per_sample);
+    m.cells.push_back(std::move(c));
+  }
+  for (auto& check : summed) {
+    if (check.name.find("_switches.") != std::string::npos && check.expected.is_number() &&
+        check.observed.is_number()) {
+      Check judged = check;
+      judge_switches(check.expected.get<double>(), check.observed.get<double>(), judged);
+      check.ratio = judged.ratio;
+      check.ok = judged.ok;
+      check.detail = fmt::format("summed over the {} cells; each cell is judged on its own (matrix cells' switches)",
+                                 plan.cells.size());
+    } else if (check.name == "placement") {
+      check.expected = "each cell's two CPUs";
+      check.observed = nullptr;
+      check.detail = check.ok ? fmt::format("every task of the {} cells stayed on its CPU", plan.cells.size())
+                              : "a task of some cell ran elsewhere (see the cells' problems)";
+    }
+    r.checks.push_back(check);
+  }
+  for (const auto& [code, what] : seen)
+    r.verdict.add(Status::suspect, code,
+                  fmt::format("{} of {} cells; the first, {}", what.first, plan.cells.size(), what.second));
+  if (cut_short > 0)
+    r.notes.push_back(
+        fmt::format("{} of {} cells stopped sampling early: the matrix's budget ({:.0f} s) is shared "
+                    "by its cells, each taking at least five samples",
+                    cut_short, plan.cells.size(), options.max_variant_s));
+
+  if (probe.make_baseline) {
+    AffinityGuard restore_affinity;
+    Context ctx(params, Placement{"matrix", {plan.cpus.front()}, ""}, options.quick);
+    try {
+      ctx.pin(0);
+      r.baseline = measure_baseline(probe, params, ctx, clock, timer, options);
+    } catch (const ProbeError& e) {
+      r.verdict.add(e.status, e.code, std::string("baseline: ") + e.what());
+      return;
+    }
+  }
+  // Per class: the summary of every sample of its cells, and how far the cells' medians spread.
+  for (const auto& [name, counts] : plan.per_class) {
+    MatrixClass k;
+    k.name = name;
+    k.pairs = counts.first;
+    std::vector<double> pooled, medians;
+    for (const auto& c : m.cells) {
+      if (c.pair_class != name) continue;
+      ++k.measured;
+      pooled.insert(pooled.end(), r.samples.begin() + static_cast<std::ptrdiff_t>(c.first_sample),
+                    r.samples.begin() + static_cast<std::ptrdiff_t>(c.first_sample + c.summary.n));
+      medians.push_back(c.summary.median);
+    }
+    if (!pooled.empty()) {
+      k.summary = summarize(pooled);
+      k.lowest_cell_median = *std::min_element(medians.begin(), medians.end());
+      k.highest_cell_median = *std::max_element(medians.begin(), medians.end());
+    }
+    m.classes.push_back(k);
+  }
+  const Summary summary = summarize(r.samples);
+  r.summary = summary;
+  r.timer_corrected = true;
+  r.derived["ops_executed"] = ops_executed;
+  r.derived["cells"] = static_cast<double>(m.cells.size());
+  if (clock.counts_ticks()) r.derived["tsc_ticks_per_op"] = summary.median / timer.ns_per_tick;
+  if (r.baseline && summary.median - r.baseline->value <= 0)
+    r.verdict.add(Status::suspect, Reason::nonpositive_after_baseline,
+                  fmt::format("the baseline ({:.1f} ns) is not below the matrix's median ({:.1f} ns)",
+                              r.baseline->value, summary.median));
+  r.matrix = std::move(m);
+}
+
+}  // namespace
 
 }  // namespace ctx

@@ -12,11 +12,13 @@
 // started), 2 usage, 3 an output could not be written, 130 interrupted,
 // 141 the reader of an output pipe went away (as a SIGPIPE death reads).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -335,7 +337,8 @@ int main(int argc, char** argv) try {
   run->add_option("--min-time", run_options.min_time, "Least seconds one sample (batch) lasts (default 0.01)");
   run->add_option("--timeout", run_options.timeout,
                   "Seconds a variant may run before its children are killed (default 120)");
-  run->add_option("--cpus", run_options.cpus, "Placements to run: same,cross,any");
+  run->add_option("--cpus", run_options.cpus,
+                  "Placements to run: same,cross,any (the default runs), smt,llc,remote (by CPU topology)");
   run->add_option("--between", run_options.between, "Task kinds to run: threads,processes");
   run->add_flag("--hold-idle", run_options.hold_idle,
                 "Hold every CPU out of deep idle (/dev/cpu_dma_latency = 0) during each variant that has the idle "

@@ -85,6 +85,50 @@ nlohmann::json summary_to_json(const Summary& s) {
   return j;
 }
 
+nlohmann::json matrix_to_json(const Matrix& m) {
+  nlohmann::json cells = nlohmann::json::array();
+  for (const auto& c : m.cells) {
+    nlohmann::json cell = {{"row", c.row},
+                           {"column", c.column},
+                           {"class", c.pair_class},
+                           {"first_sample", c.first_sample},
+                           {"n", c.summary.n},
+                           {"median", c.summary.median},
+                           {"min", c.summary.min},
+                           {"p99", c.summary.p99},
+                           {"ops_per_sample", c.ops_per_sample},
+                           {"observed", c.observed},
+                           {"ok", c.problems.empty()}};
+    cell["median_ci"] = c.summary.median_ci ? nlohmann::json({{"low", c.summary.median_ci->low},
+                                                              {"high", c.summary.median_ci->high},
+                                                              {"level", c.summary.median_ci->level}})
+                                            : nlohmann::json(nullptr);
+    if (c.switches_expected && c.switches_observed)
+      cell["switches"] = {{"expected", *c.switches_expected}, {"observed", *c.switches_observed}};
+    if (!c.problems.empty()) cell["problems"] = c.problems;
+    cells.push_back(cell);
+  }
+  nlohmann::json classes = nlohmann::json::array();
+  for (const auto& k : m.classes) {
+    nlohmann::json entry = {{"class", k.name}, {"pairs", k.pairs}, {"measured", k.measured}};
+    entry["summary"] = k.summary ? summary_to_json(*k.summary) : nlohmann::json(nullptr);
+    if (k.summary) {
+      entry["lowest_cell_median"] = k.lowest_cell_median;
+      entry["highest_cell_median"] = k.highest_cell_median;
+    }
+    classes.push_back(entry);
+  }
+  return {{"cpus", m.cpus},
+          {"rows", m.rows},
+          {"columns", m.columns},
+          {"diagonal", m.diagonal},
+          {"cells", cells},
+          {"classes", classes},
+          {"selection", {{"pairs", m.pairs}, {"limit", m.limit}, {"sampled", m.sampled}, {"rule", m.rule}}},
+          {"topology", m.topology},
+          {"topology_root", m.topology_root}};
+}
+
 nlohmann::json params_to_json(const Params& values, const std::map<std::string, double>& numbers) {
   nlohmann::json params = nlohmann::json::object();
   for (const auto& [key, value] : values) {
@@ -177,6 +221,7 @@ nlohmann::json result_to_json(const Result& r) {
   j["duration_s"] = r.duration_s;
   j["source"] = "engine";
   if (!r.notes.empty()) j["notes"] = r.notes;
+  if (r.matrix) j["matrix"] = matrix_to_json(*r.matrix);
   return j;
 }
 

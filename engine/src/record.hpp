@@ -70,6 +70,42 @@ struct Verdict {
   void add(Status at_least, Reason reason, std::string detail);
 };
 
+// One cell of a CPU-pair matrix: the pair, its class, and the summary of its
+// own samples (which are a slice of the record's `samples`).
+struct MatrixCell {
+  int row = -1;     // CPU of task 0 (the measuring task)
+  int column = -1;  // CPU of task 1 (the partner)
+  std::string pair_class;
+  std::size_t first_sample = 0;  // this cell's samples: samples[first_sample, first_sample + summary.n)
+  Summary summary;
+  std::uint64_t ops_per_sample = 0;
+  std::vector<int> observed;  // where tasks 0 and 1 were seen (start and end of the cell)
+  std::optional<double> switches_expected, switches_observed;  // both tasks, where the kernel counts switches
+  std::vector<std::string> problems;                           // "code: detail" for each reason the cell is not ok
+};
+
+// One class of pairs (same_cpu, smt, llc, node, other_node): the summary of
+// every sample of its measured cells, and the spread of the cells' medians.
+struct MatrixClass {
+  std::string name;
+  std::size_t pairs = 0;     // pairs of this class among the allowed CPUs
+  std::size_t measured = 0;  // cells measured
+  std::optional<Summary> summary;
+  double lowest_cell_median = 0, highest_cell_median = 0;
+};
+
+struct Matrix {
+  std::vector<int> cpus;  // rows and columns, in topology order
+  std::string rows, columns, diagonal;
+  std::vector<MatrixCell> cells;
+  std::vector<MatrixClass> classes;
+  std::size_t pairs = 0, limit = 0;
+  bool sampled = false;
+  std::string rule;
+  nlohmann::json topology;  // the matrix CPUs' entries, as in the env record
+  std::string topology_root;
+};
+
 struct Result {
   std::string run_id;
   std::string probe;
@@ -98,12 +134,14 @@ struct Result {
   std::string started_at;
   double duration_s = 0;
   std::vector<std::string> notes;
+  std::optional<Matrix> matrix;  // matrix probes only
 };
 
 nlohmann::json summary_to_json(const Summary& summary);
 // A variant's parameters as a record gives them: numbers where `numbers` has them.
 nlohmann::json params_to_json(const Params& values, const std::map<std::string, double>& numbers);
 nlohmann::json result_to_json(const Result& result);
+nlohmann::json matrix_to_json(const Matrix& matrix);
 
 std::string utc_now_iso();
 std::string new_run_id();

@@ -70,8 +70,15 @@ std::map<std::string, double> numeric_params(const ProbeDescriptor& probe, const
 }
 
 ParamSpec cpus_param(std::vector<std::string> runs, std::string help) {
-  ParamSpec spec{"cpus", {"same", "cross", "any"}, std::move(runs), std::move(help)};
-  if (spec.help.empty()) spec.help = "same: all tasks pinned to one CPU; cross: to two CPUs; any: unpinned";
+  // smt, llc and remote run only when asked for (--cpus).
+  if (runs.empty()) runs = {"same", "cross", "any"};
+  ParamSpec spec{"cpus", {"same", "cross", "any", "smt", "llc", "remote"}, std::move(runs), std::move(help)};
+  if (spec.help.empty())
+    spec.help =
+        "same: all tasks pinned to one CPU; cross: to two CPUs; any: unpinned; smt: to two SMT siblings of one core; "
+        "llc: to two cores sharing the last-level cache; remote: to two CPUs in different LLCs (other NUMA nodes "
+        "first). smt, llc and remote come from the CPU topology in sysfs and are unsupported, with the reason, where "
+        "the machine has no such pair";
   spec.axis = true;
   return spec;
 }
@@ -113,6 +120,16 @@ ParamSpec idle_param() {
   };
   spec.also_runs_help = "held beside cpus=cross, where /dev/cpu_dma_latency can be opened for writing";
   return spec;
+}
+
+ParamSpec max_pairs_param() {
+  return {"max_pairs",
+          {"256"},
+          {"256"},
+          "the most CPU pairs (matrix cells) measured: every ordered pair up to this many, beyond it a sample "
+          "stratified by topology class, stated in the record",
+          true,
+          true};
 }
 
 Expectation switch_expectation(const Params& params, const std::string& wait) {

@@ -103,6 +103,19 @@ class Workload {
 
 using WorkloadFactory = std::function<std::unique_ptr<Workload>(Context&)>;
 
+// A CPU-pair matrix probe: the harness measures the workload once per pair
+// of allowed CPUs (task 0 on the row CPU, task 1 on the column CPU), each
+// cell calibrated, sampled and checked like a variant, and the record
+// carries the cells (Result::matrix). At namespace scope: nested in
+// ProbeDescriptor, GCC 12 built registrars that crashed at start-up (free()
+// of an invalid pointer destroying the temporary descriptor).
+struct PairMatrixSpec {
+  bool diagonal = false;         // each CPU with itself is a cell too
+  std::string rows;              // what the row CPU's task does, in words
+  std::string columns;           // what the column CPU's task does
+  std::string diagonal_why_not;  // when !diagonal: why those cells are not measured
+};
+
 struct ProbeDescriptor {
   std::string name;  // family.variant
   std::string op;    // what one operation is, in one sentence
@@ -137,6 +150,8 @@ struct ProbeDescriptor {
   // changed). Recorded as derived.syscalls_per_op; `ctxbench explain` prices
   // them at the run's bare-syscall cost (syscall.enosys).
   std::function<double(const Params&)> syscalls_per_op;
+  // A CPU-pair matrix probe (see PairMatrixSpec); null for every other probe.
+  std::optional<PairMatrixSpec> matrix;
 };
 
 // Fills a descriptor's defaults and inserts it into `probes`, kept sorted by
@@ -156,8 +171,9 @@ struct Registrar {
 inline std::function<double(const Params&)> constant(double value) {
   return [value](const Params&) { return value; };
 }
-// same | cross | any: where the tasks run (an axis). `runs` and `help` let a
-// probe choose its default placements and say what they mean for it.
+// same | cross | any (the default runs) | smt | llc | remote (from the CPU
+// topology): where the tasks run (an axis). `runs` and `help` let a probe
+// choose its default placements and say what they mean for it.
 ParamSpec cpus_param(std::vector<std::string> runs = {}, std::string help = {});
 ParamSpec between_param();  // threads | processes (an axis)
 ParamSpec policy_param();   // normal | batch (scheduling policy of every task)
@@ -166,6 +182,7 @@ ParamSpec policy_param();   // normal | batch (scheduling policy of every task)
 // held runs by default beside cpus=cross, where holding is permitted. Must be
 // listed after cpus.
 ParamSpec idle_param();
+ParamSpec max_pairs_param();  // how many CPU pairs a matrix probe measures before it samples
 
 // The expectation of a two-task ping-pong where one op is one switch: each
 // task switches once per round trip (two ops). Under policy batch each switch

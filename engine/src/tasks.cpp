@@ -52,10 +52,16 @@ std::optional<int> Placement::cpu_for(int task) const {
 }
 
 std::optional<Placement> resolve_placement(const std::string& requested, int tasks, std::string* why) {
+  const bool by_topology = requested == "smt" || requested == "llc" || requested == "remote";
+  const std::vector<int> cpus = requested == "any" || requested == "none" ? std::vector<int>{} : allowed_cpus();
+  return resolve_placement(requested, tasks, cpus, by_topology ? read_topology(cpus, sysfs_root()) : Topology{}, why);
+}
+
+std::optional<Placement> resolve_placement(const std::string& requested, int tasks, const std::vector<int>& cpus,
+                                           const Topology& topology, std::string* why) {
   Placement placement;
   placement.requested = requested;
   if (requested == "any" || requested == "none") return placement;
-  const std::vector<int> cpus = allowed_cpus();
   if (cpus.empty()) {
     *why = "sched_getaffinity failed, so no CPU can be chosen";
     return std::nullopt;
@@ -64,6 +70,7 @@ std::optional<Placement> resolve_placement(const std::string& requested, int tas
     placement.cpus.assign(static_cast<std::size_t>(tasks), cpus.front());
     return placement;
   }
+  std::vector<int> two;
   if (requested == "cross") {
     if (cpus.size() < 2) {
       *why = fmt::format(
@@ -72,12 +79,19 @@ std::optional<Placement> resolve_placement(const std::string& requested, int tas
           cpus.front());
       return std::nullopt;
     }
-    // Tasks alternate between two CPUs, so every hand-off crosses CPUs.
-    for (int t = 0; t < tasks; ++t) placement.cpus.push_back(cpus[static_cast<std::size_t>(t % 2)]);
-    return placement;
+    two = {cpus[0], cpus[1]};
+  } else if (requested == "smt" || requested == "llc" || requested == "remote") {
+    const auto pair = find_pair(topology, cpus, requested, why);
+    if (!pair) return std::nullopt;
+    two = {pair->first, pair->second};
+    placement.detail = fmt::format("--cpus {}: {}", requested, pair->detail);
+  } else {
+    *why = fmt::format("unknown placement '{}'", requested);
+    return std::nullopt;
   }
-  *why = fmt::format("unknown placement '{}'", requested);
-  return std::nullopt;
+  // Tasks alternate between the two CPUs, so every hand-off crosses CPUs.
+  for (int t = 0; t < tasks; ++t) placement.cpus.push_back(two[static_cast<std::size_t>(t % 2)]);
+  return placement;
 }
 
 const std::string& Context::param(const std::string& name) const {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "registry.hpp"
+#include "topology.hpp"
 
 namespace ctx {
 
@@ -25,14 +26,19 @@ bool pin_current_thread(int cpu);
 void set_thread_policy(const std::string& policy);
 
 struct Placement {
-  std::string requested = "none";  // same | cross | any | none
+  std::string requested = "none";  // same | cross | any | smt | llc | remote | matrix | none
   std::vector<int> cpus;           // per task; empty when unpinned
+  std::string detail;              // where the chosen CPUs are (smt, llc, remote), for the record's notes
   std::optional<int> cpu_for(int task) const;
 };
 
 // Resolves a `cpus` value for `tasks` tasks; nullopt (and `why`) when it
-// cannot be honoured here (e.g. cross with one allowed CPU).
+// cannot be honoured here (e.g. cross with one allowed CPU, smt without SMT).
+// smt, llc and remote read the topology from sysfs (topology.hpp).
 std::optional<Placement> resolve_placement(const std::string& requested, int tasks, std::string* why);
+// The same over a given affinity mask and topology (pure; tested on fake trees).
+std::optional<Placement> resolve_placement(const std::string& requested, int tasks, const std::vector<int>& allowed,
+                                           const Topology& topology, std::string* why);
 
 // ---- what a probe sees of the harness ----------------------------------------
 class Context {

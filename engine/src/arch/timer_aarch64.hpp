@@ -23,4 +23,7 @@ inline double cycle_timer_hz() {
   return static_cast<double>(hz);
 }
 
+// One step of a spin-wait: the yield hint.
+inline void cpu_relax() { asm volatile("yield" ::: "memory"); }
+
 }  // namespace ctx::arch

@@ -11,5 +11,7 @@ inline bool cycle_timer_usable(const char** why) {
   return false;
 }
 inline double cycle_timer_hz() { return 0.0; }
+// One step of a spin-wait: no hint here, only a compiler barrier.
+inline void cpu_relax() { asm volatile("" ::: "memory"); }
 
 }  // namespace ctx::arch

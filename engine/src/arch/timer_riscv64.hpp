@@ -18,4 +18,8 @@ inline std::uint64_t read_cycle_timer() {
 inline bool cycle_timer_usable(const char**) { return true; }
 inline double cycle_timer_hz() { return 0.0; }
 
+// One step of a spin-wait: Zihintpause's pause, encoded as the FENCE it is
+// (pred=w, succ=none), so a core without the extension runs it as a fence.
+inline void cpu_relax() { asm volatile(".4byte 0x0100000f" ::: "memory"); }
+
 }  // namespace ctx::arch

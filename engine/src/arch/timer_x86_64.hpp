@@ -42,4 +42,8 @@ inline bool cycle_timer_usable(const char** why) {
 // A fixed frequency reported by hardware, 0 when the harness must calibrate.
 inline double cycle_timer_hz() { return 0.0; }
 
+// One step of a spin-wait: pause tells the core a spin loop is running (it
+// saves power and, on an SMT core, gives the sibling thread the pipeline).
+inline void cpu_relax() { __builtin_ia32_pause(); }
+
 }  // namespace ctx::arch

@@ -23,7 +23,10 @@ def usage(engine, *args):
         (["run", "--samples", "-3", "syscall.getpid"], ["--samples", "from 1"]),
         (["run", "--samples", "x", "syscall.getpid"], ["--samples", "'x' is not a whole number"]),
         (["run", "--min-time", "soon", "syscall.getpid"], ["--min-time", "seconds"]),
-        (["run", "--cpus", "sideways", "switch.pipe"], ["--cpus", "same, cross, any"]),
+        (
+            ["run", "--cpus", "sideways", "switch.pipe"],
+            ["--cpus", "same, cross, any, smt, llc, remote"],
+        ),
         (["run", "--between", "fibers", "switch.pipe"], ["--between", "threads, processes"]),
         (["run", "--param", "colour=red", "switch.pipe"], ["colour", "none of the chosen probes"]),
         (["run", "--preset", "nope"], ["unknown preset"]),

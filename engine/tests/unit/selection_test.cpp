@@ -26,7 +26,8 @@ std::vector<ProbeDescriptor> fake_probes() {
 
 TEST(Selection, EverythingByDefaultWithDefaultValues) {
   const auto variants = expand(fake_probes(), {});
-  ASSERT_EQ(variants.size(), cpus_param().values.size() + 1);  // alpha: every cpus x 1 default size; beta: 1
+  // alpha: every default cpus value x 1 default size; beta: 1
+  ASSERT_EQ(variants.size(), default_values(cpus_param()).size() + 1);
   EXPECT_EQ(variants[0].params.at("size"), "1");
 }
 

@@ -412,6 +412,8 @@ def _print_results(results: list[dict[str, Any]], title: str | None = None) -> N
     notes = tables.verdict_notes(results)
     for note in notes:
         console.print(f"  {note}", markup=False)
+    for part in tables.matrix_sections(results):
+        console.print(part)
 
 
 class _LineFile:
@@ -917,6 +919,8 @@ def compare(
     console.print(tables.comparison_table(comparison, width=console.width, only_common=only_common))
     for line in summary_lines(comparison):
         console.print(line, markup=False, highlight=False)
+    for table in tables.matrix_comparison_tables(comparison):
+        console.print(table)
 
 
 @cli.command()

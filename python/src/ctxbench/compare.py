@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench import fmt, stats
+from ctxbench import fmt, matrix, stats
 from ctxbench.records import params_key
 from ctxbench.store import StoredRun
 
@@ -119,6 +119,33 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class ClassCell:
+    """One run's side of a pair class: the median of the class's samples."""
+
+    median: float | None
+    cells: int  # cells of the class measured in this run
+    difference: stats.Difference | None  # vs the reference run's class
+    note: str | None  # why no comparison
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    pair_class: str
+    cells: list[ClassCell]  # one per run, reference first
+
+
+@dataclass(frozen=True)
+class MatrixComparison:
+    """A matrix probe variant in the runs, compared class by class (SMT sibling,
+    same LLC...): the samples of all the class's cells, pooled, per run."""
+
+    probe: str
+    params: dict[str, Any]
+    unit: str
+    rows: list[ClassRow]
+
+
+@dataclass(frozen=True)
 class Comparison:
     runs: list[StoredRun]
     rows: list[Row]
@@ -128,6 +155,7 @@ class Comparison:
     min_effect: float = DEFAULT_MIN_EFFECT
     options: list[dict[str, Any]] = field(default_factory=list)  # per run: MEASUREMENT_OPTIONS
     summaries: list[Summary] = field(default_factory=list)  # per run after the reference
+    matrices: list[MatrixComparison] = field(default_factory=list)
 
 
 def compare_runs(
@@ -204,6 +232,7 @@ def compare_runs(
         min_effect=min_effect,
         options=options,
         summaries=[summarize(rows, index) for index in range(1, len(runs))],
+        matrices=compare_matrices(rows, alpha, level, resamples),
     )
 
 
@@ -332,6 +361,47 @@ def summary_line(summary: Summary, name: str = "B", reference_name: str = "A") -
         head + f"; over {summary.comparable} comparable rows {name} ran {factor:#.3g}× {word} "
         f"than {reference_name} (geometric mean)"
     )
+
+
+def compare_matrices(
+    rows: list[Row], alpha: float, level: float, resamples: int
+) -> list[MatrixComparison]:
+    """Per matrix variant present in more than one run: each class's pooled
+    samples, compared with the reference run's like any variant's samples."""
+    compared = []
+    for row in rows:
+        results = [cell.result for cell in row.cells]
+        with_matrix = [r for r in results if r is not None and matrix.has_matrix(r)]
+        if len(with_matrix) < 2:
+            continue
+        present = {k["class"] for r in with_matrix for k in matrix.classes(r)}
+        class_rows = []
+        for pair_class in (c for c in matrix.CLASS_ORDER if c in present):
+            pooled = [
+                matrix.class_samples(r, pair_class)
+                if r is not None and matrix.has_matrix(r)
+                else []
+                for r in results
+            ]
+            cells = []
+            for index, (result, samples) in enumerate(zip(results, pooled, strict=True)):
+                note = None
+                if result is None or not matrix.has_matrix(result):
+                    note = "no matrix in this run"
+                elif not samples:
+                    note = "no cell of this class"
+                difference = None
+                if index > 0 and note is None and pooled[0]:
+                    difference = stats.compare_samples(pooled[0], samples, alpha, level, resamples)
+                count = sum(
+                    1
+                    for cell in (result or {}).get("matrix", {}).get("cells", [])
+                    if cell["class"] == pair_class
+                )
+                cells.append(ClassCell(stats.median(samples), count, difference, note))
+            class_rows.append(ClassRow(pair_class, cells))
+        compared.append(MatrixComparison(row.probe, row.params, row.unit, class_rows))
+    return compared
 
 
 def _note(result: dict[str, Any] | None) -> str | None:

@@ -13,6 +13,10 @@ Plots:
 * per family: the distribution of the per-operation samples (box plots);
 * switch.ring: a heatmap of the corrected cost per switch over processes x
   working set (lmbench lat_ctx's grid);
+* matrix.*: a heatmap of each CPU-pair matrix, CPUs in topology order with
+  the groups that share an LLC, a NUMA node or a core outlined, and a table
+  of per-class medians (per-class ratios in the comparison when several runs
+  have the matrix);
 * several runs: the ratio of medians with its bootstrap CI against the
   first run, one marker style for significant and one for not.
 """
@@ -33,7 +37,7 @@ import plotly.io as pio
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
-from ctxbench import __version__, fmt
+from ctxbench import __version__, fmt, matrix
 from ctxbench.compare import Comparison, compare_runs, describe, flatten_env, summary_lines
 from ctxbench.explain import explain
 from ctxbench.records import param_value, params_text
@@ -327,6 +331,107 @@ def _ring_figures(figures: _Figures, runs: list[StoredRun]) -> list[Figure]:
     return out
 
 
+# Outlines of CPU groups on a matrix heatmap: (line colour, dash, width).
+BLOCK_STYLE = {
+    "node": ("#d62728", "dash", 3),
+    "llc": ("#202020", "solid", 3),
+    "smt": ("#ffffff", "dot", 1.5),
+}
+BLOCK_LEGEND = (
+    "outlined: CPUs sharing an LLC (solid white), a NUMA node (dashed red), a core (dotted)"
+)
+
+
+@dataclass
+class MatrixView:
+    plot: Figure
+    result: dict[str, Any]
+    run_name: str
+    classes: list[dict[str, Any]]
+
+
+def _matrix_hover(result: dict[str, Any], cell: dict[str, Any]) -> str:
+    unit = result["unit"]
+    ci = cell.get("median_ci")
+    text = f"{matrix.CLASS_LABEL[cell['class']]}: median {fmt.value(cell['median'], unit)}"
+    if ci:
+        text += f" [{fmt.interval(ci['low'], ci['high'], unit)}]"
+    text += f", n={cell['n']}"
+    if not cell["ok"]:
+        text += "<br>not ok: " + "; ".join(cell.get("problems", []))
+    return esc(text).replace("&lt;br&gt;", "<br>")
+
+
+def _matrix_views(figures: _Figures, runs: list[StoredRun]) -> list[MatrixView]:
+    views = []
+    for index, run in enumerate(runs):
+        for result in run.results:
+            if not matrix.has_matrix(result):
+                continue
+            shown = result["matrix"]
+            cpus = shown["cpus"]
+            by_pair = matrix.cells_by_pair(result)
+            labels = [str(cpu) for cpu in cpus]
+            unit = result["unit"]
+            z: list[list[float | None]] = []
+            text: list[list[str]] = []
+            hover: list[list[str]] = []
+            for row in cpus:
+                cells = [by_pair.get((row, column)) for column in cpus]
+                z.append([c["median"] if c else None for c in cells])
+                text.append(
+                    [
+                        esc(fmt.value(c["median"], unit)) + ("*" if not c["ok"] else "")
+                        if c
+                        else ""
+                        for c in cells
+                    ]
+                )
+                hover.append([_matrix_hover(result, c) if c else "not measured" for c in cells])
+            figure = go.Figure(
+                go.Heatmap(
+                    x=labels,
+                    y=labels,
+                    z=z,
+                    text=text,
+                    texttemplate="%{text}" if len(cpus) <= matrix.GRID_MAX_CPUS else None,
+                    customdata=hover,
+                    colorscale="Viridis",
+                    colorbar={"title": {"text": esc(unit)}},
+                    hovertemplate="row CPU %{y}, column CPU %{x}<br>%{customdata}<extra></extra>",
+                )
+            )
+            for block in matrix.blocks(result):
+                color, dash, width = BLOCK_STYLE[block.kind]
+                figure.add_shape(
+                    type="rect",
+                    x0=block.first - 0.5,
+                    x1=block.last + 0.5,
+                    y0=block.first - 0.5,
+                    y1=block.last + 0.5,
+                    line={"color": color, "dash": dash, "width": width},
+                    fillcolor="rgba(0,0,0,0)",
+                )
+            figure.update_xaxes(type="category", title="column CPU (task 1)", side="top")
+            figure.update_yaxes(
+                type="category",
+                title="row CPU (task 0)",
+                autorange="reversed",
+                scaleanchor="x",
+            )
+            title = f"{result['probe']} ({params_text(result['params'])}), {_run_name(index, run)}"
+            size = min(900, 300 + 36 * len(cpus))
+            views.append(
+                MatrixView(
+                    plot=figures.make(title, figure, size),
+                    result=result,
+                    run_name=_run_name(index, run),
+                    classes=matrix.classes(result),
+                )
+            )
+    return views
+
+
 def _row_label(row: Any) -> str:
     return esc(row.probe) + ("<br>" + esc(params_text(row.params)) if row.params else "")
 
@@ -457,6 +562,9 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
         "n_differing": len(differing),
         "sections": sections,
         "ring_plots": _ring_figures(figures, runs),
+        "matrix_views": _matrix_views(figures, runs),
+        "matrix_legend": BLOCK_LEGEND,
+        "class_label": matrix.CLASS_LABEL,
         "explained": [
             (name, explained)
             for name, run in zip(names, runs, strict=True)

@@ -18,8 +18,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ctxbench import fmt
-from ctxbench.compare import Comparison, describe, flatten_env
+from ctxbench import fmt, matrix
+from ctxbench.compare import Comparison, MatrixComparison, describe, flatten_env
 from ctxbench.store import RunInfo
 
 STATUS_STYLE = {"ok": "green", "suspect": "yellow", "unsupported": "dim", "failed": "red"}
@@ -119,6 +119,109 @@ def verdict_notes(results: list[dict[str, Any]], shown: int = 3) -> list[str]:
         more = f" and {len(labels) - shown} more" if len(labels) > shown else ""
         notes.append(f"{len(labels)} results ({'; '.join(labels[:shown])}{more}): {detail}")
     return notes
+
+
+def matrix_sections(results: list[dict[str, Any]]) -> list[Any]:
+    """Each matrix result: the grid of cell medians (up to 16 CPUs, 80 columns)
+    or, for more CPUs, only the per-class summary, which follows the grid too."""
+    parts: list[Any] = []
+    for result in results:
+        if not matrix.has_matrix(result):
+            continue
+        shown = result["matrix"]
+        cpus = shown["cpus"]
+        unit = matrix.unit_name(result)
+        head = Text(f"{result['probe']} ({fmt.params(result['params'])})", style="bold")
+        head.append(f": median per op in each cell, {unit}", style="")
+        parts += [
+            Text(""),
+            head,
+            Text(f"rows: {shown['rows']}; columns: {shown['columns']}", style="dim"),
+        ]
+        if len(cpus) <= matrix.GRID_MAX_CPUS:
+            parts.append(Text("\n".join(matrix.grid_lines(result)), no_wrap=True))
+            legend = []
+            if not shown["diagonal"].startswith("measured"):
+                legend.append(f"-: {shown['diagonal']}")
+            if any(not cell["ok"] for cell in shown["cells"]):
+                legend.append("*: the cell is not ok (its problems are in the record)")
+            parts += [Text(line, style="dim") for line in legend]
+        else:
+            parts.append(
+                Text(
+                    f"{len(cpus)} CPUs: too many for a grid in 80 columns; per class:", style="dim"
+                )
+            )
+        if shown["selection"]["sampled"]:
+            parts.append(Text(f"sampled: {shown['selection']['rule']}", style="dim"))
+        parts.append(matrix_class_table(result))
+    return parts
+
+
+def matrix_class_table(result: dict[str, Any]) -> Table:
+    """Per class of CPU pair: cells measured, median over their samples with its
+    CI, and the spread of the cells' own medians."""
+    unit = result["unit"]
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("pair class", no_wrap=True)
+    table.add_column("cells", justify="right", no_wrap=True)
+    table.add_column("median", justify="right", no_wrap=True)
+    table.add_column("CI of median", justify="right", no_wrap=True)
+    table.add_column("cell medians", justify="right", no_wrap=True)
+    for pair_class in matrix.classes(result):
+        summary = pair_class.get("summary") or {}
+        ci = summary.get("median_ci") or {}
+        table.add_row(
+            matrix.CLASS_LABEL[pair_class["class"]],
+            f"{pair_class['measured']}/{pair_class['pairs']}",
+            fmt.value(summary.get("median"), unit),
+            fmt.interval(ci.get("low"), ci.get("high"), unit),
+            fmt.interval(
+                pair_class.get("lowest_cell_median"), pair_class.get("highest_cell_median"), unit
+            ),
+        )
+    return table
+
+
+def matrix_comparison_tables(comparison: Comparison) -> list[Table]:
+    """Per matrix probe in the runs: each class's median per run and its ratio to run A."""
+    return [_matrix_comparison_table(comparison, m) for m in comparison.matrices]
+
+
+def _matrix_comparison_table(comparison: Comparison, compared: MatrixComparison) -> Table:
+    title = f"{compared.probe} ({fmt.params(compared.params)}) per pair class (ratio = other / A)"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("pair class", no_wrap=True)
+    table.add_column("A median", justify="right", no_wrap=True)
+    for index in range(1, len(comparison.runs)):
+        letter = fmt.run_letter(index)
+        table.add_column(f"{letter} median", justify="right", no_wrap=True)
+        table.add_column(f"{letter}/A [CI], p", justify="right", no_wrap=True)
+        table.add_column(f"{letter} vs A", overflow="fold")
+    for row in compared.rows:
+        reference = row.cells[0]
+        cells: list[Any] = [
+            matrix.CLASS_LABEL[row.pair_class],
+            fmt.value(reference.median, compared.unit)
+            if reference.note is None
+            else Text(reference.note, style="dim"),
+        ]
+        for cell in row.cells[1:]:
+            median = fmt.value(cell.median, compared.unit) if cell.note is None else "—"
+            difference = cell.difference
+            if difference is None or difference.ratio is None:
+                note = cell.note or (difference.why_not if difference else None) or "—"
+                cells += [median, "—", Text(note, style="dim")]
+                continue
+            ratio = fmt.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
+            p = f"{difference.u_test.p_value:.2g}" if difference.u_test else "—"
+            words = describe(difference, compared.unit)
+            style = "dim"
+            if difference.significant:
+                style = "red" if words.endswith("slower") else "green"
+            cells += [median, f"{ratio}, p = {p}", Text(words, style=style)]
+        table.add_row(*cells)
+    return table
 
 
 def history_table(infos: list[RunInfo], width: int | None = None) -> Table:
