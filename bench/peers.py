@@ -18,7 +18,8 @@ Peers and how their figures are converted:
   so it is not a ping-pong: the ratio is shown, not expected to be 1.
 - bench/ref_loops.c (compiled here with cc -O2): the plainest loops of
   libc read/write of one byte, getppid, and fork + _exit + waitpid, timed with
-  CLOCK_MONOTONIC around batches, no harness at all.
+  CLOCK_MONOTONIC around batches, no harness at all; read and write also from
+  a process with one extra (sleeping) thread, as the engine is.
 - ctxbench: the engine's JSON records (median of each variant); switch
   figures are policy=normal (SCHED_OTHER, what the peers run under).
 
@@ -97,8 +98,8 @@ def build_ref_loops(directory: str) -> str:
     return exe
 
 
-def ref_loop(exe: str, mode: str, calls: int, batches: int) -> float:
-    fields = run([exe, mode, str(calls), str(batches)]).split()
+def ref_loop(exe: str, mode: str, calls: int, batches: int, threaded: bool = False) -> float:
+    fields = run([exe, mode, str(calls), str(batches), *(["threaded"] if threaded else [])]).split()
     return float(fields[1])  # the median over batches
 
 
@@ -236,12 +237,20 @@ def main() -> int:
                 lambda: ref_loop(exe, "read_syscall", 20000, 31),
             ),
             (
+                Pair("read 1 B of /dev/zero", "C loop: SYS_read, 2 threads", "syscall.read"),
+                lambda: ref_loop(exe, "read_syscall", 20000, 31, threaded=True),
+            ),
+            (
                 Pair("write 1 B to /dev/null", "C loop: libc write", "syscall.write"),
                 lambda: ref_loop(exe, "write", 20000, 31),
             ),
             (
                 Pair("write 1 B to /dev/null", "C loop: syscall(SYS_write)", "syscall.write"),
                 lambda: ref_loop(exe, "write_syscall", 20000, 31),
+            ),
+            (
+                Pair("write 1 B to /dev/null", "C loop: SYS_write, 2 threads", "syscall.write"),
+                lambda: ref_loop(exe, "write_syscall", 20000, 31, threaded=True),
             ),
             (
                 Pair("getppid", "C loop: syscall(SYS_getppid)", "syscall.getppid"),

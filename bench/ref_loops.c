@@ -2,7 +2,7 @@
  * tight loop" measurement, written without any of ctxbench's harness, so the
  * engine's figures can be held against the plainest possible code.
  *
- *   ref_loops MODE [CALLS_PER_BATCH] [BATCHES]
+ *   ref_loops MODE [CALLS_PER_BATCH] [BATCHES] [threaded]
  *
  * MODE: read (libc read of 1 byte from /dev/zero), read_syscall (the same
  * through syscall(SYS_read)), write (libc write of 1 byte to /dev/null),
@@ -12,9 +12,13 @@
  * Prints one line: MODE median_ns_per_call min_ns_per_call, where the
  * median and minimum are over BATCHES batches, each timed with
  * CLOCK_MONOTONIC around CALLS_PER_BATCH calls. No pinning, no warm-up
- * beyond one untimed batch: that is the point. */
+ * beyond one untimed batch: that is the point. With "threaded" the process
+ * first starts one thread that only sleeps: a multi-threaded process shares
+ * its descriptor table, so the kernel's fd lookup in read/write takes a
+ * reference on the file instead of its single-threaded fast path. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +68,12 @@ static int batch(const char* mode, long calls) {
   return -2;
 }
 
+static void* sleeper(void* unused) {
+  (void)unused;
+  for (;;) pause();
+  return NULL;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: ref_loops MODE [CALLS_PER_BATCH] [BATCHES]\n");
@@ -75,6 +85,13 @@ int main(int argc, char** argv) {
   if (calls <= 0 || batches <= 0) {
     fprintf(stderr, "ref_loops: CALLS_PER_BATCH and BATCHES must be positive\n");
     return 2;
+  }
+  if (argc > 4 && !strcmp(argv[4], "threaded")) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, sleeper, NULL) != 0) {
+      fprintf(stderr, "ref_loops: pthread_create failed\n");
+      return 1;
+    }
   }
   zero_fd = open("/dev/zero", O_RDONLY);
   null_fd = open("/dev/null", O_WRONLY);

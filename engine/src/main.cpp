@@ -174,7 +174,15 @@ int run_command(const RunOptions& o) {
     }
     if (!o.cpus.empty()) add_axis_choice(selection, all_probes(), "cpus", o.cpus, "--cpus");
     if (!o.between.empty()) add_axis_choice(selection, all_probes(), "between", o.between, "--between");
-    for (const auto& p : o.params) add_param_choice(selection, p);  // after the preset's: the user's win
+    // The user's --param values replace a preset's for the same parameter;
+    // a parameter the user gives twice is still refused.
+    Selection given;
+    for (const auto& p : o.params) add_param_choice(given, p);
+    for (auto& [name, values] : given.choices) {
+      if (selection.axes.count(name))
+        throw UsageError(fmt::format("--{} and --param {}=... both choose that axis; keep one", name, name));
+      selection.choices[name] = std::move(values);
+    }
     if (o.hold_idle) {
       if (selection.choices.count("idle"))
         throw UsageError("--hold-idle and --param idle=... both choose the idle axis; keep one");
