@@ -116,7 +116,17 @@ def wide_matrix(cpus: int) -> dict:
             }
         )
     result["samples"] = samples
-    result["summary"] = dict(result["summary"], n=len(samples))
+    ordered = sorted(samples)
+    result["summary"] = dict(
+        result["summary"],
+        n=len(samples),
+        min=ordered[0],
+        max=ordered[-1],
+        median=stats.median(samples),
+        mean=sum(samples) / len(samples),
+        p90=ordered[int(0.9 * (len(ordered) - 1))],
+        p99=ordered[int(0.99 * (len(ordered) - 1))],
+    )
     result["matrix"].update(
         cpus=order,
         cells=cells,

@@ -179,7 +179,12 @@ TEST(SwitchProbes, NoPlacementAcrossCpusUnderOneCpu) {
 }
 
 // A partner process killed mid-run: the record is failed with the signal, the
-// harness returns (no hang), and no child or fd is left behind.
+// harness returns (no hang), and no child or fd is left behind. The run asks
+// for far more samples than it can take before the kill (on a fast machine
+// 500 samples took under the killer's 50 ms and the record came back ok),
+// so only the kill can end it early.
+constexpr int kUntilKilled = 1'000'000;
+
 TEST(SwitchProbes, KilledPartnerFailsTheRecordAndLeavesNothing) {
   ASSERT_TRUE(sigpipe_ignored);
   for (const auto& name : ping_pong_probes()) {
@@ -196,7 +201,7 @@ TEST(SwitchProbes, KilledPartnerFailsTheRecordAndLeavesNothing) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     });
-    const Result r = run(name, {{"between", "processes"}, {"cpus", "same"}, {"policy", "batch"}}, quick_options(500));
+    const Result r = run(name, {{"between", "processes"}, {"cpus", "same"}, {"policy", "batch"}}, quick_options(kUntilKilled));
     done.store(true);
     killer.join();
     SCOPED_TRACE(name + " " + reasons(r));
@@ -224,7 +229,7 @@ TEST(SwitchProbes, KilledRingMemberFailsTheRecordAndLeavesNothing) {
     }
   });
   const Result r = run("switch.ring", {{"procs", "4"}, {"size_kib", "0"}, {"cpus", "same"}, {"policy", "batch"}},
-                       quick_options(500));
+                       quick_options(kUntilKilled));
   done.store(true);
   killer.join();
   SCOPED_TRACE(reasons(r));
