@@ -201,7 +201,8 @@ TEST(SwitchProbes, KilledPartnerFailsTheRecordAndLeavesNothing) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     });
-    const Result r = run(name, {{"between", "processes"}, {"cpus", "same"}, {"policy", "batch"}}, quick_options(kUntilKilled));
+    const Result r =
+        run(name, {{"between", "processes"}, {"cpus", "same"}, {"policy", "batch"}}, quick_options(kUntilKilled));
     done.store(true);
     killer.join();
     SCOPED_TRACE(name + " " + reasons(r));
