@@ -17,6 +17,7 @@ import errno
 import fnmatch
 import io
 import json
+import math
 import os
 import signal
 import sqlite3
@@ -118,7 +119,13 @@ def _console(stderr: bool = False) -> Console:
     if not stream.isatty():
         # Piped or captured: do not squeeze tables into 80 columns.
         width = int(os.environ.get("COLUMNS", "200"))
-    return _TerminalConsole(file=stream, width=width, highlight=False, soft_wrap=False)
+    return _TerminalConsole(
+        file=stream,
+        width=width,
+        highlight=False,
+        soft_wrap=False,
+        color_system="auto" if fmt.styled(stream) else None,  # None: no escape codes at all
+    )
 
 
 def _say(message: str) -> None:
@@ -827,11 +834,20 @@ def history(db: str | None) -> None:
 @cli.command()
 @click.argument("run_ref", metavar="RUN")
 @db_option
-def show(run_ref: str, db: str | None) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the run as JSON: what the store knows of it and its records, verbatim.",
+)
+def show(run_ref: str, db: str | None, as_json: bool) -> None:
     """One run as a table. RUN: a run id, a unique prefix, 'latest', or a label."""
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
     info = stored.info
+    if as_json:
+        click.echo(json.dumps(_run_json(stored), indent=2, allow_nan=False))
+        return
     console = _console()
     env = stored.env
     kernel = env.get("kernel", {})
@@ -842,6 +858,26 @@ def show(run_ref: str, db: str | None) -> None:
         markup=False,
     )
     _print_results(stored.results)
+
+
+def _run_json(stored: StoredRun) -> dict[str, Any]:
+    info = stored.info
+    return {
+        "schema": 1,
+        "kind": "stored_run",
+        "run": {
+            "run_id": info.run_id,
+            "label": info.label,
+            "machine": info.machine,
+            "origin": info.origin,
+            "started_at": info.started_at,
+            "stored_at": info.stored_at,
+            "complete": info.complete,
+            "interrupted": info.interrupted,
+            "counts": info.counts,
+        },
+        "records": stored.records.all(),
+    }
 
 
 @cli.command()
@@ -885,6 +921,20 @@ def explain(run_ref: str, db: str | None, as_json: bool) -> None:
     help="The run the others are compared with (default: the first); "
     "e.g. one host of a `run --host` fleet.",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the comparison as JSON (schema/compare.schema.json) instead of tables.",
+)
+@click.option(
+    "--fail-above",
+    "fail_above",
+    metavar="PCT",
+    callback=lambda ctx, param, value: _percentage(value, "--fail-above"),
+    help="Exit 1 when a comparable row got slower than the reference by more than PCT "
+    "percent and the difference is significant; names each such row.",
+)
 def compare(
     run_refs: tuple[str, ...],
     db: str | None,
@@ -892,13 +942,15 @@ def compare(
     min_effect: float,
     only_common: bool,
     baseline: str | None,
-) -> None:
+    as_json: bool,
+    fail_above: float | None,
+) -> int:
     """Runs side by side: medians, ratio with bootstrap CI, U test, environment diff.
 
     Rows whose verdicts are not ok, whose tasks ran on a different number of
     CPUs, or whose runs used different options are marked and left out of the
-    summary line."""
-    from ctxbench.compare import compare_runs, summary_lines
+    summary line (and never fail --fail-above)."""
+    from ctxbench.compare import as_dict, compare_runs, gate, gate_lines, summary_lines
 
     if len(run_refs) < 2:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
@@ -913,14 +965,43 @@ def compare(
     if len(set(ids)) != len(ids):
         raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")
     comparison = compare_runs(runs, alpha=alpha, min_effect=min_effect)
-    console = _console()
-    console.print(tables.runs_legend(comparison))
-    console.print(tables.env_diff_table(comparison))
-    console.print(tables.comparison_table(comparison, width=console.width, only_common=only_common))
-    for line in summary_lines(comparison):
-        console.print(line, markup=False, highlight=False)
-    for table in tables.matrix_comparison_tables(comparison):
-        console.print(table)
+    judged = None if fail_above is None else gate(comparison, fail_above)
+    if as_json:
+        click.echo(json.dumps(as_dict(comparison, judged), indent=2, allow_nan=False))
+    else:
+        console = _console()
+        console.print(tables.runs_legend(comparison))
+        console.print(tables.env_diff_table(comparison))
+        console.print(
+            tables.comparison_table(comparison, width=console.width, only_common=only_common)
+        )
+        for line in summary_lines(comparison):
+            console.print(line, markup=False, highlight=False)
+        for table in tables.matrix_comparison_tables(comparison):
+            console.print(table)
+    if judged is None:
+        return 0
+    # The gate's lines: after the tables on stdout, or on stderr beside --json's data.
+    for line in gate_lines(comparison, judged):
+        click.echo(fmt.terminal_text(line), file=_QuietStream(sys.stderr) if as_json else None)
+    return 1 if judged.failed else 0
+
+
+def _percentage(value: str | None, option: str) -> float | None:
+    """'5' or '5%' as 5.0; anything else is a usage error naming the fix."""
+    if value is None:
+        return None
+    text = value.strip().removesuffix("%").strip()
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or number < 0:
+        raise click.BadParameter(
+            f"{value!r} is not a percentage; give a number of percent such as 5 (for 5%)",
+            param_hint=option,
+        )
+    return number
 
 
 @cli.command()
@@ -976,18 +1057,22 @@ def import_command(path: Path, label: str | None, db: str | None) -> None:
     type=click.Choice(export_formats.FORMATS),
     default="json",
     show_default=True,
-    help="json: the records as JSON Lines (importable); csv: one row per result.",
+    help="json: the records as JSON Lines (importable); csv: one row per result; "
+    "bmf: Bencher Metric Format (median and its CI per probe variant).",
 )
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), help="File to write (default: stdout)."
 )
 @db_option
 def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None:
-    """A stored run as JSON Lines (the engine's records, importable) or CSV."""
+    """A stored run as JSON Lines (the engine's records, importable), CSV or
+    Bencher Metric Format."""
     _check_output_path(output, "-o")
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
     text = export_formats.export_text(stored, form)
+    for note in export_formats.notes(stored, form):
+        _say(f"ctxbench: note: {note}")
     if output is None:
         click.echo(text, nl=False)
     else:

@@ -8,7 +8,9 @@ rates with k/M prefixes.
 from __future__ import annotations
 
 import math
+import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ctxbench.records import params_text
@@ -28,6 +30,20 @@ def terminal_text(text: str) -> str:
     every control character becomes U+FFFD, so nothing it holds can move the
     cursor, retitle the window or clear the screen."""
     return _CONTROL.sub("\ufffd", text)
+
+
+def styled(stream: Any, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether output to ``stream`` may carry colour and other terminal styling:
+    only to a terminal, never with NO_COLOR set (https://no-color.org: any
+    non-empty value) or TERM=dumb. The one place this is decided; the CLI's
+    consoles follow it, so a pipe, a file or a log gets plain text."""
+    environ = os.environ if environ is None else environ
+    if environ.get("NO_COLOR", "") != "" or environ.get("TERM") == "dumb":
+        return False
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def number(value: float, digits: int = 4) -> str:

@@ -239,6 +239,13 @@ def params_text(params: dict[str, Any]) -> str:
     return " ".join(f"{k}={param_value(v)}" for k, v in sorted(params.items()))
 
 
+def variant_name(probe: str, params: dict[str, Any]) -> str:
+    """'switch.pipe between=threads cpus=same': a probe variant as one stable string
+    (params sorted by name), for names other tools key on."""
+    text = params_text(params)
+    return f"{probe} {text}" if text else probe
+
+
 def param_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -2,8 +2,9 @@
 
 Presentation only: every figure comes from a stored record or a
 ``compare.Comparison``; nothing is measured or computed here beyond
-choosing how to show it. Colour is rich's business: it honours NO_COLOR and
-turns itself off when the output is not a terminal.
+choosing how to show it. The styles here are requests: whether they reach
+the output is decided once, by ``fmt.styled`` (a terminal, no NO_COLOR), in
+the CLI's consoles.
 """
 
 from __future__ import annotations
