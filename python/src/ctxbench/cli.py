@@ -413,14 +413,43 @@ def _store_run(store: Store, run: RunRecords, origin: str, label: str | None) ->
     return store.load(run.run_id)
 
 
-def _print_results(results: list[dict[str, Any]], title: str | None = None) -> None:
+def _run_header(stored: StoredRun) -> str:
+    """'run ID (complete) · machine · arch · kernel release · label L'."""
+    info = stored.info
+    env = stored.env
+    kernel = env.get("kernel", {})
+    state = "partial" if info.interrupted else "complete"
+    return (
+        f"run {info.run_id} ({state}) · {info.machine} · {env.get('arch', '?')} · "
+        f"kernel {kernel.get('release', '?')}" + (f" · label {info.label}" if info.label else "")
+    )
+
+
+def _print_run(stored: StoredRun, show_all: bool = False, title: str | None = None) -> None:
+    """A stored run on stdout, answers first: the summary (ladder, same vs other
+    CPU, where a switch's time goes, verdicts in words), the CPU-pair matrices,
+    then, with SHOW_ALL, the full table of every result and the reasons in the
+    records' own words (else one line that says how to get it)."""
+    from ctxbench.summary import summarize
+    from ctxbench.summary_view import run_lines
+
     console = _console()
-    console.print(tables.results_table(results, title=title, width=console.width))
-    notes = tables.verdict_notes(results)
-    for note in notes:
-        console.print(f"  {note}", markup=False)
-    for part in tables.matrix_sections(results):
+    console.print(title or _run_header(stored), markup=False)
+    console.print()
+    for line in run_lines(summarize([stored]), console.width):
+        console.print(line)
+    for part in tables.matrix_sections(stored.results):
         console.print(part)
+    console.print()
+    if not show_all:
+        console.print(
+            f"{len(stored.results)} results: `ctxbench show {stored.run_id} --all` lists them",
+            markup=False,
+        )
+        return
+    console.print(tables.results_table(stored.results, title="every result", width=console.width))
+    for note in tables.verdict_notes(stored.results):
+        console.print(f"  {note}", markup=False)
 
 
 class _LineFile:
@@ -617,6 +646,9 @@ def _db_hint(db: Path | None, store: Store) -> str:
 )
 @click.option("--label", help="A name for this run (e.g. 'host, mitigations=off').")
 @click.option(
+    "--all", "show_all", is_flag=True, help="After the summary, print the table of every result."
+)
+@click.option(
     "--host",
     "hosts",
     multiple=True,
@@ -645,6 +677,7 @@ def run(
     json_path: Path | None,
     report_path: Path | None,
     label: str | None,
+    show_all: bool,
     hosts: tuple[str, ...],
     ssh_config: Path | None,
 ) -> int:
@@ -684,7 +717,9 @@ def run(
         if hosts:
             from ctxbench.hosts_cli import run_on_hosts
 
-            return run_on_hosts(store, list(hosts), options, label, ssh_config, report_path)
+            return run_on_hosts(
+                store, list(hosts), options, label, ssh_config, report_path, show_all
+            )
         engine_run = EngineRun(options, engine=engine)
         copy = _open_copy(json_path)
         with _StopSignals() as stop:
@@ -719,7 +754,9 @@ def run(
                     )
                     failure.exit_code = getattr(error, "exit_code", CtxbenchError.exit_code)
                     raise failure from None
-            side_failure, stdout_closed = _show_stored_run(stored, store, db, copy, report_path)
+            side_failure, stdout_closed = _show_stored_run(
+                stored, store, db, copy, report_path, show_all
+            )
     if side_failure is not None:
         raise side_failure
     if engine_run.problems:
@@ -741,8 +778,10 @@ def _show_stored_run(
     db: Path | None,
     copy: _LineFile | None,
     report_path: Path | None,
+    show_all: bool = False,
 ) -> tuple[OutputError | None, bool]:
-    """The outputs of a stored run: the table, the status line, the report.
+    """The outputs of a stored run: the summary (and with SHOW_ALL the table),
+    the status line, the report.
     One failing does not stop the others. Returns the failures, as one line
     that says the run is safe and how to write that output again, and
     whether stdout's reader went away (no message for that: exit 141)."""
@@ -751,7 +790,7 @@ def _show_stored_run(
     failures: list[str] = []
     closed = False
     try:
-        _print_results(stored.results, title=f"run {run_id}")
+        _print_run(stored, show_all)
         sys.stdout.flush()
     except OSError as error:
         _discard_stdout()
@@ -838,29 +877,27 @@ def history(db: str | None) -> None:
     "--json",
     "as_json",
     is_flag=True,
-    help="Print the run as JSON: what the store knows of it and its records, verbatim.",
+    help="Print the run as JSON: what the store knows of it, its summary and its records.",
 )
-def show(run_ref: str, db: str | None, as_json: bool) -> None:
-    """One run as a table. RUN: a run id, a unique prefix, 'latest', or a label."""
+@click.option(
+    "--all", "show_all", is_flag=True, help="After the summary, print the table of every result."
+)
+def show(run_ref: str, db: str | None, as_json: bool, show_all: bool) -> None:
+    """One run, answers first: what things cost, same vs other CPU, where a
+    switch's time goes, verdicts in words (--all: then every result).
+    RUN: a run id, a unique prefix, 'latest', or a label."""
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
-    info = stored.info
     if as_json:
         click.echo(json.dumps(_run_json(stored), indent=2, allow_nan=False))
         return
-    console = _console()
-    env = stored.env
-    kernel = env.get("kernel", {})
-    state = "partial" if info.interrupted else "complete"
-    console.print(
-        f"run {info.run_id} ({state}) · {info.machine} · {env.get('arch', '?')} · "
-        f"kernel {kernel.get('release', '?')}" + (f" · label {info.label}" if info.label else ""),
-        markup=False,
-    )
-    _print_results(stored.results)
+    _print_run(stored, show_all)
 
 
 def _run_json(stored: StoredRun) -> dict[str, Any]:
+    from ctxbench.summary import summarize
+    from ctxbench.summary_view import as_dict
+
     info = stored.info
     return {
         "schema": 1,
@@ -876,6 +913,7 @@ def _run_json(stored: StoredRun) -> dict[str, Any]:
             "interrupted": info.interrupted,
             "counts": info.counts,
         },
+        "summary": as_dict(summarize([stored]).runs[0]),
         "records": stored.records.all(),
     }
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ctxbench.cli import _error_line, _print_results, _ProgressView, _say, _Spool, _store_run
+from ctxbench.cli import _error_line, _print_run, _ProgressView, _say, _Spool, _store_run
 from ctxbench.errors import CtxbenchError
 from ctxbench.records import group_run
 from ctxbench.remote import SSH, HostError, RemoteEngineRun
@@ -142,6 +142,7 @@ def run_on_hosts(
     label: str | None,
     ssh_config: Path | None,
     report_path: Path | None,
+    show_all: bool = False,
 ) -> int:
     hosts = list(dict.fromkeys(hosts))  # a host named twice runs once
     ssh = SSH(config=ssh_config)
@@ -174,7 +175,7 @@ def run_on_hosts(
             spool.__exit__(None, stored_error, None)
     for job in jobs:
         if job.stored is not None:
-            _print_results(job.stored.results, title=f"{job.host}: run {job.stored.run_id}")
+            _print_run(job.stored, show_all, title=f"{job.host}: run {job.stored.run_id}")
     for job in jobs:
         if job.stored is not None:
             state = "partial run" if job.stored.info.interrupted else "run"
