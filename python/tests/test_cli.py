@@ -74,8 +74,13 @@ def test_import_history_show(db, two_runs):
     assert run_a in history.stdout and run_b in history.stdout
     shown = invoke("show", run_a[:18], "--db", db)
     assert shown.exit_code == 0, shown.stderr
-    assert "switch.pipe" in shown.stdout and "syscall.getpid" in shown.stdout
-    assert "between=processes cpus=cross" in shown.stdout
+    # The summary first: the ladder's figures, not every result...
+    assert "bare system call" in shown.stdout and "syscall.getpid" not in shown.stdout
+    assert f"`ctxbench show {run_a} --all` lists them" in shown.stdout
+    # ...which --all adds, after the summary.
+    every = invoke("show", run_a[:18], "--all", "--db", db).stdout
+    assert every.startswith(shown.stdout.split("\n\n19 results")[0])
+    assert "syscall.getpid" in every and "between=processes cpus=cross" in every
     latest = invoke("show", "latest", "--db", db)
     assert f"run {run_b}" in latest.stdout
 
@@ -178,10 +183,15 @@ def test_db_from_environment(tmp_path, monkeypatch):
 # ---- compare -------------------------------------------------------------------------
 def test_compare_two_real_runs(db, two_runs):
     run_a, run_b = two_runs
-    result = invoke("compare", run_a, run_b, "--db", db)
+    summary = invoke("compare", run_a, run_b, "--db", db)
+    assert summary.exit_code == 0, summary.stderr
+    assert "The environments do not differ" in summary.stdout  # same machine, same kernel
+    assert "B/A [CI]" not in summary.stdout  # the table of every row is --all's
+    result = invoke("compare", run_a, run_b, "--all", "--db", db)
     assert result.exit_code == 0, result.stderr
     out = result.stdout
-    assert "environment: no differences" in out  # same machine, same kernel
+    assert out.startswith(summary.stdout.rsplit("\n\n", 1)[0])  # the summary first
+    assert "environment: no differences" in out
     assert "B/A [CI]" in out
     # Every comparable variant gets a ratio with an interval, and a decision.
     for line in out.splitlines():

@@ -1,6 +1,7 @@
 """Formatting of figures, and golden output of the terminal tables.
 
-The golden files are the `show` and `compare` output for the recorded runs;
+The golden files are the `show` and `compare` output for the recorded runs
+(the summary by default, the full tables with --all) and the reference run;
 after an intended change of the tables, regenerate them with
 CTXBENCH_UPDATE_GOLDEN=1 pytest python/tests/test_fmt.py and review the diff.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import fixture_path, real_run
+from conftest import REPO, fixture_path, real_run
 from ctxbench import fmt
 from ctxbench.cli import cli
 
@@ -61,20 +62,51 @@ def _golden(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8"), f"differs from {path}"
 
 
-@pytest.mark.parametrize("columns", ["200", "80"])
-def test_show_matches_golden(tmp_path, monkeypatch, columns):
-    monkeypatch.setenv("COLUMNS", columns)
+def _store(tmp_path, *names: str) -> str:
     db = str(tmp_path / "golden.db")
     runner = CliRunner()
-    assert (
-        runner.invoke(cli, ["import", str(fixture_path("run_a.jsonl")), "--db", db]).exit_code == 0
-    )
-    shown = runner.invoke(cli, ["show", "latest", "--db", db])
+    for name in names:
+        args = ["import", str(fixture_path(name)), "--db", db]
+        assert runner.invoke(cli, args).exit_code == 0
+    return db
+
+
+REFERENCE = REPO / "docs" / "data" / "reference-run.jsonl"
+
+
+@pytest.mark.parametrize("columns", ["200", "80"])
+@pytest.mark.parametrize(
+    "name, source, extra",
+    [
+        ("show_run_a", "run_a.jsonl", []),  # the summary, then a line naming --all
+        ("show_run_a_all", "run_a.jsonl", ["--all"]),  # the summary, then every result
+        ("show_reference", REFERENCE, []),  # a full run: every rung and primitive
+    ],
+)
+def test_show_matches_golden(tmp_path, monkeypatch, columns, name, source, extra):
+    monkeypatch.setenv("COLUMNS", columns)
+    db = _store(tmp_path, source)
+    shown = CliRunner().invoke(cli, ["show", "latest", "--db", db, *extra])
     assert shown.exit_code == 0
-    _golden(f"show_run_a_{columns}.txt", shown.stdout)
+    _golden(f"{name}_{columns}.txt", shown.stdout)
+    if columns == "80":
+        assert max(len(line) for line in shown.stdout.splitlines()) <= 80
 
 
-def test_compare_matches_golden(tmp_path, monkeypatch):
+@pytest.mark.parametrize("columns", ["200", "80"])
+def test_compare_summary_matches_golden(tmp_path, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    db = _store(tmp_path, "run_a.jsonl", "run_b.jsonl")
+    a, b = real_run("run_a.jsonl").run_id, real_run("run_b.jsonl").run_id
+    compared = CliRunner().invoke(cli, ["compare", a, b, "--db", db])
+    assert compared.exit_code == 0
+    _golden(f"compare_a_b_{columns}.txt", compared.stdout)
+    if columns == "80":
+        assert max(len(line) for line in compared.stdout.splitlines()) <= 80
+
+
+def test_compare_all_matches_golden(tmp_path, monkeypatch):
+    """--all: the summary, then the runs, the environment diff and every row."""
     monkeypatch.setenv("COLUMNS", "200")
     db = str(tmp_path / "golden.db")
     runner = CliRunner()
@@ -82,6 +114,6 @@ def test_compare_matches_golden(tmp_path, monkeypatch):
         args = ["import", str(fixture_path(name)), "--label", label, "--db", db]
         assert runner.invoke(cli, args).exit_code == 0
     a, b = real_run("run_a.jsonl").run_id, real_run("run_b.jsonl").run_id
-    compared = runner.invoke(cli, ["compare", a, b, "--db", db])
+    compared = runner.invoke(cli, ["compare", a, b, "--all", "--db", db])
     assert compared.exit_code == 0
-    _golden("compare_a_b_200.txt", compared.stdout)
+    _golden("compare_a_b_all_200.txt", compared.stdout)

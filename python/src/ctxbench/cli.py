@@ -36,6 +36,7 @@ from rich.segment import Segment
 from ctxbench import __version__, fmt, tables
 from ctxbench import export as export_formats
 from ctxbench import riscv as riscv_lab
+from ctxbench.compare import Comparison, summary_lines
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, OutputError, RecordError
 from ctxbench.explain import explain as explain_run
 from ctxbench.explain import render_text as render_explanation
@@ -966,6 +967,12 @@ def explain(run_ref: str, db: str | None, as_json: bool) -> None:
     help="Print the comparison as JSON (schema/compare.schema.json) instead of tables.",
 )
 @click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="After the summary, print the runs, the environment diff and the table of every row.",
+)
+@click.option(
     "--fail-above",
     "fail_above",
     metavar="PCT",
@@ -981,14 +988,17 @@ def compare(
     only_common: bool,
     baseline: str | None,
     as_json: bool,
+    show_all: bool,
     fail_above: float | None,
 ) -> int:
-    """Runs side by side: medians, ratio with bootstrap CI, U test, environment diff.
+    """Runs side by side, answers first: each key figure's ratio with its
+    bootstrap CI and U test, the environment differences that may explain
+    them, the summary line; --all adds the table of every row.
 
     Rows whose verdicts are not ok, whose tasks ran on a different number of
     CPUs, or whose runs used different options are marked and left out of the
     summary line (and never fail --fail-above)."""
-    from ctxbench.compare import as_dict, compare_runs, gate, gate_lines, summary_lines
+    from ctxbench.compare import as_dict, compare_runs, gate, gate_lines
 
     if len(run_refs) < 2:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
@@ -1002,27 +1012,53 @@ def compare(
     ids = [run.run_id for run in runs]
     if len(set(ids)) != len(ids):
         raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")
-    comparison = compare_runs(runs, alpha=alpha, min_effect=min_effect)
-    judged = None if fail_above is None else gate(comparison, fail_above)
     if as_json:
+        comparison = compare_runs(runs, alpha=alpha, min_effect=min_effect)
+        judged = None if fail_above is None else gate(comparison, fail_above)
         click.echo(json.dumps(as_dict(comparison, judged), indent=2, allow_nan=False))
     else:
-        console = _console()
-        console.print(tables.runs_legend(comparison))
-        console.print(tables.env_diff_table(comparison))
-        console.print(
-            tables.comparison_table(comparison, width=console.width, only_common=only_common)
-        )
-        for line in summary_lines(comparison):
-            console.print(line, markup=False, highlight=False)
-        for table in tables.matrix_comparison_tables(comparison):
-            console.print(table)
+        comparison = _print_comparison(runs, alpha, min_effect, show_all, only_common)
+        judged = None if fail_above is None else gate(comparison, fail_above)
     if judged is None:
         return 0
     # The gate's lines: after the tables on stdout, or on stderr beside --json's data.
     for line in gate_lines(comparison, judged):
         click.echo(fmt.terminal_text(line), file=_QuietStream(sys.stderr) if as_json else None)
     return 1 if judged.failed else 0
+
+
+def _print_comparison(
+    runs: list[StoredRun], alpha: float, min_effect: float, show_all: bool, only_common: bool
+) -> Comparison:
+    """Answers first: the runs, the key figures against run A, the other rows
+    that differ, the environment differences of interest, the summary line,
+    the matrices per pair class; with SHOW_ALL then the legend, the whole
+    environment diff and every row."""
+    from ctxbench.summary import summarize
+    from ctxbench.summary_view import machine_lines
+
+    summary = summarize(runs, compare_options={"alpha": alpha, "min_effect": min_effect})
+    assert summary.machines is not None  # two runs or more
+    comparison = summary.machines.comparison
+    console = _console()
+    for line in machine_lines(summary, console.width):
+        console.print(line)
+    for table in tables.matrix_comparison_tables(comparison):
+        console.print(table)
+    console.print()
+    if not show_all:
+        console.print(
+            f"{len(comparison.rows)} rows compared; --all shows every row and "
+            "the full environment diff",
+            markup=False,
+        )
+        return comparison
+    console.print(tables.runs_legend(comparison))
+    console.print(tables.env_diff_table(comparison))
+    console.print(tables.comparison_table(comparison, width=console.width, only_common=only_common))
+    for line in summary_lines(comparison):
+        console.print(line, markup=False, highlight=False)
+    return comparison
 
 
 def _percentage(value: str | None, option: str) -> float | None:

@@ -358,7 +358,8 @@ def summary_line(summary: Summary, name: str = "B", reference_name: str = "A") -
     else:
         factor, word = 1.0 / mean, "faster"
     return (
-        head + f"; over {summary.comparable} comparable rows {name} ran {factor:#.3g}× {word} "
+        head
+        + f"; over {summary.comparable} comparable rows {name} ran {fmt.factor(factor)}× {word} "
         f"than {reference_name} (geometric mean)"
     )
 
@@ -431,13 +432,16 @@ def describe(
         return "not significant"
     interval = difference.ratio
     if decision == NO_DIFFERENCE:
-        return f"no meaningful difference ({interval.ratio:#.3g}×, under {min_effect:.0%})"
+        return f"no meaningful difference ({fmt.factor(interval.ratio)}×, under {min_effect:.0%})"
     # The factor is >= 1 and the interval is turned with it.
     if interval.ratio > 1.0:
         factor, low, high = interval.ratio, interval.low, interval.high
     else:
         factor, low, high = 1.0 / interval.ratio, 1.0 / interval.high, 1.0 / interval.low
-    return f"{name} ran {factor:#.3g}× ({low:#.3g}–{high:#.3g}) {decision} than {reference_name}"
+    return (
+        f"{name} ran {fmt.factor(factor)}× ({fmt.factor(low)}–{fmt.factor(high)}) "
+        f"{decision} than {reference_name}"
+    )
 
 
 def summary_lines(comparison: Comparison) -> list[str]:

@@ -142,8 +142,13 @@ def p_value(p: float) -> str:
     return "p < 1e-6" if p < 1e-6 else f"p = {p:.2g}"
 
 
+def factor(value: float) -> str:
+    """Three significant digits, never a bare trailing point: '1.88', '117', '1.67e+03'."""
+    return f"{value:#.3g}".removesuffix(".")
+
+
 def ratio(low: float, point: float, high: float) -> str:
-    return f"{point:#.3g}× [{low:#.3g}, {high:#.3g}]"
+    return f"{factor(point)}× [{factor(low)}, {factor(high)}]"
 
 
 def run_letter(index: int) -> str:

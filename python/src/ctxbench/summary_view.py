@@ -26,9 +26,10 @@ from typing import Any
 from rich.text import Text
 
 from ctxbench import fmt
+from ctxbench.compare import FASTER, SLOWER, describe
 from ctxbench.compare import summary_lines as comparison_summary_lines
 from ctxbench.explain import Explanation
-from ctxbench.records import variant_name
+from ctxbench.records import params_key, variant_name
 from ctxbench.summary import Machines, Point, RunSummary, Summary
 from ctxbench.tables import STATUS_STYLE
 
@@ -247,6 +248,7 @@ def machine_lines(summary: Summary, width: int) -> list[Text]:
     for run in summary.runs:
         lines += _wrapped(run.name, width, 2)
     lines += [Text(""), *_figure_lines(machines, width)]
+    lines += [Text(""), *_other_difference_lines(machines, width)]
     lines += [Text(""), *_env_lines(machines, width)]
     lines.append(Text(""))
     for line in comparison_summary_lines(machines.comparison):
@@ -259,8 +261,8 @@ def _figure_lines(machines: Machines, width: int) -> list[Text]:
         return [_line("no key figure of run A is in the other runs")]
     letters = [fmt.run_letter(i) for i in range(len(machines.others) + 1)]
     heading = _heading(
-        "Key figures: medians, and each run against A "
-        f"(ratio, its {machines.comparison.level:.0%} bootstrap CI, Mann-Whitney U)"
+        f"Key figures against A: ratio, {machines.comparison.level:.0%} bootstrap CI, "
+        "Mann-Whitney U"
     )
     medians = [
         [fmt.value(f.reference_median, f.unit)] + [fmt.value(c.median, f.unit) for c in f.cells]
@@ -286,6 +288,44 @@ def _figure_lines(machines: Machines, width: int) -> list[Text]:
     return lines
 
 
+def _other_difference_lines(machines: Machines, width: int) -> list[Text]:
+    """The comparable rows outside the key figures that got meaningfully slower
+    or faster: a difference elsewhere is not hidden by the summary."""
+    comparison = machines.comparison
+    keys = {(f.probe, params_key(f.params)) for f in machines.figures}
+    found = []
+    for row in comparison.rows:
+        if (row.probe, params_key(row.params)) in keys:
+            continue
+        for index, cell in enumerate(row.cells[1:], start=1):
+            if cell.excluded or cell.decision not in (SLOWER, FASTER):
+                continue
+            words = describe(
+                cell.difference, row.unit, comparison.min_effect, fmt.run_letter(index)
+            )
+            p = cell.difference.u_test if cell.difference else None
+            found.append(
+                (
+                    f"{variant_name(row.probe, row.params)}: {words}"
+                    + (f", {fmt.p_value(p.p_value)}" if p else ""),
+                    "red" if cell.decision == SLOWER else "green",
+                )
+            )
+    if not found:
+        return _wrapped(
+            "No other comparable row differs meaningfully (significant and above "
+            f"{comparison.min_effect:.0%}).",
+            width,
+            0,
+        )
+    lines = [
+        _heading(f"Other rows that differ (significant and above {comparison.min_effect:.0%})")
+    ]
+    for text, style in found:
+        lines += _wrapped(text, width, 2, style)
+    return lines
+
+
 def _cell_words(cell: Any) -> tuple[str, str]:
     """'B ran 1.94× (1.24–3.96) slower than A, p = 0.031', styled by the decision."""
     if cell.excluded:
@@ -299,8 +339,12 @@ def _cell_words(cell: Any) -> tuple[str, str]:
 
 def _env_lines(machines: Machines, width: int) -> list[Text]:
     if not machines.env:
-        return [_line("The environments do not differ in kernel, CPU, virtualization, idle "
-                      "driver, mitigations or clocksource")]  # fmt: skip
+        return _wrapped(
+            "The environments do not differ in kernel, CPU, virtualization, idle driver, "
+            "mitigations or clocksource.",
+            width,
+            0,
+        )
     lines = [_heading("What differs between the environments (what may explain the figures)")]
     limit = max(ENV_VALUE_LIMIT, width - 30)
     for difference in machines.env:
