@@ -269,6 +269,11 @@ def test_run_stores_and_prints_summary(db, fake_engine, tmp_path):
     assert arguments[:2] == ["run", "switch.*"]
     assert {"--quick", "--json", "--progress", "--cpus"} <= set(arguments)
     assert "switch.pipe" in result.stdout and "syscall.getpid" not in result.stdout
+    # The summary, answers first; the table of every result only with --all.
+    assert result.stdout.index("What one operation costs here") < result.stdout.index(
+        "Same CPU vs another CPU"
+    )
+    assert "between=threads cpus=any" not in result.stdout and "--all` lists them" in result.stdout
     switches = [r for r in real_run().results if r["probe"].startswith("switch.")]
     assert f"[1/{len(switches)}] switch." in result.stderr  # progress, on stderr
     assert "replaying recorded output" in result.stderr  # engine diagnostics pass through
@@ -278,6 +283,14 @@ def test_run_stores_and_prints_summary(db, fake_engine, tmp_path):
     assert stored.info.label == "replayed" and len(stored.results) == len(switches)
     assert [json.loads(line) for line in json_out.read_text().splitlines()] == stored.records.all()
     assert report_out.exists()
+
+
+def test_run_all_adds_the_table_of_every_result(db, fake_engine):
+    result = invoke("run", "switch.*", "--all", "--db", db)
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert out.index("What one operation costs here") < out.index("every result")
+    assert "between=threads cpus=any" in out.split("every result")[1]
 
 
 def test_run_family_name_becomes_a_glob(db, fake_engine):

@@ -215,6 +215,14 @@ def test_show_json_gives_the_stored_records_verbatim(db, two_runs):
     assert data["kind"] == "stored_run" and data["run"]["run_id"] == two_runs[0]
     assert data["records"] == real_run("run_a.jsonl").all()
     assert data["run"]["counts"]["unsupported"] == 1
+    # The summary's figures are the records' own: each rung is its record's median.
+    by_variant = {variant_name(r["probe"], r["params"]): r for r in real_run("run_a.jsonl").results}
+    ladder = data["summary"]["ladder"]
+    assert [rung["label"] for rung in ladder][:2] == ["vDSO clock_gettime", "bare system call"]
+    for rung in ladder:
+        assert rung["median"] == by_variant[rung["variant"]]["summary"]["median"]
+    suspect = [n for n in data["summary"]["verdicts"]["notes"] if n["status"] == "suspect"]
+    assert suspect and "fewer context switches" in suspect[0]["sentences"][0]
 
 
 # ---- colour --------------------------------------------------------------------------
