@@ -108,6 +108,20 @@ def test_compare_json_validates_and_says_what_the_tables_say(db, two_runs):
     assert unsupported["median"] is None and unsupported["ratio"] is None
 
 
+def test_compare_json_of_three_runs_with_matrices_validates(db):
+    runs = _import(db, "matrix_a.jsonl", "matrix_b.jsonl", "run_a.jsonl")
+    done = invoke("compare", *runs, "--json", "--db", db)
+    assert done.exit_code == 0, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.Draft202012Validator(COMPARE_SCHEMA).validate(data)
+    assert [s["run"] for s in data["summaries"]] == ["B", "C"]
+    assert data["matrices"] and data["matrices"][0]["classes"]
+    # Another machine's run: its variants are only in one run, never judged.
+    only_c = [r for r in data["rows"] if r["run"] == "C" and r["decision"] == "only in one run"]
+    assert only_c and not any(r["judged"] for r in only_c)
+    assert data["environment"]["differing"]  # another machine, another environment
+
+
 def test_compare_json_refused_by_the_schema_when_a_field_is_wrong(db, two_runs):
     """The schema is not a rubber stamp: a row without its ratio is invalid."""
     data = json.loads(invoke("compare", *two_runs, "--json", "--db", db).stdout)

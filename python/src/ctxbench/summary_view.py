@@ -39,8 +39,10 @@ ENV_VALUE_LIMIT = 60  # characters of an environment value in 80 columns
 
 
 def _line(*parts: str | tuple[str, str]) -> Text:
-    """A line from plain strings and (text, style) pairs; never wrapped by rich."""
-    line = Text(no_wrap=True, overflow="ellipsis")
+    """A line from plain strings and (text, style) pairs. The layout fits the
+    width it was given (80 at the least); on a narrower terminal rich folds a
+    line rather than cut a figure off."""
+    line = Text(overflow="fold")
     for part in parts:
         if isinstance(part, tuple):
             line.append(part[0], style=part[1])
