@@ -247,8 +247,10 @@ def machine_lines(summary: Summary, width: int) -> list[Text]:
         return []
     width = max(width, MIN_WIDTH)
     lines = [_heading("Runs (A is the reference)")]
-    for run in summary.runs:
-        lines += _wrapped(run.name, width, 2)
+    options = machines.comparison.options
+    for index, run in enumerate(summary.runs):
+        measured = fmt.run_options(options[index]) if index < len(options) else "?"
+        lines += _wrapped(f"{run.name}; {measured}", width, 2)
     lines += [Text(""), *_figure_lines(machines, width)]
     lines += [Text(""), *_other_difference_lines(machines, width)]
     lines += [Text(""), *_env_lines(machines, width)]
