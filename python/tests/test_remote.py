@@ -86,7 +86,7 @@ def test_two_hosts_in_parallel_give_two_runs(ssh_server, tmp_path):
     assert "alpha: stored run" in done.stderr and "beta: stored run" in done.stderr
     assert_nothing_left(ssh_server)
     # One table across the hosts, named by their labels, against a chosen baseline.
-    compare = ["compare", "alpha", "beta", "--baseline", "beta", "--db", str(db)]
+    compare = ["compare", "alpha", "beta", "--baseline", "beta", "--all", "--db", str(db)]
     compared = subprocess.run(
         [sys.executable, "-m", "ctxbench", *compare],
         capture_output=True,
