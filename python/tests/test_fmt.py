@@ -105,6 +105,20 @@ def test_compare_summary_matches_golden(tmp_path, monkeypatch, columns):
         assert max(len(line) for line in compared.stdout.splitlines()) <= 80
 
 
+@pytest.mark.parametrize("columns", ["200", "80"])
+def test_machine_vs_machine_matches_golden(tmp_path, monkeypatch, columns):
+    """This VM against a QEMU guest with another kernel (fixtures/README.md):
+    ratios, CIs, significance and the environment differences."""
+    monkeypatch.setenv("COLUMNS", columns)
+    db = _store(tmp_path, "run_a.jsonl", "other_machine.jsonl")
+    a, other = real_run("run_a.jsonl").run_id, real_run("other_machine.jsonl").run_id
+    compared = CliRunner().invoke(cli, ["compare", a, other, "--db", db])
+    assert compared.exit_code == 0
+    _golden(f"compare_a_other_machine_{columns}.txt", compared.stdout)
+    if columns == "80":
+        assert max(len(line) for line in compared.stdout.splitlines()) <= 80
+
+
 def test_compare_all_matches_golden(tmp_path, monkeypatch):
     """--all: the summary, then the runs, the environment diff and every row."""
     monkeypatch.setenv("COLUMNS", "200")

@@ -143,6 +143,36 @@ def test_fail_above_passes_two_runs_of_one_machine(db, two_runs):
     assert not any(line.startswith("slower by more than") for line in done.stdout.splitlines())
 
 
+def test_fail_above_fails_on_a_slower_machine_and_names_each_row(db):
+    """run_a.jsonl against the same selection recorded on a second machine (a
+    QEMU TCG guest, fixtures/README.md): every comparable system call is
+    significantly slower there; the rows the other side marks suspect are
+    named as not judged, never as regressions."""
+    a, other = _import(db, "run_a.jsonl", "other_machine.jsonl")
+    done = invoke("compare", a, other, "--fail-above", "5", "--json", "--db", db)
+    assert done.exit_code == 1
+    data = json.loads(done.stdout)
+    jsonschema.Draft202012Validator(COMPARE_SCHEMA).validate(data)
+    judged = [row for row in data["rows"] if row["judged"]]
+    slower = {row["variant"] for row in judged if row["decision"] == "slower"}
+    assert "syscall.getpid" in slower
+    regressions = {r["variant"] for r in data["fail_above"]["regressions"]}
+    assert regressions == {r["variant"] for r in judged if r["time_ratio"] > 1.05} & slower
+    not_judged = {r["variant"]: r["why"] for r in data["fail_above"]["not_judged"]}
+    suspect = [r["variant"] for r in data["rows"] if r["status"] == "suspect"]
+    assert suspect and all(name in not_judged and name not in regressions for name in suspect)
+    # On stderr, one line per regression naming it, then the verdict.
+    lines = done.stderr.strip().splitlines()
+    named = [line for line in lines if line.startswith("slower by more than 5%: ")]
+    assert len(named) == len(regressions)
+    assert any("syscall.getpid: B ran" in line for line in named)
+    assert lines[-1].startswith("--fail-above 5: FAILED")
+    # The largest slowdown sets the threshold that passes.
+    largest = max(data["fail_above"]["regressions"], key=lambda r: r["time_ratio"])
+    above = f"{(largest['time_ratio'] - 1) * 100 + 1:.0f}"
+    assert invoke("compare", a, other, "--fail-above", above, "--db", db).exit_code == 0
+
+
 def test_fail_above_fails_on_a_significant_slowdown_and_names_it(db, two_runs):
     """Against run B as the reference, run A's cross-CPU process switch took
     1.94× as long (p = 0.031, CI excluding 1): a real, significant slowdown in

@@ -353,12 +353,29 @@ def _env_lines(machines: Machines, width: int) -> list[Text]:
     limit = max(ENV_VALUE_LIMIT, width - 30)
     for difference in machines.env:
         lines.append(_line("  ", (difference.label, "yellow")))
-        for index, value in enumerate(difference.values):
-            shown = "—" if value is None else value
-            if len(shown) > limit:
-                shown = shown[: limit - 1] + "…"
+        values = ["—" if value is None else value for value in difference.values]
+        for index, shown in enumerate(_clipped_apart(values, limit)):
             lines += _wrapped(f"{fmt.run_letter(index)}: {shown}", width, 4)
     return lines
+
+
+def _clipped_apart(values: list[str], limit: int) -> list[str]:
+    """Long values cut to LIMIT characters where they start to differ, so two
+    values that share a long beginning do not print the same."""
+    if all(len(value) <= limit for value in values):
+        return values
+    start = 0
+    while all(len(value) > start for value in values) and len({v[start] for v in values}) == 1:
+        start += 1
+    start = max(0, start - limit // 3)  # a little of what they share, for context
+
+    def clip(value: str) -> str:
+        head = "…" if start else ""
+        piece = value[start : start + limit - len(head)]
+        tail = "…" if start + len(piece) < len(value) else ""
+        return head + (piece[: len(piece) - len(tail)] if tail else piece) + tail
+
+    return [clip(value) for value in values]
 
 
 def plain(lines: list[Text]) -> str:
