@@ -94,27 +94,22 @@ def test_show_matches_golden(tmp_path, monkeypatch, columns, name, source, extra
 
 
 @pytest.mark.parametrize("columns", ["200", "80"])
-def test_compare_summary_matches_golden(tmp_path, monkeypatch, columns):
+@pytest.mark.parametrize(
+    "name, other",
+    [
+        ("compare_a_b", "run_b.jsonl"),  # two runs of one machine
+        # This VM against a QEMU guest with another kernel (fixtures/README.md):
+        # ratios, CIs, significance and the environment differences.
+        ("compare_a_other_machine", "other_machine.jsonl"),
+    ],
+)
+def test_compare_summary_matches_golden(tmp_path, monkeypatch, columns, name, other):
     monkeypatch.setenv("COLUMNS", columns)
-    db = _store(tmp_path, "run_a.jsonl", "run_b.jsonl")
-    a, b = real_run("run_a.jsonl").run_id, real_run("run_b.jsonl").run_id
+    db = _store(tmp_path, "run_a.jsonl", other)
+    a, b = real_run("run_a.jsonl").run_id, real_run(other).run_id
     compared = CliRunner().invoke(cli, ["compare", a, b, "--db", db])
     assert compared.exit_code == 0
-    _golden(f"compare_a_b_{columns}.txt", compared.stdout)
-    if columns == "80":
-        assert max(len(line) for line in compared.stdout.splitlines()) <= 80
-
-
-@pytest.mark.parametrize("columns", ["200", "80"])
-def test_machine_vs_machine_matches_golden(tmp_path, monkeypatch, columns):
-    """This VM against a QEMU guest with another kernel (fixtures/README.md):
-    ratios, CIs, significance and the environment differences."""
-    monkeypatch.setenv("COLUMNS", columns)
-    db = _store(tmp_path, "run_a.jsonl", "other_machine.jsonl")
-    a, other = real_run("run_a.jsonl").run_id, real_run("other_machine.jsonl").run_id
-    compared = CliRunner().invoke(cli, ["compare", a, other, "--db", db])
-    assert compared.exit_code == 0
-    _golden(f"compare_a_other_machine_{columns}.txt", compared.stdout)
+    _golden(f"{name}_{columns}.txt", compared.stdout)
     if columns == "80":
         assert max(len(line) for line in compared.stdout.splitlines()) <= 80
 
