@@ -16,7 +16,8 @@ import re
 import pytest
 
 from conftest import REPO, chromium_path, real_run, with_run_id
-from ctxbench.records import group_run, params_key, record_problem
+from ctxbench import fmt
+from ctxbench.records import group_run, params_key, read_run_file, record_problem
 from ctxbench.report import render
 from ctxbench.store import Store
 
@@ -324,3 +325,73 @@ def test_ring_grid_becomes_a_heatmap(tmp_path):
     assert heatmap["x"] == ["2", "4", "8", "16"]  # processes in the ring
     assert heatmap["y"] == ["0", "16", "64"]  # KiB touched per hop
     assert all(value is not None for row in heatmap["z"] for value in row)
+
+
+def _summary_html(page: str) -> str:
+    start = page.index('<section id="summary"')
+    return page[start : page.index("</section>", start)]
+
+
+def _machine_rows(page: str) -> list[list[str]]:
+    """The cells of the machine-vs-machine table, tags stripped."""
+    summary = _summary_html(page)
+    table = summary[summary.index('<table class="machines">') :]
+    table = table[: table.index("</table>")]
+    rows = re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)
+    return [
+        [
+            re.sub(r"<[^>]+>", " ", cell).split()
+            for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        ]
+        for row in rows
+    ]
+
+
+def test_machine_vs_machine(store_with_runs):
+    from ctxbench.summary import summarize
+
+    runs = [store_with_runs.load(real_run(name).run_id) for name in ("run_a.jsonl", "run_b.jsonl")]
+    page = render(runs)
+    summary = _summary_html(page)
+    assert 'id="summary-machines"' in summary and 'data-summary="machines"' in summary
+    machines = summarize(runs).machines
+    rows = _machine_rows(page)
+    assert len(rows) == len(machines.figures) == 5
+    for row, figure in zip(rows, machines.figures, strict=True):
+        (cell,) = figure.cells
+        text = [" ".join(words) for words in row]
+        assert text[0].startswith(figure.label)
+        # ratio [CI] as compare prints it, p, and the words of compare.describe
+        assert text[3] == fmt.ratio(cell.ci_low, cell.ratio, cell.ci_high)
+        assert text[4] == fmt.p_value(cell.p_value)
+        assert text[5].startswith(cell.words)
+    words = [cell.words for figure in machines.figures for cell in figure.cells]
+    assert "not significant" in words  # two runs of one machine: most figures do not differ
+    assert summary.count('class="not-significant"') == words.count("not significant")
+    # One machine: none of the keys that explain a difference differs.
+    assert 'class="env-differences"' not in summary
+    assert "None of the keys that usually explain a difference" in summary
+
+
+def test_machine_vs_machine_highlights_environment_differences(store_with_runs):
+    """The reference run and run_a were recorded in two sessions of the development
+    VM whose virtualization was detected differently: the summary says so."""
+    reference = store_with_runs.add_run(
+        read_run_file(REPO / "docs" / "data" / "reference-run.jsonl"), origin="import"
+    )
+    runs = [store_with_runs.load(reference), store_with_runs.load(real_run("run_a.jsonl").run_id)]
+    summary = _summary_html(render(runs))
+    table = summary[summary.index('<table class="env-differences">') :]
+    table = table[: table.index("</table>")]
+    highlighted = re.findall(
+        r'<tr class="differs"><td>(.*?)<br><span class="muted mono">(.*?)</span>', table
+    )
+    keys = [key for _, key in highlighted]
+    assert "virtualization.detected" in keys
+    assert all(
+        key.split(".")[0]
+        in {"cpu", "kernel", "virtualization", "frequency", "mitigations", "clocksource"}
+        for key in keys
+    )
+    # Run options differ (a full run against --quick): every ratio is marked.
+    assert "not like for like: options: quick no vs yes" in summary

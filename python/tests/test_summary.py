@@ -20,6 +20,7 @@ from ctxbench.summary import (
     LADDER,
     REASON_SENTENCES,
     is_remainder,
+    pick,
     reason_sentence,
     section_id,
     summarize,
@@ -208,3 +209,33 @@ def test_machines_env_differences(store):
     # Run A's rungs missing in the other run have no ratio, and say why.
     coroutine = next(f for f in machines.figures if f.key == "coroutine")
     assert coroutine.cells[0].ratio is None and coroutine.cells[0].note == "not in this run"
+
+
+def _spec(key):
+    return next(spec for spec in LADDER if spec.key == key)
+
+
+def test_pick_prefers_the_default_policy_and_keeps_idle_held_apart():
+    """Selection only (no figures): which of several variants stands for a rung."""
+    variants = [
+        {"probe": "switch.pipe", "params": {"between": "threads", "cpus": cpus, **extra}}
+        for cpus, extra in (
+            ("same", {"policy": "batch", "idle": "free"}),
+            ("same", {"policy": "normal", "idle": "free"}),
+            ("cross", {"policy": "normal", "idle": "held"}),
+            ("cross", {"policy": "normal", "idle": "free"}),
+            ("any", {"policy": "normal", "idle": "free"}),
+        )
+    ]
+    for key, expected in (
+        ("thread_switch", variants[1]),
+        ("cross_switch", variants[3]),
+        ("cross_switch_held", variants[2]),
+        ("process_switch", None),
+    ):
+        spec = _spec(key)
+        assert pick(variants, spec.candidates[0], spec.match) is expected, key
+    # A record without the knob (an older engine) still stands for the default.
+    old = [{"probe": "switch.pipe", "params": {"between": "threads", "cpus": "cross"}}]
+    assert pick(old, "switch.pipe", _spec("cross_switch").match) is old[0]
+    assert pick(old, "switch.pipe", _spec("cross_switch_held").match) is None

@@ -624,6 +624,7 @@ def _ladder_figure(figures: _Figures, summary: Summary, runs: list[StoredRun]) -
             go.Scatter(
                 x=[p.median for p in points],
                 y=[esc(rung.label) for rung in rungs],
+                orientation="h",
                 mode="markers+text",
                 name=esc(run.name),
                 text=[esc(_point_text(p)) for p in points],
@@ -642,7 +643,7 @@ def _ladder_figure(figures: _Figures, summary: Summary, runs: list[StoredRun]) -
             )
         )
     axis = _time_axis(values, LADDER_MIN_SPAN)
-    axis["range"][1] += 1.0  # room for the labels right of the points
+    axis["range"][1] += 1.4  # room for the labels right of the points
     figure.update_xaxes(title="time per operation (log scale)", **axis)
     figure.update_yaxes(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels
