@@ -174,12 +174,17 @@ class _Figures:
     def __init__(self) -> None:
         self._ids = count(1)
 
-    def make(self, title: str, figure: go.Figure, height: int) -> Figure:
+    def make(
+        self, title: str, figure: go.Figure, height: int, legend_on_top: bool = False
+    ) -> Figure:
+        """LEGEND_ON_TOP: above the plot, where a legend below would cover the axis title."""
         figure.update_layout(
             height=height,
-            margin={"l": 10, "r": 20, "t": 40, "b": 40},
+            margin={"l": 10, "r": 20, "t": 40 + 40 * legend_on_top, "b": 40},
             template="plotly_white",
-            legend={"orientation": "h", "y": -0.12},
+            legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"}
+            if legend_on_top
+            else {"orientation": "h", "y": -0.12},
             font={"family": "system-ui, sans-serif", "size": 12},
         )
         figure.update_yaxes(automargin=True)
@@ -547,8 +552,8 @@ def _comparison_figure(
     figure.update_yaxes(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels
     )
-    height = max(260, 110 + _rows_height(labels))
-    return figures.make(title, figure, height)
+    height = max(260, 150 + _rows_height(labels))
+    return figures.make(title, figure, height, legend_on_top=True)
 
 
 # ---- the summary (ctxbench.summary decides what it says; here it is drawn) ---------------
