@@ -24,6 +24,7 @@ from ctxbench.summary import (
     reason_sentence,
     section_id,
     summarize,
+    variant_key,
 )
 
 REFERENCE_RUN = REPO / "docs" / "data" / "reference-run.jsonl"
@@ -178,9 +179,16 @@ def test_machines(store):
     assert machines is not None and machines.others == [summary.runs[1].name]
     assert [f.key for f in machines.figures] == [rung.key for rung in summary.ladder]
     comparison = machines.comparison
+    # run_a and run_b name the same params: the key figures' comparison agrees
+    # with the whole runs' one, row by row.
     rows = {(row.probe, params_key(row.params)): row for row in comparison.rows}
     for figure in machines.figures:
-        row = rows[(figure.probe, params_key(figure.params))]
+        assert figure.row in machines.key_comparison.rows
+        assert (
+            figure.row.cells[1].difference
+            == rows[(figure.probe, params_key(figure.params))].cells[1].difference
+        )
+        row = figure.row
         cell, (mine,) = row.cells[1], figure.cells
         assert mine.median == cell.median
         assert mine.ratio == cell.difference.ratio.ratio
@@ -239,3 +247,13 @@ def test_pick_prefers_the_default_policy_and_keeps_idle_held_apart():
     old = [{"probe": "switch.pipe", "params": {"between": "threads", "cpus": "cross"}}]
     assert pick(old, "switch.pipe", _spec("cross_switch").match) is old[0]
     assert pick(old, "switch.pipe", _spec("cross_switch_held").match) is None
+
+
+def test_variant_key_matches_a_record_without_the_idle_knob():
+    old = {"probe": "switch.pipe", "params": {"between": "threads", "cpus": "same"}}
+    new = {"probe": "switch.pipe", "params": {"between": "threads", "cpus": "same", "idle": "free"}}
+    held = {
+        "probe": "switch.pipe",
+        "params": {"between": "threads", "cpus": "same", "idle": "held"},
+    }
+    assert variant_key(old) == variant_key(new) != variant_key(held)

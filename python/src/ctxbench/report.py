@@ -760,9 +760,10 @@ def _waterfall_figure(figures: _Figures, run: RunSummary) -> Figure | None:
 
 def _machines_figure(figures: _Figures, machines: Machines) -> Figure | None:
     """The key figures' ratios to run A, drawn like the full comparison's."""
-    rows = {(row.probe, params_key(row.params)): row for row in machines.comparison.rows}
-    chosen = [(f, rows[(f.probe, params_key(f.params))]) for f in machines.figures]
-    subset = replace(machines.comparison, rows=[row for _, row in chosen])
+    chosen = [(f, f.row) for f in machines.figures if f.row is not None]
+    if machines.key_comparison is None or not chosen:
+        return None
+    subset = replace(machines.key_comparison, rows=[row for _, row in chosen])
     labels = {id(row): esc(f.label) for f, row in chosen}
     return _comparison_figure(
         figures, subset, "key figures: ratio to run A with bootstrap CI", labels
