@@ -224,7 +224,9 @@ def open_in_chromium(pages, profile_dir, screenshot=None, summary_screenshot=Non
 
 def test_report_in_chromium(store_with_runs, tmp_path):
     infos = store_with_runs.runs()
-    pair = [real_run("run_a.jsonl").run_id, real_run("run_b.jsonl").run_id]
+    # Two machines: run_a (the KVM development VM) and other_machine (a QEMU guest).
+    other_id = store_with_runs.add_run(real_run("other_machine.jsonl"), origin="import")
+    pair = [real_run("run_a.jsonl").run_id, other_id]
     clean = tmp_path / "report.html"
     clean.write_text(render([store_with_runs.load(run_id) for run_id in pair]), "utf-8")
     hostile = tmp_path / "hostile.html"
@@ -242,10 +244,11 @@ def test_report_in_chromium(store_with_runs, tmp_path):
     outcomes = open_in_chromium(pages, tmp_path / "profile", screenshot, summary_screenshot)
 
     # Summary: the ladder, same-vs-cross and a waterfall per run, the key ratios;
-    # then two families x (medians, distributions) + the comparison. The hostile
-    # page's third run gave every variant a 'note' parameter, so its switches are
-    # not plain placement variants: no same-vs-cross chart of its own.
-    # The ring run: no ladder figure; one family x 2 + the heatmap.
+    # then two families x (medians, distributions) + the comparison (create has
+    # only an unsupported result: no plot). The hostile page (run_a, run_b and
+    # the hostile run): the hostile run gave every variant a 'note' parameter, so
+    # its switches are not plain placement variants: no same-vs-cross chart of its
+    # own. The ring run: no ladder figure; one family x 2 + the heatmap.
     expected_plots = [11, 12, 3]
     for path, outcome, expected in zip(pages, outcomes, expected_plots, strict=True):
         plots = outcome["plots"]
@@ -261,7 +264,7 @@ def test_report_in_chromium(store_with_runs, tmp_path):
     assert screenshot.stat().st_size > 10_000
     assert summary_screenshot.stat().st_size > 10_000
 
-    # The summary of the two clean runs comes first, drawn, with a real size.
+    # The summary of the two machines comes first, drawn, with a real size.
     clean_outcome = outcomes[0]
     summary = clean_outcome["summary"]
     assert [plot["kind"] for plot in summary] == [
@@ -304,8 +307,10 @@ def test_report_in_chromium(store_with_runs, tmp_path):
             assert anchor == "family-" + record["family"] and anchor in clean_outcome["ids"]
             plotted.add((run_id, probe, key))
     # Every rung the runs hold is on the chart: the vDSO call, the bare system call
-    # and three switch.pipe variants per run (run_a and run_b measured the same).
-    assert len(plotted) == 10
+    # and switch.pipe: three variants in run_a, two in other_machine (one vCPU: its
+    # cross-CPU variants are unsupported, not drawn).
+    assert len(plotted) == 9
+    assert sum(run_id == other_id for run_id, _, _ in plotted) == 4
     assert {probe for _, probe, _ in plotted} == {
         "syscall.clock_gettime_vdso",
         "syscall.enosys",
@@ -395,3 +400,61 @@ def test_machine_vs_machine_highlights_environment_differences(store_with_runs):
     )
     # Run options differ (a full run against --quick): every ratio is marked.
     assert "not like for like: options: quick no vs yes" in summary
+
+
+def test_machine_vs_machine_on_two_machines(tmp_path):
+    """run_a (the KVM development VM, kernel 6.18) against other_machine (a QEMU
+    TCG guest with Debian's 6.1 kernel, see fixtures/README.md): real differences,
+    significant, and the environment that explains them, highlighted."""
+    from ctxbench.summary import summarize
+
+    with Store.open(tmp_path / "two.db") as store:
+        runs = [
+            store.load(store.add_run(real_run(name), origin="import"))
+            for name in ("run_a.jsonl", "other_machine.jsonl")
+        ]
+        page = render(runs)
+    machines = summarize(runs).machines
+    by_key = {figure.key: figure.cells[0] for figure in machines.figures}
+    # The vDSO call, the bare syscall and both same-CPU switches have a ratio. The
+    # cross-CPU switch has none: run_a's is policy=batch, a variant the newer engine
+    # runs only on one CPU (and on one vCPU its cross-CPU variants are unsupported).
+    for key in ("vdso", "syscall", "thread_switch", "process_switch"):
+        cell = by_key[key]
+        assert cell.ratio is not None and cell.significant, key
+        assert cell.ci_low <= cell.ratio <= cell.ci_high
+        assert cell.ratio > 1 and cell.words.startswith("B ran ") and "slower than A" in cell.words
+    assert by_key["cross_switch"].ratio is None
+    assert by_key["cross_switch"].note == "not in this run"
+    # run_a's switch.pipe has no idle knob (older engine), other_machine's says
+    # idle=free: the same variant, compared.
+    thread = next(f for f in machines.figures if f.key == "thread_switch")
+    assert "idle" not in thread.params and thread.row.params == {
+        "between": "threads",
+        "cpus": "same",
+        "policy": "batch",
+    }
+
+    rows = _machine_rows(page)
+    texts = [" ".join(" ".join(words) for words in row) for row in rows]
+    assert sum("slower than A" in text for text in texts) == 4
+    summary = _summary_html(page)
+    assert summary.count('class="slower"') >= 1  # like-for-like rows in the decision's colour
+    table = summary[summary.index('<table class="env-differences">') :]
+    table = table[: table.index("</table>")]
+    highlighted = dict(
+        re.findall(
+            r'<tr class="differs"><td>.*?<span class="muted mono">(.*?)</span></td>(.*?)</tr>',
+            table,
+            re.S,
+        )
+    )
+    for key, values in (
+        ("kernel.release", ("6.18.44-fc-v669", "6.1.0-56-amd64")),
+        ("virtualization.hypervisor_vendor", ("KVMKVMKVM", "TCGTCGTCGTCG")),
+        ("frequency.cpuidle_driver", ("haltpoll", "none")),
+        ("cpu.model", ("Intel(R) Xeon(R) Processor", "QEMU TCG CPU version 2.5+")),
+    ):
+        assert key in highlighted, key
+        assert all(value in highlighted[key] for value in values), key
+    assert "clocksource.current" not in highlighted  # tsc on both

@@ -257,3 +257,22 @@ def test_variant_key_matches_a_record_without_the_idle_knob():
         "params": {"between": "threads", "cpus": "same", "idle": "held"},
     }
     assert variant_key(old) == variant_key(new) != variant_key(held)
+
+
+def test_a_compared_run_shows_run_a_variant_on_its_ladder(store):
+    """other_machine measured switch.pipe with policy normal and batch; alone its
+    ladder shows the default (normal), beside run_a (batch only) the batch one."""
+    run_a = stored(store, real_run("run_a.jsonl"))
+    other = stored(store, real_run("other_machine.jsonl"))
+    alone = {rung.key: rung.point for rung in summarize([other]).ladder}
+    assert alone["thread_switch"].params["policy"] == "normal"
+    beside = {rung.key: rung.point for rung in summarize([run_a, other]).runs[1].ladder}
+    assert beside["thread_switch"].params == {
+        "between": "threads",
+        "cpus": "same",
+        "idle": "free",
+        "policy": "batch",
+    }
+    assert beside["thread_switch"].median == beside["thread_switch"].result["summary"]["median"]
+    # Rungs run_a does not have keep the run's own choice.
+    assert beside["vdso"].probe == alone["vdso"].probe

@@ -20,7 +20,8 @@ API (stable; later changes only add)::
     RunSummary
       .name: str                       'A: label (machine)'
       .run_id, .machine: str
-      .ladder: list[Rung]              cost order (LADDER), only rungs the run measured
+      .ladder: list[Rung]              cost order (LADDER), only rungs the run measured;
+                                       runs after A take A's variant where they have it
       .same_vs_cross: list[SameVsCross]
       .explained: Explained | None     explain(run.results) when it explains anything
       .explanation: Explanation | None the switch drawn as a waterfall (WATERFALL_PREFERENCE)
@@ -418,11 +419,19 @@ def _measured(result: dict[str, Any] | None) -> bool:
     return result is not None and summary_value(result, "median") is not None
 
 
-def ladder(results: list[dict[str, Any]]) -> list[Rung]:
-    """The rungs of LADDER the run measured, in the ladder's order."""
+def ladder(results: list[dict[str, Any]], like: list[Rung] | None = None) -> list[Rung]:
+    """The rungs of LADDER the run measured, in the ladder's order. LIKE: another
+    run's rungs (run A's); where this run measured the same variant (variant_key),
+    that variant stands for the rung, so that runs side by side show like with like."""
     measured = [r for r in results if _measured(r)]
+    by_variant = {variant_key(r): r for r in measured}
+    theirs = {rung.key: variant_key(rung.point.result) for rung in like or []}
     rungs = []
     for spec in LADDER:
+        same = by_variant.get(theirs[spec.key]) if spec.key in theirs else None
+        if same is not None:
+            rungs.append(Rung(spec.key, spec.label, point(same)))
+            continue
         for probe in spec.candidates:
             chosen = pick(measured, probe, spec.match)
             if chosen is not None:
@@ -504,9 +513,10 @@ def is_remainder(part_name: str) -> bool:
     return part_name == REST
 
 
-def summarize_run(index: int, run: StoredRun) -> RunSummary:
+def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) -> RunSummary:
+    """One run's summary; LIKE: run A's ladder, when this run is compared with it."""
     results = run.results
-    rungs = ladder(results)
+    rungs = ladder(results, like)
     explained = explain(results, run.run_id)
     has_any = bool(explained.explanations) or explained.fork is not None
     return RunSummary(
@@ -621,7 +631,10 @@ def summarize(runs: list[StoredRun], *, compare_options: dict[str, Any] | None =
     (alpha, level, resamples, min_effect) when there are two or more runs."""
     if not runs:
         raise ValueError("a summary needs at least one run")
-    summaries = [summarize_run(index, run) for index, run in enumerate(runs)]
+    first = summarize_run(0, runs[0])
+    summaries = [first] + [
+        summarize_run(index, run, first.ladder) for index, run in enumerate(runs[1:], start=1)
+    ]
     return Summary(
         runs=summaries,
         machines=machines(runs, summaries, **(compare_options or {})) if len(runs) > 1 else None,
