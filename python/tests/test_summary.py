@@ -20,9 +20,11 @@ from ctxbench.summary import (
     LADDER,
     REASON_SENTENCES,
     is_remainder,
+    pick,
     reason_sentence,
     section_id,
     summarize,
+    variant_key,
 )
 
 REFERENCE_RUN = REPO / "docs" / "data" / "reference-run.jsonl"
@@ -177,9 +179,16 @@ def test_machines(store):
     assert machines is not None and machines.others == [summary.runs[1].name]
     assert [f.key for f in machines.figures] == [rung.key for rung in summary.ladder]
     comparison = machines.comparison
+    # run_a and run_b name the same params: the key figures' comparison agrees
+    # with the whole runs' one, row by row.
     rows = {(row.probe, params_key(row.params)): row for row in comparison.rows}
     for figure in machines.figures:
-        row = rows[(figure.probe, params_key(figure.params))]
+        assert figure.row in machines.key_comparison.rows
+        assert (
+            figure.row.cells[1].difference
+            == rows[(figure.probe, params_key(figure.params))].cells[1].difference
+        )
+        row = figure.row
         cell, (mine,) = row.cells[1], figure.cells
         assert mine.median == cell.median
         assert mine.ratio == cell.difference.ratio.ratio
@@ -208,3 +217,62 @@ def test_machines_env_differences(store):
     # Run A's rungs missing in the other run have no ratio, and say why.
     coroutine = next(f for f in machines.figures if f.key == "coroutine")
     assert coroutine.cells[0].ratio is None and coroutine.cells[0].note == "not in this run"
+
+
+def _spec(key):
+    return next(spec for spec in LADDER if spec.key == key)
+
+
+def test_pick_prefers_the_default_policy_and_keeps_idle_held_apart():
+    """Selection only (no figures): which of several variants stands for a rung."""
+    variants = [
+        {"probe": "switch.pipe", "params": {"between": "threads", "cpus": cpus, **extra}}
+        for cpus, extra in (
+            ("same", {"policy": "batch", "idle": "free"}),
+            ("same", {"policy": "normal", "idle": "free"}),
+            ("cross", {"policy": "normal", "idle": "held"}),
+            ("cross", {"policy": "normal", "idle": "free"}),
+            ("any", {"policy": "normal", "idle": "free"}),
+        )
+    ]
+    for key, expected in (
+        ("thread_switch", variants[1]),
+        ("cross_switch", variants[3]),
+        ("cross_switch_held", variants[2]),
+        ("process_switch", None),
+    ):
+        spec = _spec(key)
+        assert pick(variants, spec.candidates[0], spec.match) is expected, key
+    # A record without the knob (an older engine) still stands for the default.
+    old = [{"probe": "switch.pipe", "params": {"between": "threads", "cpus": "cross"}}]
+    assert pick(old, "switch.pipe", _spec("cross_switch").match) is old[0]
+    assert pick(old, "switch.pipe", _spec("cross_switch_held").match) is None
+
+
+def test_variant_key_matches_a_record_without_the_idle_knob():
+    old = {"probe": "switch.pipe", "params": {"between": "threads", "cpus": "same"}}
+    new = {"probe": "switch.pipe", "params": {"between": "threads", "cpus": "same", "idle": "free"}}
+    held = {
+        "probe": "switch.pipe",
+        "params": {"between": "threads", "cpus": "same", "idle": "held"},
+    }
+    assert variant_key(old) == variant_key(new) != variant_key(held)
+
+
+def test_a_compared_run_shows_run_a_variant_on_its_ladder(store):
+    """other_machine measured switch.pipe with policy normal and batch; alone its
+    ladder shows the default (normal), beside run_a (batch only) the batch one."""
+    run_a = stored(store, real_run("run_a.jsonl"))
+    other = stored(store, real_run("other_machine.jsonl"))
+    alone = {rung.key: rung.point for rung in summarize([other]).ladder}
+    assert alone["thread_switch"].params["policy"] == "normal"
+    beside = {rung.key: rung.point for rung in summarize([run_a, other]).runs[1].ladder}
+    assert beside["thread_switch"].params == {
+        "between": "threads",
+        "cpus": "same",
+        "idle": "free",
+        "policy": "batch",
+    }
+    assert beside["thread_switch"].median == beside["thread_switch"].result["summary"]["median"]
+    # Rungs run_a does not have keep the run's own choice.
+    assert beside["vdso"].probe == alone["vdso"].probe

@@ -20,7 +20,8 @@ API (stable; later changes only add)::
     RunSummary
       .name: str                       'A: label (machine)'
       .run_id, .machine: str
-      .ladder: list[Rung]              cost order (LADDER), only rungs the run measured
+      .ladder: list[Rung]              cost order (LADDER), only rungs the run measured;
+                                       runs after A take A's variant where they have it
       .same_vs_cross: list[SameVsCross]
       .explained: Explained | None     explain(run.results) when it explains anything
       .explanation: Explanation | None the switch drawn as a waterfall (WATERFALL_PREFERENCE)
@@ -35,10 +36,13 @@ API (stable; later changes only add)::
                ratio (cross median / same median, None unless both measured)
     Verdicts   counts {status: n} (every status of records.STATUSES), notes: list[VerdictNote]
     VerdictNote point, sentences (one per distinct reason code, REASON_SENTENCES)
-    Machines   reference: str, others: list[str] (run names), comparison: Comparison,
-               figures: list[MachineFigure], env: list[EnvDifference]
+    Machines   reference: str, others: list[str] (run names), comparison: Comparison
+               (compare_runs of the whole runs), figures: list[MachineFigure],
+               env: list[EnvDifference], key_comparison: Comparison (compare_runs
+               over the key figures, variants matched by ``variant_key``: a record
+               without the ``idle`` knob, from an older engine, is idle=free)
     MachineFigure key, label, probe, params, unit, reference_median,
-               cells: list[MachineCell] (one per other run)
+               cells: list[MachineCell] (one per other run), row (of key_comparison)
     MachineCell median, ratio, ci_low, ci_high, p_value, significant, decision,
                words (compare.describe), excluded (why not comparable), note
     EnvDifference key, label, values (one per run, None where absent)
@@ -49,14 +53,15 @@ sentence; ``reason_sentence(code)`` reads it.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench import fmt
-from ctxbench.compare import Comparison, compare_runs, describe
+from ctxbench.compare import Comparison, Row, compare_runs, describe
 from ctxbench.explain import REST, Explained, Explanation, explain
-from ctxbench.records import STATUSES, params_key, summary_value
+from ctxbench.records import STATUSES, RunRecords, params_key, summary_value
 from ctxbench.store import StoredRun
 
 # ---- the cost ladder ---------------------------------------------------------------
@@ -124,6 +129,12 @@ LADDER: tuple[RungSpec, ...] = (
     RungSpec("fork", "fork", ("create.fork",), {"parent_mib": (0, None)}),
     RungSpec("exec", "fork + exec", ("create.fork_exec",)),
 )
+
+# Knobs an older engine did not have: a record without one was measured the way
+# this value says (no engine held idle before the knob existed), so for machine
+# vs machine it is the same variant as one that names the value.
+ABSENT_MEANS: dict[str, Any] = {"idle": "free"}
+_NONE = object()
 
 # The same-vs-cross view: switch probes whose params are only these knobs.
 SWITCH_FAMILY = "switch"
@@ -297,6 +308,7 @@ class MachineFigure:
     unit: str
     reference_median: float | None
     cells: list[MachineCell]  # one per run after the reference
+    row: Row | None = None  # the row of Machines.key_comparison it comes from
 
 
 @dataclass(frozen=True)
@@ -313,6 +325,8 @@ class Machines:
     comparison: Comparison
     figures: list[MachineFigure]
     env: list[EnvDifference]
+    # compare_runs over the key figures only, variants matched by variant_key
+    key_comparison: Comparison | None = None
 
 
 @dataclass(frozen=True)
@@ -405,11 +419,19 @@ def _measured(result: dict[str, Any] | None) -> bool:
     return result is not None and summary_value(result, "median") is not None
 
 
-def ladder(results: list[dict[str, Any]]) -> list[Rung]:
-    """The rungs of LADDER the run measured, in the ladder's order."""
+def ladder(results: list[dict[str, Any]], like: list[Rung] | None = None) -> list[Rung]:
+    """The rungs of LADDER the run measured, in the ladder's order. LIKE: another
+    run's rungs (run A's); where this run measured the same variant (variant_key),
+    that variant stands for the rung, so that runs side by side show like with like."""
     measured = [r for r in results if _measured(r)]
+    by_variant = {variant_key(r): r for r in measured}
+    theirs = {rung.key: variant_key(rung.point.result) for rung in like or []}
     rungs = []
     for spec in LADDER:
+        same = by_variant.get(theirs[spec.key]) if spec.key in theirs else None
+        if same is not None:
+            rungs.append(Rung(spec.key, spec.label, point(same)))
+            continue
         for probe in spec.candidates:
             chosen = pick(measured, probe, spec.match)
             if chosen is not None:
@@ -491,9 +513,10 @@ def is_remainder(part_name: str) -> bool:
     return part_name == REST
 
 
-def summarize_run(index: int, run: StoredRun) -> RunSummary:
+def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) -> RunSummary:
+    """One run's summary; LIKE: run A's ladder, when this run is compared with it."""
     results = run.results
-    rungs = ladder(results)
+    rungs = ladder(results, like)
     explained = explain(results, run.run_id)
     has_any = bool(explained.explanations) or explained.fork is not None
     return RunSummary(
@@ -517,14 +540,39 @@ def _env_label(key: str) -> str | None:
     return None
 
 
+def variant_key(result: dict[str, Any]) -> tuple[str, str]:
+    """(probe, params) with the knobs of ABSENT_MEANS left out where they have that
+    value, so a record of an older engine matches its variant in a newer one."""
+    params = {k: v for k, v in result["params"].items() if ABSENT_MEANS.get(k, _NONE) != v}
+    return result["probe"], params_key(params)
+
+
+def _key_figure_runs(runs: list[StoredRun], keys: set[tuple[str, str]]) -> list[StoredRun]:
+    """Each run reduced to the variants of KEYS, their params written one way (variant_key)."""
+    reduced = []
+    for run in runs:
+        results = []
+        for result in run.results:
+            probe, key = variant_key(result)
+            if (probe, key) in keys:
+                results.append({**result, "params": json.loads(key)})
+        records = RunRecords(env=run.env, results=results, end=run.records.end)
+        reduced.append(StoredRun(info=run.info, records=records))
+    return reduced
+
+
 def machines(runs: list[StoredRun], summaries: list[RunSummary], **options: Any) -> Machines:
     """The other runs against run A: a ratio per key figure (run A's ladder), and
     the environment differences that plausibly explain them."""
     comparison = compare_runs(runs, **options)
-    rows = {(row.probe, params_key(row.params)): row for row in comparison.rows}
+    reference = summaries[0].ladder
+    key_comparison = compare_runs(
+        _key_figure_runs(runs, {variant_key(rung.point.result) for rung in reference}), **options
+    )
+    rows = {(row.probe, params_key(row.params)): row for row in key_comparison.rows}
     figures = []
-    for rung in summaries[0].ladder:
-        row = rows.get((rung.point.probe, params_key(rung.point.params)))
+    for rung in reference:
+        row = rows.get(variant_key(rung.point.result))
         if row is None:
             continue
         cells = []
@@ -560,6 +608,7 @@ def machines(runs: list[StoredRun], summaries: list[RunSummary], **options: Any)
                 unit=row.unit,
                 reference_median=row.cells[0].median,
                 cells=cells,
+                row=row,
             )
         )
     env = []
@@ -573,6 +622,7 @@ def machines(runs: list[StoredRun], summaries: list[RunSummary], **options: Any)
         comparison=comparison,
         figures=figures,
         env=env,
+        key_comparison=key_comparison,
     )
 
 
@@ -581,7 +631,10 @@ def summarize(runs: list[StoredRun], *, compare_options: dict[str, Any] | None =
     (alpha, level, resamples, min_effect) when there are two or more runs."""
     if not runs:
         raise ValueError("a summary needs at least one run")
-    summaries = [summarize_run(index, run) for index, run in enumerate(runs)]
+    first = summarize_run(0, runs[0])
+    summaries = [first] + [
+        summarize_run(index, run, first.ladder) for index, run in enumerate(runs[1:], start=1)
+    ]
     return Summary(
         runs=summaries,
         machines=machines(runs, summaries, **(compare_options or {})) if len(runs) > 1 else None,
