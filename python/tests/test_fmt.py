@@ -8,6 +8,7 @@ CTXBENCH_UPDATE_GOLDEN=1 pytest python/tests/test_fmt.py and review the diff.
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from click.testing import CliRunner
 from conftest import REPO, fixture_path, real_run
 from ctxbench import fmt
 from ctxbench.cli import cli
+from ctxbench.records import read_run_file
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -126,3 +128,26 @@ def test_compare_all_matches_golden(tmp_path, monkeypatch):
     compared = runner.invoke(cli, ["compare", a, b, "--all", "--db", db])
     assert compared.exit_code == 0
     _golden("compare_a_b_all_200.txt", compared.stdout)
+
+
+def test_the_ladder_bars_follow_the_medians_on_a_log_scale(tmp_path):
+    """At 200 columns each rung gets a bar whose length is the median's place
+    between whole decades: a larger median never gets a shorter bar, and one
+    ten times larger gets a longer one."""
+    from ctxbench.store import Store
+    from ctxbench.summary import summarize
+    from ctxbench.summary_view import ladder_lines
+
+    with Store.open(str(tmp_path / "ladder.db")) as store:
+        store.add_run(read_run_file(REFERENCE), origin="import")
+        run = store.load("latest")
+    rungs = summarize([run]).ladder
+    lines = [line.plain for line in ladder_lines(summarize([run]).runs[0], 200)][2:]
+    bars = [line.count("█") for line in lines]
+    assert len(bars) == len(rungs) and all(bars)
+    pairs = sorted(zip((r.point.median for r in rungs), bars, strict=True))
+    for (small, short), (large, long) in itertools.pairwise(pairs):
+        assert long >= short
+        if large >= 10 * small:
+            assert long > short
+    assert "█" not in "".join(line.plain for line in ladder_lines(summarize([run]).runs[0], 80))

@@ -19,6 +19,7 @@ drops unless ``fmt.styled`` allows it.
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Iterable
 from typing import Any
@@ -83,6 +84,8 @@ def _ci(point: Point) -> str:
 
 # ---- one run ---------------------------------------------------------------------
 def ladder_lines(run: RunSummary, width: int) -> list[Text]:
+    """Label, median, CI of the median, verdict; on a wide terminal also a
+    log-scale bar of the median (the ladder drawn) and the probe variant."""
     if not run.ladder:
         return [
             _line("no figure of the cost ladder in this run (`ctxbench list` shows the probes)")
@@ -93,22 +96,61 @@ def ladder_lines(run: RunSummary, width: int) -> list[Text]:
     label_w = max(len(r[0]) for r in rows)
     median_w = max(len(r[1]) for r in rows)
     ci_w = max(len(r[2]) for r in rows)
-    used = 2 + label_w + 2 + median_w + 2 + ci_w + 2 + len("unsupported")
+    status_w = len("unsupported")
+    used = 2 + label_w + 2 + median_w + 2 + ci_w + 2 + status_w
     names = [variant_name(p.probe, p.params) for *_, p in rows]
     wide = used + 2 + max(len(n) for n in names) <= width
-    lines = [
-        _heading("What one operation costs here: median, CI of the median, verdict"),
-    ]
+    scale = _log_scale([p.median for *_, p in rows if p.unit == "ns" and p.median])
+    drawn = wide and scale is not None and used + 4 + LADDER_BAR + max(map(len, names)) <= width
+    lines = [_heading("What one operation costs here: median, CI of the median, verdict")]
+    if drawn and scale is not None:
+        low, high = (_decade(decade) for decade in scale)
+        ruler = f"{low} … {high}, log scale"
+        lines.append(_line((" " * (used + 2) + ruler, "dim")))
     for (label, median, ci, point), name in zip(rows, names, strict=True):
         parts: list[str | tuple[str, str]] = [
             f"  {label:<{label_w}}  {median:>{median_w}}  {ci:>{ci_w}}  ",
             _status(point.status),
         ]
         if wide:
-            parts.append(" " * (len("unsupported") - len(point.status) + 2))
+            parts.append(" " * (status_w - len(point.status) + 2))
+        if drawn and scale is not None:
+            parts.append((_bar(point, scale).ljust(LADDER_BAR + 2), "cyan"))
+        if wide:
             parts.append((name, "dim"))
         lines.append(_line(*parts))
     return lines
+
+
+LADDER_BAR = 24  # characters of the ladder's log-scale bar on a wide terminal
+
+
+def _log_scale(medians: list[float]) -> tuple[int, int] | None:
+    """Whole decades of ns around the medians (1 ns ... 1 ms), or None."""
+    positive = [m for m in medians if m > 0]
+    if not positive:
+        return None
+    low = math.floor(math.log10(min(positive)))
+    high = max(low + 1, math.ceil(math.log10(max(positive))))
+    return low, high
+
+
+def _decade(exponent: int) -> str:
+    """10**exponent ns in words: '1 ns', '100 ns', '10 µs', '1 s'."""
+    amount = 10.0**exponent
+    for factor, name in fmt.TIME_SCALES:
+        if amount >= factor or factor == 1.0:
+            return f"{amount / factor:g} {name}"
+    return f"{amount:g} ns"
+
+
+def _bar(point: Point, scale: tuple[int, int]) -> str:
+    """A bar as long as the median's place on the log scale (at least one block)."""
+    if point.unit != "ns" or not point.median or point.median <= 0:
+        return ""
+    low, high = scale
+    share = (math.log10(point.median) - low) / (high - low)
+    return "█" * max(1, round(share * LADDER_BAR))
 
 
 def _cell_median(point: Point) -> str:
