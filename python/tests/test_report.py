@@ -16,7 +16,8 @@ import re
 import pytest
 
 from conftest import REPO, chromium_path, real_run, with_run_id
-from ctxbench.records import group_run, record_problem
+from ctxbench import fmt
+from ctxbench.records import group_run, params_key, read_run_file, record_problem
 from ctxbench.report import render
 from ctxbench.store import Store
 
@@ -58,8 +59,24 @@ def test_single_run_report(store_with_runs):
     page = render([store_with_runs.load(real_run("run_a.jsonl").run_id)])
     assert "<h2>switch <span" in page and "<h2>syscall <span" in page
     assert 'id="comparison"' not in page
-    assert page.count('data-plot="plot-') == 4  # median + distribution for two families
-    assert "syscall.getpid" in page and "between=processes cpus=cross" in page
+    # The summary (ladder, same vs cross, waterfall), then median + distribution
+    # for two families.
+    assert page.count('data-plot="plot-') == 7
+    assert page.count("data-summary=") == 3
+    assert "syscall.getpid" in page and "between=processes cpus=same" in page
+    # The summary comes before every family section; those start collapsed.
+    assert page.index('id="summary"') < page.index('<section id="family-')
+    assert (
+        page.count('<details class="family">') == 3 and '<details class="family" open' not in page
+    )
+    # Variants are grouped by probe with a column per parameter.
+    assert "<th>between</th><th>cpus</th><th>policy</th>" in page
+    # Verdicts in words, not codes.
+    assert (
+        "1 suspect" in page
+        and "too_few_switches" not in page.split('id="summary"')[1].split("</section>")[0]
+    )
+    assert "The kernel counted fewer context switches" in page
 
 
 def test_comparison_report(store_with_runs):
@@ -83,6 +100,37 @@ def test_every_record_string_is_escaped(store_with_runs):
     assert scripts and all("<" not in text for text in scripts)
 
 
+SUMMARY_JS = """() => {
+    const first = document.querySelector('section.family');
+    return Array.from(document.querySelectorAll('div.plot[data-summary]')).map(div => {
+        const box = div.getBoundingClientRect();
+        const svg = div.querySelector('svg.main-svg');
+        const svgBox = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+        return {id: div.id, kind: div.getAttribute('data-summary'),
+                width: box.width, height: box.height,
+                svgWidth: svgBox.width, svgHeight: svgBox.height,
+                beforeFamilies: first !== null &&
+                    Boolean(div.compareDocumentPosition(first) & Node.DOCUMENT_POSITION_FOLLOWING),
+                traces: (div.data || []).map(t => ({type: t.type, x: t.x, y: t.y,
+                    customdata: t.customdata || null, error_x: t.error_x || null}))};
+    });
+}"""
+
+# Click the first point of the cost ladder (plotly's own click handling) and say
+# which family sections are open afterwards.
+CLICK_LADDER_JS = """() => {
+    const ladder = document.querySelector('div.plot[data-summary="ladder"]');
+    const point = ladder && ladder.querySelector('.scatterlayer path.point');
+    if (!point) return null;
+    const box = point.getBoundingClientRect();
+    return {x: box.x + box.width / 2, y: box.y + box.height / 2};
+}"""
+OPEN_FAMILIES_JS = """() => Array.from(document.querySelectorAll('section.family'))
+    .filter(s => s.querySelector('details.family').open).map(s => s.id)"""
+OPEN_ALL_JS = """() => document.querySelectorAll('details').forEach(d => { d.open = true; })"""
+ALL_DRAWN_JS = """() => Array.from(document.querySelectorAll('div.plot'))
+    .every(div => div.querySelector('.main-svg') !== null)"""
+
 PLOTS_JS = """() => Array.from(document.querySelectorAll('div.plot')).map(div => {
     const box = div.getBoundingClientRect();
     const svg = div.querySelector('svg.main-svg');
@@ -94,8 +142,13 @@ PLOTS_JS = """() => Array.from(document.querySelectorAll('div.plot')).map(div =>
 })"""
 
 
-def open_in_chromium(pages, profile_dir, screenshot=None):
-    """Open each HTML file in headless Chromium (offline); what each page did."""
+def open_in_chromium(pages, profile_dir, screenshot=None, summary_screenshot=None):
+    """Open each HTML file in headless Chromium (offline); what each page did.
+
+    Before anything is opened: the summary's plots (``summary``), the ids in the
+    page, and the result of clicking the ladder's first point (``clicked``: the
+    family sections open afterwards). Then every collapsed section is opened and
+    every plot must draw (``plots``)."""
     browser_path = chromium_path()
     if browser_path is None:
         if os.environ.get("CI"):
@@ -143,10 +196,25 @@ def open_in_chromium(pages, profile_dir, screenshot=None):
                 page.wait_for_function(
                     "document.querySelectorAll('.plot .main-svg').length > 0", timeout=30_000
                 )
-                outcome["plots"] = page.evaluate(PLOTS_JS)
-                outcome["injected"] = page.evaluate("document.querySelectorAll('img, b').length")
+                outcome["summary"] = page.evaluate(SUMMARY_JS)
+                outcome["ids"] = page.evaluate(
+                    "Array.from(document.querySelectorAll('[id]')).map(e => e.id)"
+                )
+                outcome["open_at_start"] = page.evaluate(OPEN_FAMILIES_JS)
+                if summary_screenshot is not None and number == 0:
+                    page.locator("#summary").screenshot(path=str(summary_screenshot))
                 if screenshot is not None and number == 0:
                     page.screenshot(path=str(screenshot), full_page=True)
+                target = page.evaluate(CLICK_LADDER_JS)
+                outcome["clicked"] = None
+                if target is not None:
+                    page.mouse.click(target["x"], target["y"])
+                    page.wait_for_timeout(200)
+                    outcome["clicked"] = page.evaluate(OPEN_FAMILIES_JS)
+                page.evaluate(OPEN_ALL_JS)
+                page.wait_for_function(ALL_DRAWN_JS, timeout=60_000)
+                outcome["plots"] = page.evaluate(PLOTS_JS)
+                outcome["injected"] = page.evaluate("document.querySelectorAll('img, b').length")
                 page.close()
                 seen.append(outcome)
         finally:
@@ -156,7 +224,9 @@ def open_in_chromium(pages, profile_dir, screenshot=None):
 
 def test_report_in_chromium(store_with_runs, tmp_path):
     infos = store_with_runs.runs()
-    pair = [real_run("run_a.jsonl").run_id, real_run("run_b.jsonl").run_id]
+    # Two machines: run_a (the KVM development VM) and other_machine (a QEMU guest).
+    other_id = store_with_runs.add_run(real_run("other_machine.jsonl"), origin="import")
+    pair = [real_run("run_a.jsonl").run_id, other_id]
     clean = tmp_path / "report.html"
     clean.write_text(render([store_with_runs.load(run_id) for run_id in pair]), "utf-8")
     hostile = tmp_path / "hostile.html"
@@ -165,14 +235,21 @@ def test_report_in_chromium(store_with_runs, tmp_path):
     ring = tmp_path / "ring.html"
     ring.write_text(render([store_with_runs.load(ring_id)]), "utf-8")
     screenshot = REPO / "build" / "report-screenshot.png"
+    summary_screenshot = REPO / "build" / "report-summary.png"
     screenshot.parent.mkdir(exist_ok=True)
+    for old in (screenshot, summary_screenshot):
+        old.unlink(missing_ok=True)
 
     pages = [clean, hostile, ring]
-    outcomes = open_in_chromium(pages, tmp_path / "profile", screenshot)
+    outcomes = open_in_chromium(pages, tmp_path / "profile", screenshot, summary_screenshot)
 
-    # Two families x (medians, distributions) + the comparison; the ring run: one
-    # family x 2 + the heatmap.
-    expected_plots = [5, 5, 3]
+    # Summary: the ladder, same-vs-cross and a waterfall per run, the key ratios;
+    # then two families x (medians, distributions) + the comparison (create has
+    # only an unsupported result: no plot). The hostile page (run_a, run_b and
+    # the hostile run): the hostile run gave every variant a 'note' parameter, so
+    # its switches are not plain placement variants: no same-vs-cross chart of its
+    # own. The ring run: no ladder figure; one family x 2 + the heatmap.
+    expected_plots = [11, 12, 3]
     for path, outcome, expected in zip(pages, outcomes, expected_plots, strict=True):
         plots = outcome["plots"]
         assert len(plots) == expected
@@ -185,6 +262,60 @@ def test_report_in_chromium(store_with_runs, tmp_path):
         assert outcome["injected"] == 0
         assert [url for url in outcome["requests"] if url != path.as_uri()] == []
     assert screenshot.stat().st_size > 10_000
+    assert summary_screenshot.stat().st_size > 10_000
+
+    # The summary of the two machines comes first, drawn, with a real size.
+    clean_outcome = outcomes[0]
+    summary = clean_outcome["summary"]
+    assert [plot["kind"] for plot in summary] == [
+        "ladder",
+        "same-vs-cross",
+        "same-vs-cross",
+        "waterfall",
+        "waterfall",
+        "machines",
+    ]
+    for plot in summary:
+        assert plot["width"] > 0 and plot["height"] > 0, plot
+        assert plot["svgWidth"] > 0 and plot["svgHeight"] > 0, plot
+        assert plot["beforeFamilies"], plot
+    # Family sections start collapsed; clicking the ladder's first point opens its own.
+    assert clean_outcome["open_at_start"] == []
+    ladder = summary[0]
+    first_anchor = ladder["traces"][0]["customdata"][0][0]
+    assert clean_outcome["clicked"] == [first_anchor]
+    assert outcomes[2]["summary"] == [] and outcomes[2]["clicked"] is None  # ring: no rung
+
+    # The ladder's points are the stored records' medians and intervals.
+    runs = {run_id: store_with_runs.load(run_id) for run_id in pair}
+    plotted = set()
+    for trace in ladder["traces"]:
+        assert trace["type"] == "scatter"
+        for x, (anchor, probe, index, run_id), plus, minus in zip(
+            trace["x"],
+            trace["customdata"],
+            trace["error_x"]["array"],
+            trace["error_x"]["arrayminus"],
+            strict=True,
+        ):
+            record = runs[run_id].results[index]
+            key = params_key(record["params"])
+            assert record["probe"] == probe
+            assert x == record["summary"]["median"]
+            ci = record["summary"]["median_ci"]
+            assert x + plus == pytest.approx(ci["high"]) and x - minus == pytest.approx(ci["low"])
+            assert anchor == "family-" + record["family"] and anchor in clean_outcome["ids"]
+            plotted.add((run_id, probe, key))
+    # Every rung the runs hold is on the chart: the vDSO call, the bare system call
+    # and switch.pipe: three variants in run_a, two in other_machine (one vCPU: its
+    # cross-CPU variants are unsupported, not drawn).
+    assert len(plotted) == 9
+    assert sum(run_id == other_id for run_id, _, _ in plotted) == 4
+    assert {probe for _, probe, _ in plotted} == {
+        "syscall.clock_gettime_vdso",
+        "syscall.enosys",
+        "switch.pipe",
+    }
 
 
 def test_ring_grid_becomes_a_heatmap(tmp_path):
@@ -199,3 +330,133 @@ def test_ring_grid_becomes_a_heatmap(tmp_path):
     assert heatmap["x"] == ["2", "4", "8", "16"]  # processes in the ring
     assert heatmap["y"] == ["0", "16", "64"]  # KiB touched per hop
     assert all(value is not None for row in heatmap["z"] for value in row)
+
+
+def _summary_html(page: str) -> str:
+    start = page.index('<section id="summary"')
+    return page[start : page.index("</section>", start)]
+
+
+def _machine_rows(page: str) -> list[list[str]]:
+    """The cells of the machine-vs-machine table, tags stripped."""
+    summary = _summary_html(page)
+    table = summary[summary.index('<table class="machines">') :]
+    table = table[: table.index("</table>")]
+    rows = re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)
+    return [
+        [
+            re.sub(r"<[^>]+>", " ", cell).split()
+            for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        ]
+        for row in rows
+    ]
+
+
+def test_machine_vs_machine(store_with_runs):
+    from ctxbench.summary import summarize
+
+    runs = [store_with_runs.load(real_run(name).run_id) for name in ("run_a.jsonl", "run_b.jsonl")]
+    page = render(runs)
+    summary = _summary_html(page)
+    assert 'id="summary-machines"' in summary and 'data-summary="machines"' in summary
+    machines = summarize(runs).machines
+    rows = _machine_rows(page)
+    assert len(rows) == len(machines.figures) == 5
+    for row, figure in zip(rows, machines.figures, strict=True):
+        (cell,) = figure.cells
+        text = [" ".join(words) for words in row]
+        assert text[0].startswith(figure.label)
+        # ratio [CI] as compare prints it, p, and the words of compare.describe
+        assert text[3] == fmt.ratio(cell.ci_low, cell.ratio, cell.ci_high)
+        assert text[4] == fmt.p_value(cell.p_value)
+        assert text[5].startswith(cell.words)
+    words = [cell.words for figure in machines.figures for cell in figure.cells]
+    assert "not significant" in words  # two runs of one machine: most figures do not differ
+    assert summary.count('class="not-significant"') == words.count("not significant")
+    # One machine: none of the keys that explain a difference differs.
+    assert 'class="env-differences"' not in summary
+    assert "None of the keys that usually explain a difference" in summary
+
+
+def test_machine_vs_machine_highlights_environment_differences(store_with_runs):
+    """The reference run and run_a were recorded in two sessions of the development
+    VM whose virtualization was detected differently: the summary says so."""
+    reference = store_with_runs.add_run(
+        read_run_file(REPO / "docs" / "data" / "reference-run.jsonl"), origin="import"
+    )
+    runs = [store_with_runs.load(reference), store_with_runs.load(real_run("run_a.jsonl").run_id)]
+    summary = _summary_html(render(runs))
+    table = summary[summary.index('<table class="env-differences">') :]
+    table = table[: table.index("</table>")]
+    highlighted = re.findall(
+        r'<tr class="differs"><td>(.*?)<br><span class="muted mono">(.*?)</span>', table
+    )
+    keys = [key for _, key in highlighted]
+    assert "virtualization.detected" in keys
+    assert all(
+        key.split(".")[0]
+        in {"cpu", "kernel", "virtualization", "frequency", "mitigations", "clocksource"}
+        for key in keys
+    )
+    # Run options differ (a full run against --quick): every ratio is marked.
+    assert "not like for like: options: quick no vs yes" in summary
+
+
+def test_machine_vs_machine_on_two_machines(tmp_path):
+    """run_a (the KVM development VM, kernel 6.18) against other_machine (a QEMU
+    TCG guest with Debian's 6.1 kernel, see fixtures/README.md): real differences,
+    significant, and the environment that explains them, highlighted."""
+    from ctxbench.summary import summarize
+
+    with Store.open(tmp_path / "two.db") as store:
+        runs = [
+            store.load(store.add_run(real_run(name), origin="import"))
+            for name in ("run_a.jsonl", "other_machine.jsonl")
+        ]
+        page = render(runs)
+    machines = summarize(runs).machines
+    by_key = {figure.key: figure.cells[0] for figure in machines.figures}
+    # The vDSO call, the bare syscall and both same-CPU switches have a ratio. The
+    # cross-CPU switch has none: run_a's is policy=batch, a variant the newer engine
+    # runs only on one CPU (and on one vCPU its cross-CPU variants are unsupported).
+    for key in ("vdso", "syscall", "thread_switch", "process_switch"):
+        cell = by_key[key]
+        assert cell.ratio is not None and cell.significant, key
+        assert cell.ci_low <= cell.ratio <= cell.ci_high
+        assert cell.ratio > 1 and cell.words.startswith("B ran ") and "slower than A" in cell.words
+    assert by_key["cross_switch"].ratio is None
+    assert by_key["cross_switch"].note == "not in this run"
+    # run_a's switch.pipe has no idle knob (older engine), other_machine's says
+    # idle=free: the same variant, compared.
+    thread = next(f for f in machines.figures if f.key == "thread_switch")
+    assert "idle" not in thread.params and thread.row.params == {
+        "between": "threads",
+        "cpus": "same",
+        "policy": "batch",
+    }
+
+    # The guest's cross-CPU bars cannot be drawn: the page says so, and why.
+    assert "pipe (threads) on another CPU: unsupported — The CPUs this placement needs" in page
+    rows = _machine_rows(page)
+    texts = [" ".join(" ".join(words) for words in row) for row in rows]
+    assert sum("slower than A" in text for text in texts) == 4
+    summary = _summary_html(page)
+    assert summary.count('class="slower"') >= 1  # like-for-like rows in the decision's colour
+    table = summary[summary.index('<table class="env-differences">') :]
+    table = table[: table.index("</table>")]
+    highlighted = dict(
+        re.findall(
+            r'<tr class="differs"><td>.*?<span class="muted mono">(.*?)</span></td>(.*?)</tr>',
+            table,
+            re.S,
+        )
+    )
+    for key, values in (
+        ("kernel.release", ("6.18.44-fc-v669", "6.1.0-56-amd64")),
+        ("virtualization.hypervisor_vendor", ("KVMKVMKVM", "TCGTCGTCGTCG")),
+        ("frequency.cpuidle_driver", ("haltpoll", "none")),
+        ("cpu.model", ("Intel(R) Xeon(R) Processor", "QEMU TCG CPU version 2.5+")),
+    ):
+        assert key in highlighted, key
+        assert all(value in highlighted[key] for value in values), key
+    assert "clocksource.current" not in highlighted  # tsc on both

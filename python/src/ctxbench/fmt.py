@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-from ctxbench.records import params_text
+from ctxbench.records import param_value, params_text
 
 TIME_SCALES = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
 COUNT_UNITS = {"instructions": "instr", "cycles": "cycles"}
@@ -103,6 +103,11 @@ def verdict_detail(result: dict[str, Any]) -> str:
 
 def params(params_: dict[str, Any]) -> str:
     return params_text(params_) or "—"
+
+
+def param(params_: dict[str, Any], name: str) -> str:
+    """One parameter's value, '—' when the variant has no such parameter."""
+    return param_value(params_[name]) if name in params_ else "—"
 
 
 def run_options(options: dict[str, Any]) -> str:

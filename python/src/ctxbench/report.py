@@ -26,7 +26,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from itertools import count
 from typing import Any
@@ -38,10 +38,21 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from ctxbench import __version__, fmt, matrix
-from ctxbench.compare import Comparison, compare_runs, describe, flatten_env, summary_lines
+from ctxbench.compare import Comparison, describe, flatten_env, summary_lines
 from ctxbench.explain import explain
-from ctxbench.records import param_value, params_text
+from ctxbench.records import param_value, params_key, params_text
 from ctxbench.store import StoredRun
+from ctxbench.summary import (
+    LADDER,
+    Machines,
+    Point,
+    RunSummary,
+    Summary,
+    is_remainder,
+    run_name,
+    section_id,
+    summarize,
+)
 
 LOG_SPAN = 20.0  # log axis when max/min over a plot exceeds this
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
@@ -93,17 +104,33 @@ class Figure:
 
 
 @dataclass
+class ProbeGroup:
+    """One probe's variants in a run, one column per parameter."""
+
+    probe: str
+    param_names: list[str]
+    results: list[dict[str, Any]]
+
+
+@dataclass
 class FamilySection:
     family: str
     unit: str
+    id: str
     median_plot: Figure | None
     distribution_plot: Figure | None
-    tables: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)
+    tables: list[tuple[str, list[ProbeGroup]]] = field(default_factory=list)
 
 
-def _run_name(index: int, run: StoredRun) -> str:
-    """'A: laptop (vm · Intel(R) Xeon(R) Processor · KVM guest)': the machine, in every legend."""
-    return f"{fmt.run_letter(index)}: {run.info.label or run.run_id} ({run.info.machine})"
+def _probe_groups(results: list[dict[str, Any]]) -> list[ProbeGroup]:
+    groups: dict[str, ProbeGroup] = {}
+    for result in results:
+        group = groups.setdefault(result["probe"], ProbeGroup(result["probe"], [], []))
+        group.results.append(result)
+        for name in result["params"]:
+            if name not in group.param_names:
+                group.param_names.append(name)
+    return list(groups.values())
 
 
 def _variant_label(result: dict[str, Any]) -> str:
@@ -147,12 +174,17 @@ class _Figures:
     def __init__(self) -> None:
         self._ids = count(1)
 
-    def make(self, title: str, figure: go.Figure, height: int) -> Figure:
+    def make(
+        self, title: str, figure: go.Figure, height: int, legend_on_top: bool = False
+    ) -> Figure:
+        """LEGEND_ON_TOP: above the plot, where a legend below would cover the axis title."""
         figure.update_layout(
             height=height,
-            margin={"l": 10, "r": 20, "t": 40, "b": 40},
+            margin={"l": 10, "r": 20, "t": 40 + 40 * legend_on_top, "b": 40},
             template="plotly_white",
-            legend={"orientation": "h", "y": -0.12},
+            legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"}
+            if legend_on_top
+            else {"orientation": "h", "y": -0.12},
             font={"family": "system-ui, sans-serif", "size": 12},
         )
         figure.update_yaxes(automargin=True)
@@ -324,7 +356,7 @@ def _ring_figures(figures: _Figures, runs: list[StoredRun]) -> list[Figure]:
             what = (
                 "corrected cost per switch (minus baseline)" if corrected else "median per switch"
             )
-            title = f"{RING_PROBE} grid, {_run_name(index, run)}: {what}"
+            title = f"{RING_PROBE} grid, {run_name(index, run)}: {what}"
             if key:
                 title += f" — {key}"
             out.append(figures.make(title, figure, max(300, 120 + 40 * len(ys))))
@@ -419,13 +451,13 @@ def _matrix_views(figures: _Figures, runs: list[StoredRun]) -> list[MatrixView]:
                 autorange="reversed",
                 scaleanchor="x",
             )
-            title = f"{result['probe']} ({params_text(result['params'])}), {_run_name(index, run)}"
+            title = f"{result['probe']} ({params_text(result['params'])}), {run_name(index, run)}"
             size = min(900, 300 + 36 * len(cpus))
             views.append(
                 MatrixView(
                     plot=figures.make(title, figure, size),
                     result=result,
-                    run_name=_run_name(index, run),
+                    run_name=run_name(index, run),
                     classes=matrix.classes(result),
                 )
             )
@@ -436,13 +468,24 @@ def _row_label(row: Any) -> str:
     return esc(row.probe) + ("<br>" + esc(params_text(row.params)) if row.params else "")
 
 
-def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | None:
+def _comparison_figure(
+    figures: _Figures,
+    comparison: Comparison,
+    title: str = "ratio to run A with bootstrap CI",
+    labels_of: dict[int, str] | None = None,
+) -> Figure | None:
+    """Ratios to run A with their CI; LABELS_OF (id of a row -> label) names
+    the rows when given, else the probe and its params do."""
+
+    def label_of(row: Any) -> str:
+        return labels_of[id(row)] if labels_of is not None else _row_label(row)
+
     figure = go.Figure()
     labels: list[str] = []
     values: list[float] = []
     for row in comparison.rows:
         if any(c.difference is not None and c.difference.ratio is not None for c in row.cells):
-            labels.append(_row_label(row))
+            labels.append(label_of(row))
     for index in range(1, len(comparison.runs)):
         for significant in (True, False):
             xs, ys, low, high, hover = [], [], [], [], []
@@ -452,7 +495,7 @@ def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | No
                     continue
                 if difference.significant != significant:
                     continue
-                label = _row_label(row)
+                label = label_of(row)
                 ratio = difference.ratio
                 xs.append(ratio.ratio)
                 ys.append(label)
@@ -474,7 +517,7 @@ def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | No
                     x=xs,
                     y=ys,
                     mode="markers",
-                    name=esc(f"{_run_name(index, comparison.runs[index])} / A")
+                    name=esc(f"{run_name(index, comparison.runs[index])} / A")
                     + ("" if significant else " (not significant)"),
                     marker={
                         "color": color if significant else "rgba(0,0,0,0)",
@@ -509,8 +552,245 @@ def _comparison_figure(figures: _Figures, comparison: Comparison) -> Figure | No
     figure.update_yaxes(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels
     )
-    height = max(260, 110 + _rows_height(labels))
-    return figures.make("ratio to run A with bootstrap CI", figure, height)
+    height = max(260, 150 + _rows_height(labels))
+    return figures.make(title, figure, height, legend_on_top=True)
+
+
+# ---- the summary (ctxbench.summary decides what it says; here it is drawn) ---------------
+SAME_COLOR, CROSS_COLOR = "#1f77b4", "#ff7f0e"
+LADDER_MIN_SPAN = (1.0, 1e6)  # the ladder's axis covers at least 1 ns to 1 ms
+REMAINDER_LABEL = "<i>unexplained remainder</i><br>(wake-up and switch, not separated)"
+
+
+def _time_tick(ns: float) -> str:
+    """'1 ns', '10 µs', '1 ms': a power of ten of nanoseconds, named in its unit."""
+    for factor, name in fmt.TIME_SCALES:
+        if ns >= factor or factor == 1.0:
+            return f"{ns / factor:g} {name}"
+    raise AssertionError("unreachable")
+
+
+def _time_axis(values: list[float], span: tuple[float, float] | None = None) -> dict[str, Any]:
+    """A log axis of nanoseconds with a tick per decade, named in ns/µs/ms/s."""
+    positive = [v for v in values if v is not None and v > 0]
+    low = min([*(span[:1] if span else ()), *positive])
+    high = max([*(span[1:] if span else ()), *positive])
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    steps = (1, 2, 5) if last - first <= 2 else (1,)  # a narrow span gets 2 and 5 as well
+    ticks = [
+        m * 10.0**k for k in range(first, last + 1) for m in steps if m * 10.0**k <= 10.0**last
+    ]
+    return {
+        "type": "log",
+        "tickvals": ticks,
+        "ticktext": [_time_tick(t) for t in ticks],
+        "range": [math.log10(low) - 0.2, math.log10(high) + 0.2],
+    }
+
+
+def _point_text(point: Point) -> str:
+    """'1.110 µs [1.100–1.118 µs]', and the verdict when it is not ok."""
+    text = fmt.value(point.median, point.unit)
+    if point.ci_low is not None and point.ci_high is not None:
+        text += f" [{fmt.interval(point.ci_low, point.ci_high, point.unit)}]"
+    return text + ("" if point.status == "ok" else f" ({point.status})")
+
+
+def _point_hover(point: Point) -> str:
+    text = esc(point.probe) + (" " + esc(point.params_text) if point.params else "")
+    text += "<br>median " + esc(_point_text(point))
+    for sentence in point.reasons:
+        text += "<br>" + esc(sentence)
+    return text
+
+
+def _errors(points: list[Point]) -> dict[str, Any]:
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [p.ci_high - p.median if p.ci_high is not None else 0.0 for p in points],
+        "arrayminus": [p.median - p.ci_low if p.ci_low is not None else 0.0 for p in points],
+    }
+
+
+def _ladder_figure(figures: _Figures, summary: Summary, runs: list[StoredRun]) -> Figure | None:
+    """One log axis from ns to ms: each rung's median with its CI, labelled, one trace per run."""
+    position = {id(r): i for run in runs for i, r in enumerate(run.results)}
+    shown = [[rung for rung in run.ladder if rung.point.unit == "ns"] for run in summary.runs]
+    present = {rung.key for rungs in shown for rung in rungs}
+    labels = [esc(spec.label) for spec in LADDER if spec.key in present]
+    if not labels:
+        return None
+    figure = go.Figure()
+    values: list[float] = []
+    for index, (run, rungs) in enumerate(zip(summary.runs, shown, strict=True)):
+        if not rungs:
+            continue
+        points = [rung.point for rung in rungs]
+        values += [v for p in points for v in (p.median, p.ci_low, p.ci_high) if v is not None]
+        color = PALETTE[index % len(PALETTE)]
+        figure.add_trace(
+            go.Scatter(
+                x=[p.median for p in points],
+                y=[esc(rung.label) for rung in rungs],
+                orientation="h",
+                mode="markers+text",
+                name=esc(run.name),
+                text=[esc(_point_text(p)) for p in points],
+                textposition="middle right",
+                textfont={"size": 11, "color": color},
+                marker={"color": color, "size": 10},
+                error_x={**_errors(points), "color": color},
+                # [section to open on a click, probe, index of the record in its run, run]:
+                # the page's links and the tests read them
+                customdata=[
+                    [p.anchor, esc(p.probe), position[id(p.result)], esc(run.run_id)]
+                    for p in points
+                ],
+                hovertext=[_point_hover(p) for p in points],
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
+    axis = _time_axis(values, LADDER_MIN_SPAN)
+    axis["range"][1] += 1.4  # room for the labels right of the points
+    figure.update_xaxes(title="time per operation (log scale)", **axis)
+    figure.update_yaxes(
+        type="category", autorange="reversed", categoryorder="array", categoryarray=labels
+    )
+    figure.update_layout(scattermode="group", scattergap=0.25, showlegend=len(figure.data) > 1)
+    # Each run's labels need a line of their own within a rung.
+    height = max(300, 110 + len(labels) * (30 + 26 * (len(figure.data) - 1)))
+    return figures.make(
+        "cost ladder: median per operation with its confidence interval", figure, height
+    )
+
+
+def _same_vs_cross_figure(figures: _Figures, run: RunSummary) -> Figure | None:
+    """Grouped bars per switch primitive: the same-CPU and the cross-CPU median, log axis;
+    hatched where the verdict is not ok."""
+    rows = [
+        r for r in run.same_vs_cross if all(p is None or p.unit == "ns" for p in (r.same, r.cross))
+    ]
+    if not rows:
+        return None
+    x = [esc(r.primitive) + ("<br>" + esc(r.between) if r.between else "") for r in rows]
+    figure = go.Figure()
+    values: list[float] = []
+    for side, name, color in (
+        ("same", "same CPU", SAME_COLOR),
+        ("cross", "another CPU", CROSS_COLOR),
+    ):
+        points = [getattr(r, side) for r in rows]
+        measured = [p if p is not None and p.median is not None else None for p in points]
+        values += [
+            v for p in measured if p for v in (p.median, p.ci_low, p.ci_high) if v is not None
+        ]
+        figure.add_trace(
+            go.Bar(
+                x=x,
+                y=[p.median if p else None for p in measured],
+                name=name,
+                marker={
+                    "color": color,
+                    "pattern": {
+                        "shape": ["" if p is None or p.status == "ok" else "/" for p in points]
+                    },
+                },
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [
+                        p.ci_high - p.median if p and p.ci_high is not None else 0 for p in measured
+                    ],
+                    "arrayminus": [
+                        p.median - p.ci_low if p and p.ci_low is not None else 0 for p in measured
+                    ],
+                },
+                text=[esc(fmt.value(p.median, p.unit)) if p else "" for p in measured],
+                textposition="inside",
+                insidetextanchor="start",
+                textangle=-90,
+                textfont={"size": 10},
+                customdata=[
+                    [p.anchor, p.probe, params_key(p.params)] if p else None for p in points
+                ],
+                hovertext=[_point_hover(p) if p else "not measured in this run" for p in points],
+                hovertemplate="%{hovertext}<extra>" + name + "</extra>",
+            )
+        )
+    if not values:
+        return None
+    figure.update_layout(barmode="group")
+    figure.update_yaxes(title="time per switch (log scale)", **_time_axis(values))
+    figure.update_xaxes(type="category")
+    title = f"same CPU vs another CPU, {run.name} (hatched: verdict not ok)"
+    return figures.make(title, figure, 420)
+
+
+def _waterfall_figure(figures: _Figures, run: RunSummary) -> Figure | None:
+    """The featured switch's decomposition (ctxbench.explain), parts adding up to the median."""
+    explanation = run.explanation
+    if explanation is None:
+        return None
+    names = []
+    for part in explanation.parts:
+        names.append(REMAINDER_LABEL if is_remainder(part.name) else esc(part.name))
+    figure = go.Figure(
+        go.Waterfall(
+            x=[*names, "measured median"],
+            y=[*(part.ns for part in explanation.parts), explanation.median_ns],
+            measure=["relative"] * len(explanation.parts) + ["total"],
+            text=[
+                esc(fmt.value(v, "ns"))
+                for v in (*(p.ns for p in explanation.parts), explanation.median_ns)
+            ],
+            textposition="outside",
+            hovertext=[esc(p.name + ": " + p.source) for p in explanation.parts]
+            + [esc("the median of " + explanation.probe)],
+            hovertemplate="%{hovertext}<extra></extra>",
+            connector={"line": {"color": "#888", "dash": "dot"}},
+            increasing={"marker": {"color": "#4c78a8"}},
+            decreasing={"marker": {"color": "#54a24b"}},
+            totals={"marker": {"color": "#1d2330"}},
+        )
+    )
+    figure.update_yaxes(title="ns per switch", rangemode="tozero")
+    figure.update_xaxes(type="category")
+    title = (
+        f"where the time of {explanation.probe} ({fmt.params(explanation.params)}) goes, {run.name}"
+    )
+    return figures.make(title, figure, 400)
+
+
+def _machines_figure(figures: _Figures, machines: Machines) -> Figure | None:
+    """The key figures' ratios to run A, drawn like the full comparison's."""
+    chosen = [(f, f.row) for f in machines.figures if f.row is not None]
+    if machines.key_comparison is None or not chosen:
+        return None
+    subset = replace(machines.key_comparison, rows=[row for _, row in chosen])
+    labels = {id(row): esc(f.label) for f, row in chosen}
+    return _comparison_figure(
+        figures, subset, "key figures: ratio to run A with bootstrap CI", labels
+    )
+
+
+@dataclass
+class SummaryView:
+    summary: Summary
+    ladder_plot: Figure | None
+    same_vs_cross_plots: list[Figure | None]  # one per run
+    waterfalls: list[Figure | None]  # one per run
+    machines_plot: Figure | None
+
+
+def _summary_view(figures: _Figures, summary: Summary, runs: list[StoredRun]) -> SummaryView:
+    return SummaryView(
+        summary=summary,
+        ladder_plot=_ladder_figure(figures, summary, runs),
+        same_vs_cross_plots=[_same_vs_cross_figure(figures, run) for run in summary.runs],
+        waterfalls=[_waterfall_figure(figures, run) for run in summary.runs],
+        machines_plot=_machines_figure(figures, summary.machines) if summary.machines else None,
+    )
 
 
 def _families(runs: list[StoredRun]) -> list[tuple[str, str]]:
@@ -523,22 +803,31 @@ def _families(runs: list[StoredRun]) -> list[tuple[str, str]]:
 
 def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, Any]:
     figures = _Figures()
-    names = [_run_name(i, run) for i, run in enumerate(runs)]
-    comparison = compare_runs(runs) if len(runs) > 1 else None
+    names = [run_name(i, run) for i, run in enumerate(runs)]
+    summary = summarize(runs)
+    summary_view = _summary_view(figures, summary, runs)
+    comparison = summary.machines.comparison if summary.machines else None
     sections = []
+    ids: set[str] = set()
     for family, unit in _families(runs):
         per_run = [
             [r for r in run.results if r["family"] == family and r["unit"] == unit] for run in runs
         ]
+        # The first section of a family answers to the summary's links (section_id).
+        anchor = section_id(family)
+        if anchor in ids:
+            anchor = f"{anchor}-{len(ids)}"
+        ids.add(anchor)
         section = FamilySection(
             family=family,
             unit=unit,
+            id=anchor,
             median_plot=_median_figure(figures, family, unit, per_run, names),
             distribution_plot=_distribution_figure(figures, family, unit, per_run, names),
         )
         for name, results in zip(names, per_run, strict=True):
             if results:
-                section.tables.append((name, results))
+                section.tables.append((name, _probe_groups(results)))
         sections.append(section)
     envs = [flatten_env(run.env) for run in runs]
     env_keys = comparison.env.keys if comparison else list(envs[0])
@@ -555,6 +844,10 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
                 notes.append((name, result))
     return {
         "title": title or "ctxbench report",
+        "summary": summary_view,
+        "ladder_labels": [spec.label for spec in LADDER],
+        "point_text": _point_text,
+        "is_remainder": is_remainder,
         "version": __version__,
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "runs": list(zip(names, runs, strict=True)),

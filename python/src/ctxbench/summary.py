@@ -1,0 +1,641 @@
+"""What the summary of one or more stored runs says: pure data, no rendering.
+
+The one home of "answers first" (issue 11). The HTML report draws it, the
+terminal prints it; neither decides what it holds. Every figure in it is a
+figure of a stored record (a median, its confidence interval) or comes from
+the existing analysis modules: ``ctxbench.explain`` for the decomposition of
+a switch, ``ctxbench.compare`` for ratios, intervals, significance and the
+environment diff. Nothing is estimated; what a run does not hold is absent.
+
+API (stable; later changes only add)::
+
+    summarize(runs: list[StoredRun], *, compare_options: dict | None = None) -> Summary
+
+    Summary
+      .runs: list[RunSummary]          one per run, in the order given (A, B, ...)
+      .machines: Machines | None       two or more runs: the others against run A
+      .ladder / .same_vs_cross / .explanation / .explained / .verdicts
+                                       run A's, for the one-run case
+
+    RunSummary
+      .name: str                       'A: label (machine)'
+      .run_id, .machine: str
+      .ladder: list[Rung]              cost order (LADDER), only rungs the run measured;
+                                       runs after A take A's variant where they have it
+      .same_vs_cross: list[SameVsCross]
+      .explained: Explained | None     explain(run.results) when it explains anything
+      .explanation: Explanation | None the switch drawn as a waterfall (WATERFALL_PREFERENCE)
+      .verdicts: Verdicts
+
+    Point      one record's figure: probe, params, family, unit, median, ci_low,
+               ci_high (None when absent), status, reasons (sentences), details
+               (the record's own words), anchor (id of its family section,
+               ``section_id``), result (the record)
+    Rung       key, label, point
+    SameVsCross probe, primitive, between, same: Point | None, cross: Point | None,
+               ratio (cross median / same median, None unless both measured)
+    Verdicts   counts {status: n} (every status of records.STATUSES), notes: list[VerdictNote]
+    VerdictNote point, sentences (one per distinct reason code, REASON_SENTENCES)
+    Machines   reference: str, others: list[str] (run names), comparison: Comparison
+               (compare_runs of the whole runs), figures: list[MachineFigure],
+               env: list[EnvDifference], key_comparison: Comparison (compare_runs
+               over the key figures, variants matched by ``variant_key``: a record
+               without the ``idle`` knob, from an older engine, is idle=free)
+    MachineFigure key, label, probe, params, unit, reference_median,
+               cells: list[MachineCell] (one per other run), row (of key_comparison)
+    MachineCell median, ratio, ci_low, ci_high, p_value, significant, decision,
+               words (compare.describe), excluded (why not comparable), note
+    EnvDifference key, label, values (one per run, None where absent)
+
+``REASON_SENTENCES`` maps every reason code of the record schema to a
+sentence; ``reason_sentence(code)`` reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxbench import fmt
+from ctxbench.compare import Comparison, Row, compare_runs, describe
+from ctxbench.explain import REST, Explained, Explanation, explain
+from ctxbench.records import STATUSES, RunRecords, params_key, summary_value
+from ctxbench.store import StoredRun
+
+# ---- the cost ladder ---------------------------------------------------------------
+# Which record stands for a rung: the first candidate probe the run measured,
+# with params matching ``match``. A match value is a tuple of accepted values
+# in order of preference; None accepts a record without that param (older
+# records, or a probe that has no such knob). Params not named are free.
+DEFAULT_SWITCH = {"policy": ("normal", "batch", None), "idle": ("free", None)}
+
+
+@dataclass(frozen=True)
+class RungSpec:
+    key: str
+    label: str
+    candidates: tuple[str, ...]  # probe names, preferred first
+    match: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+
+LADDER: tuple[RungSpec, ...] = (
+    RungSpec("coroutine", "coroutine resume", ("uswitch.coroutine",)),
+    RungSpec(
+        "asm",
+        "own asm switch",
+        ("uswitch.asm",),
+        {"fpstate": ("abi", None), "fpcontrol": ("same", None)},
+    ),
+    RungSpec("fiber", "Boost.Fiber yield", ("uswitch.boost_fiber",)),
+    RungSpec(
+        "vdso",
+        "vDSO clock_gettime",
+        ("timer.clock_gettime_monotonic", "syscall.clock_gettime_vdso"),
+    ),
+    RungSpec("syscall", "bare system call", ("syscall.enosys", "syscall.getppid")),
+    RungSpec("signal", "signal round trip", ("trap.signal",)),
+    RungSpec(
+        "thread_switch",
+        "thread switch, same CPU",
+        ("switch.pipe",),
+        {"between": ("threads",), "cpus": ("same",), **DEFAULT_SWITCH},
+    ),
+    RungSpec(
+        "process_switch",
+        "process switch, same CPU",
+        ("switch.pipe",),
+        {"between": ("processes",), "cpus": ("same",), **DEFAULT_SWITCH},
+    ),
+    RungSpec(
+        "cross_switch",
+        "thread switch, cross CPU",
+        ("switch.pipe",),
+        {"between": ("threads",), "cpus": ("cross",), **DEFAULT_SWITCH},
+    ),
+    RungSpec(
+        "cross_switch_held",
+        "thread switch, cross CPU, idle held",
+        ("switch.pipe",),
+        {
+            "between": ("threads",),
+            "cpus": ("cross",),
+            "policy": DEFAULT_SWITCH["policy"],
+            "idle": ("held",),
+        },
+    ),
+    RungSpec("thread_create", "thread creation", ("create.pthread",)),
+    RungSpec("fork", "fork", ("create.fork",), {"parent_mib": (0, None)}),
+    RungSpec("exec", "fork + exec", ("create.fork_exec",)),
+)
+
+# Knobs an older engine did not have: a record without one was measured the way
+# this value says (no engine held idle before the knob existed), so for machine
+# vs machine it is the same variant as one that names the value.
+ABSENT_MEANS: dict[str, Any] = {"idle": "free"}
+_NONE = object()
+
+# The same-vs-cross view: switch probes whose params are only these knobs.
+SWITCH_FAMILY = "switch"
+SWITCH_KNOBS = {"between", "cpus", "policy", "idle"}
+SAME_VS_CROSS_MATCH = {"policy": DEFAULT_SWITCH["policy"], "idle": DEFAULT_SWITCH["idle"]}
+
+# The switch drawn as a waterfall: the first of these rungs the run explains.
+WATERFALL_PREFERENCE = ("process_switch", "thread_switch", "cross_switch")
+
+# Environment keys (flattened, compare.flatten_env) that plausibly explain a
+# difference between machines, with a reader's name; a key matches itself
+# and every key below it.
+ENV_OF_INTEREST = (
+    ("cpu.model", "CPU"),
+    ("cpu.logical", "logical CPUs"),
+    ("kernel.release", "kernel"),
+    ("kernel.cmdline", "kernel command line"),
+    ("virtualization", "virtualization"),
+    ("frequency.cpuidle_driver", "idle driver"),
+    ("frequency.cpuidle_governor", "idle governor"),
+    ("frequency.governor", "frequency governor"),
+    ("mitigations", "mitigations"),
+    ("clocksource.current", "clocksource"),
+)
+
+# ---- verdicts in words ---------------------------------------------------------------
+# One sentence per reason code of schema/record.schema.json ($defs.reason_code).
+REASON_SENTENCES: dict[str, str] = {
+    "too_few_switches": (
+        "The kernel counted fewer context switches than this probe needs, so some "
+        "operations did not switch and the figure understates a switch."
+    ),
+    "too_many_switches": (
+        "The kernel counted more context switches than this probe makes, so other work "
+        "preempted the measurement and its time may be in the figure."
+    ),
+    "count_mismatch": (
+        "A kernel counter disagrees with the number of operations, so the operation "
+        "measured is not quite the one intended."
+    ),
+    "migrated": (
+        "A task ran on a CPU other than the one it was pinned to, so the placement "
+        "this variant names did not hold throughout."
+    ),
+    "placement_unavailable": (
+        "The CPUs this placement needs are not available to the run (too few CPUs, "
+        "or no such pair in the topology)."
+    ),
+    "nonpositive_after_baseline": (
+        "The baseline is not below the result, so what remains after subtracting it "
+        "is noise, not a cost."
+    ),
+    "high_spread": (
+        "The samples spread widely, so the median is less certain than its interval suggests."
+    ),
+    "timer_quantization": (
+        "The measured batches were short next to the timer's resolution, so the clock's "
+        "steps may show in the figure."
+    ),
+    "unstable": (
+        "The samples do not form one figure (several modes or a wide middle half), "
+        "so the machine was not steady while it was measured."
+    ),
+    "not_supported_here": "This machine, kernel or C library cannot do what the probe measures.",
+    "permission_denied": (
+        "The run lacked a permission the probe needs (often root, or write access to a device)."
+    ),
+    "built_without": "The engine was built without the library this probe needs.",
+    "child_failed": (
+        "A partner process or thread of the measurement failed, so no figure can be trusted."
+    ),
+    "timeout": "The measurement did not finish within its time limit.",
+    "interrupted": "The run was stopped before this variant finished.",
+    "error": "An error stopped the measurement (the record's detail says which).",
+}
+
+
+def reason_sentence(code: str) -> str:
+    """The sentence for a reason code; an unknown code (a newer producer) says so."""
+    return REASON_SENTENCES.get(code, f"Reason '{code}' (not known to this version of ctxbench).")
+
+
+# ---- the data ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Point:
+    """One record's figure, as the summary shows it."""
+
+    probe: str
+    params: dict[str, Any]
+    family: str
+    unit: str
+    median: float | None
+    ci_low: float | None
+    ci_high: float | None
+    status: str
+    reasons: tuple[str, ...]  # sentences, one per distinct reason code
+    details: tuple[str, ...]  # the record's own words, one per reason
+    anchor: str  # id of the family section it belongs to
+    result: dict[str, Any]
+
+    @property
+    def params_text(self) -> str:
+        return fmt.params(self.params)
+
+
+@dataclass(frozen=True)
+class Rung:
+    key: str
+    label: str
+    point: Point
+
+
+@dataclass(frozen=True)
+class SameVsCross:
+    probe: str
+    primitive: str  # the probe name without its family: 'pipe', 'futex'
+    between: str | None
+    same: Point | None
+    cross: Point | None
+    ratio: float | None  # cross median / same median, both measured
+
+
+@dataclass(frozen=True)
+class VerdictNote:
+    point: Point
+    sentences: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    counts: dict[str, int]
+    notes: list[VerdictNote]  # every result that is not ok
+
+    @property
+    def not_ok(self) -> int:
+        return sum(n for status, n in self.counts.items() if status != "ok")
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    name: str
+    run_id: str
+    machine: str
+    ladder: list[Rung]
+    same_vs_cross: list[SameVsCross]
+    explained: Explained | None
+    explanation: Explanation | None
+    verdicts: Verdicts
+
+
+@dataclass(frozen=True)
+class MachineCell:
+    median: float | None
+    ratio: float | None  # other / reference
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    significant: bool
+    decision: str | None  # compare.SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE
+    words: str  # compare.describe: 'B ran 1.52× (1.49–1.55) slower than A', 'not significant'
+    excluded: tuple[str, ...]
+    note: str | None  # why there is no ratio
+
+
+@dataclass(frozen=True)
+class MachineFigure:
+    key: str
+    label: str
+    probe: str
+    params: dict[str, Any]
+    unit: str
+    reference_median: float | None
+    cells: list[MachineCell]  # one per run after the reference
+    row: Row | None = None  # the row of Machines.key_comparison it comes from
+
+
+@dataclass(frozen=True)
+class EnvDifference:
+    key: str
+    label: str
+    values: list[str | None]
+
+
+@dataclass(frozen=True)
+class Machines:
+    reference: str
+    others: list[str]
+    comparison: Comparison
+    figures: list[MachineFigure]
+    env: list[EnvDifference]
+    # compare_runs over the key figures only, variants matched by variant_key
+    key_comparison: Comparison | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    runs: list[RunSummary]
+    machines: Machines | None
+
+    @property
+    def ladder(self) -> list[Rung]:
+        return self.runs[0].ladder
+
+    @property
+    def same_vs_cross(self) -> list[SameVsCross]:
+        return self.runs[0].same_vs_cross
+
+    @property
+    def explained(self) -> Explained | None:
+        return self.runs[0].explained
+
+    @property
+    def explanation(self) -> Explanation | None:
+        return self.runs[0].explanation
+
+    @property
+    def verdicts(self) -> Verdicts:
+        return self.runs[0].verdicts
+
+
+# ---- building it ---------------------------------------------------------------------
+def section_id(family: str) -> str:
+    """The HTML id of a family's section: 'family-switch' (safe for any family name)."""
+    return "family-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", family).strip("-") or "x")
+
+
+def run_name(index: int, run: StoredRun) -> str:
+    """'A: laptop (vm · Intel(R) Xeon(R) Processor · KVM guest)': the machine, in every legend."""
+    return f"{fmt.run_letter(index)}: {run.info.label or run.run_id} ({run.info.machine})"
+
+
+def point(result: dict[str, Any]) -> Point:
+    summary = result.get("summary") or {}
+    ci = summary.get("median_ci") or {}
+    reasons = result["verdict"]["reasons"]
+    codes = list(dict.fromkeys(reason["code"] for reason in reasons))
+    return Point(
+        probe=result["probe"],
+        params=dict(result["params"]),
+        family=result["family"],
+        unit=result["unit"],
+        median=summary_value(result, "median"),
+        ci_low=float(ci["low"]) if ci.get("low") is not None else None,
+        ci_high=float(ci["high"]) if ci.get("high") is not None else None,
+        status=result["verdict"]["status"],
+        reasons=tuple(reason_sentence(code) for code in codes),
+        details=tuple(reason["detail"] for reason in reasons),
+        anchor=section_id(result["family"]),
+        result=result,
+    )
+
+
+def _rank(result: dict[str, Any], match: dict[str, tuple[Any, ...]]) -> tuple[int, ...] | None:
+    """Preference of a record under a match (lower is better); None: it does not match."""
+    rank = []
+    for name, accepted in match.items():
+        value = result["params"].get(name)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if value not in accepted:
+            return None
+        rank.append(accepted.index(value))
+    return tuple(rank)
+
+
+def pick(
+    results: list[dict[str, Any]], probe: str, match: dict[str, tuple[Any, ...]]
+) -> dict[str, Any] | None:
+    """The record of PROBE that best fits MATCH (first in the run among equals), or None."""
+    best = None
+    best_rank = None
+    for result in results:
+        if result["probe"] != probe:
+            continue
+        rank = _rank(result, match)
+        if rank is not None and (best_rank is None or rank < best_rank):
+            best, best_rank = result, rank
+    return best
+
+
+def _measured(result: dict[str, Any] | None) -> bool:
+    return result is not None and summary_value(result, "median") is not None
+
+
+def ladder(results: list[dict[str, Any]], like: list[Rung] | None = None) -> list[Rung]:
+    """The rungs of LADDER the run measured, in the ladder's order. LIKE: another
+    run's rungs (run A's); where this run measured the same variant (variant_key),
+    that variant stands for the rung, so that runs side by side show like with like."""
+    measured = [r for r in results if _measured(r)]
+    by_variant = {variant_key(r): r for r in measured}
+    theirs = {rung.key: variant_key(rung.point.result) for rung in like or []}
+    rungs = []
+    for spec in LADDER:
+        same = by_variant.get(theirs[spec.key]) if spec.key in theirs else None
+        if same is not None:
+            rungs.append(Rung(spec.key, spec.label, point(same)))
+            continue
+        for probe in spec.candidates:
+            chosen = pick(measured, probe, spec.match)
+            if chosen is not None:
+                rungs.append(Rung(spec.key, spec.label, point(chosen)))
+                break
+    return rungs
+
+
+def same_vs_cross(results: list[dict[str, Any]]) -> list[SameVsCross]:
+    """Per switch primitive and 'between': the same-CPU and the cross-CPU figure."""
+    groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+    for result in results:
+        params = result["params"]
+        if result["family"] != SWITCH_FAMILY or "cpus" not in params:
+            continue
+        if not set(params) <= SWITCH_KNOBS:
+            continue
+        between = params.get("between")
+        groups.setdefault((result["probe"], None if between is None else str(between)), []).append(
+            result
+        )
+    rows = []
+    for (probe, between), members in groups.items():
+        # A measured record is preferred to one that only says why it is not.
+        sides = []
+        for cpus in ("same", "cross"):
+            match = {"cpus": (cpus,), **SAME_VS_CROSS_MATCH}
+            chosen = pick([r for r in members if _measured(r)], probe, match) or pick(
+                members, probe, match
+            )
+            sides.append(point(chosen) if chosen is not None else None)
+        same, cross = sides
+        if same is None and cross is None:
+            continue
+        ratio = None
+        if same and cross and same.median and cross.median is not None:
+            ratio = cross.median / same.median
+        rows.append(
+            SameVsCross(
+                probe=probe,
+                primitive=probe.split(".", 1)[-1],
+                between=between,
+                same=same,
+                cross=cross,
+                ratio=ratio,
+            )
+        )
+    return rows
+
+
+def verdicts(results: list[dict[str, Any]]) -> Verdicts:
+    counts = dict.fromkeys(STATUSES, 0)
+    notes = []
+    for result in results:
+        status = result["verdict"]["status"]
+        counts[status] = counts.get(status, 0) + 1
+        if status != "ok":
+            shown = point(result)
+            notes.append(VerdictNote(shown, shown.reasons))
+    return Verdicts(counts, notes)
+
+
+def _featured(explained: Explained, rungs: list[Rung]) -> Explanation | None:
+    by_key = {rung.key: rung for rung in rungs}
+    for key in WATERFALL_PREFERENCE:
+        rung = by_key.get(key)
+        if rung is None:
+            continue
+        for candidate in explained.explanations:
+            if candidate.probe == rung.point.probe and params_key(candidate.params) == params_key(
+                rung.point.params
+            ):
+                return candidate
+    return None
+
+
+def is_remainder(part_name: str) -> bool:
+    """The last part of every decomposition: what the run could not separate."""
+    return part_name == REST
+
+
+def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) -> RunSummary:
+    """One run's summary; LIKE: run A's ladder, when this run is compared with it."""
+    results = run.results
+    rungs = ladder(results, like)
+    explained = explain(results, run.run_id)
+    has_any = bool(explained.explanations) or explained.fork is not None
+    return RunSummary(
+        name=run_name(index, run),
+        run_id=run.run_id,
+        machine=run.info.machine,
+        ladder=rungs,
+        same_vs_cross=same_vs_cross(results),
+        explained=explained if has_any else None,
+        explanation=_featured(explained, rungs),
+        verdicts=verdicts(results),
+    )
+
+
+def _env_label(key: str) -> str | None:
+    for prefix, label in ENV_OF_INTEREST:
+        if key == prefix:
+            return label
+        if key.startswith(prefix + "."):
+            return f"{label}: {key[len(prefix) + 1 :]}"
+    return None
+
+
+def variant_key(result: dict[str, Any]) -> tuple[str, str]:
+    """(probe, params) with the knobs of ABSENT_MEANS left out where they have that
+    value, so a record of an older engine matches its variant in a newer one."""
+    params = {k: v for k, v in result["params"].items() if ABSENT_MEANS.get(k, _NONE) != v}
+    return result["probe"], params_key(params)
+
+
+def _key_figure_runs(runs: list[StoredRun], keys: set[tuple[str, str]]) -> list[StoredRun]:
+    """Each run reduced to the variants of KEYS, their params written one way (variant_key)."""
+    reduced = []
+    for run in runs:
+        results = []
+        for result in run.results:
+            probe, key = variant_key(result)
+            if (probe, key) in keys:
+                results.append({**result, "params": json.loads(key)})
+        records = RunRecords(env=run.env, results=results, end=run.records.end)
+        reduced.append(StoredRun(info=run.info, records=records))
+    return reduced
+
+
+def machines(runs: list[StoredRun], summaries: list[RunSummary], **options: Any) -> Machines:
+    """The other runs against run A: a ratio per key figure (run A's ladder), and
+    the environment differences that plausibly explain them."""
+    comparison = compare_runs(runs, **options)
+    reference = summaries[0].ladder
+    key_comparison = compare_runs(
+        _key_figure_runs(runs, {variant_key(rung.point.result) for rung in reference}), **options
+    )
+    rows = {(row.probe, params_key(row.params)): row for row in key_comparison.rows}
+    figures = []
+    for rung in reference:
+        row = rows.get(variant_key(rung.point.result))
+        if row is None:
+            continue
+        cells = []
+        for index, cell in enumerate(row.cells[1:], start=1):
+            difference = cell.difference
+            interval = difference.ratio if difference else None
+            cells.append(
+                MachineCell(
+                    median=cell.median,
+                    ratio=interval.ratio if interval else None,
+                    ci_low=interval.low if interval else None,
+                    ci_high=interval.high if interval else None,
+                    p_value=difference.u_test.p_value if difference and difference.u_test else None,
+                    significant=bool(difference and difference.significant),
+                    decision=cell.decision,
+                    words=describe(
+                        difference,
+                        row.unit,
+                        comparison.min_effect,
+                        fmt.run_letter(index),
+                        fmt.run_letter(0),
+                    ),
+                    excluded=cell.excluded,
+                    note=cell.note or (difference.why_not if difference else None),
+                )
+            )
+        figures.append(
+            MachineFigure(
+                key=rung.key,
+                label=rung.label,
+                probe=rung.point.probe,
+                params=rung.point.params,
+                unit=row.unit,
+                reference_median=row.cells[0].median,
+                cells=cells,
+                row=row,
+            )
+        )
+    env = []
+    for key in comparison.env.differing:
+        label = _env_label(key)
+        if label is not None:
+            env.append(EnvDifference(key, label, list(comparison.env.values[key])))
+    return Machines(
+        reference=summaries[0].name,
+        others=[s.name for s in summaries[1:]],
+        comparison=comparison,
+        figures=figures,
+        env=env,
+        key_comparison=key_comparison,
+    )
+
+
+def summarize(runs: list[StoredRun], *, compare_options: dict[str, Any] | None = None) -> Summary:
+    """The summary of RUNS (run A first). COMPARE_OPTIONS go to compare_runs
+    (alpha, level, resamples, min_effect) when there are two or more runs."""
+    if not runs:
+        raise ValueError("a summary needs at least one run")
+    first = summarize_run(0, runs[0])
+    summaries = [first] + [
+        summarize_run(index, run, first.ladder) for index, run in enumerate(runs[1:], start=1)
+    ]
+    return Summary(
+        runs=summaries,
+        machines=machines(runs, summaries, **(compare_options or {})) if len(runs) > 1 else None,
+    )

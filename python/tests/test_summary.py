@@ -1,0 +1,278 @@
+"""The summary model (ctxbench.summary) on real recorded runs.
+
+Fixtures: run_a / run_b (syscalls, switch.pipe, an unsupported create probe)
+and docs/data/reference-run.jsonl (the whole catalogue, one full run), all
+real engine output. Every figure the summary holds must be a record's.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from conftest import REPO, real_run
+from ctxbench.compare import describe
+from ctxbench.explain import REST
+from ctxbench.records import group_run, params_key, read_run_file, schema
+from ctxbench.store import Store
+from ctxbench.summary import (
+    LADDER,
+    REASON_SENTENCES,
+    is_remainder,
+    pick,
+    reason_sentence,
+    section_id,
+    summarize,
+    variant_key,
+)
+
+REFERENCE_RUN = REPO / "docs" / "data" / "reference-run.jsonl"
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(tmp_path / "summary.db") as opened:
+        yield opened
+
+
+def stored(store, records, label=None):
+    return store.load(store.add_run(records, origin="import", label=label))
+
+
+def _by_key(results):
+    return {(r["probe"], params_key(r["params"])): r for r in results}
+
+
+def test_ladder_rungs_are_records_present(store):
+    run = stored(store, real_run("run_a.jsonl"))
+    summary = summarize([run])
+    records = _by_key(run.results)
+    keys = [rung.key for rung in summary.ladder]
+    # run_a measured syscalls and switch.pipe only: no coroutine, fork, exec...
+    assert keys == ["vdso", "syscall", "thread_switch", "process_switch", "cross_switch"]
+    for rung in summary.ladder:
+        record = records[(rung.point.probe, params_key(rung.point.params))]
+        assert rung.point.result is record
+        assert rung.point.median == record["summary"]["median"]
+        assert rung.point.ci_low == record["summary"]["median_ci"]["low"]
+        assert rung.point.ci_high == record["summary"]["median_ci"]["high"]
+        assert rung.point.status == record["verdict"]["status"]
+        assert rung.point.anchor == section_id(record["family"])
+    # vDSO: timer.clock_gettime_monotonic is not in run_a, the syscall family's is.
+    assert summary.ladder[0].point.probe == "syscall.clock_gettime_vdso"
+    assert summary.ladder[1].point.probe == "syscall.enosys"
+    thread = summary.ladder[2].point
+    assert thread.params["between"] == "threads" and thread.params["cpus"] == "same"
+
+
+def test_ladder_of_the_whole_catalogue(store):
+    run = stored(store, read_run_file(REFERENCE_RUN))
+    summary = summarize([run])
+    records = _by_key(run.results)
+    keys = [rung.key for rung in summary.ladder]
+    # Every rung but idle=held (not measured: the reference run was not root).
+    assert keys == [spec.key for spec in LADDER if spec.key != "cross_switch_held"]
+    assert not any(r["params"].get("idle") == "held" for r in run.results)
+    for rung in summary.ladder:
+        record = records[(rung.point.probe, params_key(rung.point.params))]
+        assert rung.point.median == record["summary"]["median"]
+    by_key = {rung.key: rung.point for rung in summary.ladder}
+    assert by_key["asm"].params == {"fpcontrol": "same", "fpstate": "abi"}
+    assert by_key["vdso"].probe == "timer.clock_gettime_monotonic"
+    assert by_key["cross_switch"].params["cpus"] == "cross"
+
+
+def test_a_rung_whose_record_is_not_measured_is_absent(store):
+    records = copy.deepcopy(real_run("run_a.jsonl").all())
+    for record in records:
+        if record.get("probe") == "syscall.enosys":
+            record["verdict"] = {
+                "status": "failed",
+                "reasons": [{"code": "child_failed", "detail": "edited copy"}],
+            }
+            record["samples"] = []
+            record.pop("summary", None)
+            record.pop("corrected", None)
+    run = stored(store, group_run(records))
+    summary = summarize([run])
+    syscall = next(rung for rung in summary.ladder if rung.key == "syscall")
+    assert syscall.point.probe == "syscall.getppid"  # the next candidate, not invented
+    assert summary.verdicts.counts["failed"] == 1
+    note = next(n for n in summary.verdicts.notes if n.point.probe == "syscall.enosys")
+    assert note.sentences == (REASON_SENTENCES["child_failed"],)
+
+
+def test_same_vs_cross(store):
+    run = stored(store, read_run_file(REFERENCE_RUN))
+    rows = summarize([run]).same_vs_cross
+    records = _by_key(run.results)
+    primitives = {row.primitive for row in rows}
+    assert {"pipe", "socketpair", "eventfd", "futex", "condvar", "semaphore", "yield"} <= primitives
+    assert "ring" not in primitives and "burst" not in primitives  # other knobs than placement
+    assert len(rows) == 14  # 7 primitives x threads/processes
+    for row in rows:
+        assert row.same.params["cpus"] == "same" and row.cross.params["cpus"] == "cross"
+        assert row.same.params.get("between") == row.between == row.cross.params.get("between")
+        for side in (row.same, row.cross):
+            assert (
+                side.median == records[(side.probe, params_key(side.params))]["summary"]["median"]
+            )
+        assert row.ratio == pytest.approx(row.cross.median / row.same.median)
+    yields = [row for row in rows if row.primitive == "yield"]
+    assert all(row.cross.status == "suspect" and row.cross.reasons for row in yields)
+
+
+def test_explanation_is_explain_output(store):
+    run = stored(store, read_run_file(REFERENCE_RUN))
+    summary = summarize([run])
+    shown = summary.explanation
+    assert shown is not None
+    process = next(rung.point for rung in summary.ladder if rung.key == "process_switch")
+    assert (shown.probe, shown.params) == (process.probe, process.params)
+    assert shown.median_ns == process.median
+    assert shown.total_ns == pytest.approx(shown.median_ns)
+    assert is_remainder(shown.parts[-1].name) and shown.parts[-1].name == REST
+    assert shown in summary.explained.explanations
+
+
+def test_no_explanation_without_switches(store):
+    records = [
+        r
+        for r in real_run("run_a.jsonl").all()
+        if r["kind"] != "result" or r["family"] == "syscall"
+    ]
+    run = stored(store, group_run(records))
+    summary = summarize([run])
+    assert summary.explanation is None and summary.explained is None
+    assert summary.same_vs_cross == []
+
+
+def test_every_reason_code_has_a_sentence():
+    codes = schema()["$defs"]["reason_code"]["enum"]
+    assert sorted(REASON_SENTENCES) == sorted(codes)
+    for code in codes:
+        sentence = reason_sentence(code)
+        assert sentence.endswith(".") and "_" not in sentence and sentence[0].isupper()
+    assert len(set(REASON_SENTENCES.values())) == len(codes)
+    assert "not known" in reason_sentence("a_future_code")
+
+
+def test_verdicts_count_and_explain(store):
+    run = stored(store, real_run("run_a.jsonl"))
+    verdicts = summarize([run]).verdicts
+    assert verdicts.counts == {"ok": 17, "suspect": 1, "unsupported": 1, "failed": 0}
+    assert verdicts.not_ok == 2
+    by_probe = {note.point.probe: note for note in verdicts.notes}
+    assert by_probe["create.pthread_scope_process"].sentences == (
+        REASON_SENTENCES["not_supported_here"],
+    )
+    assert by_probe["switch.pipe"].point.params["between"] == "processes"
+    assert by_probe["switch.pipe"].sentences == (REASON_SENTENCES["too_few_switches"],)
+
+
+def test_machines(store):
+    run_a = stored(store, real_run("run_a.jsonl"), "A")
+    run_b = stored(store, real_run("run_b.jsonl"), "B")
+    summary = summarize([run_a, run_b])
+    machines = summary.machines
+    assert machines is not None and machines.others == [summary.runs[1].name]
+    assert [f.key for f in machines.figures] == [rung.key for rung in summary.ladder]
+    comparison = machines.comparison
+    # run_a and run_b name the same params: the key figures' comparison agrees
+    # with the whole runs' one, row by row.
+    rows = {(row.probe, params_key(row.params)): row for row in comparison.rows}
+    for figure in machines.figures:
+        assert figure.row in machines.key_comparison.rows
+        assert (
+            figure.row.cells[1].difference
+            == rows[(figure.probe, params_key(figure.params))].cells[1].difference
+        )
+        row = figure.row
+        cell, (mine,) = row.cells[1], figure.cells
+        assert mine.median == cell.median
+        assert mine.ratio == cell.difference.ratio.ratio
+        assert (mine.ci_low, mine.ci_high) == (
+            cell.difference.ratio.low,
+            cell.difference.ratio.high,
+        )
+        assert mine.significant == cell.difference.significant
+        assert mine.words == describe(cell.difference, row.unit, comparison.min_effect, "B", "A")
+        if not mine.significant:
+            assert mine.words == "not significant"
+    # One machine, one minute apart: the environment keys of interest agree.
+    assert machines.env == []
+    assert summarize([run_a]).machines is None
+
+
+def test_machines_env_differences(store):
+    run_a = stored(store, real_run("run_a.jsonl"))
+    run_ref = stored(store, read_run_file(REFERENCE_RUN))
+    machines = summarize([run_ref, run_a]).machines
+    keys = {difference.key for difference in machines.env}
+    # The two recordings came from different VM sessions: their virtualization differs.
+    assert "virtualization.detected" in keys
+    for difference in machines.env:
+        assert len(difference.values) == 2 and difference.values[0] != difference.values[1]
+    # Run A's rungs missing in the other run have no ratio, and say why.
+    coroutine = next(f for f in machines.figures if f.key == "coroutine")
+    assert coroutine.cells[0].ratio is None and coroutine.cells[0].note == "not in this run"
+
+
+def _spec(key):
+    return next(spec for spec in LADDER if spec.key == key)
+
+
+def test_pick_prefers_the_default_policy_and_keeps_idle_held_apart():
+    """Selection only (no figures): which of several variants stands for a rung."""
+    variants = [
+        {"probe": "switch.pipe", "params": {"between": "threads", "cpus": cpus, **extra}}
+        for cpus, extra in (
+            ("same", {"policy": "batch", "idle": "free"}),
+            ("same", {"policy": "normal", "idle": "free"}),
+            ("cross", {"policy": "normal", "idle": "held"}),
+            ("cross", {"policy": "normal", "idle": "free"}),
+            ("any", {"policy": "normal", "idle": "free"}),
+        )
+    ]
+    for key, expected in (
+        ("thread_switch", variants[1]),
+        ("cross_switch", variants[3]),
+        ("cross_switch_held", variants[2]),
+        ("process_switch", None),
+    ):
+        spec = _spec(key)
+        assert pick(variants, spec.candidates[0], spec.match) is expected, key
+    # A record without the knob (an older engine) still stands for the default.
+    old = [{"probe": "switch.pipe", "params": {"between": "threads", "cpus": "cross"}}]
+    assert pick(old, "switch.pipe", _spec("cross_switch").match) is old[0]
+    assert pick(old, "switch.pipe", _spec("cross_switch_held").match) is None
+
+
+def test_variant_key_matches_a_record_without_the_idle_knob():
+    old = {"probe": "switch.pipe", "params": {"between": "threads", "cpus": "same"}}
+    new = {"probe": "switch.pipe", "params": {"between": "threads", "cpus": "same", "idle": "free"}}
+    held = {
+        "probe": "switch.pipe",
+        "params": {"between": "threads", "cpus": "same", "idle": "held"},
+    }
+    assert variant_key(old) == variant_key(new) != variant_key(held)
+
+
+def test_a_compared_run_shows_run_a_variant_on_its_ladder(store):
+    """other_machine measured switch.pipe with policy normal and batch; alone its
+    ladder shows the default (normal), beside run_a (batch only) the batch one."""
+    run_a = stored(store, real_run("run_a.jsonl"))
+    other = stored(store, real_run("other_machine.jsonl"))
+    alone = {rung.key: rung.point for rung in summarize([other]).ladder}
+    assert alone["thread_switch"].params["policy"] == "normal"
+    beside = {rung.key: rung.point for rung in summarize([run_a, other]).runs[1].ladder}
+    assert beside["thread_switch"].params == {
+        "between": "threads",
+        "cpus": "same",
+        "idle": "free",
+        "policy": "batch",
+    }
+    assert beside["thread_switch"].median == beside["thread_switch"].result["summary"]["median"]
+    # Rungs run_a does not have keep the run's own choice.
+    assert beside["vdso"].probe == alone["vdso"].probe
