@@ -41,4 +41,4 @@ python-run: python-install
 # remote-run and store tests (started by the tests themselves). Installed when we may.
 test-python: python-install
 	@if [ "$$(id -u)" -eq 0 ]; then scripts/deps.sh browser servers; fi
-	$(PY) -m pytest python/tests
+	$(PY) -m pytest python/tests $(PYTEST_ARGS)

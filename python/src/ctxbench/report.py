@@ -575,7 +575,11 @@ def _time_axis(values: list[float], span: tuple[float, float] | None = None) -> 
     positive = [v for v in values if v is not None and v > 0]
     low = min([*(span[:1] if span else ()), *positive])
     high = max([*(span[1:] if span else ()), *positive])
-    ticks = [10.0**k for k in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)]
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    steps = (1, 2, 5) if last - first <= 2 else (1,)  # a narrow span gets 2 and 5 as well
+    ticks = [
+        m * 10.0**k for k in range(first, last + 1) for m in steps if m * 10.0**k <= 10.0**last
+    ]
     return {
         "type": "log",
         "tickvals": ticks,
