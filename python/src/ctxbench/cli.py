@@ -953,7 +953,11 @@ def explain(run_ref: str, db: str | None, as_json: bool) -> None:
     help="Smallest relative difference that counts (0.05: 5%); a significant difference "
     "below it is 'no meaningful difference'.",
 )
-@click.option("--only-common", is_flag=True, help="Show only the variants every run measured.")
+@click.option(
+    "--only-common",
+    is_flag=True,
+    help="In the --all table, show only the variants every run measured.",
+)
 @click.option(
     "--baseline",
     metavar="RUN",
