@@ -151,3 +151,18 @@ def test_the_ladder_bars_follow_the_medians_on_a_log_scale(tmp_path):
         if large >= 10 * small:
             assert long > short
     assert "█" not in "".join(line.plain for line in ladder_lines(summarize([run]).runs[0], 80))
+
+
+def test_three_runs_say_which_run_each_line_is_about(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    names = ("run_a.jsonl", "run_b.jsonl", "other_machine.jsonl")
+    db = _store(tmp_path, *names)
+    compared = CliRunner().invoke(
+        cli, ["compare", *(real_run(n).run_id for n in names), "--db", db]
+    )
+    assert compared.exit_code == 0
+    lines = compared.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    first = next(i for i, line in enumerate(lines) if line.startswith("  vDSO clock_gettime"))
+    assert lines[first + 1].startswith("    B: not significant")
+    assert lines[first + 2].startswith("    C ran ") and "slower than A" in lines[first + 2]

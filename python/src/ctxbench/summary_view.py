@@ -321,6 +321,11 @@ def _figure_lines(machines: Machines, width: int) -> list[Text]:
     for figure, row in zip(machines.figures, medians, strict=True):
         start = f"  {figure.label:<{label_w}}" + "".join(f"  {m:>{median_w}}" for m in row)
         verdicts = [_cell_words(cell) for cell in figure.cells]
+        if len(verdicts) > 1:  # several runs against A: say which each line is about
+            verdicts = [
+                (text if text.startswith(f"{letter} ran ") else f"{letter}: {text}", style)
+                for letter, (text, style) in zip(letters[1:], verdicts, strict=True)
+            ]
         together = start + "  " + "; ".join(text for text, _ in verdicts)
         if len(together) <= width:
             parts: list[str | tuple[str, str]] = [start + "  "]
