@@ -8,6 +8,7 @@ All of it on the recorded runs in fixtures/ (real engine output).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import pty
@@ -22,7 +23,7 @@ from click.testing import CliRunner
 from conftest import REPO, fixture_path, real_run
 from ctxbench import fmt
 from ctxbench.cli import cli
-from ctxbench.records import variant_name
+from ctxbench.records import record_problem, variant_name
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
 SOURCE = Path(__file__).parents[1] / "src"
@@ -252,10 +253,26 @@ def test_the_bmf_schema_refuses_what_bencher_refuses():
 
 
 # ---- show --json ---------------------------------------------------------------------
+SHOW_SCHEMA = json.loads((REPO / "schema" / "show.schema.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["run_a.jsonl", "other_machine_broad.jsonl"])
+def test_show_json_validates(db, name):
+    (run_id,) = _import(db, name)
+    data = json.loads(invoke("show", run_id, "--json", "--db", db).stdout)
+    jsonschema.Draft202012Validator.check_schema(SHOW_SCHEMA)
+    jsonschema.Draft202012Validator(SHOW_SCHEMA).validate(data)
+    assert all(record_problem(record) is None for record in data["records"])
+    broken = copy.deepcopy(data)
+    broken["summary"]["ladder"][0]["median"] = "48 ns"  # a figure must be a number
+    assert not jsonschema.Draft202012Validator(SHOW_SCHEMA).is_valid(broken)
+
+
 def test_show_json_gives_the_stored_records_verbatim(db, two_runs):
     done = invoke("show", two_runs[0], "--json", "--db", db)
     assert done.exit_code == 0, done.stderr
     data = json.loads(done.stdout)
+    jsonschema.Draft202012Validator(SHOW_SCHEMA).validate(data)
     assert data["kind"] == "stored_run" and data["run"]["run_id"] == two_runs[0]
     assert data["records"] == real_run("run_a.jsonl").all()
     assert data["run"]["counts"]["unsupported"] == 1
