@@ -53,10 +53,14 @@ def test_installed_command_runs_the_packaged_engine(tmp_path, user_env):
     done = ctxbench(
         "run", "syscall.getpid", "switch.pipe", "--quick", "--cpus", "same",
         "--between", "threads", "--json", str(records_path), "--report", str(report_path),
-        "--label", "smoke", env=user_env,
+        "--label", "smoke", "--all", env=user_env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "syscall.getpid" in done.stdout and "switch.pipe" in done.stdout
+    # The summary first (the same-CPU thread switch is a rung), then with
+    # --all the full table, which names every probe.
+    summary, _, table = done.stdout.partition("syscall.getpid")
+    assert "thread switch, same CPU" in summary
+    assert "switch.pipe" in table
     assert "stored run" in done.stderr
 
     run = read_run_file(records_path)  # every line validated against the schema
