@@ -94,7 +94,9 @@ LADDER: tuple[RungSpec, ...] = (
         "vDSO clock_gettime",
         ("timer.clock_gettime_monotonic", "syscall.clock_gettime_vdso"),
     ),
-    RungSpec("syscall", "bare system call", ("syscall.enosys", "syscall.getppid", "syscall.getpid")),
+    RungSpec(
+        "syscall", "bare system call", ("syscall.enosys", "syscall.getppid", "syscall.getpid")
+    ),
     RungSpec("signal", "signal round trip", ("trap.signal",)),
     RungSpec(
         "thread_switch",
