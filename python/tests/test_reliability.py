@@ -242,8 +242,21 @@ def test_a_killed_ctxbench_takes_the_engine_with_it_and_leaves_the_spool(tmp_pat
         env=env,
     )
     for line in process.stderr:
-        if line.startswith("[2/"):  # the first result is in the spool
+        if line.startswith("[2/"):  # the first variant is done
             break
+    # Its record reaches the spool from the engine's stdout, which ctxbench
+    # reads apart from the progress lines: wait until a whole result line is
+    # there (on a busy machine it came after "[2/").
+    deadline = time.monotonic() + 60  # a hang guard, not a measure
+    while not any(
+        '"kind": "result"' in line or '"kind":"result"' in line
+        for spool in tmp_path.glob(".ctxbench-unstored-*.jsonl")
+        for line in spool.read_text().splitlines(keepends=True)
+        if line.endswith("\n")
+    ):
+        assert process.poll() is None, "ctxbench ended before storing a result"
+        assert time.monotonic() < deadline, "no result reached the spool"
+        time.sleep(0.02)
     children = [
         int(p.parent.name)
         for p in Path("/proc").glob("[0-9]*/stat")
