@@ -123,6 +123,28 @@ def test_same_vs_cross(store):
     assert all(row.cross.status == "suspect" and row.cross.reasons for row in yields)
 
 
+def test_a_hold_idle_run_keeps_its_same_cpu_rungs_and_pairs_held_with_held(store):
+    """A run made with --hold-idle has only idle=held switch variants: on one
+    CPU that is the same experiment, so the same-CPU rungs stay; same vs cross
+    pairs held with held; the cross-CPU rung is the held one, named so."""
+    records = copy.deepcopy(read_run_file(REFERENCE_RUN))
+    for record in records.results:
+        if record["family"] == "switch" and {"cpus", "policy"} <= set(record["params"]):
+            record["params"]["idle"] = "held"
+    summary = summarize([stored(store, records)])
+    keys = [rung.key for rung in summary.ladder]
+    assert "thread_switch" in keys and "process_switch" in keys
+    assert "cross_switch_held" in keys and "cross_switch" not in keys
+    for rung in summary.ladder:
+        if rung.key.endswith("_switch") or rung.key == "cross_switch_held":
+            assert rung.point.params["idle"] == "held"
+    assert summary.same_vs_cross
+    for row in summary.same_vs_cross:
+        sides = [side for side in (row.same, row.cross) if side is not None]
+        assert {side.params["idle"] for side in sides} == {"held"}
+    assert summary.explanation is not None
+
+
 def test_explanation_is_explain_output(store):
     run = stored(store, read_run_file(REFERENCE_RUN))
     summary = summarize([run])

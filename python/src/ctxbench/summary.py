@@ -70,6 +70,9 @@ from ctxbench.store import StoredRun
 # in order of preference; None accepts a record without that param (older
 # records, or a probe that has no such knob). Params not named are free.
 DEFAULT_SWITCH = {"policy": ("normal", "batch", None), "idle": ("free", None)}
+# On one CPU the CPU never idles between hand-offs, so a same-CPU switch with
+# idle held is the same experiment; a run made with --hold-idle has only that.
+SAME_CPU_SWITCH = {**DEFAULT_SWITCH, "idle": ("free", None, "held")}
 
 
 @dataclass(frozen=True)
@@ -102,13 +105,13 @@ LADDER: tuple[RungSpec, ...] = (
         "thread_switch",
         "thread switch, same CPU",
         ("switch.pipe",),
-        {"between": ("threads",), "cpus": ("same",), **DEFAULT_SWITCH},
+        {"between": ("threads",), "cpus": ("same",), **SAME_CPU_SWITCH},
     ),
     RungSpec(
         "process_switch",
         "process switch, same CPU",
         ("switch.pipe",),
-        {"between": ("processes",), "cpus": ("same",), **DEFAULT_SWITCH},
+        {"between": ("processes",), "cpus": ("same",), **SAME_CPU_SWITCH},
     ),
     RungSpec(
         "cross_switch",
@@ -141,7 +144,9 @@ _NONE = object()
 # The same-vs-cross view: switch probes whose params are only these knobs.
 SWITCH_FAMILY = "switch"
 SWITCH_KNOBS = {"between", "cpus", "policy", "idle"}
-SAME_VS_CROSS_MATCH = {"policy": DEFAULT_SWITCH["policy"], "idle": DEFAULT_SWITCH["idle"]}
+# Both sides take idle=free when the run has it, else both idle=held (a run
+# made with --hold-idle), so a row never pairs a free side with a held one.
+SAME_VS_CROSS_MATCH = {"policy": DEFAULT_SWITCH["policy"], "idle": SAME_CPU_SWITCH["idle"]}
 
 # The switch drawn as a waterfall: the first of these rungs the run explains.
 WATERFALL_PREFERENCE = ("process_switch", "thread_switch", "cross_switch")
