@@ -53,21 +53,18 @@ Result run(const std::string& name, const Params& params, const HarnessOptions& 
   return run_probe(name, params, options);
 }
 
-int open_fds() {
+// Entries of a /proc directory, without . and ..
+int entries_in(const char* path) {
   int count = 0;
-  DIR* dir = opendir("/proc/self/fd");
+  DIR* dir = opendir(path);
   while (dirent* entry = readdir(dir)) count += entry->d_name[0] != '.';
   closedir(dir);
   return count;
 }
 
-int thread_count() {
-  int count = 0;
-  DIR* dir = opendir("/proc/self/task");
-  while (dirent* entry = readdir(dir)) count += entry->d_name[0] != '.';
-  closedir(dir);
-  return count;
-}
+int open_fds() { return entries_in("/proc/self/fd"); }
+
+int thread_count() { return entries_in("/proc/self/task"); }
 
 // Children of every thread of this process (from /proc/self/task/*/children).
 std::vector<pid_t> children() {
