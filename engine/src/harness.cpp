@@ -152,6 +152,7 @@ struct Sampled {
   std::uint64_t total_iterations = 0;  // in the timed samples
   std::uint64_t all_iterations = 0;    // calibration and warm-up included
   bool budget_hit = false;
+  std::vector<double> reference_ns;  // the host reference, timed before each sample
 };
 
 Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& workload, Clock& clock,
@@ -171,6 +172,7 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
   const double ops = static_cast<double>(out.iterations_per_sample) * ops_per_iteration;
   const int samples = probe.samples ? probe.samples(params, options.samples) : options.samples;
   for (int i = 0; i < samples; ++i) {
+    if (options.reference) out.reference_ns.push_back(options.reference->time_once());
     out.per_op.push_back(timed(out.iterations_per_sample) / ops);
     out.total_iterations += out.iterations_per_sample;
     if (i >= 4 && monotonic_raw_ns() > deadline) {
@@ -297,7 +299,9 @@ std::string unstable_detail(const Stability& stability, const Result& r) {
 std::optional<Baseline> measure_baseline(const ProbeDescriptor& probe, const Params& params, Context& ctx, Clock& clock,
                                          const TimerInfo& timer, const HarnessOptions& options) {
   auto baseline = probe.make_baseline(ctx);
-  Sampled base = sample(probe, params, *baseline, clock, timer, options, probe.baseline_ops_per_iteration(params));
+  HarnessOptions plain = options;
+  plain.reference = nullptr;  // the host reference judges the probe's own samples
+  Sampled base = sample(probe, params, *baseline, clock, timer, plain, probe.baseline_ops_per_iteration(params));
   baseline->finish();
   Baseline b;
   b.name = probe.baseline;
@@ -317,6 +321,13 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
                 const TimerInfo& timer, const HarnessOptions& options, Scope scope, Result& r);
 void measure_matrix(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
                     const HarnessOptions& options, Result& r);
+
+// While the host reference says the CPU was slowed during the kept attempt,
+// measure the variant again (at most options.retries times) and keep the
+// attempt whose reference ran fastest. Every attempt's median and reference
+// stay in the record; a re-measurement that fails leaves the kept one.
+void remeasure_if_slowed(const ProbeDescriptor& probe, const Params& params, const Placement& placement, Clock& clock,
+                         const TimerInfo& timer, const HarnessOptions& options, Result& r);
 
 }  // namespace
 
@@ -364,10 +375,69 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
     return done();
   }
   measure_at(probe, params, *placement, clock, timer, options, Scope::variant, r);
+  remeasure_if_slowed(probe, params, *placement, clock, timer, options, r);
   return done();
 }
 
 namespace {
+
+void remeasure_if_slowed(const ProbeDescriptor& probe, const Params& params, const Placement& placement, Clock& clock,
+                         const TimerInfo& timer, const HarnessOptions& options, Result& r) {
+  if (!r.interference || !options.reference) return;
+  const HostReference& reference = *options.reference;
+  std::vector<InterferenceAttempt> attempts = r.interference->attempts;
+  std::size_t kept = 0;
+  std::string failed_again;
+  for (int retry = 0; retry < options.retries; ++retry) {
+    if (!slowed(attempts[kept], reference.best_ns())) break;
+    if (interrupted_flag().load() || timeout_flag().load()) break;
+    Result again;
+    again.probe = r.probe;
+    again.family = r.family;
+    again.params = r.params;
+    again.numeric_params = r.numeric_params;
+    again.unit = r.unit;
+    again.op = r.op;
+    again.started_at = r.started_at;
+    again.timer_source = r.timer_source;
+    again.timer_overhead_ns = r.timer_overhead_ns;
+    again.timer_resolution_ns = r.timer_resolution_ns;
+    again.warmup_samples = r.warmup_samples;
+    measure_at(probe, params, placement, clock, timer, options, Scope::variant, again);
+    if (!again.interference || !again.summary || again.verdict.status == Status::unsupported ||
+        again.verdict.status == Status::failed) {
+      failed_again = again.verdict.reasons.empty() ? "no samples" : again.verdict.reasons.front().second;
+      break;
+    }
+    attempts.push_back(again.interference->attempts.front());
+    if (attempt_to_keep(attempts) == attempts.size() - 1) {
+      kept = attempts.size() - 1;
+      r = std::move(again);
+    }
+  }
+  // Judged again against the best the reference reached in the whole variant.
+  const double best = reference.best_ns();
+  for (auto& a : attempts) a = judge_attempt(a.reference_ns, best, a.median);
+  r.interference->attempts = attempts;
+  r.interference->kept = kept;
+  r.interference->best_ns = best;
+  if (attempts.size() > 1) {
+    std::string medians;
+    for (std::size_t i = 0; i < attempts.size(); ++i)
+      medians += fmt::format("{}{}: {:.4g} (reference {:.2f}x)", i == 0 ? "" : ", ", i + 1, attempts[i].median,
+                             attempts[i].reference_median_ns / best);
+    r.notes.push_back(fmt::format(
+        "host interference: the reference loop ran over {:.2f}x its best while this variant was measured, so it was "
+        "measured {} times and attempt {} is kept (its reference ran fastest); medians by attempt: {}",
+        slowed_ratio, attempts.size(), kept + 1, medians));
+  }
+  if (slowed(attempts[kept], best))
+    r.notes.push_back(
+        fmt::format("host interference: the CPU was slowed during the kept attempt too (reference {:.2f}x "
+                    "its best): the figure carries it",
+                    attempts[kept].reference_median_ns / best));
+  if (!failed_again.empty()) r.notes.push_back("a re-measurement after host interference failed: " + failed_again);
+}
 
 void measure_at(const ProbeDescriptor& probe, const Params& params, const Placement& placement, Clock& clock,
                 const TimerInfo& timer, const HarnessOptions& options, Scope scope, Result& r) {
@@ -475,6 +545,13 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
       for (double& v : r.samples) v = 1e9 / v;
       r.summary = summarize(r.samples);
     }
+    if (scope == Scope::variant && options.reference && !measured.reference_ns.empty()) {
+      Interference in;
+      in.reference = options.reference->describe();
+      in.retries = options.retries;
+      in.attempts.push_back(judge_attempt(measured.reference_ns, options.reference->best_ns(), r.summary->median));
+      r.interference = std::move(in);
+    }
     if (scope == Scope::variant) {
       // A matrix cell's samples are judged with the matrix (its cells differ
       // by design); a variant's must be one figure.
@@ -526,6 +603,7 @@ void measure_matrix(const ProbeDescriptor& probe, const Params& params, Clock& c
   m.topology_root = topology.root;
 
   HarnessOptions per_cell = options;
+  per_cell.reference = nullptr;  // cells differ by design; the matrix is not re-measured
   per_cell.max_variant_s = options.max_variant_s / static_cast<double>(plan.cells.size());
   std::vector<Check> summed;                                   // each check, added up over the cells
   std::map<Reason, std::pair<std::size_t, std::string>> seen;  // reason -> (cells, the first one's detail)

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "host_reference.hpp"
 #include "registry.hpp"
 #include "timer.hpp"
 
@@ -28,6 +29,10 @@ struct HarnessOptions {
   double min_sample_s = 0.01;   // a batch lasts at least this long
   double max_variant_s = 20.0;  // sampling stops early past this budget
   bool quick = false;
+  // Timed before each sample when set; a variant measured while it ran
+  // slowed is measured again up to `retries` times (host_reference.hpp).
+  HostReference* reference = nullptr;
+  int retries = 2;
 
   // --quick: fewer, shorter samples (the whole catalogue in well under 90 s).
   static HarnessOptions quick_run() {
@@ -37,6 +42,7 @@ struct HarnessOptions {
     options.min_sample_s = 0.002;
     options.max_variant_s = 3;
     options.quick = true;
+    options.retries = 1;
     return options;
   }
 };

@@ -127,7 +127,7 @@ struct Monitor {
 struct RunOptions {
   std::vector<std::string> probes;
   bool quick = false;
-  std::string samples, min_time, timeout;
+  std::string samples, min_time, timeout, retries;
   std::string cpus, between;
   bool hold_idle = false;
   std::vector<std::string> params;
@@ -166,6 +166,12 @@ int run_command(const RunOptions& o) {
     if (!o.samples.empty()) harness.samples = static_cast<int>(parse_positive(o.samples, "--samples", 1000000));
     if (!o.min_time.empty()) harness.min_sample_s = parse_seconds(o.min_time, "--min-time");
     if (!o.timeout.empty()) variant_timeout_s = parse_seconds(o.timeout, "--timeout");
+    if (!o.retries.empty()) {
+      const bool digits = o.retries.size() <= 2 && std::all_of(o.retries.begin(), o.retries.end(), ::isdigit);
+      if (!digits || std::stoi(o.retries) > 10)
+        throw UsageError(fmt::format("--retries: '{}' is not a whole number from 0 to 10", o.retries));
+      harness.retries = std::stoi(o.retries);
+    }
     if (!o.preset.empty()) {
       if (!o.probes.empty()) throw UsageError("--preset runs its own probes; drop the probe names or the --preset");
       selection = preset_selection(o.preset);
@@ -244,12 +250,15 @@ int run_command(const RunOptions& o) {
   std::string timer_note;
   auto clock = make_best_clock(o.quick ? 0.02 : 0.1, &timer_note);
   const TimerInfo timer = characterize(*clock);
+  HostReference reference(*clock);
+  harness.reference = &reference;
   const std::string run_id = new_run_id();
   nlohmann::json env = capture_environment(run_id, timer, timer_note);
   env["options"] = {{"quick", o.quick},
                     {"samples", harness.samples},
                     {"min_time_s", harness.min_sample_s},
                     {"warmup_samples", harness.warmup_samples},
+                    {"retries", harness.retries},
                     {"probes", o.probes},
                     {"preset", o.preset.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.preset)},
                     {"variants", variants.size()}};
@@ -345,6 +354,10 @@ int main(int argc, char** argv) try {
   run->add_option("--min-time", run_options.min_time, "Least seconds one sample (batch) lasts (default 0.01)");
   run->add_option("--timeout", run_options.timeout,
                   "Seconds a variant may run before its children are killed (default 120)");
+  run->add_option("--retries", run_options.retries,
+                  "Measure a variant again, up to N times, when a reference loop timed before each sample shows the "
+                  "host slowed the CPU; keep the attempt whose reference ran fastest (default 2, 1 with --quick; 0 "
+                  "only records it)");
   run->add_option("--cpus", run_options.cpus,
                   "Placements to run: same,cross,any (the default runs), smt,llc,remote (by CPU topology)");
   run->add_option("--between", run_options.between, "Task kinds to run: threads,processes");

@@ -222,6 +222,22 @@ nlohmann::json result_to_json(const Result& r) {
   j["source"] = "engine";
   if (!r.notes.empty()) j["notes"] = r.notes;
   if (r.matrix) j["matrix"] = matrix_to_json(*r.matrix);
+  if (r.interference) {
+    const Interference& in = *r.interference;
+    nlohmann::json attempts = nlohmann::json::array();
+    for (const auto& a : in.attempts)
+      attempts.push_back({{"median", a.median},
+                          {"reference_ratio", in.best_ns > 0 ? a.reference_median_ns / in.best_ns : 0.0},
+                          {"slowed_share", a.slowed_share},
+                          {"samples", a.samples}});
+    j["interference"] = {{"reference", in.reference},
+                         {"best_ns", in.best_ns},
+                         {"slowed_ratio", slowed_ratio},
+                         {"retries", in.retries},
+                         {"attempts", attempts},
+                         {"kept", in.kept},
+                         {"slowed", !in.attempts.empty() && slowed(in.attempts[in.kept], in.best_ns)}};
+  }
   return j;
 }
 

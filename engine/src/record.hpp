@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "host_reference.hpp"
 #include "stats.hpp"
 
 namespace ctx {
@@ -106,6 +107,16 @@ struct Matrix {
   std::string topology_root;
 };
 
+// How the host reference ran while the variant was measured, attempt by
+// attempt (see host_reference.hpp); the record is the kept attempt's.
+struct Interference {
+  std::string reference;  // what the loop is and the rule
+  double best_ns = 0;     // the reference's fastest time in this run
+  int retries = 0;        // re-measurements allowed (--retries)
+  std::vector<InterferenceAttempt> attempts;
+  std::size_t kept = 0;
+};
+
 struct Result {
   std::string run_id;
   std::string probe;
@@ -134,7 +145,8 @@ struct Result {
   std::string started_at;
   double duration_s = 0;
   std::vector<std::string> notes;
-  std::optional<Matrix> matrix;  // matrix probes only
+  std::optional<Matrix> matrix;              // matrix probes only
+  std::optional<Interference> interference;  // variants measured with the host reference
 };
 
 nlohmann::json summary_to_json(const Summary& summary);

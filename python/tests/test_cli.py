@@ -316,7 +316,7 @@ def test_run_bad_output_paths(db, fake_engine, tmp_path):
 def test_run_passes_selection_to_the_engine_and_checks_it_first(db, fake_engine):
     result = invoke(
         "run", "--preset", "fibers-vs-threads", "--param", "laps=10000", "--param", "fibers=4",
-        "--timeout", "30", "--cpus", "same", "--db", db,
+        "--timeout", "30", "--retries", "1", "--cpus", "same", "--db", db,
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     dry, real = (json.loads(line) for line in fake_engine.read_text().splitlines())
@@ -324,9 +324,16 @@ def test_run_passes_selection_to_the_engine_and_checks_it_first(db, fake_engine)
     for args in (dry, real):
         assert args[:3] == ["run", "--preset", "fibers-vs-threads"]
         assert args[args.index("--timeout") + 1] == "30.0"
+        assert args[args.index("--retries") + 1] == "1"
         assert args[args.index("--cpus") + 1] == "same"
         choices = [args[i + 1] for i, a in enumerate(args) if a == "--param"]
         assert choices == ["laps=10000", "fibers=4"]
+
+
+def test_run_retries_out_of_range_is_a_usage_error(db, fake_engine):
+    result = invoke("run", "--retries", "11", "--db", db)
+    assert result.exit_code == 2 and "--retries" in one_error_line(result)
+    assert not fake_engine.exists()  # the engine never started
 
 
 def test_run_bad_choice_is_the_engines_usage_error_and_nothing_runs(db, fake_engine, monkeypatch):

@@ -108,6 +108,29 @@ def test_cross_cpu_processes_take_the_address_space_from_the_held_pair():
     assert free.total_ns == pytest.approx(12000.0)
 
 
+def test_a_slowed_record_the_parts_use_is_named():
+    def interference(slowed, ratio):
+        attempts = [{"median": 1.0, "reference_ratio": ratio, "slowed_share": 1.0, "samples": 30}]
+        return {"slowed": slowed, "kept": 0, "attempts": attempts}
+
+    threads = pipe(1000.0)
+    threads["interference"] = interference(True, 1.31)
+    processes = pipe(1300.0, between="processes")
+    processes["interference"] = interference(False, 1.01)
+    by_between = {
+        e.params["between"]: e
+        for e in explain([result("syscall.enosys", 100.0), threads, processes]).explanations
+    }
+    # The processes figure's address-space part uses the slowed thread twin.
+    (note,) = [n for n in by_between["processes"].notes if n.startswith("host interference")]
+    assert "between=threads" in note and "1.31x" in note
+    assert [n for n in by_between["threads"].notes if n.startswith("host interference")]
+    processes["interference"] = interference(False, 1.01)
+    threads["interference"] = interference(False, 1.02)
+    for e in explain([result("syscall.enosys", 100.0), threads, processes]).explanations:
+        assert not [n for n in e.notes if n.startswith("host interference")]
+
+
 def test_ring_cache_refill_from_the_fitted_slope():
     def ring(size, median):
         params = {"procs": 2.0, "size_kib": float(size), "cpus": "same", "policy": "normal"}

@@ -39,11 +39,12 @@ def test_ctxbench_engine_variable_must_be_executable(tmp_path, monkeypatch):
 def test_engine_args_follow_the_contract():
     options = RunOptions(
         selectors=["switch.*"], quick=True, samples=5, min_time=0.01, cpus="same",
-        between="threads", params=["procs=2,8", "size_kib=0"], timeout=9.5,
+        between="threads", params=["procs=2,8", "size_kib=0"], timeout=9.5, retries=0,
     )  # fmt: skip
     selection = [
         "run", "switch.*", "--quick", "--samples", "5", "--min-time", "0.01", "--timeout", "9.5",
-        "--cpus", "same", "--between", "threads", "--param", "procs=2,8", "--param", "size_kib=0",
+        "--retries", "0", "--cpus", "same", "--between", "threads",
+        "--param", "procs=2,8", "--param", "size_kib=0",
     ]  # fmt: skip
     assert options.engine_args() == [*selection, "--json", "--progress", "--die-with-parent"]
     assert options.engine_args(dry_run=True) == [*selection, "--dry-run"]

@@ -23,6 +23,8 @@ def usage(engine, *args):
         (["run", "--samples", "-3", "syscall.getpid"], ["--samples", "from 1"]),
         (["run", "--samples", "x", "syscall.getpid"], ["--samples", "'x' is not a whole number"]),
         (["run", "--min-time", "soon", "syscall.getpid"], ["--min-time", "seconds"]),
+        (["run", "--retries", "11", "syscall.getpid"], ["--retries", "from 0 to 10"]),
+        (["run", "--retries", "-1", "syscall.getpid"], ["--retries", "'-1'"]),
         (
             ["run", "--cpus", "sideways", "switch.pipe"],
             ["--cpus", "same, cross, any, smt, llc, remote"],

@@ -100,3 +100,23 @@ def test_getpid_enters_the_kernel_on_every_call(engine, tmp_path):
     assert performed >= r["ops_per_sample"] * r["summary"]["n"]
     # Every op is one getpid in the kernel; the engine itself adds a handful (run id, forks).
     assert performed <= seen_by_kernel <= performed + 10
+
+
+def test_every_variant_records_the_host_reference(engine):
+    # Whatever the host did, the record is the kept attempt's: its median is
+    # the kept attempt's, and no more attempts ran than --retries allows.
+    for retries in ("0", "1"):
+        records = run_json(engine, "syscall.getppid", "--quick", "--retries", retries)
+        env = next(r for r in records if r["kind"] == "env")
+        assert env["options"]["retries"] == int(retries)
+        (r,) = results(records)
+        inter = r["interference"]
+        assert inter["retries"] == int(retries)
+        assert 1 <= len(inter["attempts"]) <= int(retries) + 1
+        kept = inter["attempts"][inter["kept"]]
+        assert kept["median"] == pytest.approx(r["summary"]["median"])
+        assert kept["samples"] == len(r["samples"])
+        assert inter["best_ns"] > 0 and "getppid system calls" in inter["reference"]
+        assert inter["slowed"] == (kept["reference_ratio"] > inter["slowed_ratio"])
+        if len(inter["attempts"]) > 1:  # re-measured: the notes say why
+            assert any(n.startswith("host interference") for n in r.get("notes", []))

@@ -1,8 +1,10 @@
 // The harness with a fake clock: calibration reaches its target, timer
 // overhead is subtracted once per batch, per-op division is exact, and the
-// switch-count judgement follows its 90%..110% rule.
+// switch-count judgement follows its 90%..110% rule, and a variant measured
+// while the host reference ran slowed is measured again.
 #include "harness.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace {
@@ -136,19 +138,32 @@ TEST(Verdict, StatusOnlyWorsens) {
   EXPECT_EQ(v.reasons.size(), 3u);
 }
 
-// A whole variant through run_variant with a fake clock and a fake probe.
-TEST(RunVariant, PerOpFiguresAreExactWithAFakeClock) {
-  FakeClock clock(10);
+TimerInfo fake_timer() {
   TimerInfo timer;
   timer.source = "fake";
   timer.overhead_ns = 10;
   timer.resolution_ns = 1;
+  return timer;
+}
+
+// A probe whose iteration costs `ns_per_iteration` on `clock`, in `ops` ops.
+ProbeDescriptor fixed_probe(FakeClock& clock, std::uint64_t ns_per_iteration, double ops) {
   ProbeDescriptor probe;
   probe.name = "test.fixed";
-  probe.op = "one fake operation costing 50 ns";
-  probe.ops_per_iteration = constant(2);  // one iteration = two ops
+  probe.op = fmt::format("one fake operation costing {} ns", static_cast<double>(ns_per_iteration) / ops);
+  probe.ops_per_iteration = constant(ops);
   probe.tasks = [](const Params&) { return 1; };
-  probe.make = [&](Context&) { return std::make_unique<FixedCostWork>(clock, 100); };
+  probe.make = [&clock, ns_per_iteration](Context&) {
+    return std::make_unique<FixedCostWork>(clock, ns_per_iteration);
+  };
+  return probe;
+}
+
+// A whole variant through run_variant with a fake clock and a fake probe.
+TEST(RunVariant, PerOpFiguresAreExactWithAFakeClock) {
+  FakeClock clock(10);
+  const TimerInfo timer = fake_timer();
+  ProbeDescriptor probe = fixed_probe(clock, 100, 2);  // one iteration = two ops
   probe.baseline = "a fake baseline costing 20 ns per op";
   probe.baseline_ops_per_iteration = constant(1);
   probe.make_baseline = [&](Context&) { return std::make_unique<FixedCostWork>(clock, 20); };
@@ -197,6 +212,125 @@ TEST(RunVariant, UnsupportedProbeSaysWhy) {
   const Result r = run_variant(probe, {}, clock, TimerInfo{}, HarnessOptions{});
   EXPECT_EQ(r.verdict.status, Status::unsupported);
   EXPECT_EQ(r.verdict.reasons.at(0).second, "no such thing here");
+}
+
+// The host reference's clock: every second read ends a timing whose length
+// the script gives by the timing's index (calibration and best come first).
+class ScriptedTimings final : public Clock {
+ public:
+  explicit ScriptedTimings(std::function<std::uint64_t(std::size_t)> script) : script_(std::move(script)) {}
+  std::uint64_t now() override {
+    now_ += (reads_++ % 2 == 1) ? script_(timings_++) : 1;
+    return now_;
+  }
+  double ticks_to_ns(std::uint64_t ticks) const override { return static_cast<double>(ticks); }
+  std::string name() const override { return "scripted"; }
+  std::size_t timings() const { return timings_; }
+
+ private:
+  std::function<std::uint64_t(std::size_t)> script_;
+  std::uint64_t now_ = 0;
+  std::size_t reads_ = 0, timings_ = 0;
+};
+
+// The constructor's timings: one calibration run (already at the target),
+// the best, and fifty more.
+constexpr std::size_t calibration_timings = 52;
+constexpr int samples_per_attempt = 7;
+
+struct SlowedRun {
+  Result r;
+  std::size_t reference_timings = 0;
+};
+
+// A fake probe measured with the reference timed by `script`.
+SlowedRun run_with_reference(const std::function<std::uint64_t(std::size_t)>& script, int retries) {
+  FakeClock clock(10);
+  const TimerInfo timer = fake_timer();
+  const ProbeDescriptor probe = fixed_probe(clock, 100, 1);
+  ScriptedTimings reference_clock(script);
+  HostReference reference(reference_clock);
+  HarnessOptions options;
+  options.samples = samples_per_attempt;
+  options.min_sample_s = 1e-5;
+  options.reference = &reference;
+  options.retries = retries;
+  SlowedRun out{run_variant(probe, {}, clock, timer, options), 0};
+  out.reference_timings = reference_clock.timings();
+  return out;
+}
+
+std::string all_notes(const Result& r) {
+  std::string text;
+  for (const auto& n : r.notes) text += n + "\n";
+  return text;
+}
+
+TEST(HostReference, JudgesAnAttemptAgainstTheBest) {
+  const auto a = judge_attempt({100, 100, 130, 140, 150}, 100, 42.0);
+  EXPECT_DOUBLE_EQ(a.median, 42.0);
+  EXPECT_DOUBLE_EQ(a.reference_median_ns, 130);
+  EXPECT_DOUBLE_EQ(a.slowed_share, 0.6);  // three of five over 1.10 x 100
+  EXPECT_EQ(a.samples, 5u);
+  EXPECT_TRUE(slowed(a, 100));
+  EXPECT_FALSE(slowed(judge_attempt({100, 109, 109}, 100, 1), 100));
+  EXPECT_EQ(attempt_to_keep({judge_attempt({130}, 100, 1), judge_attempt({101}, 100, 9), judge_attempt({101}, 100, 0)}),
+            1u);  // the fastest reference, the first on a tie; never by the figure
+}
+
+TEST(HostReference, TheLoopIsTheSameWorkEveryTime) {
+  EXPECT_EQ(reference_loop(1000), reference_loop(1000));
+  EXPECT_NE(reference_loop(1000), reference_loop(1001));
+}
+
+TEST(HostReference, AnUnslowedVariantIsMeasuredOnce) {
+  const auto run = run_with_reference([](std::size_t) { return 20000; }, 2);
+  ASSERT_EQ(run.r.verdict.status, Status::ok);
+  ASSERT_TRUE(run.r.interference);
+  EXPECT_EQ(run.r.interference->attempts.size(), 1u);
+  EXPECT_EQ(run.r.interference->kept, 0u);
+  EXPECT_EQ(run.r.interference->retries, 2);
+  EXPECT_DOUBLE_EQ(run.r.interference->best_ns, 20000);
+  EXPECT_EQ(run.r.interference->attempts[0].samples, static_cast<std::size_t>(samples_per_attempt));
+  EXPECT_EQ(run.reference_timings, calibration_timings + samples_per_attempt);
+  EXPECT_EQ(all_notes(run.r).find("host interference"), std::string::npos);
+}
+
+TEST(HostReference, ASlowedVariantIsMeasuredAgainAndTheFasterReferenceKept) {
+  // Slowed (1.5x) through the first attempt, at full speed after it.
+  const auto run = run_with_reference(
+      [](std::size_t i) {
+        return i < calibration_timings || i >= calibration_timings + samples_per_attempt ? 20000 : 30000;
+      },
+      2);
+  ASSERT_EQ(run.r.verdict.status, Status::ok);
+  ASSERT_TRUE(run.r.interference);
+  const auto& in = *run.r.interference;
+  ASSERT_EQ(in.attempts.size(), 2u);
+  EXPECT_EQ(in.kept, 1u);
+  EXPECT_DOUBLE_EQ(in.attempts[0].reference_median_ns, 30000);
+  EXPECT_DOUBLE_EQ(in.attempts[0].slowed_share, 1.0);
+  EXPECT_DOUBLE_EQ(in.attempts[1].reference_median_ns, 20000);
+  EXPECT_EQ(run.r.samples.size(), static_cast<std::size_t>(samples_per_attempt));  // the kept attempt's alone
+  EXPECT_NE(all_notes(run.r).find("measured 2 times and attempt 2 is kept"), std::string::npos) << all_notes(run.r);
+  EXPECT_EQ(all_notes(run.r).find("carries"), std::string::npos);
+}
+
+TEST(HostReference, SlowedThroughEveryAttemptSaysTheFigureCarriesIt) {
+  const auto run = run_with_reference([](std::size_t i) { return i < calibration_timings ? 20000 : 23000; }, 2);
+  ASSERT_TRUE(run.r.interference);
+  EXPECT_EQ(run.r.interference->attempts.size(), 3u);  // the first and two retries
+  EXPECT_EQ(run.r.interference->kept, 0u);
+  EXPECT_NE(all_notes(run.r).find("the figure carries it"), std::string::npos) << all_notes(run.r);
+  EXPECT_EQ(run.r.verdict.status, Status::ok);  // a note, not a verdict: the figure is still measured
+}
+
+TEST(HostReference, RetriesZeroOnlyRecords) {
+  const auto run = run_with_reference([](std::size_t i) { return i < calibration_timings ? 20000 : 30000; }, 0);
+  ASSERT_TRUE(run.r.interference);
+  EXPECT_EQ(run.r.interference->attempts.size(), 1u);
+  EXPECT_EQ(run.r.interference->retries, 0);
+  EXPECT_NE(all_notes(run.r).find("the figure carries it"), std::string::npos);
 }
 
 }  // namespace

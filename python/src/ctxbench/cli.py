@@ -627,6 +627,13 @@ def _db_hint(db: Path | None, store: Store) -> str:
     help="Seconds a variant may take before it is stopped and recorded as failed.",
 )
 @click.option(
+    "--retries",
+    type=click.IntRange(min=0, max=10),
+    help="Measure a variant again, up to N times, when a reference loop of system calls timed "
+    "before each sample ran slowed (the host took the CPU's time); keep the attempt whose "
+    "reference ran fastest (default 2, 1 with --quick; 0 only records it).",
+)
+@click.option(
     "--hold-idle",
     is_flag=True,
     help="Run the switch probes only with idle=held: CPUs kept out of deep idle through "
@@ -673,6 +680,7 @@ def run(
     params: tuple[str, ...],
     preset: str | None,
     timeout: float | None,
+    retries: int | None,
     hold_idle: bool,
     db: str | None,
     json_path: Path | None,
@@ -710,6 +718,7 @@ def run(
             params=params,
             preset=preset,
             timeout=timeout,
+            retries=retries,
             hold_idle=hold_idle,
         )
         # The engine's own selection rules check the choices (axis values,

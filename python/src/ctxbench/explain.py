@@ -173,6 +173,7 @@ def _explain_one(
     parts: list[Part] = []
     missing: list[str] = []
     notes: list[str] = []
+    used: list[dict[str, Any]] = [r]  # every record a part is built from
 
     # Kernel entry/exit of the system calls the switch makes.
     calls = derived.get("syscalls_per_op")
@@ -227,6 +228,7 @@ def _explain_one(
         mine = _corrected(mine_record) if mine_record else None
         theirs = _corrected(twin) if twin else None
         if twin is not None and mine is not None and theirs is not None:
+            used += [rec for rec in (mine_record, twin) if rec is not None]
             held_text = " (both with idle=held)" if basis is not params else ""
             parts.append(
                 Part(
@@ -250,6 +252,7 @@ def _explain_one(
     if params.get("cpus") == "cross" and params.get("idle", "free") == "free" and "idle" in params:
         held = by_key.get(_key({**r, "params": {**params, "idle": "held"}}))
         if held is not None:
+            used.append(held)
             held_median = _median(held)
             assert held_median is not None
             parts.append(
@@ -295,6 +298,7 @@ def _explain_one(
         "inside the rest: the wake-up (enqueue, and for cross-CPU an IPI) and the switch itself "
         "(picking the next task, saving and loading register state) are not separated by this run"
     )
+    notes += _interference_notes(used)
     kinds = None
     if "voluntary_switches_per_round_trip" in derived:
         kinds = {
@@ -311,6 +315,25 @@ def _explain_one(
         kinds,
         notes,
     )
+
+
+def _interference_notes(used: list[dict[str, Any]]) -> list[str]:
+    """Where the host slowed the CPU while a record the parts use was measured:
+    its difference from the others then carries that, not only the mechanism."""
+    notes, seen = [], set()
+    for rec in used:
+        inter = rec.get("interference") or {}
+        key = (rec["probe"], _params_text(rec.get("params", {})))
+        if key in seen or not inter.get("slowed"):
+            continue
+        seen.add(key)
+        kept = inter["attempts"][inter["kept"]]
+        notes.append(
+            f"host interference: {key[0]} {key[1]} was measured while the reference system "
+            f"calls ran {kept['reference_ratio']:.2f}x their best (after "
+            f"{len(inter['attempts'])} attempt(s)); parts built from it carry that slowdown"
+        )
+    return notes
 
 
 def _ring_slopes(results: list[dict[str, Any]]) -> dict[tuple, tuple[float, int]]:

@@ -144,6 +144,7 @@ class RunOptions:
     preset: str | None = None
     timeout: float | None = None  # seconds per variant
     hold_idle: bool = False
+    retries: int | None = None  # re-measurements after host interference
 
     def engine_args(self, dry_run: bool = False) -> list[str]:
         """``ctxbench-engine run`` with these options: the run itself (JSON Lines
@@ -159,6 +160,8 @@ class RunOptions:
             args += ["--min-time", str(self.min_time)]
         if self.timeout is not None:
             args += ["--timeout", str(self.timeout)]
+        if self.retries is not None:
+            args += ["--retries", str(self.retries)]
         if self.cpus:
             args += ["--cpus", self.cpus]
         if self.between:

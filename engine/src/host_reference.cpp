@@ -1,0 +1,75 @@
+#include "host_reference.hpp"
+
+#include <fmt/format.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "stats.hpp"
+
+namespace ctx {
+
+std::uint64_t reference_loop(std::uint64_t iterations) {
+  std::uint64_t sum = 0;
+  for (std::uint64_t k = 0; k < iterations; ++k) sum += static_cast<std::uint64_t>(syscall(SYS_getppid));
+  return sum;
+}
+
+namespace {
+volatile std::uint64_t sink;
+}
+
+HostReference::HostReference(Clock& clock, double target_ns) : clock_(clock) {
+  for (;;) {
+    const std::uint64_t start = clock_.now();
+    sink = reference_loop(iterations_);
+    const double elapsed = clock_.ticks_to_ns(clock_.now() - start);
+    if (elapsed >= target_ns || iterations_ >= (1ull << 32)) break;
+    iterations_ *= 2;
+  }
+  best_ns_ = time_once();
+  for (int i = 0; i < 50; ++i) time_once();
+}
+
+double HostReference::time_once() {
+  const std::uint64_t start = clock_.now();
+  sink = reference_loop(iterations_);
+  const double elapsed = clock_.ticks_to_ns(clock_.now() - start);
+  if (elapsed > 0 && (best_ns_ == 0 || elapsed < best_ns_)) best_ns_ = elapsed;
+  return elapsed;
+}
+
+std::string HostReference::describe() const {
+  return fmt::format(
+      "{} getppid system calls (kernel entry and exit, which every switch also makes), timed on the measuring "
+      "task's CPU before each sample; a variant is slowed when the median of those times is over {:.2f}x the "
+      "fastest in this run",
+      iterations_, slowed_ratio);
+}
+
+InterferenceAttempt judge_attempt(const std::vector<double>& reference_ns, double best_ns, double median) {
+  InterferenceAttempt attempt;
+  attempt.median = median;
+  attempt.samples = reference_ns.size();
+  attempt.reference_ns = reference_ns;
+  if (reference_ns.empty() || best_ns <= 0) return attempt;
+  attempt.reference_median_ns = summarize(reference_ns).median;
+  const auto over =
+      std::count_if(reference_ns.begin(), reference_ns.end(), [&](double t) { return t > slowed_ratio * best_ns; });
+  attempt.slowed_share = static_cast<double>(over) / static_cast<double>(reference_ns.size());
+  return attempt;
+}
+
+bool slowed(const InterferenceAttempt& attempt, double best_ns) {
+  return best_ns > 0 && attempt.reference_median_ns > slowed_ratio * best_ns;
+}
+
+std::size_t attempt_to_keep(const std::vector<InterferenceAttempt>& attempts) {
+  std::size_t keep = 0;
+  for (std::size_t i = 1; i < attempts.size(); ++i)
+    if (attempts[i].reference_median_ns < attempts[keep].reference_median_ns) keep = i;
+  return keep;
+}
+
+}  // namespace ctx

@@ -1,0 +1,63 @@
+// The host reference: a fixed run of getppid system calls timed on the
+// measuring task's CPU before every timed sample. Its work never changes, so
+// when it runs slower than its best in this run, something outside the
+// measurement slowed the CPU's kernel path while the probe was measured:
+// another tenant on the same physical core (an SMT sibling on the host), a
+// lower clock, or the hypervisor taking the vCPU. A system call is the
+// reference because the switch figures spend their time in the kernel: an
+// integer loop slows on a busy SMT sibling while kernel paths often do not.
+// The harness records how much slower it ran during each attempt of a variant
+// and, when the CPU was slowed during most samples, measures the variant
+// again (up to --retries times) and keeps the attempt during which the
+// reference ran fastest. It never chooses by the probe's own figure.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "timer.hpp"
+
+namespace ctx {
+
+// A median reference time this many times the best counts as slowed.
+inline constexpr double slowed_ratio = 1.10;
+
+// Makes `iterations` getppid system calls; returns the sum of their results
+// so the calls cannot be removed.
+std::uint64_t reference_loop(std::uint64_t iterations);
+
+class HostReference {
+ public:
+  // Calibrates the loop to about `target_ns` on `clock` and takes its best time.
+  HostReference(Clock& clock, double target_ns = 20000);
+  // Times one run of the loop (ns) and lowers the best when it is faster.
+  double time_once();
+  double best_ns() const { return best_ns_; }
+  std::uint64_t iterations() const { return iterations_; }
+  std::string describe() const;
+
+ private:
+  Clock& clock_;
+  std::uint64_t iterations_ = 1;
+  double best_ns_ = 0;
+};
+
+// One measurement of a variant: its median, and how the reference ran.
+struct InterferenceAttempt {
+  double median = 0;               // the probe's median over this attempt's samples
+  double reference_median_ns = 0;  // median time of the reference over its samples
+  double slowed_share = 0;         // share of samples whose reference ran over slowed_ratio x best
+  std::size_t samples = 0;
+  std::vector<double> reference_ns;  // the reference's times, one per sample (not in the record)
+};
+
+// From the reference times taken before each sample of one attempt.
+InterferenceAttempt judge_attempt(const std::vector<double>& reference_ns, double best_ns, double median);
+
+// True when the attempt's median reference time is over slowed_ratio x best.
+bool slowed(const InterferenceAttempt& attempt, double best_ns);
+
+// The attempt to keep: the one whose reference ran fastest (the first on a tie).
+std::size_t attempt_to_keep(const std::vector<InterferenceAttempt>& attempts);
+
+}  // namespace ctx
