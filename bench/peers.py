@@ -23,6 +23,12 @@ Peers and how their figures are converted:
 - ctxbench: the engine's JSON records (median of each variant); switch
   figures are policy=normal (SCHED_OTHER, what the peers run under).
 
+Each side's run-to-run spread is printed twice: the CV, which one round
+hit by a slow spell of the host moves, and the interquartile range over the
+median, which it cannot. ctxbench's engine re-measures a variant measured
+while its host reference ran slowed (--retries); the variants that were are
+listed under the table.
+
 Usage: python3 bench/peers.py [--engine PATH] [--cpu N] [--rounds N]
                               [--loops L] [--json FILE]
 Speed and agreement live here, never in the tests.
@@ -123,6 +129,9 @@ CTX_ARGS = [
 ]
 
 
+RETRIED: list[str] = []  # "probe params (attempts, reference ratios)" of re-measured variants
+
+
 def ctxbench_round(engine: str, samples: int) -> dict[str, float]:
     out = run([engine, "run", "--json", *CTX_ARGS, "--samples", str(samples)])
     figures = {}
@@ -139,6 +148,10 @@ def ctxbench_round(engine: str, samples: int) -> dict[str, float]:
         if key == "switch.pipe":
             key += f" {p['between']} {p['cpus']}"
         figures[key] = record["summary"]["median"]
+        attempts = (record.get("interference") or {}).get("attempts", [])
+        if len(attempts) > 1:
+            ratios = "/".join(f"{a['reference_ratio']:.2f}" for a in attempts)
+            RETRIED.append(f"{key} {p.get('policy', '')} (reference {ratios})")
     return figures
 
 
@@ -156,6 +169,15 @@ def cv(values: list[float]) -> float | None:
     if len(values) < 2:
         return None
     return statistics.stdev(values) / statistics.mean(values)
+
+
+def iqr(values: list[float]) -> float | None:
+    """Interquartile range over the median: the run-to-run spread that one
+    disturbed round cannot move, printed beside the CV, which it can."""
+    if len(values) < 4:
+        return None
+    low, mid, high = statistics.quantiles(values, n=4)
+    return (high - low) / mid
 
 
 def main() -> int:
@@ -280,21 +302,34 @@ def main() -> int:
             for pair, _ in pairs:
                 pair.ctx_values.append(ctx[pair.ctxbench])
             rounds.append({"peers": peer_figures, "ctxbench": ctx})
+            print(
+                "  "
+                + "  ".join(
+                    f"{pair.peer.split(':')[0]}={pair.peer_values[-1]:.0f}/{ctx[pair.ctxbench]:.0f}"
+                    for pair, _ in pairs[:2]
+                ),
+                file=sys.stderr,
+            )
 
     print(
         f"ctxbench against its peers: {args.rounds} interleaved rounds, medians of the rounds, ns"
     )
     print(
-        f"{'experiment':<42} {'peer':<28} {'peer':>10} {'CV':>6} "
-        f"{'ctxbench':<28} {'ctxbench':>10} {'CV':>6} {'ratio':>6}"
+        f"{'experiment':<42} {'peer':<28} {'peer':>10} {'CV':>6} {'IQR':>6} "
+        f"{'ctxbench':<28} {'ctxbench':>10} {'CV':>6} {'IQR':>6} {'ratio':>6}"
     )
     for pair, _ in pairs:
         peer, ctx = statistics.median(pair.peer_values), statistics.median(pair.ctx_values)
-        peer_cv, ctx_cv = cv(pair.peer_values), cv(pair.ctx_values)
         print(
-            f"{pair.experiment:<42} {pair.peer:<28} {peer:>10.1f} {fmt_cv(peer_cv):>6} "
-            f"{pair.ctxbench:<28} {ctx:>10.1f} {fmt_cv(ctx_cv):>6} {ctx / peer:>6.3f}"
+            f"{pair.experiment:<42} {pair.peer:<28} {peer:>10.1f} "
+            f"{fmt_cv(cv(pair.peer_values)):>6} {fmt_cv(iqr(pair.peer_values)):>6} "
+            f"{pair.ctxbench:<28} {ctx:>10.1f} "
+            f"{fmt_cv(cv(pair.ctx_values)):>6} {fmt_cv(iqr(pair.ctx_values)):>6} {ctx / peer:>6.3f}"
         )
+    print("CV: stdev / mean of the per-round figures; IQR: interquartile range / median")
+    print(f"ctxbench variants re-measured after host interference: {len(RETRIED)}")
+    for line in RETRIED:
+        print(f"  {line}")
     missing = [tool for tool, have in (("perf", have_perf), ("stress-ng", have_stress)) if not have]
     if missing:
         print(f"(not installed: {', '.join(missing)}; Debian packages linux-perf, stress-ng)")

@@ -17,13 +17,13 @@ std::uint64_t reference_loop(std::uint64_t iterations) {
 }
 
 namespace {
-volatile std::uint64_t sink;
+volatile std::uint64_t reference_sink;
 }
 
 HostReference::HostReference(Clock& clock, double target_ns) : clock_(clock) {
   for (;;) {
     const std::uint64_t start = clock_.now();
-    sink = reference_loop(iterations_);
+    reference_sink = reference_loop(iterations_);
     const double elapsed = clock_.ticks_to_ns(clock_.now() - start);
     if (elapsed >= target_ns || iterations_ >= (1ull << 32)) break;
     iterations_ *= 2;
@@ -34,7 +34,7 @@ HostReference::HostReference(Clock& clock, double target_ns) : clock_(clock) {
 
 double HostReference::time_once() {
   const std::uint64_t start = clock_.now();
-  sink = reference_loop(iterations_);
+  reference_sink = reference_loop(iterations_);
   const double elapsed = clock_.ticks_to_ns(clock_.now() - start);
   if (elapsed > 0 && (best_ns_ == 0 || elapsed < best_ns_)) best_ns_ = elapsed;
   return elapsed;
