@@ -29,22 +29,30 @@ test-engine: engine venv
 	cmake --build $(BUILD)/engine -j $(JOBS)
 	cd $(BUILD)/engine && ctest --output-on-failure -j $(JOBS)
 
+# ASAN_TARGETS empty: the whole tree.
 engine-asan: deps-engine
 	cmake -S engine -B $(BUILD)/asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DCTXBENCH_WERROR=ON -DCTXBENCH_SANITIZE=ON
-	cmake --build $(BUILD)/asan -j $(JOBS)
+	cmake --build $(BUILD)/asan -j $(JOBS) $(ASAN_TARGETS)
 
 # The engine's tests once more under AddressSanitizer + UBSan (unit tests only:
-# the fault tests kill children, which sanitizers report as noise).
+# the fault tests kill children, which sanitizers report as noise). So the
+# tree builds only what `ctest -L unit` runs: engine_unit_tests (which brings
+# the uswitch self-test it runs), not the engine binary.
+test-asan: ASAN_TARGETS = --target engine_unit_tests
 test-asan: engine-asan
 	cd $(BUILD)/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -L unit
 
+# Cross builds for aarch64 and riscv64: only what engine/tests/cross_smoke.sh
+# runs under qemu-user, the engine (with the static helpers it depends on)
+# and the uswitch self-test.
+CROSS_TARGETS := ctxbench-engine ctxbench-uswitch-selftest
 cross:
 	@scripts/deps.sh engine cross
 	for arch in aarch64 riscv64; do \
 	  cmake -S engine -B $(BUILD)/$$arch $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release -DCTXBENCH_WERROR=ON \
 	    -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/engine/cmake/toolchain-$$arch-linux.cmake -DCTXBENCH_TESTS=OFF && \
-	  cmake --build $(BUILD)/$$arch -j $(JOBS) || exit 1; \
+	  cmake --build $(BUILD)/$$arch -j $(JOBS) --target $(CROSS_TARGETS) || exit 1; \
 	done
 
 # Static engines for `ctxbench run --host`, one per arch whose compiler is

@@ -12,6 +12,7 @@
 #endif
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 #if CTXBENCH_HAVE_BOOST_CONTEXT
@@ -49,4 +50,5 @@ const Registrar registrar({
                        "fiber",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

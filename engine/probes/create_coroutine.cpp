@@ -10,6 +10,7 @@
 #include "uswitch_common.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 struct Task {
@@ -56,4 +57,5 @@ const Registrar registrar({
                        "indirect calls",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -11,6 +11,7 @@
 #endif
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 #if CTXBENCH_HAVE_BOOST_FIBER
@@ -47,4 +48,5 @@ const Registrar registrar({
                        "bookkeeping and the free",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

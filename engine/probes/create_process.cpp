@@ -34,6 +34,7 @@
 #include "tasks.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 // Waits for `pid`, stops tracking it, and fails the op unless it exited 0.
@@ -335,4 +336,5 @@ const Registrar fork_exec_probe({
               "hello-s), UnixBench execl",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -29,6 +29,7 @@
 #include "tasks.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 void* return_at_once(void*) { return nullptr; }
@@ -213,4 +214,5 @@ const Registrar scope_process_probe({
               "(stress-ng unimplemented_reason style)",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

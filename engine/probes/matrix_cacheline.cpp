@@ -24,6 +24,7 @@
 #include "timer.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 // The bounced line, alone in its 128-byte pair of lines.
@@ -122,4 +123,5 @@ const Registrar registrar({
                                                  "transfer"},
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -15,6 +15,7 @@
 #include "idle.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 using namespace ctx::pingpong;
 
@@ -56,4 +57,5 @@ const Registrar registrar({
                              .diagonal_why_not = ""},
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -8,6 +8,7 @@
 #include "pingpong.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 using namespace ctx::pingpong;
 
@@ -43,4 +44,5 @@ const Registrar registrar({
     .method = "eliben thread-pipe-msgpersec and perf bench sched pipe -T (ops/sec), with the payload as a knob",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

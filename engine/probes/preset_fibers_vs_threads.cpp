@@ -9,6 +9,7 @@
 #include "presets.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 
 const ctx::PresetRegistrar registrar({
     .name = "fibers-vs-threads",
@@ -18,4 +19,5 @@ const ctx::PresetRegistrar registrar({
     .params = {"fibers=4", "threads=4", "cpus=same", "policy=batch", "laps=1000000"},
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

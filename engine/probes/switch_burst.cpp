@@ -11,6 +11,7 @@
 #include "pingpong.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 using namespace ctx::pingpong;
 
@@ -62,4 +63,5 @@ const Registrar registrar({
               "the best of many tries (osbench's keep-the-minimum policy)",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -16,6 +16,7 @@
 #include "pingpong.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 using namespace ctx::pingpong;
 
@@ -110,4 +111,5 @@ const Registrar registrar(switch_descriptor<CondvarChannel>(
     },
     [](Between between) { return std::make_unique<CondvarChannel>(between); }));
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

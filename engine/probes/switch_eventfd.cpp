@@ -10,6 +10,7 @@
 #include "pingpong.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 using namespace ctx::pingpong;
 
@@ -58,4 +59,5 @@ const Registrar registrar(switch_descriptor<EventfdChannel>(
     },
     [](Between) { return std::make_unique<EventfdChannel>(); }));
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

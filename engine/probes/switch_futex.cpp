@@ -13,6 +13,7 @@
 #include "futex_channel.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 using namespace ctx::pingpong;
 
@@ -28,4 +29,5 @@ const Registrar registrar(switch_descriptor<FutexChannel>(
     },
     [](Between between) { return std::make_unique<FutexChannel>(between); }));
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

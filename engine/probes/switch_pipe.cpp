@@ -9,6 +9,7 @@
 #include "pingpong.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 using namespace ctx::pingpong;
 
@@ -23,4 +24,5 @@ const Registrar registrar(switch_descriptor<FdChannel>(
     },
     [](Between) { return FdChannel::pipes(1); }));
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

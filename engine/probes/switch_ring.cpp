@@ -20,6 +20,7 @@
 #include "tasks.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 constexpr char token_byte = 't';
@@ -233,4 +234,5 @@ const Registrar registrar({
     .syscalls_per_op = constant(2),  // per hop (one switch): the sender's write and the receiver's read
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

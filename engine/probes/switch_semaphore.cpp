@@ -11,6 +11,7 @@
 #include "pingpong.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 using namespace ctx::pingpong;
 
@@ -56,4 +57,5 @@ const Registrar registrar(switch_descriptor<SemaphoreChannel>(
     },
     [](Between between) { return std::make_unique<SemaphoreChannel>(between); }));
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -7,6 +7,7 @@
 #include "pingpong.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 using namespace ctx::pingpong;
 
@@ -22,4 +23,5 @@ const Registrar registrar(switch_descriptor<FdChannel>(
     },
     [](Between) { return FdChannel::socketpair(1); }));
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

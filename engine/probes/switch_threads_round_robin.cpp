@@ -18,6 +18,7 @@
 #include "uswitch_common.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 class ThreadRoundRobin final : public Workload {
@@ -109,4 +110,5 @@ const Registrar registrar({
                        "page-table switch.",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

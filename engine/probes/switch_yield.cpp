@@ -17,6 +17,7 @@
 #include "workloads.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 // Shared with a partner process (mapped before the fork) or thread.
@@ -91,4 +92,5 @@ const Registrar registrar({
     .syscalls_per_op = constant(1),  // one sched_yield per switch
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -20,6 +20,7 @@
 #include "workloads.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 // Far above the highest number any Linux architecture uses (under 500 in
@@ -68,4 +69,5 @@ const Registrar registrar({
     .method = "mode-switch-stat's empty system call (an invalid number); batched and timer-corrected",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -8,6 +8,7 @@
 #include "workloads.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 const Registrar registrar({
@@ -18,4 +19,5 @@ const Registrar registrar({
     .method = "lmbench lat_syscall 'null' / UnixBench syscall (raw SYS_getpid since 2020); batched and timer-corrected",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -10,6 +10,7 @@
 #include "workloads.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 const Registrar getppid_probe({
@@ -33,4 +34,5 @@ const Registrar getuid_probe({
     .method = "UnixBench syscall.c's mix (getuid is one of its four calls), taken alone; batched and timer-corrected",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

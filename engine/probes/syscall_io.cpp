@@ -13,6 +13,7 @@
 #include "tasks.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 class OneByteIo final : public Workload {
@@ -59,4 +60,5 @@ const Registrar write_probe({
               "more per call than a one-thread loop (measured in docs/accuracy.md)",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -16,6 +16,7 @@
 #include "tasks.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 // "procs_running" of /proc/stat: tasks runnable machine-wide, this one included.
@@ -74,4 +75,5 @@ const Registrar registrar({
     .method = "tsuna/contextswitch timesyscall.c style raw call; switch counts from getrusage(RUSAGE_THREAD)",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

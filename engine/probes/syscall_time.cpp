@@ -14,6 +14,7 @@
 #include "workloads.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 // A libc time call runs in the vDSO only where the kernel mapped one.
@@ -87,4 +88,5 @@ const Registrar clock_gettime_syscall({
     .method = "golang/go#57749's comparison of the vDSO with the real system call; paired with the vDSO call",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -36,6 +36,7 @@
 #endif
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 using ReadFn = std::uint64_t (*)();
@@ -367,4 +368,5 @@ const Registrar gettimeofday_source({
     .method = "lmbench lib_timing.c t_overhead(); libMicro get_nsecs_resolution",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -20,6 +20,7 @@
 #include "tasks.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 long thread_minor_faults() {
@@ -122,4 +123,5 @@ const Registrar registrar({
               "outside the timed region (the harness's prepare/after hooks)",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

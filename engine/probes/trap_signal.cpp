@@ -19,6 +19,7 @@
 #include "tasks.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 std::atomic<std::uint64_t> delivered{0};  // lock-free, so safe in a handler
@@ -94,4 +95,5 @@ const Registrar registrar({
               "lmbench's overhead pass",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -21,6 +21,7 @@
 #endif
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 #if CTXBENCH_HAVE_USWITCH_ASM
@@ -128,4 +129,5 @@ const Registrar registrar({
                        "ABI-only switch avoids; fpcontrol=differs makes every switch load a changed MXCSR/FPCR.",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

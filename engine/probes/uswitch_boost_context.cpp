@@ -15,6 +15,7 @@
 #endif
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 #if CTXBENCH_HAVE_BOOST_CONTEXT
@@ -89,4 +90,5 @@ const Registrar registrar({
                        "jump. No system call, no kernel switch (checked).",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -19,6 +19,7 @@
 #endif
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 #if CTXBENCH_HAVE_BOOST_FIBER
@@ -110,4 +111,5 @@ const Registrar registrar({
                        "switches with Boost.Context; no system call, no kernel switch (checked).",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -13,6 +13,7 @@
 #include "uswitch_common.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 struct Court {
@@ -85,4 +86,5 @@ const Registrar registrar({
                        "switch, no saved registers beyond what the compiler keeps in the frame, no kernel (checked).",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -17,6 +17,7 @@
 #include "uswitch_common.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 
 class UcontextPingPong final : public uswitch::UserSwitchWorkload {
@@ -83,4 +84,5 @@ const Registrar registrar({
                        "those calls with strace).",
 });
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -16,6 +16,16 @@
 
 #include "record.hpp"
 
+// The probes are compiled as a unity build (engine/CMakeLists.txt): several
+// probe files in one translation unit, where their anonymous namespaces
+// would merge and names like `registrar` or `make` clash. So a probe file
+// opens `namespace { namespace CTXBENCH_UNITY_ID {`: CMake defines the
+// identifier per file in a unity build; elsewhere it is empty (an anonymous
+// namespace inside the anonymous one).
+#ifndef CTXBENCH_UNITY_ID
+#define CTXBENCH_UNITY_ID
+#endif
+
 namespace ctx {
 
 class Context;
