@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 
 using namespace ctx;
 
@@ -199,4 +200,5 @@ TEST(RunVariant, UnsupportedProbeSaysWhy) {
   EXPECT_EQ(r.verdict.reasons.at(0).second, "no such thing here");
 }
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

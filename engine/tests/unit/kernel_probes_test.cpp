@@ -17,6 +17,7 @@
 #include "timer.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 
 using namespace ctx;
 using namespace ctx::testing;
@@ -190,4 +191,5 @@ TEST(KernelProbes, ProcessContentionScopeIsNeverFaked) {
   }
 }
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -26,6 +26,7 @@
 #include "timer.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 
 using namespace ctx;
 using namespace ctx::testing;
@@ -297,4 +298,5 @@ TEST(SwitchProbes, MessageRateIsARate) {
   EXPECT_DOUBLE_EQ(r.derived["bytes_per_s_each_way"].get<double>(), r.summary->median * 4096);
 }
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace
