@@ -4,11 +4,8 @@
 // body does nothing) and switches back, and destroy it. One op is that whole
 // life, the fiber counterpart of create.pthread (create + join). Runs on the
 // measuring thread's round_robin scheduler; no kernel involvement (checked).
+#include "boost_fiber.hpp"
 #include "uswitch_common.hpp"
-
-#if CTXBENCH_HAVE_BOOST_FIBER
-#include <boost/fiber/all.hpp>
-#endif
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -12,11 +12,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "boost_fiber.hpp"
 #include "uswitch_common.hpp"
-
-#if CTXBENCH_HAVE_BOOST_FIBER
-#include <boost/fiber/all.hpp>
-#endif
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -1,5 +1,7 @@
 // The probe registry. A probe is one file under engine/probes/ that fills a
-// ProbeDescriptor and registers it with a static Registrar; `list`,
+// ProbeDescriptor and registers it with a static Registrar, all inside
+// `namespace { namespace CTXBENCH_UNITY_ID {` (unity builds: see
+// engine/CMakeLists.txt); `list`,
 // docs/probes.md and schema/probe-names.json are generated from here.
 // A descriptor says what one operation is, its unit, its parameters, its
 // baseline, what the kernel should count, and whether it runs here. The
@@ -15,16 +17,6 @@
 #include <vector>
 
 #include "record.hpp"
-
-// The probes are compiled as a unity build (engine/CMakeLists.txt): several
-// probe files in one translation unit, where their anonymous namespaces
-// would merge and names like `registrar` or `make` clash. So a probe file
-// opens `namespace { namespace CTXBENCH_UNITY_ID {`: CMake defines the
-// identifier per file in a unity build; elsewhere it is empty (an anonymous
-// namespace inside the anonymous one).
-#ifndef CTXBENCH_UNITY_ID
-#define CTXBENCH_UNITY_ID
-#endif
 
 namespace ctx {
 

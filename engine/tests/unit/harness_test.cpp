@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 
 using namespace ctx;
 
@@ -333,4 +334,5 @@ TEST(HostReference, RetriesZeroOnlyRecords) {
   EXPECT_NE(all_notes(run.r).find("the figure carries it"), std::string::npos);
 }
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -17,6 +17,7 @@
 #include "timer.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 
 using namespace ctx;
 using namespace ctx::testing;
@@ -118,6 +119,17 @@ TEST(KernelProbes, CycleCountersOfOtherArchitecturesSayWhy) {
 
 TEST(KernelProbes, SystemCallsRun) {
   for (const auto& r : run_family({"syscall.*"})) {
+    if (r.probe == "syscall.sched_yield" && r.verdict.status == Status::suspect &&
+        r.derived.value("involuntary_switches_per_op", 0.0) > 0) {
+      // Another task was runnable on the CPU (a test running beside this
+      // one), so some yields switched to it for a whole slice: the samples
+      // split into modes and calibration saw the slow batches. The record
+      // says so (a note and the count); those are its only reasons.
+      for (const auto& [code, detail] : r.verdict.reasons)
+        EXPECT_TRUE(code == Reason::unstable || code == Reason::timer_quantization) << detail;
+      EXPECT_FALSE(r.notes.empty());
+      continue;
+    }
     expect_ok_or_unsupported(r);
     if (r.probe == "syscall.enosys" && measured_ok(r)) {
       EXPECT_TRUE(r.derived.contains("syscall_number"));
@@ -190,4 +202,5 @@ TEST(KernelProbes, ProcessContentionScopeIsNeverFaked) {
   }
 }
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

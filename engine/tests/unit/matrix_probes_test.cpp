@@ -17,6 +17,7 @@
 #include "topology.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 
 using namespace ctx;
 using namespace ctx::testing;
@@ -243,4 +244,5 @@ TEST(MatrixRecord, FieldsMatchTheSchema) {
   EXPECT_FALSE(result_to_json(Result{}).contains("matrix"));
 }
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -10,6 +10,7 @@
 #include "describe.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 
 using namespace ctx;
 
@@ -149,4 +150,5 @@ TEST(Record, ReasonNamesMatchTheSchemaEnum) {
     EXPECT_NE(std::find(units.begin(), units.end(), unit_name(u)), units.end());
 }
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 
 using namespace ctx;
 
@@ -169,9 +170,11 @@ TEST(Selection, SamplesMustBeAPositiveWholeNumber) {
   for (const char* bad : {"0", "-1", "soon", "nan"}) EXPECT_THROW(parse_seconds(bad, "--min-time"), UsageError) << bad;
 }
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 
 // The real switch parameters: policy batch runs beside cpus=same only, and
 // idle held beside cpus=cross only where the latency device is writable.
@@ -228,4 +231,5 @@ TEST_F(LatencyDevice, AChosenValueIsNotWidenedByAlsoRuns) {
   EXPECT_EQ(flat(expand(switch_like(), s)), (std::vector<std::string>{"threads/cross/batch/held"}));
 }
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 
+namespace {
+namespace CTXBENCH_UNITY_ID {
 using ctx::median_ci_sorted;
 using ctx::percentile_sorted;
 using ctx::summarize;
@@ -84,7 +86,6 @@ TEST(Stats, MedianIntervalUsesBinomialOrderStatistics) {
 // The stability check on synthetic samples: one mode and a heavy tail are one
 // figure; two modes, a wide middle half and the spread seen on a VM's
 // cross-CPU pipe switch are not.
-namespace {
 std::vector<double> around(double center, int count, double step) {
   std::vector<double> out;
   for (int i = 0; i < count; ++i) out.push_back(center + step * ((i * 7) % 11 - 5));  // center ± 5 steps
@@ -94,7 +95,6 @@ std::vector<double> joined(std::vector<double> a, const std::vector<double>& b) 
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
-}  // namespace
 
 TEST(Stability, OneModeIsStable) {
   const auto s = ctx::assess_stability(around(100, 30, 1));
@@ -171,3 +171,6 @@ TEST(Stability, OneOutlierOfFiveIsNoMode) {
   EXPECT_EQ(s->modes.size(), 1u);
   EXPECT_FALSE(s->unstable);
 }
+
+}  // namespace CTXBENCH_UNITY_ID
+}  // namespace

@@ -16,6 +16,7 @@
 #include "timer.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 
 using namespace ctx;
 using namespace ctx::testing;
@@ -268,4 +269,5 @@ TEST(MatrixPlan, ASmallClassGivesItsShareToTheOthers) {
   EXPECT_EQ(with_diagonal.per_class.at("same_cpu"), std::make_pair(std::size_t{16}, std::size_t{16}));
 }
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -19,6 +19,7 @@ void PrintTo(const NamedCheck& check, std::ostream* out) { *out << check.name; }
 }  // namespace ctxbench::uswitch_test
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 using ctxbench::uswitch_test::NamedCheck;
 
 class UswitchAsm : public testing::TestWithParam<NamedCheck> {};
@@ -52,6 +53,7 @@ TEST(UswitchAsmChecks, EveryPerVariantCheckCoversBothVariants) {
   }
 }
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace
 #else
 TEST(UswitchAsm, NoSwitchForThisArchitecture) { GTEST_SKIP() << "no assembly switch for this target"; }

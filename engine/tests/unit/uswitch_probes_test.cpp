@@ -23,6 +23,7 @@
 #include "timer.hpp"
 
 namespace {
+namespace CTXBENCH_UNITY_ID {
 
 using namespace ctx;
 using namespace ctx::testing;
@@ -238,4 +239,5 @@ TEST(RoundRobinLaps, FixTheTimedWork) {
   }
 }
 
+}  // namespace CTXBENCH_UNITY_ID
 }  // namespace
