@@ -20,7 +20,7 @@
 namespace ctx {
 
 // A median reference time this many times the best counts as slowed.
-inline constexpr double slowed_ratio = 1.10;
+inline constexpr double slowed_ratio = 1.20;
 
 // Makes `iterations` getppid system calls; returns the sum of their results
 // so the calls cannot be removed.
