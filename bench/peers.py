@@ -129,12 +129,11 @@ CTX_ARGS = [
 ]
 
 
-RETRIED: list[str] = []  # "probe params (attempts, reference ratios)" of re-measured variants
-
-
-def ctxbench_round(engine: str, samples: int) -> dict[str, float]:
+def ctxbench_round(engine: str, samples: int) -> tuple[dict[str, float], list[str]]:
+    """Each figure's median, and the variants re-measured after host
+    interference ("probe params (reference ratios by attempt)")."""
     out = run([engine, "run", "--json", *CTX_ARGS, "--samples", str(samples)])
-    figures = {}
+    figures, retried = {}, []
     for line in out.splitlines():
         if not line.startswith("{"):
             continue
@@ -151,8 +150,8 @@ def ctxbench_round(engine: str, samples: int) -> dict[str, float]:
         attempts = (record.get("interference") or {}).get("attempts", [])
         if len(attempts) > 1:
             ratios = "/".join(f"{a['reference_ratio']:.2f}" for a in attempts)
-            RETRIED.append(f"{key} {p.get('policy', '')} (reference {ratios})")
-    return figures
+            retried.append(f"{key} {p.get('policy', '')} (reference {ratios})")
+    return figures, retried
 
 
 # ---- the table -----------------------------------------------------------------------------
@@ -289,7 +288,7 @@ def main() -> int:
                 lambda: ref_loop(exe, "fork", 300, 11),
             ),
         ]
-        rounds = []
+        rounds, all_retried = [], []
         for number in range(args.rounds):  # interleaved: every tool once per round
             print(f"round {number + 1}/{args.rounds}", file=sys.stderr)
             peer_figures = {}
@@ -298,7 +297,8 @@ def main() -> int:
                 if key not in peer_figures:  # one figure held against two ctxbench probes
                     peer_figures[key] = measure()  # type: ignore[operator]
                 pair.peer_values.append(peer_figures[key])
-            ctx = ctxbench_round(args.engine, args.samples)
+            ctx, retried = ctxbench_round(args.engine, args.samples)
+            all_retried += retried
             for pair, _ in pairs:
                 pair.ctx_values.append(ctx[pair.ctxbench])
             rounds.append({"peers": peer_figures, "ctxbench": ctx})
@@ -327,8 +327,8 @@ def main() -> int:
             f"{fmt_cv(cv(pair.ctx_values)):>6} {fmt_cv(iqr(pair.ctx_values)):>6} {ctx / peer:>6.3f}"
         )
     print("CV: stdev / mean of the per-round figures; IQR: interquartile range / median")
-    print(f"ctxbench variants re-measured after host interference: {len(RETRIED)}")
-    for line in RETRIED:
+    print(f"ctxbench variants re-measured after host interference: {len(all_retried)}")
+    for line in all_retried:
         print(f"  {line}")
     missing = [tool for tool, have in (("perf", have_perf), ("stress-ng", have_stress)) if not have]
     if missing:

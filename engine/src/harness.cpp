@@ -322,19 +322,11 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
 void measure_matrix(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
                     const HarnessOptions& options, Result& r);
 
-// While the host reference says the CPU was slowed during the kept attempt,
-// measure the variant again (at most options.retries times) and keep the
-// attempt whose reference ran fastest. Every attempt's median and reference
-// stay in the record; a re-measurement that fails leaves the kept one.
-void remeasure_if_slowed(const ProbeDescriptor& probe, const Params& params, const Placement& placement, Clock& clock,
-                         const TimerInfo& timer, const HarnessOptions& options, Result& r);
-
-}  // namespace
-
-Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
-                   const HarnessOptions& options) {
+// A record of the variant before anything is measured: what it is, when it
+// started and the timer it is measured with.
+Result variant_header(const ProbeDescriptor& probe, const Params& params, const TimerInfo& timer,
+                      const HarnessOptions& options) {
   Result r;
-  const std::uint64_t began = monotonic_raw_ns();
   r.probe = probe.name;
   r.family = probe_family(probe.name);
   r.params = params;
@@ -346,6 +338,22 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
   r.timer_overhead_ns = timer.overhead_ns;
   r.timer_resolution_ns = timer.resolution_ns;
   r.warmup_samples = options.warmup_samples;
+  return r;
+}
+
+// While the host reference says the CPU was slowed during the kept attempt,
+// measure the variant again (at most options.retries times) and keep the
+// attempt whose reference ran fastest. Every attempt's median and reference
+// stay in the record; a re-measurement that fails leaves the kept one.
+void remeasure_if_slowed(const ProbeDescriptor& probe, const Params& params, const Placement& placement, Clock& clock,
+                         const TimerInfo& timer, const HarnessOptions& options, Result& r);
+
+}  // namespace
+
+Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
+                   const HarnessOptions& options) {
+  Result r = variant_header(probe, params, timer, options);
+  const std::uint64_t began = monotonic_raw_ns();
   auto done = [&]() -> Result {
     r.duration_s = static_cast<double>(monotonic_raw_ns() - began) / 1e9;
     if (r.verdict.status == Status::unsupported || r.verdict.status == Status::failed) {
@@ -391,18 +399,8 @@ void remeasure_if_slowed(const ProbeDescriptor& probe, const Params& params, con
   for (int retry = 0; retry < options.retries; ++retry) {
     if (!slowed(attempts[kept], reference.best_ns())) break;
     if (interrupted_flag().load() || timeout_flag().load()) break;
-    Result again;
-    again.probe = r.probe;
-    again.family = r.family;
-    again.params = r.params;
-    again.numeric_params = r.numeric_params;
-    again.unit = r.unit;
-    again.op = r.op;
-    again.started_at = r.started_at;
-    again.timer_source = r.timer_source;
-    again.timer_overhead_ns = r.timer_overhead_ns;
-    again.timer_resolution_ns = r.timer_resolution_ns;
-    again.warmup_samples = r.warmup_samples;
+    Result again = variant_header(probe, params, timer, options);
+    again.started_at = r.started_at;  // the variant's start, whichever attempt is kept
     measure_at(probe, params, placement, clock, timer, options, Scope::variant, again);
     if (!again.interference || !again.summary || again.verdict.status == Status::unsupported ||
         again.verdict.status == Status::failed) {

@@ -166,12 +166,7 @@ int run_command(const RunOptions& o) {
     if (!o.samples.empty()) harness.samples = static_cast<int>(parse_positive(o.samples, "--samples", 1000000));
     if (!o.min_time.empty()) harness.min_sample_s = parse_seconds(o.min_time, "--min-time");
     if (!o.timeout.empty()) variant_timeout_s = parse_seconds(o.timeout, "--timeout");
-    if (!o.retries.empty()) {
-      const bool digits = o.retries.size() <= 2 && std::all_of(o.retries.begin(), o.retries.end(), ::isdigit);
-      if (!digits || std::stoi(o.retries) > 10)
-        throw UsageError(fmt::format("--retries: '{}' is not a whole number from 0 to 10", o.retries));
-      harness.retries = std::stoi(o.retries);
-    }
+    if (!o.retries.empty()) harness.retries = static_cast<int>(parse_whole(o.retries, "--retries", 0, 10));
     if (!o.preset.empty()) {
       if (!o.probes.empty()) throw UsageError("--preset runs its own probes; drop the probe names or the --preset");
       selection = preset_selection(o.preset);

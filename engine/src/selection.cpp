@@ -155,15 +155,20 @@ nlohmann::json variant_json(const Variant& variant) {
           {"params", params_to_json(variant.params, numeric_params(*variant.probe, variant.params))}};
 }
 
-long parse_positive(const std::string& text, const std::string& option, long max) {
+long parse_whole(const std::string& text, const std::string& option, long min, long max) {
   errno = 0;
   char* end = nullptr;
   const long value = std::strtol(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || errno == ERANGE)
-    throw UsageError(fmt::format("{}: '{}' is not a whole number; give one from 1 to {}", option, text, max));
-  if (value < 1 || value > max)
-    throw UsageError(fmt::format("{}: {} is out of range; give a whole number from 1 to {}", option, value, max));
+    throw UsageError(fmt::format("{}: '{}' is not a whole number; give one from {} to {}", option, text, min, max));
+  if (value < min || value > max)
+    throw UsageError(
+        fmt::format("{}: '{}' is out of range; give a whole number from {} to {}", option, text, min, max));
   return value;
+}
+
+long parse_positive(const std::string& text, const std::string& option, long max) {
+  return parse_whole(text, option, 1, max);
 }
 
 double parse_seconds(const std::string& text, const std::string& option) {

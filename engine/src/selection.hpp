@@ -56,7 +56,9 @@ std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Se
 // params as the variant's record will give them.
 nlohmann::json variant_json(const Variant& variant);
 
-// Parses a positive whole number for `option`, or throws UsageError.
+// A whole number from `min` to `max` for `option`, or throws UsageError;
+// parse_positive is the same from 1.
+long parse_whole(const std::string& text, const std::string& option, long min, long max);
 long parse_positive(const std::string& text, const std::string& option, long max);
 double parse_seconds(const std::string& text, const std::string& option);
 
