@@ -6,6 +6,7 @@
 // is `unsupported` rather than broken when it cannot be placed. Asserts on
 // checks and record shape, never on speed.
 #include <dirent.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
@@ -130,26 +131,39 @@ TEST(SwitchProbes, PingPongsSwitchOncePerHandOffOnOneCpu) {
 }
 
 // Two tasks yielding on one CPU: each yield finds the other runnable and
-// switches to it, and Linux counts a yield's switch as involuntary. Other
-// tasks on the CPU can only add switches, never remove these.
+// switches to it, and Linux counts a yield's switch as involuntary. A third
+// task on the CPU (another test under ctest -j) can take a yield's turn, so
+// the partner runs, and is switched out, fewer times than the measuring task
+// yields: the probe rightly says too_few_switches then. So a variant gets a
+// few attempts, and one of them must show the counts of an undisturbed CPU;
+// every attempt must be a record with its baseline and round trip.
 TEST(SwitchProbes, YieldCountsInvoluntarySwitches) {
   for (const char* between : {"threads", "processes"}) {
-    const Result r = run("switch.yield", {{"between", between}, {"cpus", "same"}, {"policy", "batch"}});
-    SCOPED_TRACE(std::string(between) + " " + reasons(r));
-    ASSERT_TRUE(r.verdict.status == Status::ok || r.verdict.status == Status::suspect);
-    for (const char* who : {"involuntary_switches.measuring_task", "involuntary_switches.partners"}) {
-      const Check* check = find_check(r, who);
-      ASSERT_NE(check, nullptr) << who;
-      EXPECT_GT(check->expected.get<double>(), 0) << who;
-      // 90% of what was expected, or one switch short where the counts are
-      // this small (a slow ASan build calibrates to a few hand-offs, and one
-      // yield that found the CPU taken by another task is 10% of nine).
-      const double expected = check->expected.get<double>();
-      EXPECT_GE(check->observed.get<double>(), std::min(0.9 * expected, expected - 1)) << who;
+    std::string seen;
+    bool clean = false;
+    for (int attempt = 0; attempt < 5 && !clean; ++attempt) {
+      const Result r = run("switch.yield", {{"between", between}, {"cpus", "same"}, {"policy", "batch"}});
+      SCOPED_TRACE(std::string(between) + " " + reasons(r));
+      ASSERT_TRUE(r.verdict.status == Status::ok || r.verdict.status == Status::suspect);
+      ASSERT_TRUE(r.baseline.has_value());
+      EXPECT_GT(r.baseline->value, 0);
+      EXPECT_DOUBLE_EQ(r.derived["per_round_trip_ns"].get<double>(), 2 * r.summary->median);
+      clean = true;
+      for (const char* who : {"involuntary_switches.measuring_task", "involuntary_switches.partners"}) {
+        const Check* check = find_check(r, who);
+        ASSERT_NE(check, nullptr) << who;
+        const double expected = check->expected.get<double>();
+        ASSERT_GT(expected, 0) << who;
+        // 90% of what was expected, or one switch short where the counts are
+        // this small (a slow ASan build calibrates to a few hand-offs).
+        const double observed = check->observed.get<double>();
+        if (observed < std::min(0.9 * expected, expected - 1)) {
+          clean = false;
+          seen += fmt::format("attempt {}: {} {} of {}; ", attempt + 1, who, observed, expected);
+        }
+      }
     }
-    ASSERT_TRUE(r.baseline.has_value());
-    EXPECT_GT(r.baseline->value, 0);
-    EXPECT_DOUBLE_EQ(r.derived["per_round_trip_ns"].get<double>(), 2 * r.summary->median);
+    EXPECT_TRUE(clean) << between << ": no attempt switched on every yield: " << seen;
   }
 }
 
