@@ -341,13 +341,6 @@ Result variant_header(const ProbeDescriptor& probe, const Params& params, const 
   return r;
 }
 
-// While the host reference says the CPU was slowed during the kept attempt,
-// measure the variant again (at most options.retries times) and keep the
-// attempt whose reference ran fastest. Every attempt's median and reference
-// stay in the record; a re-measurement that fails leaves the kept one.
-void remeasure_if_slowed(const ProbeDescriptor& probe, const Params& params, const Placement& placement, Clock& clock,
-                         const TimerInfo& timer, const HarnessOptions& options, Result& r);
-
 }  // namespace
 
 Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
@@ -383,42 +376,81 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
     return done();
   }
   measure_at(probe, params, *placement, clock, timer, options, Scope::variant, r);
-  remeasure_if_slowed(probe, params, *placement, clock, timer, options, r);
+  if (!options.defer_retries) {
+    while (wants_another_attempt(r, options)) {
+      Result again = measure_attempt(probe, params, clock, timer, options, r);
+      keep_better_attempt(r, std::move(again));
+    }
+    close_interference(r, options);
+  }
   return done();
 }
 
-namespace {
+bool wants_another_attempt(const Result& r, const HarnessOptions& options) {
+  if (!r.interference || !options.reference || r.interference->no_more_attempts) return false;
+  if (!r.summary || r.verdict.status == Status::unsupported || r.verdict.status == Status::failed) return false;
+  if (interrupted_flag().load()) return false;
+  const Interference& in = *r.interference;
+  return in.attempts.size() <= static_cast<std::size_t>(options.retries) &&
+         slowed(in.attempts[in.kept], options.reference->best_ns());
+}
 
-void remeasure_if_slowed(const ProbeDescriptor& probe, const Params& params, const Placement& placement, Clock& clock,
-                         const TimerInfo& timer, const HarnessOptions& options, Result& r) {
-  if (!r.interference || !options.reference) return;
-  const HostReference& reference = *options.reference;
-  std::vector<InterferenceAttempt> attempts = r.interference->attempts;
-  std::size_t kept = 0;
-  std::string failed_again;
-  for (int retry = 0; retry < options.retries; ++retry) {
-    if (!slowed(attempts[kept], reference.best_ns())) break;
-    if (interrupted_flag().load() || timeout_flag().load()) break;
-    Result again = variant_header(probe, params, timer, options);
-    again.started_at = r.started_at;  // the variant's start, whichever attempt is kept
-    measure_at(probe, params, placement, clock, timer, options, Scope::variant, again);
-    if (!again.interference || !again.summary || again.verdict.status == Status::unsupported ||
-        again.verdict.status == Status::failed) {
-      failed_again = again.verdict.reasons.empty() ? "no samples" : again.verdict.reasons.front().second;
-      break;
-    }
-    attempts.push_back(again.interference->attempts.front());
-    if (attempt_to_keep(attempts) == attempts.size() - 1) {
-      kept = attempts.size() - 1;
-      r = std::move(again);
-    }
+Result measure_attempt(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
+                       const HarnessOptions& options, const Result& kept) {
+  Result again = variant_header(probe, params, timer, options);
+  again.started_at = kept.started_at;  // the variant's start, whichever attempt is kept
+  const auto cpus = params.find("cpus");
+  std::string why;
+  const auto placement = resolve_placement(cpus == params.end() ? "none" : cpus->second, probe.tasks(params), &why);
+  if (!placement) {
+    again.verdict.add(Status::unsupported, Reason::placement_unavailable, why);
+    return again;
   }
-  // Judged again against the best the reference reached in the whole variant.
-  const double best = reference.best_ns();
-  for (auto& a : attempts) a = judge_attempt(a.reference_ns, best, a.median);
-  r.interference->attempts = attempts;
+  const std::uint64_t began = monotonic_raw_ns();
+  measure_at(probe, params, *placement, clock, timer, options, Scope::variant, again);
+  again.duration_s = static_cast<double>(monotonic_raw_ns() - began) / 1e9;
+  return again;
+}
+
+void keep_better_attempt(Result& r, Result&& again) {
+  Interference& in = *r.interference;
+  if (!again.interference || !again.summary || again.verdict.status == Status::unsupported ||
+      again.verdict.status == Status::failed) {
+    in.no_more_attempts = true;
+    r.duration_s += again.duration_s;
+    r.notes.push_back(
+        "a re-measurement after host interference failed: " +
+        (again.verdict.reasons.empty() ? std::string("no samples") : again.verdict.reasons.front().second));
+    return;
+  }
+  std::vector<InterferenceAttempt> attempts = std::move(in.attempts);
+  attempts.push_back(again.interference->attempts.front());
+  std::size_t kept = in.kept;
+  const double duration_s = r.duration_s + again.duration_s;  // every attempt's time
+  if (attempt_to_keep(attempts) == attempts.size() - 1) {
+    // The new attempt is kept: its record replaces the old one, notes and all,
+    // except the note of a failed re-measurement, which stays true.
+    std::vector<std::string> failed_notes;
+    for (auto& note : r.notes)
+      if (note.starts_with("a re-measurement after host interference failed")) failed_notes.push_back(note);
+    r = std::move(again);
+    r.notes.insert(r.notes.end(), failed_notes.begin(), failed_notes.end());
+    kept = attempts.size() - 1;
+  }
+  r.interference->attempts = std::move(attempts);
   r.interference->kept = kept;
-  r.interference->best_ns = best;
+  r.duration_s = duration_s;
+}
+
+void close_interference(Result& r, const HarnessOptions& options) {
+  if (!r.interference || !options.reference) return;
+  Interference& in = *r.interference;
+  // Judged again against the best the reference reached in the whole run so far.
+  const double best = options.reference->best_ns();
+  for (auto& a : in.attempts) a = judge_attempt(a.reference_ns, best, a.median);
+  in.best_ns = best;
+  const auto& attempts = in.attempts;
+  const std::size_t kept = in.kept;
   if (attempts.size() > 1) {
     std::string medians;
     for (std::size_t i = 0; i < attempts.size(); ++i)
@@ -434,8 +466,9 @@ void remeasure_if_slowed(const ProbeDescriptor& probe, const Params& params, con
         fmt::format("host interference: the CPU was slowed during the kept attempt too (reference {:.2f}x "
                     "its best): the figure carries it",
                     attempts[kept].reference_median_ns / best));
-  if (!failed_again.empty()) r.notes.push_back("a re-measurement after host interference failed: " + failed_again);
 }
+
+namespace {
 
 void measure_at(const ProbeDescriptor& probe, const Params& params, const Placement& placement, Clock& clock,
                 const TimerInfo& timer, const HarnessOptions& options, Scope scope, Result& r) {

@@ -33,6 +33,14 @@ struct HarnessOptions {
   // slowed is measured again up to `retries` times (host_reference.hpp).
   HostReference* reference = nullptr;
   int retries = 2;
+  // When set, run_variant returns the first attempt and leaves the
+  // re-measurement to its caller (wants_another_attempt, measure_attempt,
+  // keep_better_attempt, close_interference): `ctxbench-engine run` measures
+  // a slowed variant again after the variants that follow it, so the attempts
+  // are spread over the run instead of falling into one slow spell, and waits
+  // until at least retry_gap_s has passed since the variant's last attempt.
+  bool defer_retries = false;
+  double retry_gap_s = 1.0;
 
   // --quick: fewer, shorter samples (the whole catalogue in well under 90 s).
   static HarnessOptions quick_run() {
@@ -43,6 +51,7 @@ struct HarnessOptions {
     options.max_variant_s = 3;
     options.quick = true;
     options.retries = 1;
+    options.retry_gap_s = 0.25;
     return options;
   }
 };
@@ -58,9 +67,23 @@ std::uint64_t calibrate_batch(const std::function<double(std::uint64_t)>& timed_
 // Times one batch of `iterations` with `clock`; returns ns, timer-corrected.
 double time_batch(Clock& clock, const TimerInfo& timer, Workload& workload, std::uint64_t iterations);
 
-// Runs one variant (a probe with one value per parameter) to a finished record.
+// Runs one variant (a probe with one value per parameter) to a finished record;
+// with options.defer_retries, to its first attempt.
 Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
                    const HarnessOptions& options);
+
+// The steps of a re-measurement after host interference (host_reference.hpp).
+// True while the kept attempt was measured slowed, attempts are left
+// (options.retries) and none failed.
+bool wants_another_attempt(const Result& r, const HarnessOptions& options);
+// One more attempt at the variant whose record so far is `kept`.
+Result measure_attempt(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
+                       const HarnessOptions& options, const Result& kept);
+// Adds `again` to r's attempts; r becomes `again` when its reference ran
+// fastest. A failed attempt ends the re-measurement, with a note.
+void keep_better_attempt(Result& r, Result&& again);
+// Judges every attempt against the run's best reference and writes the notes.
+void close_interference(Result& r, const HarnessOptions& options);
 
 // Verdict from observed vs expected switches (pure, tested on known counts).
 // Fills `check`; returns the reason when outside 90%..110%.

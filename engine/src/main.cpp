@@ -21,8 +21,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <system_error>
@@ -73,8 +75,22 @@ int print_checked(const std::string& text) {
   return 0;
 }
 
+// A variant measured while the host slowed its CPU, waiting to be measured
+// again after the variants that follow it (HarnessOptions::defer_retries).
+struct Deferred {
+  const ProbeDescriptor* probe = nullptr;
+  Params params;
+  std::size_t index = 0;
+  Result result;                    // the kept attempt so far, with every attempt's reference
+  std::uint64_t last_ended_ns = 0;  // when its latest attempt ended
+  bool written = false;
+};
+
 struct Monitor {
   Output* output = nullptr;
+  const HarnessOptions* harness = nullptr;
+  // Guarded by output->lock(): a run that ends early writes them as they stand.
+  std::vector<Deferred> deferred;
   std::string run_id;
   std::uint64_t run_started_ns = 0;
   std::atomic<std::uint64_t> variant_deadline_ns{0};
@@ -86,6 +102,17 @@ struct Monitor {
   [[noreturn]] void end_now(int code, const std::string& why) {
     std::lock_guard guard(output->lock());  // let a record being written finish; write nothing after
     kill_and_reap_children();
+    for (auto& d : deferred) {
+      if (d.written) continue;
+      d.result.notes.push_back("the run ended before this variant was measured again; its attempts so far are kept");
+      if (harness) close_interference(d.result, *harness);
+      try {
+        output->result_locked(d.result);
+      } catch (const OutputError&) {
+        // The sink that failed is skipped from now on; run_end still goes to the others.
+      }
+    }
+    deferred.clear();
     output->end(run_id, static_cast<double>(monotonic_raw_ns() - run_started_ns) / 1e9, true);
     diagnostic(fmt::format("{}; {} records kept, children reaped", why, output->written()));
     _exit(code);
@@ -270,20 +297,22 @@ int run_command(const RunOptions& o) {
     exit_after(failure, "; nothing was run");
   }
   const bool tty_progress = !o.progress && isatty(STDERR_FILENO);
-  for (std::size_t i = 0; i < variants.size(); ++i) {
-    const auto& v = variants[i];
+  auto announce = [&](std::size_t i, const Variant& v, std::size_t attempt) {
     if (o.progress) {
-      nlohmann::json params = v.params;
-      to_stderr(fmt::format(
-          "@progress {}\n",
-          nlohmann::json{{"index", i + 1}, {"total", variants.size()}, {"probe", v.probe->name}, {"params", params}}
-              .dump()));
+      nlohmann::json line = {
+          {"index", i + 1}, {"total", variants.size()}, {"probe", v.probe->name}, {"params", nlohmann::json(v.params)}};
+      if (attempt > 1) line["attempt"] = attempt;
+      to_stderr(fmt::format("@progress {}\n", line.dump()));
     } else if (tty_progress) {
-      to_stderr(fmt::format("[{}/{}] {} {}\n", i + 1, variants.size(), v.probe->name, format_params(v.params)));
+      to_stderr(fmt::format("[{}/{}] {} {}{}\n", i + 1, variants.size(), v.probe->name, format_params(v.params),
+                            attempt > 1 ? fmt::format(" (attempt {}, host interference)", attempt) : ""));
     }
+  };
+  // Runs `measure` under the variant time limit; a timeout names the limit.
+  auto limited = [&](const std::function<Result()>& measure) {
     timeout_flag().store(false);
     monitor.variant_deadline_ns.store(monotonic_raw_ns() + static_cast<std::uint64_t>(variant_timeout_s * 1e9));
-    Result result = run_variant(*v.probe, v.params, *clock, timer, harness);
+    Result result = measure();
     monitor.variant_deadline_ns.store(0);
     if (timeout_flag().load() && result.verdict.status == Status::failed) {
       auto& reasons = result.verdict.reasons;
@@ -291,11 +320,82 @@ int run_command(const RunOptions& o) {
       reasons.insert(reasons.begin(), {Reason::timeout, fmt::format("the variant overran its {:g} s limit (--timeout)",
                                                                     variant_timeout_s)});
     }
+    return result;
+  };
+  auto write = [&](Result& result) {
     result.run_id = run_id;
     try {
       output.result(result);
     } catch (const OutputError& failure) {
       monitor.end_now(output_exit_code(failure.error), fmt::format("error: {}; the run stopped", failure.what()));
+    }
+  };
+  harness.defer_retries = true;
+  monitor.harness = &harness;
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    const auto& v = variants[i];
+    announce(i, v, 1);
+    Result result = limited([&] { return run_variant(*v.probe, v.params, *clock, timer, harness); });
+    if (wants_another_attempt(result, harness)) {
+      result.run_id = run_id;
+      std::lock_guard guard(output.lock());
+      monitor.deferred.push_back({v.probe, v.params, i, std::move(result), monotonic_raw_ns()});
+      continue;
+    }
+    close_interference(result, harness);
+    write(result);
+  }
+  // The slowed variants, again, in passes: each pass comes after the rest of
+  // the run (or the pass before), so its attempts fall in other moments of
+  // the host's load; a variant is written as soon as it is done.
+  for (;;) {
+    std::size_t count = 0;
+    {
+      std::lock_guard guard(output.lock());
+      std::erase_if(monitor.deferred, [](const Deferred& d) { return d.written; });
+      count = monitor.deferred.size();
+    }
+    if (count == 0) break;
+    for (std::size_t k = 0; k < count; ++k) {  // the vector is only erased from between passes
+      const ProbeDescriptor* probe = nullptr;
+      Params params;
+      std::size_t index = 0, attempt = 0;
+      std::uint64_t ended = 0;
+      Result kept_so_far;
+      {
+        std::lock_guard guard(output.lock());
+        const Deferred& d = monitor.deferred[k];
+        probe = d.probe;
+        params = d.params;
+        index = d.index;
+        ended = d.last_ended_ns;
+        attempt = d.result.interference->attempts.size() + 1;
+        kept_so_far.started_at = d.result.started_at;
+      }
+      const auto gap_ns = static_cast<std::uint64_t>(harness.retry_gap_s * 1e9);
+      const std::uint64_t now = monotonic_raw_ns();
+      if (now < ended + gap_ns) std::this_thread::sleep_for(std::chrono::nanoseconds(ended + gap_ns - now));
+      announce(index, variants[index], attempt);
+      Result again = limited([&] { return measure_attempt(*probe, params, *clock, timer, harness, kept_so_far); });
+      std::optional<OutputError> failed;
+      {
+        std::lock_guard guard(output.lock());
+        Deferred& d = monitor.deferred[k];
+        keep_better_attempt(d.result, std::move(again));
+        d.last_ended_ns = monotonic_raw_ns();
+        if (!wants_another_attempt(d.result, harness)) {
+          close_interference(d.result, harness);
+          d.result.run_id = run_id;
+          d.written = true;  // whether or not a sink takes it, it is not written again
+          try {
+            output.result_locked(d.result);
+          } catch (const OutputError& failure) {
+            failed = failure;
+          }
+        }
+      }
+      if (failed)
+        monitor.end_now(output_exit_code(failed->error), fmt::format("error: {}; the run stopped", failed->what()));
     }
   }
   std::optional<OutputError> failure;

@@ -200,6 +200,10 @@ void Output::begin(const nlohmann::json& env) {
 
 void Output::result(const Result& result) {
   std::lock_guard guard(mutex_);
+  result_locked(result);
+}
+
+void Output::result_locked(const Result& result) {
   auto failure = to_each(reporters_, [&](Reporter& r) { r.result(result); });
   counts_.add(result.verdict.status);
   if (failure) throw *failure;

@@ -128,6 +128,8 @@ class Output {
   void add(std::unique_ptr<Reporter> reporter);
   void begin(const nlohmann::json& env);
   void result(const Result& result);
+  // The same, for a caller that holds lock().
+  void result_locked(const Result& result);
   // Writes run_end once to every working sink; later calls do nothing. The
   // caller holds lock(). Returns the first failure, if one happened here.
   std::optional<OutputError> end(const std::string& run_id, double duration_s, bool interrupted);

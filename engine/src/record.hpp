@@ -115,6 +115,7 @@ struct Interference {
   int retries = 0;        // re-measurements allowed (--retries)
   std::vector<InterferenceAttempt> attempts;
   std::size_t kept = 0;
+  bool no_more_attempts = false;  // a re-measurement failed (not in the record)
 };
 
 struct Result {

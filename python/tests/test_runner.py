@@ -86,6 +86,17 @@ def test_zero_based_progress_is_shown_one_based():
     assert run._parse_progress("not json") is None
 
 
+def test_a_variant_measured_again_says_its_attempt():
+    run = EngineRun.__new__(EngineRun)
+    run._first_index = None
+    first = run._parse_progress('{"index": 1, "total": 2, "probe": "a.b", "params": {}}')
+    again = run._parse_progress(
+        '{"index": 1, "total": 2, "probe": "a.b", "params": {}, "attempt": 2}'
+    )
+    assert (first.number, first.attempt) == (1, 1)
+    assert (again.number, again.attempt) == (1, 2)
+
+
 def test_usage_error_becomes_bad_input(fake, monkeypatch):
     monkeypatch.setenv("FAKE_ENGINE_MODE", "usage")
     run = EngineRun(RunOptions())

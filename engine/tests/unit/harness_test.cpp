@@ -244,6 +244,21 @@ struct SlowedRun {
   std::size_t reference_timings = 0;
 };
 
+std::string all_notes(const Result& r) {
+  std::string text;
+  for (const auto& n : r.notes) text += n + "\n";
+  return text;
+}
+
+HarnessOptions reference_options(HostReference& reference, int retries) {
+  HarnessOptions options;
+  options.samples = samples_per_attempt;
+  options.min_sample_s = 1e-5;
+  options.reference = &reference;
+  options.retries = retries;
+  return options;
+}
+
 // A fake probe measured with the reference timed by `script`.
 SlowedRun run_with_reference(const std::function<std::uint64_t(std::size_t)>& script, int retries) {
   FakeClock clock(10);
@@ -251,20 +266,61 @@ SlowedRun run_with_reference(const std::function<std::uint64_t(std::size_t)>& sc
   const ProbeDescriptor probe = fixed_probe(clock, 100, 1);
   ScriptedTimings reference_clock(script);
   HostReference reference(reference_clock);
-  HarnessOptions options;
-  options.samples = samples_per_attempt;
-  options.min_sample_s = 1e-5;
-  options.reference = &reference;
-  options.retries = retries;
+  const HarnessOptions options = reference_options(reference, retries);
   SlowedRun out{run_variant(probe, {}, clock, timer, options), 0};
   out.reference_timings = reference_clock.timings();
   return out;
 }
 
-std::string all_notes(const Result& r) {
-  std::string text;
-  for (const auto& n : r.notes) text += n + "\n";
-  return text;
+// The deferred path of `ctxbench-engine run`: run_variant gives the first
+// attempt only, and the caller measures again when it chooses.
+TEST(HostReference, DeferredRetriesLeaveTheAttemptsToTheCaller) {
+  FakeClock clock(10);
+  const TimerInfo timer = fake_timer();
+  const ProbeDescriptor probe = fixed_probe(clock, 100, 1);
+  // Slowed (1.5x) through the first attempt, at full speed after it.
+  ScriptedTimings reference_clock([](std::size_t i) {
+    return i < calibration_timings || i >= calibration_timings + samples_per_attempt ? 20000 : 30000;
+  });
+  HostReference reference(reference_clock);
+  HarnessOptions options = reference_options(reference, 2);
+  options.defer_retries = true;
+  Result r = run_variant(probe, {}, clock, timer, options);
+  ASSERT_TRUE(r.interference);
+  EXPECT_EQ(r.interference->attempts.size(), 1u);
+  EXPECT_EQ(reference_clock.timings(), calibration_timings + samples_per_attempt);  // nothing measured again yet
+  EXPECT_EQ(all_notes(r).find("host interference"), std::string::npos);             // no notes before closing
+  ASSERT_TRUE(wants_another_attempt(r, options));
+  const double first_duration = r.duration_s;
+
+  keep_better_attempt(r, measure_attempt(probe, {}, clock, timer, options, r));
+  ASSERT_EQ(r.interference->attempts.size(), 2u);
+  EXPECT_EQ(r.interference->kept, 1u);
+  EXPECT_EQ(r.samples.size(), static_cast<std::size_t>(samples_per_attempt));  // the kept attempt's alone
+  EXPECT_GE(r.duration_s, first_duration);                                     // every attempt's time
+  EXPECT_FALSE(wants_another_attempt(r, options));                             // the kept attempt was not slowed
+  close_interference(r, options);
+  EXPECT_NE(all_notes(r).find("measured 2 times and attempt 2 is kept"), std::string::npos) << all_notes(r);
+}
+
+TEST(HostReference, AFailedReMeasurementEndsTheAttemptsAndKeepsTheFirst) {
+  const auto run = run_with_reference([](std::size_t i) { return i < calibration_timings ? 20000 : 30000; }, 0);
+  Result r = run.r;
+  HarnessOptions options;
+  options.retries = 2;
+  FakeClock clock(10);
+  ScriptedTimings reference_clock([](std::size_t i) { return i < calibration_timings ? 20000 : 30000; });
+  HostReference reference(reference_clock);
+  options.reference = &reference;
+  ASSERT_TRUE(wants_another_attempt(r, options));
+  Result failed;
+  failed.verdict.add(Status::failed, Reason::child_failed, "the partner died");
+  const double median = r.summary->median;
+  keep_better_attempt(r, std::move(failed));
+  EXPECT_EQ(r.interference->attempts.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.summary->median, median);
+  EXPECT_FALSE(wants_another_attempt(r, options));
+  EXPECT_NE(all_notes(r).find("a re-measurement after host interference failed: the partner died"), std::string::npos);
 }
 
 TEST(HostReference, JudgesAnAttemptAgainstTheBest) {

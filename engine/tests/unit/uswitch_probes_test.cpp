@@ -48,17 +48,31 @@ TEST(UswitchProbes, OneOpIsOneSwitchNotARoundTrip) {
   }
 }
 
+// The kernel's counts include preemptions by any other task on the CPU (under
+// ctest -j a yielding test can preempt the measuring thread hundreds of times
+// in a run), which the check rightly calls suspect; so a probe gets three
+// attempts, and one must show the kernel left alone. A switch that entered
+// the scheduler on every op fails all three.
 TEST(UswitchProbes, UserLevelSwitchesRunWithoutTheKernel) {
   for (const auto* probe : family_probes("uswitch")) {
-    const Result r = run(probe->name);
-    if (built_without_boost(r)) continue;
-    ASSERT_TRUE(measured(r)) << probe->name << ": " << reasons(r);
-    EXPECT_TRUE(r.timer_corrected) << probe->name;
-    EXPECT_FALSE(r.samples.empty()) << probe->name;
-    const Check* kernel = find_check(r, "kernel_not_involved");
-    ASSERT_NE(kernel, nullptr) << probe->name;
-    // ucontext enters the kernel (rt_sigprocmask) but must not switch there either.
-    EXPECT_TRUE(kernel->ok) << probe->name << ": " << kernel->detail;
+    std::string seen;
+    bool alone = false;
+    for (int attempt = 0; attempt < 3 && !alone; ++attempt) {
+      const Result r = run(probe->name);
+      if (built_without_boost(r)) {
+        alone = true;
+        break;
+      }
+      ASSERT_TRUE(measured(r)) << probe->name << ": " << reasons(r);
+      EXPECT_TRUE(r.timer_corrected) << probe->name;
+      EXPECT_FALSE(r.samples.empty()) << probe->name;
+      const Check* kernel = find_check(r, "kernel_not_involved");
+      ASSERT_NE(kernel, nullptr) << probe->name;
+      // ucontext enters the kernel (rt_sigprocmask) but must not switch there either.
+      alone = kernel->ok;
+      if (!alone) seen += kernel->detail + "; ";
+    }
+    EXPECT_TRUE(alone) << probe->name << ": " << seen;
   }
 }
 

@@ -342,13 +342,17 @@ class _ProgressView:
         params = fmt.params(progress.params)
         if params != "—":
             label += f" {params}"
+        if progress.attempt > 1:
+            label += f" (attempt {progress.attempt}, host interference)"
         if self._progress is not None:
+            # A variant measured again comes after the rest: the bar holds.
+            done = {"completed": progress.number - 1} if progress.attempt == 1 else {}
             self._progress.update(
                 self._task if task is None else task,
                 total=progress.total,
-                completed=progress.number - 1,
                 description=label,
                 position=f"{progress.number} of {progress.total}",
+                **done,
             )
         else:
             elapsed = time.monotonic() - self.started
@@ -359,7 +363,9 @@ class _ProgressView:
 
     def finished_one(self) -> None:
         if self._progress is not None and self._task is not None:
-            self._progress.advance(self._task)
+            task = self._progress.tasks[0]
+            if task.total is None or task.completed < task.total:
+                self._progress.advance(self._task)
 
     def message(self, line: str) -> None:
         self.console.print(line, markup=False, highlight=False)

@@ -130,6 +130,7 @@ class Progress:
     total: int
     probe: str
     params: dict[str, Any]
+    attempt: int = 1  # over 1: measured again after host interference
 
 
 @dataclass(frozen=True)
@@ -259,13 +260,16 @@ class EngineRun:
             index, total = int(data["index"]), int(data["total"])
             probe = str(data["probe"])
             params = data.get("params") or {}
+            attempt = int(data.get("attempt", 1))
         except (ValueError, KeyError, TypeError):
             return None
         if self._first_index is None:
             self._first_index = index
         # Accept 0- or 1-based indices: the first announced variant is number 1.
         offset = 1 if self._first_index == 0 else 0
-        return Progress(number=index + offset, total=total, probe=probe, params=params)
+        return Progress(
+            number=index + offset, total=total, probe=probe, params=params, attempt=attempt
+        )
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Valid records, as the engine writes them; invalid lines go to ``problems``."""
