@@ -152,7 +152,8 @@ struct Sampled {
   std::uint64_t total_iterations = 0;  // in the timed samples
   std::uint64_t all_iterations = 0;    // calibration and warm-up included
   bool budget_hit = false;
-  std::vector<double> reference_ns;  // the host reference, timed before each sample
+  std::vector<double> reference_ns;  // the host reference, timed before each kept sample
+  std::vector<double> set_aside;     // per-op times of samples taken while the reference ran slowed
 };
 
 Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& workload, Clock& clock,
@@ -171,11 +172,23 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
   const std::uint64_t deadline = monotonic_raw_ns() + static_cast<std::uint64_t>(options.max_variant_s * 1e9);
   const double ops = static_cast<double>(out.iterations_per_sample) * ops_per_iteration;
   const int samples = probe.samples ? probe.samples(params, options.samples) : options.samples;
-  for (int i = 0; i < samples; ++i) {
-    if (options.reference) out.reference_ns.push_back(options.reference->time_once());
-    out.per_op.push_back(timed(out.iterations_per_sample) / ops);
-    out.total_iterations += out.iterations_per_sample;
-    if (i >= 4 && monotonic_raw_ns() > deadline) {
+  // A sample whose host reference ran slowed is set aside and taken again,
+  // at most `samples` times: the host's short slow spells (a fraction of a
+  // second) are waited out inside the attempt. Once the re-takes are used up
+  // every sample is kept, and the attempt is judged slowed as a whole.
+  int spare = options.reference ? samples : 0;
+  while (static_cast<int>(out.per_op.size()) < samples) {
+    const double reference_ns = options.reference ? options.reference->time_once() : 0;
+    const double per_op = timed(out.iterations_per_sample) / ops;
+    out.total_iterations += out.iterations_per_sample;  // the kernel's counts span every timed sample
+    if (spare > 0 && reference_ns > slowed_ratio * options.reference->best_ns()) {
+      --spare;
+      out.set_aside.push_back(per_op);
+    } else {
+      if (options.reference) out.reference_ns.push_back(reference_ns);
+      out.per_op.push_back(per_op);
+    }
+    if (out.per_op.size() >= 5 && monotonic_raw_ns() > deadline) {
       out.budget_hit = true;
       break;
     }
@@ -447,7 +460,12 @@ void close_interference(Result& r, const HarnessOptions& options) {
   Interference& in = *r.interference;
   // Judged again against the best the reference reached in the whole run so far.
   const double best = options.reference->best_ns();
-  for (auto& a : in.attempts) a = judge_attempt(a.reference_ns, best, a.median);
+  for (auto& a : in.attempts) {
+    InterferenceAttempt judged = judge_attempt(a.reference_ns, best, a.median);
+    judged.set_aside = a.set_aside;
+    judged.set_aside_median = a.set_aside_median;
+    a = std::move(judged);
+  }
   in.best_ns = best;
   const auto& attempts = in.attempts;
   const std::size_t kept = in.kept;
@@ -461,6 +479,11 @@ void close_interference(Result& r, const HarnessOptions& options) {
         "measured {} times and attempt {} is kept (its reference ran fastest); medians by attempt: {}",
         slowed_ratio, attempts.size(), kept + 1, medians));
   }
+  if (attempts[kept].set_aside > 0)
+    r.notes.push_back(fmt::format(
+        "host interference: {} sample(s) taken while the reference ran over {:.2f}x its best were set aside and "
+        "taken again (their median: {:.4g})",
+        attempts[kept].set_aside, slowed_ratio, attempts[kept].set_aside_median.value_or(0)));
   if (slowed(attempts[kept], best))
     r.notes.push_back(
         fmt::format("host interference: the CPU was slowed during the kept attempt too (reference {:.2f}x "
@@ -581,6 +604,12 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
       in.reference = options.reference->describe();
       in.retries = options.retries;
       in.attempts.push_back(judge_attempt(measured.reference_ns, options.reference->best_ns(), r.summary->median));
+      in.attempts.back().set_aside = measured.set_aside.size();
+      if (!measured.set_aside.empty()) {
+        double median = summarize(measured.set_aside).median;
+        if (probe.unit == Unit::msgs_per_s) median = 1e9 / median;  // as the samples: a rate
+        in.attempts.back().set_aside_median = median;
+      }
       r.interference = std::move(in);
     }
     if (scope == Scope::variant) {

@@ -12,6 +12,7 @@
 // reference ran fastest. It never chooses by the probe's own figure.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,11 @@ std::uint64_t reference_loop(std::uint64_t iterations);
 
 class HostReference {
  public:
-  // Calibrates the loop to about `target_ns` on `clock` and takes its best time.
-  HostReference(Clock& clock, double target_ns = 20000);
+  // Calibrates the loop to about `target_ns` on `clock` and takes its best
+  // time: over 51 timings in a row, then `spread_timings` more spread over
+  // `spread_s` seconds.
+  static constexpr int spread_timings = 20;
+  explicit HostReference(Clock& clock, double target_ns = 20000, double spread_s = 1.0);
   // Times one run of the loop (ns) and lowers the best when it is faster.
   double time_once();
   double best_ns() const { return best_ns_; }
@@ -48,13 +52,17 @@ struct InterferenceAttempt {
   double reference_median_ns = 0;  // median time of the reference over its samples
   double slowed_share = 0;         // share of samples whose reference ran over slowed_ratio x best
   std::size_t samples = 0;
-  std::vector<double> reference_ns;  // the reference's times, one per sample (not in the record)
+  std::vector<double> reference_ns;        // the reference's times, one per sample (not in the record)
+  std::size_t set_aside = 0;               // samples taken while the reference ran slowed, and taken again
+  std::optional<double> set_aside_median;  // their median, in the record's unit
 };
 
 // From the reference times taken before each sample of one attempt.
 InterferenceAttempt judge_attempt(const std::vector<double>& reference_ns, double best_ns, double median);
 
-// True when the attempt's median reference time is over slowed_ratio x best.
+// True when the attempt's median reference time is over slowed_ratio x best,
+// or when as many of its samples were set aside as kept (the re-takes ran out:
+// the host was slowed for most of the attempt, whatever the best says).
 bool slowed(const InterferenceAttempt& attempt, double best_ns);
 
 // The attempt to keep: the one whose reference ran fastest (the first on a tie).

@@ -272,7 +272,7 @@ int run_command(const RunOptions& o) {
   std::string timer_note;
   auto clock = make_best_clock(o.quick ? 0.02 : 0.1, &timer_note);
   const TimerInfo timer = characterize(*clock);
-  HostReference reference(*clock);
+  HostReference reference(*clock, 20000, o.quick ? 0.25 : 1.0);
   harness.reference = &reference;
   const std::string run_id = new_run_id();
   nlohmann::json env = capture_environment(run_id, timer, timer_note);

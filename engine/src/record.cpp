@@ -225,11 +225,14 @@ nlohmann::json result_to_json(const Result& r) {
   if (r.interference) {
     const Interference& in = *r.interference;
     nlohmann::json attempts = nlohmann::json::array();
-    for (const auto& a : in.attempts)
+    for (const auto& a : in.attempts) {
       attempts.push_back({{"median", a.median},
                           {"reference_ratio", in.best_ns > 0 ? a.reference_median_ns / in.best_ns : 0.0},
                           {"slowed_share", a.slowed_share},
-                          {"samples", a.samples}});
+                          {"samples", a.samples},
+                          {"set_aside", a.set_aside}});
+      if (a.set_aside_median) attempts.back()["set_aside_median"] = *a.set_aside_median;
+    }
     j["interference"] = {{"reference", in.reference},
                          {"best_ns", in.best_ns},
                          {"slowed_ratio", slowed_ratio},

@@ -72,6 +72,26 @@ def test_an_unstable_record_keeps_its_modes():
     assert record_problem(unknown) is not None
 
 
+def test_the_host_reference_and_its_set_aside_samples_are_read():
+    result = next(r for r in real_run().results if r["probe"] == "switch.pipe")
+    attempt = {"median": 3100.0, "reference_ratio": 1.04, "slowed_share": 0.0, "samples": 30}
+    interference = {
+        "reference": "128 getppid system calls",
+        "best_ns": 20000.0,
+        "slowed_ratio": 1.2,
+        "retries": 2,
+        "attempts": [dict(attempt, set_aside=4, set_aside_median=4300.0)],
+        "kept": 0,
+        "slowed": False,
+    }
+    assert record_problem(dict(result, interference=interference)) is None
+    # A record written before set-aside samples existed is still read.
+    older = dict(interference, attempts=[attempt])
+    assert record_problem(dict(result, interference=older)) is None
+    negative = dict(interference, attempts=[dict(attempt, set_aside=-1)])
+    assert record_problem(dict(result, interference=negative)) is not None
+
+
 def test_an_ok_verdict_needs_a_summary():
     result = dict(real_run().results[0], summary=None)
     assert record_problem(result) is not None

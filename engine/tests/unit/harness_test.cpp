@@ -235,9 +235,11 @@ class ScriptedTimings final : public Clock {
 };
 
 // The constructor's timings: one calibration run (already at the target),
-// the best, and fifty more.
-constexpr std::size_t calibration_timings = 52;
+// the best, fifty more, and the spread ones (no pause between them here).
+constexpr std::size_t calibration_timings = 52 + HostReference::spread_timings;
 constexpr int samples_per_attempt = 7;
+// An attempt slowed throughout: every sample set aside once, then kept.
+constexpr std::size_t first_attempt_timings = 2 * samples_per_attempt;
 
 struct SlowedRun {
   Result r;
@@ -265,7 +267,7 @@ SlowedRun run_with_reference(const std::function<std::uint64_t(std::size_t)>& sc
   const TimerInfo timer = fake_timer();
   const ProbeDescriptor probe = fixed_probe(clock, 100, 1);
   ScriptedTimings reference_clock(script);
-  HostReference reference(reference_clock);
+  HostReference reference(reference_clock, 20000, 0);
   const HarnessOptions options = reference_options(reference, retries);
   SlowedRun out{run_variant(probe, {}, clock, timer, options), 0};
   out.reference_timings = reference_clock.timings();
@@ -280,16 +282,16 @@ TEST(HostReference, DeferredRetriesLeaveTheAttemptsToTheCaller) {
   const ProbeDescriptor probe = fixed_probe(clock, 100, 1);
   // Slowed (1.5x) through the first attempt, at full speed after it.
   ScriptedTimings reference_clock([](std::size_t i) {
-    return i < calibration_timings || i >= calibration_timings + samples_per_attempt ? 20000 : 30000;
+    return i < calibration_timings || i >= calibration_timings + first_attempt_timings ? 20000 : 30000;
   });
-  HostReference reference(reference_clock);
+  HostReference reference(reference_clock, 20000, 0);
   HarnessOptions options = reference_options(reference, 2);
   options.defer_retries = true;
   Result r = run_variant(probe, {}, clock, timer, options);
   ASSERT_TRUE(r.interference);
   EXPECT_EQ(r.interference->attempts.size(), 1u);
-  EXPECT_EQ(reference_clock.timings(), calibration_timings + samples_per_attempt);  // nothing measured again yet
-  EXPECT_EQ(all_notes(r).find("host interference"), std::string::npos);             // no notes before closing
+  EXPECT_EQ(reference_clock.timings(), calibration_timings + first_attempt_timings);  // nothing measured again yet
+  EXPECT_EQ(all_notes(r).find("host interference"), std::string::npos);               // no notes before closing
   ASSERT_TRUE(wants_another_attempt(r, options));
   const double first_duration = r.duration_s;
 
@@ -310,7 +312,7 @@ TEST(HostReference, AFailedReMeasurementEndsTheAttemptsAndKeepsTheFirst) {
   options.retries = 2;
   FakeClock clock(10);
   ScriptedTimings reference_clock([](std::size_t i) { return i < calibration_timings ? 20000 : 30000; });
-  HostReference reference(reference_clock);
+  HostReference reference(reference_clock, 20000, 0);
   options.reference = &reference;
   ASSERT_TRUE(wants_another_attempt(r, options));
   Result failed;
@@ -330,9 +332,26 @@ TEST(HostReference, JudgesAnAttemptAgainstTheBest) {
   EXPECT_DOUBLE_EQ(a.slowed_share, 0.6);  // three of five over 1.20 x 100
   EXPECT_EQ(a.samples, 5u);
   EXPECT_TRUE(slowed(a, 100));
+  // A fast median, but as many samples set aside as kept: the re-takes ran out.
+  auto used_up = judge_attempt({100, 100}, 100, 1);
+  EXPECT_FALSE(slowed(used_up, 100));
+  used_up.set_aside = 2;
+  EXPECT_TRUE(slowed(used_up, 100));
+  used_up.set_aside = 1;
+  EXPECT_FALSE(slowed(used_up, 100));
   EXPECT_FALSE(slowed(judge_attempt({100, 119, 119}, 100, 1), 100));
   EXPECT_EQ(attempt_to_keep({judge_attempt({130}, 100, 1), judge_attempt({101}, 100, 9), judge_attempt({101}, 100, 0)}),
             1u);  // the fastest reference, the first on a tie; never by the figure
+}
+
+// A run that starts in a slow spell of the host: the timings in a row are all
+// slowed, so the best comes from the spread ones; without them every variant
+// would be judged against a slowed best and pass.
+TEST(HostReference, TheBestIsTakenAcrossASpreadNotOneMoment) {
+  ScriptedTimings reference_clock([](std::size_t i) { return i < 52 ? 30000 : 20000; });
+  HostReference reference(reference_clock, 20000, 0);
+  EXPECT_EQ(reference_clock.timings(), calibration_timings);
+  EXPECT_DOUBLE_EQ(reference.best_ns(), 20000);
 }
 
 TEST(HostReference, TheLoopIsTheSameWorkEveryTime) {
@@ -353,11 +372,34 @@ TEST(HostReference, AnUnslowedVariantIsMeasuredOnce) {
   EXPECT_EQ(all_notes(run.r).find("host interference"), std::string::npos);
 }
 
+// A slow spell shorter than the attempt: its samples are set aside and taken
+// again, so the attempt is not slowed and is not measured again.
+TEST(HostReference, SamplesTakenInAShortSpellAreSetAsideAndTakenAgain) {
+  const auto run = run_with_reference(
+      [](std::size_t i) { return i >= calibration_timings + 2 && i < calibration_timings + 5 ? 30000 : 20000; }, 2);
+  ASSERT_EQ(run.r.verdict.status, Status::ok);
+  ASSERT_TRUE(run.r.interference);
+  const auto& in = *run.r.interference;
+  ASSERT_EQ(in.attempts.size(), 1u);
+  EXPECT_EQ(in.attempts[0].set_aside, 3u);
+  ASSERT_TRUE(in.attempts[0].set_aside_median);
+  EXPECT_DOUBLE_EQ(*in.attempts[0].set_aside_median, 100);  // the fake probe's figure, in its unit
+  EXPECT_EQ(in.attempts[0].samples, static_cast<std::size_t>(samples_per_attempt));
+  EXPECT_DOUBLE_EQ(in.attempts[0].slowed_share, 0);
+  EXPECT_EQ(run.r.samples.size(), static_cast<std::size_t>(samples_per_attempt));
+  EXPECT_EQ(run.reference_timings, calibration_timings + samples_per_attempt + 3);
+  EXPECT_NE(all_notes(run.r).find("3 sample(s) taken while the reference ran over 1.20x its best were set aside"),
+            std::string::npos)
+      << all_notes(run.r);
+  EXPECT_EQ(all_notes(run.r).find("measured 2 times"), std::string::npos);
+  EXPECT_EQ(all_notes(run.r).find("carries"), std::string::npos);
+}
+
 TEST(HostReference, ASlowedVariantIsMeasuredAgainAndTheFasterReferenceKept) {
   // Slowed (1.5x) through the first attempt, at full speed after it.
   const auto run = run_with_reference(
       [](std::size_t i) {
-        return i < calibration_timings || i >= calibration_timings + samples_per_attempt ? 20000 : 30000;
+        return i < calibration_timings || i >= calibration_timings + first_attempt_timings ? 20000 : 30000;
       },
       2);
   ASSERT_EQ(run.r.verdict.status, Status::ok);
