@@ -6,10 +6,11 @@
 // lower clock, or the hypervisor taking the vCPU. A system call is the
 // reference because the switch figures spend their time in the kernel: an
 // integer loop slows on a busy SMT sibling while kernel paths often do not.
-// The harness records how much slower it ran during each attempt of a variant
-// and, when the CPU was slowed during most samples, measures the variant
-// again (up to --retries times) and keeps the attempt during which the
-// reference ran fastest. It never chooses by the probe's own figure.
+// The harness sets aside and re-takes a sample whose reference ran slowed,
+// records how much slower it ran during each attempt of a variant and, when
+// the attempt was still slowed, measures the variant again later in the run
+// (up to --retries times) and keeps the attempt during which the reference
+// ran fastest. It never chooses by the probe's own figure.
 #pragma once
 #include <cstdint>
 #include <optional>
