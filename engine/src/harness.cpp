@@ -446,7 +446,11 @@ void keep_better_attempt(Result& r, Result&& again) {
     std::vector<std::string> failed_notes;
     for (auto& note : r.notes)
       if (note.starts_with("a re-measurement after host interference failed")) failed_notes.push_back(note);
+    std::string run_id = std::move(r.run_id);  // the run's, not the attempt's
+    const std::size_t variant_index = r.variant_index;
     r = std::move(again);
+    r.run_id = std::move(run_id);
+    r.variant_index = variant_index;
     r.notes.insert(r.notes.end(), failed_notes.begin(), failed_notes.end());
     kept = attempts.size() - 1;
   }

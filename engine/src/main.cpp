@@ -336,6 +336,7 @@ int run_command(const RunOptions& o) {
     const auto& v = variants[i];
     announce(i, v, 1);
     Result result = limited([&] { return run_variant(*v.probe, v.params, *clock, timer, harness); });
+    result.variant_index = i + 1;
     if (wants_another_attempt(result, harness)) {
       result.run_id = run_id;
       std::lock_guard guard(output.lock());

@@ -153,6 +153,7 @@ nlohmann::json result_to_json(const Result& r) {
       {"schema", schema_version}, {"kind", "result"}, {"run_id", r.run_id},        {"probe", r.probe},
       {"family", r.family},       {"params", params}, {"unit", unit_name(r.unit)}, {"op", r.op},
   };
+  if (r.variant_index > 0) j["variant_index"] = r.variant_index;
   if (r.ops_per_sample > 0) j["ops_per_sample"] = r.ops_per_sample;
   j["warmup_samples"] = r.warmup_samples;
   j["samples"] = r.samples;

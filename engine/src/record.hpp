@@ -120,6 +120,7 @@ struct Interference {
 
 struct Result {
   std::string run_id;
+  std::size_t variant_index = 0;  // place in the run's selection, from 1; 0: not part of a run
   std::string probe;
   std::string family;
   Params params;

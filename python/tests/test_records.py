@@ -92,6 +92,18 @@ def test_the_host_reference_and_its_set_aside_samples_are_read():
     assert record_problem(dict(result, interference=negative)) is not None
 
 
+def test_results_are_listed_in_the_selections_order():
+    run = real_run()
+    # As the engine writes them when the first variant was measured again
+    # after host interference: it comes last.
+    indexed = [dict(r, variant_index=i + 1) for i, r in enumerate(run.results)]
+    written = [run.env, *indexed[1:], indexed[0], *([run.end] if run.end else [])]
+    assert all(record_problem(r) is None for r in written)
+    assert group_run(written).results == indexed
+    # Records from before the index keep the order they came in.
+    assert group_run([run.env, *run.results[::-1]]).results == run.results[::-1]
+
+
 def test_an_ok_verdict_needs_a_summary():
     result = dict(real_run().results[0], summary=None)
     assert record_problem(result) is not None

@@ -1,6 +1,7 @@
 """Acceptance checks on real measurements: switch.pipe really switches, and
 syscall.getpid really enters the kernel on every call."""
 
+import json
 import re
 import shutil
 import subprocess
@@ -107,6 +108,7 @@ def test_every_variant_records_the_host_reference(engine):
     # the kept attempt's, and no more attempts ran than --retries allows.
     for retries in ("0", "1"):
         records = run_json(engine, "syscall.getppid", "--quick", "--retries", retries)
+        assert results(records)[0]["variant_index"] == 1
         env = next(r for r in records if r["kind"] == "env")
         assert env["options"]["retries"] == int(retries)
         (r,) = results(records)
@@ -124,3 +126,15 @@ def test_every_variant_records_the_host_reference(engine):
         assert inter["slowed"] == (kept["reference_ratio"] > inter["slowed_ratio"] or used_up)
         if len(inter["attempts"]) > 1:  # re-measured: the notes say why
             assert any(n.startswith("host interference") for n in r.get("notes", []))
+
+
+def test_each_result_names_its_place_in_the_selection(engine):
+    # Re-measured variants are written after the others, so the order of the
+    # lines may change; the indices are the selection's, each once.
+    args = ["syscall.getppid", "syscall.getpid", "syscall.enosys", "--quick"]
+    dry = subprocess.run([engine, "run", *args, "--dry-run"], capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stderr
+    planned = [json.loads(line)["probe"] for line in dry.stdout.splitlines() if line.strip()]
+    written = results(run_json(engine, *args))
+    assert sorted(r["variant_index"] for r in written) == list(range(1, len(planned) + 1))
+    assert [r["probe"] for r in sorted(written, key=lambda r: r["variant_index"])] == planned

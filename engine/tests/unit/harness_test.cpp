@@ -294,13 +294,17 @@ TEST(HostReference, DeferredRetriesLeaveTheAttemptsToTheCaller) {
   EXPECT_EQ(all_notes(r).find("host interference"), std::string::npos);               // no notes before closing
   ASSERT_TRUE(wants_another_attempt(r, options));
   const double first_duration = r.duration_s;
+  r.run_id = "run";
+  r.variant_index = 7;
 
   keep_better_attempt(r, measure_attempt(probe, {}, clock, timer, options, r));
   ASSERT_EQ(r.interference->attempts.size(), 2u);
   EXPECT_EQ(r.interference->kept, 1u);
   EXPECT_EQ(r.samples.size(), static_cast<std::size_t>(samples_per_attempt));  // the kept attempt's alone
   EXPECT_GE(r.duration_s, first_duration);                                     // every attempt's time
-  EXPECT_FALSE(wants_another_attempt(r, options));                             // the kept attempt was not slowed
+  EXPECT_EQ(r.run_id, "run");                                                  // the run's, whichever attempt is kept
+  EXPECT_EQ(r.variant_index, 7u);
+  EXPECT_FALSE(wants_another_attempt(r, options));  // the kept attempt was not slowed
   close_interference(r, options);
   EXPECT_NE(all_notes(r).find("measured 2 times and attempt 2 is kept"), std::string::npos) << all_notes(r);
 }

@@ -318,6 +318,10 @@ def group_run(records: Iterable[dict[str, Any]], origin: str = "input") -> RunRe
             f"{origin}: records of {len(run_ids)} different runs ({', '.join(sorted(run_ids))}); "
             "import one run per file"
         )
+    if results and all("variant_index" in r for r in results):
+        # A variant measured again after host interference arrives after the
+        # others; the run's results are its selection's variants, in order.
+        results.sort(key=lambda r: r["variant_index"])
     return RunRecords(env=env, results=results, end=end)
 
 
