@@ -391,7 +391,7 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
   measure_at(probe, params, *placement, clock, timer, options, Scope::variant, r);
   if (!options.defer_retries) {
     while (wants_another_attempt(r, options)) {
-      Result again = measure_attempt(probe, params, clock, timer, options, r);
+      Result again = measure_attempt(probe, params, clock, timer, options, r.started_at);
       keep_better_attempt(r, std::move(again));
     }
     close_interference(r, options);
@@ -409,9 +409,9 @@ bool wants_another_attempt(const Result& r, const HarnessOptions& options) {
 }
 
 Result measure_attempt(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
-                       const HarnessOptions& options, const Result& kept) {
+                       const HarnessOptions& options, const std::string& started_at) {
   Result again = variant_header(probe, params, timer, options);
-  again.started_at = kept.started_at;  // the variant's start, whichever attempt is kept
+  again.started_at = started_at;  // the variant's start, whichever attempt is kept
   const auto cpus = params.find("cpus");
   std::string why;
   const auto placement = resolve_placement(cpus == params.end() ? "none" : cpus->second, probe.tasks(params), &why);

@@ -76,9 +76,10 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
 // True while the kept attempt was measured slowed, attempts are left
 // (options.retries) and none failed.
 bool wants_another_attempt(const Result& r, const HarnessOptions& options);
-// One more attempt at the variant whose record so far is `kept`.
+// One more attempt at the variant first measured at `started_at` (the record
+// keeps the variant's start, whichever attempt is kept).
 Result measure_attempt(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
-                       const HarnessOptions& options, const Result& kept);
+                       const HarnessOptions& options, const std::string& started_at);
 // Adds `again` to r's attempts; r becomes `again` when its reference ran
 // fastest. A failed attempt ends the re-measurement, with a note.
 void keep_better_attempt(Result& r, Result&& again);

@@ -78,9 +78,7 @@ int print_checked(const std::string& text) {
 // A variant measured while the host slowed its CPU, waiting to be measured
 // again after the variants that follow it (HarnessOptions::defer_retries).
 struct Deferred {
-  const ProbeDescriptor* probe = nullptr;
-  Params params;
-  std::size_t index = 0;
+  std::size_t index = 0;            // in the run's variants
   Result result;                    // the kept attempt so far, with every attempt's reference
   std::uint64_t last_ended_ns = 0;  // when its latest attempt ended
   bool written = false;
@@ -340,7 +338,7 @@ int run_command(const RunOptions& o) {
     if (wants_another_attempt(result, harness)) {
       result.run_id = run_id;
       std::lock_guard guard(output.lock());
-      monitor.deferred.push_back({v.probe, v.params, i, std::move(result), monotonic_raw_ns()});
+      monitor.deferred.push_back({i, std::move(result), monotonic_raw_ns()});
       continue;
     }
     close_interference(result, harness);
@@ -358,26 +356,23 @@ int run_command(const RunOptions& o) {
     }
     if (count == 0) break;
     for (std::size_t k = 0; k < count; ++k) {  // the vector is only erased from between passes
-      const ProbeDescriptor* probe = nullptr;
-      Params params;
       std::size_t index = 0, attempt = 0;
       std::uint64_t ended = 0;
-      Result kept_so_far;
+      std::string started_at;
       {
         std::lock_guard guard(output.lock());
         const Deferred& d = monitor.deferred[k];
-        probe = d.probe;
-        params = d.params;
         index = d.index;
         ended = d.last_ended_ns;
         attempt = d.result.interference->attempts.size() + 1;
-        kept_so_far.started_at = d.result.started_at;
+        started_at = d.result.started_at;
       }
+      const Variant& v = variants[index];
       const auto gap_ns = static_cast<std::uint64_t>(harness.retry_gap_s * 1e9);
       const std::uint64_t now = monotonic_raw_ns();
       if (now < ended + gap_ns) std::this_thread::sleep_for(std::chrono::nanoseconds(ended + gap_ns - now));
-      announce(index, variants[index], attempt);
-      Result again = limited([&] { return measure_attempt(*probe, params, *clock, timer, harness, kept_so_far); });
+      announce(index, v, attempt);
+      Result again = limited([&] { return measure_attempt(*v.probe, v.params, *clock, timer, harness, started_at); });
       std::optional<OutputError> failed;
       {
         std::lock_guard guard(output.lock());
@@ -385,9 +380,8 @@ int run_command(const RunOptions& o) {
         keep_better_attempt(d.result, std::move(again));
         d.last_ended_ns = monotonic_raw_ns();
         if (!wants_another_attempt(d.result, harness)) {
-          close_interference(d.result, harness);
-          d.result.run_id = run_id;
-          d.written = true;  // whether or not a sink takes it, it is not written again
+          close_interference(d.result, harness);  // run_id and variant_index were set before it waited
+          d.written = true;                       // whether or not a sink takes it, it is not written again
           try {
             output.result_locked(d.result);
           } catch (const OutputError& failure) {

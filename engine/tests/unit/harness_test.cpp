@@ -297,7 +297,7 @@ TEST(HostReference, DeferredRetriesLeaveTheAttemptsToTheCaller) {
   r.run_id = "run";
   r.variant_index = 7;
 
-  keep_better_attempt(r, measure_attempt(probe, {}, clock, timer, options, r));
+  keep_better_attempt(r, measure_attempt(probe, {}, clock, timer, options, r.started_at));
   ASSERT_EQ(r.interference->attempts.size(), 2u);
   EXPECT_EQ(r.interference->kept, 1u);
   EXPECT_EQ(r.samples.size(), static_cast<std::size_t>(samples_per_attempt));  // the kept attempt's alone
