@@ -57,6 +57,42 @@ void add_axis_choice(Selection& selection, const std::vector<ProbeDescriptor>& p
   selection.axes.insert(axis);
 }
 
+namespace {
+// Edits (insert, delete, substitute) between two short names.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+std::string did_you_mean(const std::string& given, const std::vector<std::string>& known) {
+  // Names within a third of the given length in edits (a typo), else names
+  // that start with what was given (a shortened name); never an unrelated word.
+  const std::size_t limit = std::max<std::size_t>(1, given.size() / 3);
+  std::vector<std::pair<std::size_t, std::string>> close;
+  for (const auto& name : known)
+    if (const std::size_t d = edit_distance(given, name); d <= limit) close.emplace_back(d, name);
+  if (close.empty())
+    for (const auto& name : known)
+      if (given.size() >= 3 && name.rfind(given, 0) == 0) close.emplace_back(name.size() - given.size(), name);
+  if (close.empty()) return "";
+  std::stable_sort(close.begin(), close.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::string> names;
+  for (const auto& [d, name] : close)
+    if (names.size() < 3 && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  return fmt::format("did you mean {}? ", fmt::join(names, ", "));
+}
+
 bool probe_matches(const std::string& pattern, const std::string& name) {
   if (pattern.find_first_of("*?[") == std::string::npos) return name == pattern || name.rfind(pattern + ".", 0) == 0;
   return fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
@@ -89,8 +125,17 @@ std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Se
         any = true;
         if (std::find(chosen.begin(), chosen.end(), &p) == chosen.end()) chosen.push_back(&p);
       }
-      if (!any)
-        throw UsageError(fmt::format("unknown probe '{}'; run 'ctxbench-engine list' to see the probe names", pattern));
+      if (!any) {
+        // Families first: "syscal" is most likely the family syscall.
+        std::vector<std::string> names;
+        for (const auto& p : probes) {
+          const std::string family = p.name.substr(0, p.name.find('.'));
+          if (std::find(names.begin(), names.end(), family) == names.end()) names.push_back(family);
+        }
+        for (const auto& p : probes) names.push_back(p.name);
+        throw UsageError(fmt::format("unknown probe '{}'; {}run 'ctxbench-engine list' to see the probe names", pattern,
+                                     did_you_mean(pattern, names)));
+      }
     }
   }
   // A --param for a name no chosen probe has is a typo, not a no-op; a run-wide
@@ -100,9 +145,13 @@ std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Se
     bool known = false;
     for (const auto* p : chosen)
       for (const auto& spec : p->params) known = known || spec.name == name;
-    if (!known && !selection.axes.count(name))
-      throw UsageError(
-          fmt::format("parameter '{}' belongs to none of the chosen probes; see 'ctxbench-engine list'", name));
+    if (!known && !selection.axes.count(name)) {
+      std::vector<std::string> names;
+      for (const auto* p : chosen)
+        for (const auto& spec : p->params) names.push_back(spec.name);
+      throw UsageError(fmt::format("parameter '{}' belongs to none of the chosen probes; {}see 'ctxbench-engine list'",
+                                   name, did_you_mean(name, names)));
+    }
   }
   std::vector<Variant> variants;
   for (const auto* p : chosen) {

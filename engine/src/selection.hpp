@@ -46,6 +46,10 @@ void add_param_choice(Selection& selection, const std::string& text);
 void add_axis_choice(Selection& selection, const std::vector<ProbeDescriptor>& probes, const std::string& axis,
                      const std::string& text, const std::string& option);
 
+// "did you mean a, b? " naming up to three of `known` close to `given` (a
+// typo or a shortened name), or "" when none is.
+std::string did_you_mean(const std::string& given, const std::vector<std::string>& known);
+
 // fnmatch-style glob; a pattern without * ? [ also matches as a family prefix
 // ("switch" selects switch.*).
 bool probe_matches(const std::string& pattern, const std::string& name);

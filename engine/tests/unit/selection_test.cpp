@@ -54,6 +54,31 @@ TEST(Selection, UnknownProbeIsAUsageError) {
   }
 }
 
+// A typo names what exists: the family for a shortened family name, the
+// parameter for a misspelled one; an unrelated word gets no guess.
+TEST(Selection, MistakesSuggestWhatExists) {
+  EXPECT_EQ(did_you_mean("syscal", {"syscall", "switch", "syscall.getpid"}), "did you mean syscall? ");
+  EXPECT_EQ(did_you_mean("sysc", {"syscall", "switch", "syscall.getpid"}), "did you mean syscall, syscall.getpid? ");
+  EXPECT_EQ(did_you_mean("proc", {"procs", "size_kib"}), "did you mean procs? ");
+  EXPECT_EQ(did_you_mean("zebra", {"procs", "size_kib"}), "");
+  Selection s;
+  s.patterns = {"switch.alfa"};
+  try {
+    expand(fake_probes(), s);
+    FAIL() << "expected a usage error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean switch.alpha"), std::string::npos) << e.what();
+  }
+  s.patterns = {"switch.alpha"};
+  s.choices["cpu"] = {"same"};
+  try {
+    expand(fake_probes(), s);
+    FAIL() << "expected a usage error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean cpus?"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Selection, ChoicesNarrowAndAreValidated) {
   Selection s;
   s.patterns = {"switch.alpha"};
