@@ -17,10 +17,10 @@ from ctxbench.compare import (
     compare_runs,
     decide,
     describe,
-    env_diff,
     summary_lines,
     time_ratio,
 )
+from ctxbench.envdiff import env_diff
 from ctxbench.records import group_run, params_key
 from ctxbench.store import Store
 

@@ -1017,7 +1017,9 @@ def compare(
     Rows whose verdicts are not ok, whose tasks ran on a different number of
     CPUs, or whose runs used different options are marked and left out of the
     summary line (and never fail --fail-above)."""
-    from ctxbench.compare import as_dict, compare_runs, gate, gate_lines
+    from ctxbench.compare import compare_runs
+    from ctxbench.export import comparison_dict
+    from ctxbench.gate import gate, gate_lines
 
     if len(run_refs) < 2:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
@@ -1034,7 +1036,7 @@ def compare(
     if as_json:
         comparison = compare_runs(runs, alpha=alpha, min_effect=min_effect)
         judged = None if fail_above is None else gate(comparison, fail_above)
-        click.echo(json.dumps(as_dict(comparison, judged), indent=2, allow_nan=False))
+        click.echo(json.dumps(comparison_dict(comparison, judged), indent=2, allow_nan=False))
     else:
         comparison = _print_comparison(runs, alpha, min_effect, show_all, only_common)
         judged = None if fail_above is None else gate(comparison, fail_above)

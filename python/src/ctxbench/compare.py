@@ -1,4 +1,4 @@
-"""Side-by-side comparison of stored runs: per probe variant and per environment.
+"""Side-by-side comparison of stored runs, per probe variant, with a decision per row.
 
 Results are matched on (probe, params). The first run is the reference; for
 every other run, each matched variant gets the ratio of medians
@@ -19,20 +19,19 @@ Unsupported or failed variants are never compared. The summary per run
 counts slower / faster / no difference / only in one run / excluded, and
 gives the geometric mean of the time ratios over the comparable rows.
 
-The environment diff flattens each env record to dotted keys and lists the
-keys whose values differ, the keys that explain differences first (kernel,
-CPU, virtualization, mitigations, clocksource, frequency governor).
+The environment diff is ``envdiff``; the CI gate of ``--fail-above`` is
+``gate``; the JSON form of a comparison is ``export.comparison_dict``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench import fmt, matrix, stats
-from ctxbench.records import params_key, variant_name
+from ctxbench.envdiff import EnvDiff, env_diff
+from ctxbench.records import params_key
 from ctxbench.store import StoredRun
 
 COMPARABLE = ("ok", "suspect")
@@ -40,31 +39,6 @@ DEFAULT_MIN_EFFECT = 0.05
 # Run options (env record) that change what a figure is.
 MEASUREMENT_OPTIONS = ("quick", "samples", "min_time_s", "warmup_samples")
 SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE = "slower", "faster", "no difference", "only in one run"
-
-# Keys that say why two machines differ, in the order a reader wants them.
-ENV_PRIORITY = (
-    "hostname",
-    "arch",
-    "cpu.model",
-    "cpu.vendor",
-    "cpu.logical",
-    "kernel.release",
-    "kernel.version",
-    "kernel.cmdline",
-    "virtualization",
-    "mitigations",
-    "clocksource",
-    "frequency",
-    "scheduler",
-    "libc",
-    "compiler",
-    "build",
-)
-# Decimal numbers in the env are measurements (TSC period, timer overhead):
-# run-to-run noise below this relative difference is not a difference.
-FLOAT_TOLERANCE = 0.05
-# Per-run bookkeeping, not environment.
-ENV_SKIP = {"schema", "kind", "run_id", "started_at", "options", "notes"}
 
 
 @dataclass(frozen=True)
@@ -96,13 +70,6 @@ class Row:
     params: dict[str, Any]
     unit: str
     cells: list[Cell]  # one per run, reference first
-
-
-@dataclass(frozen=True)
-class EnvDiff:
-    keys: list[str]  # every key, ordered
-    values: dict[str, list[str | None]]  # key -> one value per run (None: absent)
-    differing: list[str]  # the keys whose values differ
 
 
 @dataclass(frozen=True)
@@ -463,305 +430,3 @@ def summary_lines(comparison: Comparison) -> list[str]:
             + "): every row is excluded; compare runs taken with the same options"
         )
     return lines
-
-
-# ---- environment -----------------------------------------------------------
-def flatten_env(env: dict[str, Any]) -> dict[str, str]:
-    flat: dict[str, str] = {}
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict) and value:
-            for name, inner in value.items():
-                walk(f"{prefix}.{name}" if prefix else str(name), inner)
-        elif (
-            isinstance(value, list) and value and all(not isinstance(v, dict | list) for v in value)
-        ):
-            flat[prefix] = ", ".join(_scalar(v) for v in value)
-        elif isinstance(value, dict | list):
-            flat[prefix] = json.dumps(value, sort_keys=True) if value else "(none)"
-        else:
-            flat[prefix] = _scalar(value)
-
-    for name, value in env.items():
-        if name not in ENV_SKIP:
-            walk(name, value)
-    return flat
-
-
-def _scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
-
-
-def _priority(key: str) -> tuple[int, str]:
-    for rank, prefix in enumerate(ENV_PRIORITY):
-        if key == prefix or key.startswith(prefix + "."):
-            return rank, key
-    return len(ENV_PRIORITY), key
-
-
-def _same(values: list[str | None]) -> bool:
-    """Equal values; measured decimals (timer overhead...) within FLOAT_TOLERANCE."""
-    if len(set(values)) <= 1:
-        return True
-    if any(v is None or "." not in v for v in values):
-        return False
-    try:
-        numbers = [float(v) for v in values if v is not None]
-    except ValueError:
-        return False
-    largest = max(abs(n) for n in numbers)
-    return max(numbers) - min(numbers) <= FLOAT_TOLERANCE * largest
-
-
-def env_diff(envs: list[dict[str, Any]]) -> EnvDiff:
-    flats = [flatten_env(env) for env in envs]
-    keys = sorted({key for flat in flats for key in flat}, key=_priority)
-    values = {key: [flat.get(key) for flat in flats] for key in keys}
-    differing = [key for key in keys if not _same(values[key])]
-    return EnvDiff(keys=keys, values=values, differing=differing)
-
-
-# ---- CI gate: --fail-above ---------------------------------------------------
-@dataclass(frozen=True)
-class Verdict:
-    """A row of one run against the reference, seen by the CI gate."""
-
-    row: Row
-    index: int  # the run (1: B...)
-    time_ratio: float | None  # >1: slower
-
-
-@dataclass(frozen=True)
-class Gate:
-    """``compare --fail-above PCT``: the rows whose run got slower than the
-    reference by more than PCT and significantly (``decide`` with PCT as the
-    minimum effect), and the rows that were not judged at all."""
-
-    percent: float
-    regressions: list[Verdict]
-    not_judged: list[tuple[Verdict, str]]  # and why, in words
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.regressions)
-
-
-def gate(comparison: Comparison, percent: float) -> Gate:
-    """Judge every comparable row of every run against the reference. A row
-    that is excluded (verdict, placement, options), only in one run or
-    without a ratio is never a regression: it is listed as not judged."""
-    if not math.isfinite(percent) or percent < 0:
-        raise ValueError("the threshold must be a finite, non-negative percentage")
-    regressions, not_judged = [], []
-    for row in comparison.rows:
-        for index, cell in enumerate(row.cells[1:], start=1):
-            ratio = time_ratio(cell.difference, row.unit) if cell.difference else None
-            verdict = Verdict(row, index, ratio)
-            why = _not_judged(cell)
-            if why is not None:
-                not_judged.append((verdict, why))
-            elif decide(cell.difference, row.unit, percent / 100.0) == SLOWER:
-                regressions.append(verdict)
-    return Gate(percent, regressions, not_judged)
-
-
-def _not_judged(cell: Cell) -> str | None:
-    if cell.decision == ONLY_ONE:
-        return ONLY_ONE
-    if cell.excluded:
-        return "excluded: " + "; ".join(cell.excluded)
-    if cell.decision is None:
-        return cell.note or (cell.difference.why_not if cell.difference else None) or "no ratio"
-    return None
-
-
-def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str]:
-    """The gate's outcome: one line per regression, naming the probe variant,
-    then one line for the rows that were not judged, then the conclusion."""
-    lines = []
-    for verdict in judged.regressions:
-        cell = verdict.row.cells[verdict.index]
-        words = describe(
-            cell.difference,
-            verdict.row.unit,
-            judged.percent / 100.0,
-            fmt.run_letter(verdict.index),
-            fmt.run_letter(0),
-        )
-        p = fmt.p_value(cell.difference.u_test.p_value) if cell.difference.u_test else ""
-        lines.append(
-            f"slower by more than {judged.percent:g}%: "
-            f"{variant_name(verdict.row.probe, verdict.row.params)}: {words}, {p}"
-        )
-    if judged.not_judged:
-        names = [
-            f"{variant_name(v.row.probe, v.row.params)} ({why})" for v, why in judged.not_judged
-        ]
-        more = f"; and {len(names) - shown} more" if len(names) > shown else ""
-        lines.append(
-            f"not judged by --fail-above: {len(names)} row(s) "
-            f"(only comparable rows can fail): {'; '.join(names[:shown])}{more}"
-        )
-    judged_rows = sum(len(row.cells) - 1 for row in comparison.rows) - len(judged.not_judged)
-    if judged.failed:
-        lines.append(
-            f"--fail-above {judged.percent:g}: FAILED, {len(judged.regressions)} of "
-            f"{judged_rows} judged row(s) got significantly slower by more than "
-            f"{judged.percent:g}%"
-        )
-    else:
-        lines.append(
-            f"--fail-above {judged.percent:g}: passed, none of {judged_rows} judged row(s) "
-            f"got significantly slower by more than {judged.percent:g}%"
-        )
-    return lines
-
-
-# ---- machine-readable: compare --json ----------------------------------------
-JSON_SCHEMA_VERSION = 1
-
-
-def _finite(value: float | None) -> float | None:
-    """A number JSON can carry (no NaN or infinity), else None."""
-    return value if value is not None and math.isfinite(value) else None
-
-
-def _difference_dict(difference: stats.Difference | None) -> dict[str, Any]:
-    ratio = difference.ratio if difference else None
-    u_test = difference.u_test if difference else None
-    return {
-        "ratio": None
-        if ratio is None
-        else {
-            "value": _finite(ratio.ratio),
-            "low": _finite(ratio.low),
-            "high": _finite(ratio.high),
-            "level": ratio.level,
-            "method": ratio.method,
-        },
-        "p_value": None if u_test is None else _finite(u_test.p_value),
-        "significant": bool(difference and difference.significant),
-        "why_not_significant": difference.why_not if difference else None,
-    }
-
-
-def as_dict(comparison: Comparison, judged: Gate | None = None) -> dict[str, Any]:
-    """The comparison as plain data (schema/compare.schema.json): one row per
-    probe variant and run against the reference, the summary counts, the
-    environment differences and, when asked, the --fail-above outcome."""
-    reference = fmt.run_letter(0)
-    runs = [
-        {
-            "name": fmt.run_letter(index),
-            "run_id": run.run_id,
-            "label": run.info.label,
-            "machine": run.info.machine,
-            "started_at": run.info.started_at,
-            "options": comparison.options[index] if index < len(comparison.options) else {},
-        }
-        for index, run in enumerate(comparison.runs)
-    ]
-    rows = []
-    for row in comparison.rows:
-        base = row.cells[0]
-        for index, cell in enumerate(row.cells[1:], start=1):
-            ratio = time_ratio(cell.difference, row.unit) if cell.difference else None
-            rows.append(
-                {
-                    "probe": row.probe,
-                    "family": row.family,
-                    "params": row.params,
-                    "variant": variant_name(row.probe, row.params),
-                    "unit": row.unit,
-                    "run": fmt.run_letter(index),
-                    "reference": reference,
-                    "reference_median": _finite(base.median),
-                    "median": _finite(cell.median),
-                    "reference_status": base.status,
-                    "status": cell.status,
-                    **_difference_dict(cell.difference),
-                    "time_ratio": _finite(ratio),
-                    "decision": cell.decision,
-                    "note": cell.note,
-                    "excluded": list(cell.excluded),
-                    "judged": _not_judged(cell) is None,
-                }
-            )
-    summaries = [
-        {
-            "run": fmt.run_letter(index),
-            "reference": reference,
-            "slower": summary.slower,
-            "faster": summary.faster,
-            "no_difference": summary.no_difference,
-            "only_in_one_run": summary.only_in_one,
-            "excluded": summary.excluded,
-            "comparable": summary.comparable,
-            "geometric_mean": _finite(summary.geometric_mean),
-            "line": summary_line(summary, fmt.run_letter(index), reference),
-        }
-        for index, summary in enumerate(comparison.summaries, start=1)
-    ]
-    data: dict[str, Any] = {
-        "schema": JSON_SCHEMA_VERSION,
-        "kind": "comparison",
-        "alpha": comparison.alpha,
-        "level": comparison.level,
-        "min_effect": comparison.min_effect,
-        "runs": runs,
-        "rows": rows,
-        "summaries": summaries,
-        "notes": summary_lines(comparison)[len(summaries) :],
-        "environment": {
-            "keys_compared": len(comparison.env.keys),
-            "differing": [
-                {"key": key, "values": comparison.env.values[key]}
-                for key in comparison.env.differing
-            ],
-        },
-        "matrices": [_matrix_dict(m) for m in comparison.matrices],
-    }
-    if judged is not None:
-        data["fail_above"] = {
-            "percent": judged.percent,
-            "failed": judged.failed,
-            "regressions": [
-                {"variant": variant_name(v.row.probe, v.row.params), "run": fmt.run_letter(v.index),
-                 "time_ratio": _finite(v.time_ratio)}
-                for v in judged.regressions
-            ],
-            "not_judged": [
-                {"variant": variant_name(v.row.probe, v.row.params), "run": fmt.run_letter(v.index),
-                 "why": why}
-                for v, why in judged.not_judged
-            ],
-        }  # fmt: skip
-    return data
-
-
-def _matrix_dict(compared: MatrixComparison) -> dict[str, Any]:
-    return {
-        "probe": compared.probe,
-        "params": compared.params,
-        "unit": compared.unit,
-        "classes": [
-            {
-                "class": row.pair_class,
-                "runs": [
-                    {
-                        "run": fmt.run_letter(index),
-                        "median": _finite(cell.median),
-                        "cells": cell.cells,
-                        "note": cell.note,
-                        **_difference_dict(cell.difference),
-                    }
-                    for index, cell in enumerate(row.cells)
-                ],
-            }
-            for row in compared.rows
-        ],
-    }

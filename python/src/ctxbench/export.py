@@ -1,4 +1,4 @@
-"""Exporters: a stored run as text in another format, for other tools.
+"""Exporters: a stored run, or a comparison of runs, as data for other tools.
 
 ``json`` gives the run's records verbatim as JSON Lines (env, results,
 run_end), so ``ctxbench import`` elsewhere stores the same run; ``csv`` gives
@@ -9,8 +9,9 @@ measure: ``latency`` for a time per operation (ns, Bencher's own latency
 unit), ``throughput`` for a rate, else the record's unit (``cycles``,
 ``instructions``); its value is the median, lower and upper the ends of the
 median's CI. Results without figures (unsupported, failed) are left out and
-``omitted`` says which. Pure: they return the text, the CLI decides where it
-goes.
+``omitted`` says which. ``comparison_dict`` gives a comparison of runs as
+the plain data of ``compare --json`` (schema/compare.schema.json). Pure: they
+return the text or data, the CLI decides where it goes.
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
+from ctxbench import fmt, stats
+from ctxbench.compare import Comparison, MatrixComparison, summary_line, summary_lines, time_ratio
+from ctxbench.gate import Gate, not_judged_reason
 from ctxbench.records import dumps, variant_name
 from ctxbench.store import StoredRun
 
@@ -135,3 +140,149 @@ def export_text(stored: StoredRun, form: str) -> str:
     if form == "bmf":
         return json.dumps(bmf(stored), indent=2, allow_nan=False) + "\n"
     raise ValueError(f"unknown export format {form!r}; use one of {', '.join(FORMATS)}")
+
+
+# ---- a comparison: compare --json ---------------------------------------------
+COMPARISON_SCHEMA_VERSION = 1
+
+
+def _finite(value: float | None) -> float | None:
+    """A number JSON can carry (no NaN or infinity), else None."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _difference_dict(difference: stats.Difference | None) -> dict[str, Any]:
+    ratio = difference.ratio if difference else None
+    u_test = difference.u_test if difference else None
+    return {
+        "ratio": None
+        if ratio is None
+        else {
+            "value": _finite(ratio.ratio),
+            "low": _finite(ratio.low),
+            "high": _finite(ratio.high),
+            "level": ratio.level,
+            "method": ratio.method,
+        },
+        "p_value": None if u_test is None else _finite(u_test.p_value),
+        "significant": bool(difference and difference.significant),
+        "why_not_significant": difference.why_not if difference else None,
+    }
+
+
+def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[str, Any]:
+    """The comparison as plain data (schema/compare.schema.json): one row per
+    probe variant and run against the reference, the summary counts, the
+    environment differences and, when asked, the --fail-above outcome."""
+    reference = fmt.run_letter(0)
+    runs = [
+        {
+            "name": fmt.run_letter(index),
+            "run_id": run.run_id,
+            "label": run.info.label,
+            "machine": run.info.machine,
+            "started_at": run.info.started_at,
+            "options": comparison.options[index] if index < len(comparison.options) else {},
+        }
+        for index, run in enumerate(comparison.runs)
+    ]
+    rows = []
+    for row in comparison.rows:
+        base = row.cells[0]
+        for index, cell in enumerate(row.cells[1:], start=1):
+            ratio = time_ratio(cell.difference, row.unit) if cell.difference else None
+            rows.append(
+                {
+                    "probe": row.probe,
+                    "family": row.family,
+                    "params": row.params,
+                    "variant": variant_name(row.probe, row.params),
+                    "unit": row.unit,
+                    "run": fmt.run_letter(index),
+                    "reference": reference,
+                    "reference_median": _finite(base.median),
+                    "median": _finite(cell.median),
+                    "reference_status": base.status,
+                    "status": cell.status,
+                    **_difference_dict(cell.difference),
+                    "time_ratio": _finite(ratio),
+                    "decision": cell.decision,
+                    "note": cell.note,
+                    "excluded": list(cell.excluded),
+                    "judged": not_judged_reason(cell) is None,
+                }
+            )
+    summaries = [
+        {
+            "run": fmt.run_letter(index),
+            "reference": reference,
+            "slower": summary.slower,
+            "faster": summary.faster,
+            "no_difference": summary.no_difference,
+            "only_in_one_run": summary.only_in_one,
+            "excluded": summary.excluded,
+            "comparable": summary.comparable,
+            "geometric_mean": _finite(summary.geometric_mean),
+            "line": summary_line(summary, fmt.run_letter(index), reference),
+        }
+        for index, summary in enumerate(comparison.summaries, start=1)
+    ]
+    data: dict[str, Any] = {
+        "schema": COMPARISON_SCHEMA_VERSION,
+        "kind": "comparison",
+        "alpha": comparison.alpha,
+        "level": comparison.level,
+        "min_effect": comparison.min_effect,
+        "runs": runs,
+        "rows": rows,
+        "summaries": summaries,
+        "notes": summary_lines(comparison)[len(summaries) :],
+        "environment": {
+            "keys_compared": len(comparison.env.keys),
+            "differing": [
+                {"key": key, "values": comparison.env.values[key]}
+                for key in comparison.env.differing
+            ],
+        },
+        "matrices": [_matrix_dict(m) for m in comparison.matrices],
+    }
+    if judged is not None:
+        data["fail_above"] = {
+            "percent": judged.percent,
+            "failed": judged.failed,
+            "regressions": [
+                {"variant": variant_name(v.row.probe, v.row.params), "run": fmt.run_letter(v.index),
+                 "time_ratio": _finite(v.time_ratio)}
+                for v in judged.regressions
+            ],
+            "not_judged": [
+                {"variant": variant_name(v.row.probe, v.row.params), "run": fmt.run_letter(v.index),
+                 "why": why}
+                for v, why in judged.not_judged
+            ],
+        }  # fmt: skip
+    return data
+
+
+def _matrix_dict(compared: MatrixComparison) -> dict[str, Any]:
+    return {
+        "probe": compared.probe,
+        "params": compared.params,
+        "unit": compared.unit,
+        "classes": [
+            {
+                "class": row.pair_class,
+                "runs": [
+                    {
+                        "run": fmt.run_letter(index),
+                        "median": _finite(cell.median),
+                        "cells": cell.cells,
+                        "note": cell.note,
+                        **_difference_dict(cell.difference),
+                    }
+                    for index, cell in enumerate(row.cells)
+                ],
+            }
+            for row in compared.rows
+        ],
+    }

@@ -38,7 +38,8 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from ctxbench import __version__, fmt, matrix
-from ctxbench.compare import Comparison, describe, flatten_env, summary_lines
+from ctxbench.compare import Comparison, describe, summary_lines
+from ctxbench.envdiff import flatten_env
 from ctxbench.explain import explain
 from ctxbench.records import param_value, params_key, params_text
 from ctxbench.store import StoredRun

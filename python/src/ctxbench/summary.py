@@ -151,7 +151,7 @@ SAME_VS_CROSS_MATCH = {"policy": DEFAULT_SWITCH["policy"], "idle": SAME_CPU_SWIT
 # The switch drawn as a waterfall: the first of these rungs the run explains.
 WATERFALL_PREFERENCE = ("process_switch", "thread_switch", "cross_switch")
 
-# Environment keys (flattened, compare.flatten_env) that plausibly explain a
+# Environment keys (flattened, envdiff.flatten_env) that plausibly explain a
 # difference between machines, with a reader's name; a key matches itself
 # and every key below it.
 ENV_OF_INTEREST = (

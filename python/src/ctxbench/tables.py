@@ -20,7 +20,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ctxbench import fmt, matrix
-from ctxbench.compare import Comparison, MatrixComparison, describe, flatten_env
+from ctxbench.compare import Comparison, MatrixComparison, describe
+from ctxbench.envdiff import flatten_env
 from ctxbench.store import RunInfo
 
 STATUS_STYLE = {"ok": "green", "suspect": "yellow", "unsupported": "dim", "failed": "red"}
