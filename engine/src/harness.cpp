@@ -175,8 +175,9 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
   // A sample whose host reference ran slowed is set aside and taken again,
   // at most `samples` times: the host's short slow spells (a fraction of a
   // second) are waited out inside the attempt. Once the re-takes are used up
-  // every sample is kept, and the attempt is judged slowed as a whole.
-  int spare = options.reference ? samples : 0;
+  // every sample is kept, and the attempt is judged slowed as a whole. With
+  // --retries 0 nothing is taken again: the reference is only recorded.
+  int spare = options.reference && options.retries > 0 ? samples : 0;
   while (static_cast<int>(out.per_op.size()) < samples) {
     const double reference_ns = options.reference ? options.reference->time_once() : 0;
     const double per_op = timed(out.iterations_per_sample) / ops;
@@ -312,9 +313,10 @@ std::string unstable_detail(const Stability& stability, const Result& r) {
 std::optional<Baseline> measure_baseline(const ProbeDescriptor& probe, const Params& params, Context& ctx, Clock& clock,
                                          const TimerInfo& timer, const HarnessOptions& options) {
   auto baseline = probe.make_baseline(ctx);
-  HarnessOptions plain = options;
-  plain.reference = nullptr;  // the host reference judges the probe's own samples
-  Sampled base = sample(probe, params, *baseline, clock, timer, plain, probe.baseline_ops_per_iteration(params));
+  // Sampled under the probe's rule: the corrected figure subtracts the
+  // baseline's median from the probe's, so both must leave out the same
+  // moments (a baseline sampled in a slow spell would lower it).
+  Sampled base = sample(probe, params, *baseline, clock, timer, options, probe.baseline_ops_per_iteration(params));
   baseline->finish();
   Baseline b;
   b.name = probe.baseline;
@@ -351,6 +353,7 @@ Result variant_header(const ProbeDescriptor& probe, const Params& params, const 
   r.timer_overhead_ns = timer.overhead_ns;
   r.timer_resolution_ns = timer.resolution_ns;
   r.warmup_samples = options.warmup_samples;
+  r.host_reference = options.reference != nullptr && !probe.matrix;  // a matrix's cells differ by design
   return r;
 }
 
@@ -462,14 +465,8 @@ void keep_better_attempt(Result& r, Result&& again) {
 void close_interference(Result& r, const HarnessOptions& options) {
   if (!r.interference || !options.reference) return;
   Interference& in = *r.interference;
-  // Judged again against the best the reference reached in the whole run so far.
+  // The best was fixed when the run started: every attempt was judged by it.
   const double best = options.reference->best_ns();
-  for (auto& a : in.attempts) {
-    InterferenceAttempt judged = judge_attempt(a.reference_ns, best, a.median);
-    judged.set_aside = a.set_aside;
-    judged.set_aside_median = a.set_aside_median;
-    a = std::move(judged);
-  }
   in.best_ns = best;
   const auto& attempts = in.attempts;
   const std::size_t kept = in.kept;
@@ -752,7 +749,9 @@ void measure_matrix(const ProbeDescriptor& probe, const Params& params, Clock& c
     Context ctx(params, Placement{"matrix", {plan.cpus.front()}, ""}, options.quick);
     try {
       ctx.pin(0);
-      r.baseline = measure_baseline(probe, params, ctx, clock, timer, options);
+      HarnessOptions unjudged = options;
+      unjudged.reference = nullptr;  // as the cells: a matrix is not judged by the host reference
+      r.baseline = measure_baseline(probe, params, ctx, clock, timer, unjudged);
     } catch (const ProbeError& e) {
       r.verdict.add(e.status, e.code, std::string("baseline: ") + e.what());
       return;

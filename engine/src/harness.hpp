@@ -23,14 +23,22 @@
 
 namespace ctx {
 
+// `--host-reference on|off` when the option is not given. On, every sample
+// (the baseline's too) is judged by the host reference and the record keeps
+// what was set aside; off, no reference is taken and nothing is set aside.
+inline constexpr bool host_reference_by_default = true;
+
 struct HarnessOptions {
   int samples = 30;
   int warmup_samples = 2;
   double min_sample_s = 0.01;   // a batch lasts at least this long
   double max_variant_s = 20.0;  // sampling stops early past this budget
   bool quick = false;
-  // Timed before each sample when set; a variant measured while it ran
-  // slowed is measured again up to `retries` times (host_reference.hpp).
+  // Timed before each sample when set (--host-reference on); a sample taken
+  // while it ran slowed is set aside and taken again, and a variant measured
+  // while it ran slowed is measured again, up to `retries` times
+  // (host_reference.hpp). With retries 0 the reference is timed and recorded
+  // but nothing is set aside or taken again.
   HostReference* reference = nullptr;
   int retries = 2;
   // When set, run_variant returns the first attempt and leaves the

@@ -30,8 +30,11 @@ HostReference::HostReference(Clock& clock, double target_ns, double spread_s) : 
     if (elapsed >= target_ns || iterations_ >= (1ull << 32)) break;
     iterations_ *= 2;
   }
-  best_ns_ = time_once();
-  for (int i = 0; i < 50; ++i) time_once();
+  auto lower_best = [this] {
+    const double elapsed = time_loop();
+    if (elapsed > 0 && (best_ns_ == 0 || elapsed < best_ns_)) best_ns_ = elapsed;
+  };
+  for (int i = 0; i < 51; ++i) lower_best();
   // The host's slow spells last up to seconds: a best taken in one moment may
   // be a slowed one, and every variant judged against it would pass. So the
   // best also gets timings spread over spread_s (the CPU sleeps between them;
@@ -39,23 +42,23 @@ HostReference::HostReference(Clock& clock, double target_ns, double spread_s) : 
   const auto pause = std::chrono::duration<double>(spread_s / spread_timings);
   for (int i = 0; i < spread_timings; ++i) {
     if (spread_s > 0) std::this_thread::sleep_for(pause);
-    time_once();
+    lower_best();
   }
 }
 
-double HostReference::time_once() {
+double HostReference::time_loop() {
   const std::uint64_t start = clock_.now();
   reference_sink = reference_loop(iterations_);
-  const double elapsed = clock_.ticks_to_ns(clock_.now() - start);
-  if (elapsed > 0 && (best_ns_ == 0 || elapsed < best_ns_)) best_ns_ = elapsed;
-  return elapsed;
+  return clock_.ticks_to_ns(clock_.now() - start);
 }
+
+double HostReference::time_once() { return time_loop(); }
 
 std::string HostReference::describe() const {
   return fmt::format(
       "{} getppid system calls (kernel entry and exit, which every switch also makes), timed on the measuring "
       "task's CPU before each sample; a variant is slowed when the median of those times is over {:.2f}x the "
-      "fastest in this run",
+      "fastest taken when the run started",
       iterations_, slowed_ratio);
 }
 

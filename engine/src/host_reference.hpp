@@ -10,7 +10,10 @@
 // records how much slower it ran during each attempt of a variant and, when
 // the attempt was still slowed, measures the variant again later in the run
 // (up to --retries times) and keeps the attempt during which the reference
-// ran fastest. It never chooses by the probe's own figure.
+// ran fastest. It never chooses by the probe's own figure. The best is
+// established once, when the engine starts, and fixed from then on: a best
+// that kept falling would tighten the threshold as the run went on, and the
+// first variants would be judged by another rule than the last.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -30,18 +33,19 @@ std::uint64_t reference_loop(std::uint64_t iterations);
 
 class HostReference {
  public:
-  // Calibrates the loop to about `target_ns` on `clock` and takes its best
-  // time: over 51 timings in a row, then `spread_timings` more spread over
-  // `spread_s` seconds.
+  // Calibrates the loop to about `target_ns` on `clock` and establishes its
+  // best time: over 51 timings in a row, then `spread_timings` more spread
+  // over `spread_s` seconds. The best does not change after this.
   static constexpr int spread_timings = 20;
   explicit HostReference(Clock& clock, double target_ns = 20000, double spread_s = 1.0);
-  // Times one run of the loop (ns) and lowers the best when it is faster.
+  // Times one run of the loop (ns); the best stays as established.
   double time_once();
   double best_ns() const { return best_ns_; }
   std::uint64_t iterations() const { return iterations_; }
   std::string describe() const;
 
  private:
+  double time_loop();
   Clock& clock_;
   std::uint64_t iterations_ = 1;
   double best_ns_ = 0;

@@ -152,7 +152,7 @@ struct Monitor {
 struct RunOptions {
   std::vector<std::string> probes;
   bool quick = false;
-  std::string samples, min_time, timeout, retries;
+  std::string samples, min_time, timeout, retries, host_reference;
   std::string cpus, between;
   bool hold_idle = false;
   std::vector<std::string> params;
@@ -192,6 +192,9 @@ int run_command(const RunOptions& o) {
     if (!o.min_time.empty()) harness.min_sample_s = parse_seconds(o.min_time, "--min-time");
     if (!o.timeout.empty()) variant_timeout_s = parse_seconds(o.timeout, "--timeout");
     if (!o.retries.empty()) harness.retries = static_cast<int>(parse_whole(o.retries, "--retries", 0, 10));
+    if (!o.host_reference.empty() && o.host_reference != "on" && o.host_reference != "off")
+      throw UsageError(
+          fmt::format("--host-reference: '{}' is not on or off; give --host-reference on or off", o.host_reference));
     if (!o.preset.empty()) {
       if (!o.probes.empty()) throw UsageError("--preset runs its own probes; drop the probe names or the --preset");
       selection = preset_selection(o.preset);
@@ -270,8 +273,12 @@ int run_command(const RunOptions& o) {
   std::string timer_note;
   auto clock = make_best_clock(o.quick ? 0.02 : 0.1, &timer_note);
   const TimerInfo timer = characterize(*clock);
-  HostReference reference(*clock, 20000, o.quick ? 0.25 : 1.0);
-  harness.reference = &reference;
+  const bool host_reference = o.host_reference.empty() ? host_reference_by_default : o.host_reference == "on";
+  std::optional<HostReference> reference;
+  if (host_reference) {
+    reference.emplace(*clock, 20000, o.quick ? 0.25 : 1.0);
+    harness.reference = &*reference;
+  }
   const std::string run_id = new_run_id();
   nlohmann::json env = capture_environment(run_id, timer, timer_note);
   env["options"] = {{"quick", o.quick},
@@ -279,6 +286,7 @@ int run_command(const RunOptions& o) {
                     {"min_time_s", harness.min_sample_s},
                     {"warmup_samples", harness.warmup_samples},
                     {"retries", harness.retries},
+                    {"host_reference", host_reference ? "on" : "off"},
                     {"probes", o.probes},
                     {"preset", o.preset.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.preset)},
                     {"variants", variants.size()}};
@@ -446,8 +454,13 @@ int main(int argc, char** argv) try {
                   "Seconds a variant may run before its children are killed (default 120)");
   run->add_option("--retries", run_options.retries,
                   "Measure a variant again, up to N times, when a reference loop timed before each sample shows the "
-                  "host slowed the CPU; keep the attempt whose reference ran fastest (default 2, 1 with --quick; 0 "
-                  "only records it)");
+                  "host slowed the CPU; keep the attempt whose reference ran fastest (default 2, 1 with --quick). A "
+                  "sample taken while it ran slowed is set aside and taken again; 0 records the reference and "
+                  "takes nothing again");
+  run->add_option("--host-reference", run_options.host_reference,
+                  fmt::format("on: time the host reference before each sample and judge the samples by it; off: "
+                              "take no reference and set nothing aside (default {})",
+                              host_reference_by_default ? "on" : "off"));
   run->add_option("--cpus", run_options.cpus,
                   "Placements to run: same,cross,any (the default runs), smt,llc,remote (by CPU topology)");
   run->add_option("--between", run_options.between, "Task kinds to run: threads,processes");

@@ -223,6 +223,7 @@ nlohmann::json result_to_json(const Result& r) {
   j["source"] = "engine";
   if (!r.notes.empty()) j["notes"] = r.notes;
   if (r.matrix) j["matrix"] = matrix_to_json(*r.matrix);
+  j["host_reference"] = r.host_reference ? "on" : "off";
   if (r.interference) {
     const Interference& in = *r.interference;
     nlohmann::json attempts = nlohmann::json::array();

@@ -149,6 +149,7 @@ struct Result {
   std::vector<std::string> notes;
   std::optional<Matrix> matrix;              // matrix probes only
   std::optional<Interference> interference;  // variants measured with the host reference
+  bool host_reference = false;               // the samples were judged by the host reference
 };
 
 nlohmann::json summary_to_json(const Summary& summary);

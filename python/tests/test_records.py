@@ -90,6 +90,10 @@ def test_the_host_reference_and_its_set_aside_samples_are_read():
     assert record_problem(dict(result, interference=older)) is None
     negative = dict(interference, attempts=[dict(attempt, set_aside=-1)])
     assert record_problem(dict(result, interference=negative)) is not None
+    # Whether the host reference judged the samples: on or off, nothing else.
+    for state in ("on", "off"):
+        assert record_problem(dict(result, host_reference=state)) is None
+    assert "host_reference" in record_problem(dict(result, host_reference="maybe"))
 
 
 def test_results_are_listed_in_the_selections_order():

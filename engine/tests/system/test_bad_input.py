@@ -25,6 +25,7 @@ def usage(engine, *args):
         (["run", "--min-time", "soon", "syscall.getpid"], ["--min-time", "seconds"]),
         (["run", "--retries", "11", "syscall.getpid"], ["--retries", "from 0 to 10"]),
         (["run", "--retries", "-1", "syscall.getpid"], ["--retries", "'-1'"]),
+        (["run", "--host-reference", "maybe", "syscall.getpid"], ["--host-reference", "on or off"]),
         (
             ["run", "--cpus", "sideways", "switch.pipe"],
             ["--cpus", "same, cross, any, smt, llc, remote"],

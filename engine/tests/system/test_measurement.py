@@ -131,6 +131,28 @@ def test_every_variant_records_the_host_reference(engine):
         assert inter["slowed"] == (kept["reference_ratio"] > inter["slowed_ratio"] or used_up)
         if len(inter["attempts"]) > 1:  # re-measured: the notes say why
             assert any(n.startswith("host interference") for n in r.get("notes", []))
+        assert r["host_reference"] == "on" and env["options"]["host_reference"] == "on"
+        if retries == "0":  # recorded, and nothing taken again
+            assert len(inter["attempts"]) == 1 and inter["attempts"][0]["set_aside"] == 0
+
+
+def test_host_reference_off_takes_no_reference_and_sets_nothing_aside(engine):
+    records = run_json(
+        engine,
+        "syscall.getppid",
+        "switch.pipe",
+        "--cpus",
+        "same",
+        "--quick",
+        "--host-reference",
+        "off",
+    )
+    env = next(r for r in records if r["kind"] == "env")
+    assert env["options"]["host_reference"] == "off"
+    for r in results(records):
+        assert r["host_reference"] == "off"
+        assert "interference" not in r
+        assert not any("host interference" in n for n in r.get("notes", []))
 
 
 def test_each_result_names_its_place_in_the_selection(engine):

@@ -428,12 +428,96 @@ TEST(HostReference, SlowedThroughEveryAttemptSaysTheFigureCarriesIt) {
   EXPECT_EQ(run.r.verdict.status, Status::ok);  // a note, not a verdict: the figure is still measured
 }
 
-TEST(HostReference, RetriesZeroOnlyRecords) {
+// --retries 0: the reference is timed and recorded, and nothing is taken
+// again, neither a sample nor the variant.
+TEST(HostReference, RetriesZeroRecordsAndTakesNothingAgain) {
   const auto run = run_with_reference([](std::size_t i) { return i < calibration_timings ? 20000 : 30000; }, 0);
   ASSERT_TRUE(run.r.interference);
   EXPECT_EQ(run.r.interference->attempts.size(), 1u);
   EXPECT_EQ(run.r.interference->retries, 0);
+  EXPECT_EQ(run.r.interference->attempts[0].set_aside, 0u);
+  EXPECT_DOUBLE_EQ(run.r.interference->attempts[0].slowed_share, 1.0);          // recorded
+  EXPECT_EQ(run.reference_timings, calibration_timings + samples_per_attempt);  // one timing per kept sample
   EXPECT_NE(all_notes(run.r).find("the figure carries it"), std::string::npos);
+  EXPECT_EQ(all_notes(run.r).find("set aside"), std::string::npos);
+  EXPECT_TRUE(run.r.host_reference);
+}
+
+// --host-reference off: no reference, so nothing is timed, judged or set aside.
+TEST(HostReference, OffTakesNoReferenceAndSetsNothingAside) {
+  FakeClock clock(10);
+  const ProbeDescriptor probe = fixed_probe(clock, 100, 1);
+  HarnessOptions options;
+  options.samples = samples_per_attempt;
+  options.min_sample_s = 1e-5;
+  const Result r = run_variant(probe, {}, clock, fake_timer(), options);
+  ASSERT_EQ(r.verdict.status, Status::ok);
+  EXPECT_FALSE(r.interference);
+  EXPECT_FALSE(r.host_reference);
+  EXPECT_EQ(r.samples.size(), static_cast<std::size_t>(samples_per_attempt));
+  EXPECT_EQ(all_notes(r).find("host interference"), std::string::npos);
+}
+
+// The best is established when the reference is made and is not lowered by
+// the timings before samples, so every variant of a run is judged by one
+// threshold: a run that later meets a faster moment does not start setting
+// aside samples its first variants kept.
+TEST(HostReference, TheThresholdIsFixedOnceTheBestIsEstablished) {
+  ScriptedTimings reference_clock([](std::size_t i) { return i < calibration_timings ? 20000 : 10000; });
+  HostReference reference(reference_clock, 20000, 0);
+  EXPECT_DOUBLE_EQ(reference.best_ns(), 20000);
+  EXPECT_DOUBLE_EQ(reference.time_once(), 10000);
+  EXPECT_DOUBLE_EQ(reference.best_ns(), 20000);
+  // Through a variant: every sample's reference ran at 10 us, and 23 us
+  // (under 1.20x the established best, over 1.20x the fast timings) is kept.
+  const auto run = run_with_reference(
+      [](std::size_t i) {
+        if (i < calibration_timings) return 20000;
+        return i % 2 == 0 ? 10000 : 23000;
+      },
+      2);
+  ASSERT_TRUE(run.r.interference);
+  EXPECT_EQ(run.r.interference->attempts.size(), 1u);
+  EXPECT_EQ(run.r.interference->attempts[0].set_aside, 0u);
+  EXPECT_DOUBLE_EQ(run.r.interference->best_ns, 20000);
+}
+
+// The baseline is judged by the same rule as the probe: a slow spell during
+// the baseline's samples is set aside there too, so the corrected figure
+// does not subtract a slowed baseline from a filtered median.
+TEST(HostReference, TheBaselineIsSampledUnderTheSameRule) {
+  FakeClock clock(10);
+  bool slow_now = false;  // the host's state, as the reference timed it before the sample
+  // A workload that costs twice as much while the host is slowed.
+  struct SpellWork final : Workload {
+    SpellWork(FakeClock& clock, std::uint64_t cost, const bool& slow) : clock_(clock), cost_(cost), slow_(slow) {}
+    void run(std::uint64_t iterations) override { clock_.spend(iterations * cost_ * (slow_ ? 2 : 1)); }
+    FakeClock& clock_;
+    std::uint64_t cost_;
+    const bool& slow_;
+  };
+  ProbeDescriptor probe = fixed_probe(clock, 100, 1);
+  probe.make = [&](Context&) { return std::make_unique<SpellWork>(clock, 100, slow_now); };
+  probe.baseline = "a fake baseline costing 20 ns per op";
+  probe.baseline_ops_per_iteration = constant(1);
+  probe.make_baseline = [&](Context&) { return std::make_unique<SpellWork>(clock, 20, slow_now); };
+  // Fast through the probe's samples, slowed for the baseline's first four
+  // (a majority of its seven: unfiltered, its median would be the slowed one).
+  const std::size_t baseline_first = calibration_timings + samples_per_attempt;
+  ScriptedTimings reference_clock([&](std::size_t i) -> std::uint64_t {
+    slow_now = i >= baseline_first && i < baseline_first + 4;
+    return slow_now ? 30000 : 20000;
+  });
+  HostReference reference(reference_clock, 20000, 0);
+  const HarnessOptions options = reference_options(reference, 2);
+  const Result r = run_variant(probe, {}, clock, fake_timer(), options);
+  ASSERT_EQ(r.verdict.status, Status::ok) << (r.verdict.reasons.empty() ? "" : r.verdict.reasons[0].second);
+  ASSERT_TRUE(r.baseline && r.summary);
+  EXPECT_DOUBLE_EQ(r.summary->median, 100);
+  EXPECT_DOUBLE_EQ(r.baseline->value, 20);  // the slowed samples (40 ns) were set aside
+  ASSERT_TRUE(r.baseline->summary);
+  EXPECT_EQ(r.baseline->summary->n, static_cast<std::size_t>(samples_per_attempt));
+  EXPECT_EQ(reference_clock.timings(), baseline_first + samples_per_attempt + 4);  // four re-takes
 }
 
 }  // namespace CTXBENCH_UNITY_ID
