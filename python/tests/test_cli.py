@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import fixture_path, real_run, with_run_id
+from conftest import fixture_path, real_run
 from ctxbench import riscv as riscv_lab
 from ctxbench.cli import cli
 from ctxbench.errors import StoreError
@@ -419,12 +419,15 @@ def _replaying_run_lab(records, calls):
 
 def test_riscv_stores_the_lab_records_as_a_run(db, monkeypatch):
     calls = []
-    replayed = with_run_id(real_run("run_b.jsonl"), "riscv-20260101T000000Z-0000abcd")
+    replayed = real_run("riscv/lab_run.jsonl")
     monkeypatch.setattr(riscv_lab, "run_lab", _replaying_run_lab(replayed.all(), calls))
     result = invoke("riscv", "--sim", "spike", "--label", "lab", "--db", db)
     assert result.exit_code == 0, result.stderr
     assert calls == [(["spike"], None, True)]
     assert "building the lab (replayed)" in result.stderr
+    # the answer first: one line per simulator
+    assert result.stdout.splitlines()[2] == "The answer (getpid, full handler):"
+    assert result.stdout.splitlines()[3].startswith("- spike: getpid's ecall round trip is 107")
     with Store.open(db) as store:
         stored = store.load("riscv-")
     assert stored.info.origin == "riscv" and stored.info.label == "lab"

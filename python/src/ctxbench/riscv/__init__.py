@@ -9,17 +9,30 @@ One module per job:
 * ``tools``      finding the simulators, the cross toolchain, the lab images
 * ``simulators`` the simulators and core models, and running one
 * ``parse``      the lab kernel's ``ctxlab ...`` lines and the disassembly
-* ``decompose``  from counts to per-round-trip figures and the parts, in words
+* ``decompose``  from counts to per-round-trip figures; the split into parts
 * ``records``    ctxbench records (shared summary statistics and run_end)
 * ``lab``        ``run_lab``: build, run every simulator, return the records
-* ``report``     the text table and the answer in words
+* ``answer``     from a run's records: the figures, the parts, the answer
+* ``report``     the text report of a run's records, answer first
 
-The one entry point is ``ctxbench riscv`` (cli.py), which stores the run.
+``ctxbench riscv`` runs the lab and stores the run; ``show``, ``explain``
+and ``report`` on a stored lab run read it through ``answer``.
 """
 
+from ctxbench.riscv.answer import is_lab_run, lab_answer, lab_parts
 from ctxbench.riscv.lab import LabRun, LabUnavailable, run_lab
 from ctxbench.riscv.report import format_report
 from ctxbench.riscv.simulators import SIMULATORS
 from ctxbench.riscv.tools import Missing
 
-__all__ = ["SIMULATORS", "LabRun", "LabUnavailable", "Missing", "format_report", "run_lab"]
+__all__ = [
+    "SIMULATORS",
+    "LabRun",
+    "LabUnavailable",
+    "Missing",
+    "format_report",
+    "is_lab_run",
+    "lab_answer",
+    "lab_parts",
+    "run_lab",
+]

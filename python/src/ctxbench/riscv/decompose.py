@@ -1,29 +1,55 @@
 """From the kernel's counts to figures per round trip, and the split of the
-full handler's round trip into parts, in instructions and in cycles; the
-answer in words.
+full handler's round trip into parts, in instructions and in cycles.
 
 Both counters are treated alike: the timer pair (the counter reads with
 nothing between them) is subtracted from every loop, the loop without the
 ecall (the baseline) from the loop with it, and what remains, divided by the
 round trips, is one ecall round trip. On Spike and QEMU the two counters
 agree; on an rvsim model ``cycles`` is the model's cycle count.
+
+The split (``split``) starts from the bare trap, the full handler's round
+trip of an unassigned number: everything a system call pays before it does
+anything of its own. A call's round trip is the bare trap plus its call
+logic; the bare trap is entry/exit, save/restore and dispatch. Each part is
+a difference of two measured round trips, so every part is at least zero
+and the parts add up to the round trip; where a difference would come out
+negative (a cycle model overlaps work, so differences need not add), the two
+parts it would separate are given together and a note says why.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ctxbench.riscv.catalog import CALLS, VARIANTS
 from ctxbench.riscv.parse import SimOutput
 
 COUNTERS = ("instret", "cycles")
+BARE_TRAP = "enosys"  # the unassigned number: the trap with no call logic
 PART_NAMES = {
     "entry_exit": "entry/exit",
     "save_restore": "save/restore",
     "dispatch": "dispatch",
+    "save_restore_dispatch": "save/restore and dispatch",
     "call_logic": "call logic",
+    "round_trip": "the whole round trip",
 }
+# How each part is computed, in words (explain and the report say it).
+PART_SOURCES = {
+    "entry_exit": "the empty handler's round trip (the trap, stepping mepc, mret)",
+    "save_restore": "full - minimal handler (bare trap), per load/store it skips, times the "
+    "full handler's loads/stores",
+    "dispatch": "the rest of the bare trap: stack switch, mcause, the C dispatcher, the "
+    "table call, sys_ni_syscall",
+    "save_restore_dispatch": "the bare trap less entry/exit",
+    "call_logic": "this call's round trip less the bare trap's (an unassigned number)",
+    "round_trip": "the measured round trip, not separable here",
+}
+
+Corrected = Mapping[tuple[str, str], float]  # (variant, call) -> per round trip
+Shape = Mapping[str, Mapping[str, int]]  # variant -> instructions, loads_stores
 
 
 @dataclass
@@ -67,142 +93,104 @@ def single_shot(out: SimOutput, variant: str, counter: str = "instret") -> dict[
     return {"raw": raw, "less_timer": raw - timer}
 
 
-def decompose(
-    out: SimOutput, shape: dict[str, dict[str, int]], counter: str = "instret"
-) -> dict[str, dict[str, float]]:
-    """Split each call's full-save round trip into four parts, from the
-    measured differences between handlers:
+def corrected_of(out: SimOutput, counter: str) -> dict[tuple[str, str], float]:
+    """Every (variant, call)'s round trip in one counter."""
+    return {(v, c): figures(out, v, c, counter).corrected for v in VARIANTS for c in CALLS}
 
+
+@dataclass(frozen=True)
+class Split:
+    """One call's full-handler round trip in parts: each part >= 0, and the
+    parts (in PART_NAMES order) add up to ``total``."""
+
+    call: str
+    total: float
+    parts: dict[str, float]
+    notes: tuple[str, ...] = ()
+    per_access: float | None = None  # one register load/store, where measured
+
+    def share(self, part: str) -> float:
+        return self.parts[part] / self.total if self.total > 0 else 0.0
+
+    @property
+    def ranked(self) -> list[str]:
+        """The parts, largest first (call logic of the bare trap, 0, last)."""
+        return sorted(self.parts, key=lambda p: self.parts[p], reverse=True)
+
+
+def split(corrected: Corrected, shape: Shape | None, call: str, unit: str = "") -> Split:
+    """Split the full handler's round trip of CALL from the bare trap:
+
+      call logic    this call minus the bare trap (the unassigned number);
       entry/exit    the empty handler's round trip: the trap, stepping mepc,
-                    mret. Nothing less can return past an ecall.
-      save/restore  full - minimal is the cost of the registers the minimal
-                    handler skips; divided by how many loads/stores that is
-                    (counted in the disassembly) it gives the cost of one,
-                    times the full handler's loads/stores.
-      dispatch      the rest of the bare trap (an unassigned number, which
-                    goes through the same table to sys_ni_syscall): stack
-                    switch, mcause, the C dispatcher, the table call.
-      call logic    this call minus the unassigned number.
-    The parts add up to the full handler's round trip, in either counter.
-    """
-    corrected = {(v, c): figures(out, v, c, counter).corrected for v in VARIANTS for c in CALLS}
-    extra_accesses = shape["full"]["loads_stores"] - shape["minimal"]["loads_stores"]
-    parts = {}
-    for call in CALLS:
-        total = corrected[("full", call)]
-        entry_exit = corrected[("empty", call)]
-        per_access = (total - corrected[("minimal", call)]) / extra_accesses
-        save_restore = per_access * shape["full"]["loads_stores"]
-        call_logic = total - corrected[("full", "enosys")]
-        dispatch = total - entry_exit - save_restore - call_logic
-        parts[call] = {
-            "total": total,
-            "entry_exit": entry_exit,
-            "save_restore": save_restore,
-            "dispatch": dispatch,
-            "call_logic": call_logic,
-            "per_access": per_access,
-            "beyond_empty_handler": entry_exit - shape["empty"]["instructions"],
-            "minimal": corrected[("minimal", call)],
-            "smode": corrected[("smode", call)],
-            "fpu": corrected[("fpu", call)],
-        }
-    return parts
+                    mret. Nothing less can return past an ecall;
+      save/restore  full - minimal on the bare trap is the cost of the
+                    registers the minimal handler skips; divided by how many
+                    loads/stores that is (SHAPE, from the disassembly) it
+                    gives the cost of one, times the full handler's;
+      dispatch      the rest of the bare trap.
+
+    Where a step would leave a negative part, the parts it would separate
+    stay together and a note names the two figures that disagree."""
+    total = corrected[("full", call)]
+    bare = corrected[("full", BARE_TRAP)]
+    entry = corrected[("empty", BARE_TRAP)]
+    notes: list[str] = []
+    parts: dict[str, float] = {}
+    in_unit = f" {unit}" if unit else ""
+
+    base = bare
+    logic: float | None = total - bare
+    if logic < 0:
+        notes.append(
+            f"call logic not separated: {call} ({number(total)}{in_unit}) measured below the "
+            f"bare trap ({number(bare)}), so its round trip is split on its own"
+        )
+        base, logic = total, None
+    if entry > base or entry < 0:
+        notes.append(
+            f"not separated: the empty handler ({number(entry)}{in_unit}) measured higher than "
+            f"the full one ({number(base)}) in this run"
+        )
+        return Split(call, total, _ordered({"round_trip": base, "call_logic": logic}), tuple(notes))
+    rest = base - entry
+    per_access = None
+    extra = shape["full"]["loads_stores"] - shape["minimal"]["loads_stores"] if shape else 0
+    if shape and extra > 0:
+        per_access = (bare - corrected[("minimal", BARE_TRAP)]) / extra
+        save = per_access * shape["full"]["loads_stores"]
+        if 0 <= save <= rest:
+            parts.update(entry_exit=entry, save_restore=save, dispatch=rest - save)
+        else:
+            notes.append(
+                "save/restore and dispatch not separated: full - minimal gives "
+                f"{number(per_access)}{in_unit} per load/store, {number(save)} for the full "
+                f"handler's {shape['full']['loads_stores']}, "
+                + ("below zero" if save < 0 else f"more than the {number(rest)} the bare trap")
+                + " leaves after entry/exit"
+            )
+            parts.update(entry_exit=entry, save_restore_dispatch=rest)
+    else:
+        notes.append(
+            "save/restore and dispatch not separated: the handlers' loads and stores are "
+            "not in these records"
+        )
+        parts.update(entry_exit=entry, save_restore_dispatch=rest)
+    parts["call_logic"] = logic  # type: ignore[assignment]
+    return Split(call, total, _ordered(parts), tuple(notes), per_access)
+
+
+def _ordered(parts: Mapping[str, float | None]) -> dict[str, float]:
+    return {name: parts[name] for name in PART_NAMES if parts.get(name) is not None}  # type: ignore[misc]
+
+
+def decompose(out: SimOutput, shape: Shape, counter: str = "instret") -> dict[str, Split]:
+    """Every call's split, from one simulator run's counts."""
+    corrected = corrected_of(out, counter)
+    unit = "cycles" if counter == "cycles" else "instructions"
+    return {call: split(corrected, shape, call, unit) for call in CALLS}
 
 
 def number(value: float) -> str:
-    """A count as an integer when it is one (they always are in these simulators)."""
+    """A count as an integer when it is one (instruction counts always are)."""
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
-
-
-def _share(part: float, total: float) -> str:
-    return f"{100 * part / total:.0f}%" if total else "-"
-
-
-def explain(name: str, call: str, parts: dict[str, float], unit: str) -> str:
-    """Which part dominates this call's round trip, by how much, in words."""
-    total = parts["total"]
-    ranked = sorted(PART_NAMES, key=lambda p: parts[p], reverse=True)
-    top, second = ranked[0], ranked[1]
-    words = (
-        f"{call} on {name}: {number(total)} {unit} per round trip; "
-        f"{PART_NAMES[top]} dominates with {number(parts[top])} ({_share(parts[top], total)})"
-    )
-    if parts[second] > 0:
-        words += (
-            f", {parts[top] / parts[second]:.1f}x the next part, "
-            f"{PART_NAMES[second]} ({number(parts[second])})"
-        )
-    logic = parts["call_logic"]
-    if call == "enosys":
-        words += "; there is no call logic (sys_ni_syscall counts as dispatch)"
-    elif top != "call_logic" and logic > 0:
-        words += (
-            f", and {parts[top] / logic:.1f}x the call's own logic "
-            f"({number(logic)}, {_share(logic, total)})"
-        )
-    return words + "."
-
-
-def explain_variants(
-    name: str, parts: dict[str, dict[str, float]], empty_length: int, unit: str
-) -> str:
-    """What each other handler changes, on getpid, in words."""
-    getpid = parts["getpid"]
-    base = getpid["total"]
-
-    def delta(variant: str) -> str:
-        change = getpid[variant] - base
-        sign = "+" if change >= 0 else ""
-        return f"{sign}{number(change)} {unit} ({100 * change / base:+.0f}%)"
-
-    same_smode = getpid["smode"] == base
-    smode_words = (
-        " (the same instructions run; any difference would have to be in cycles)"
-        if same_smode and unit == "instructions"
-        else ""
-    )
-    words = (
-        f"{name}, getpid: saving only the caller-saved registers changes the round trip by "
-        f"{delta('minimal')}; delegating the trap to S-mode by {delta('smode')}"
-        f"{smode_words}; saving the FPU state as well by {delta('fpu')}, which is what lazy "
-        "FPU saving avoids."
-    )
-    beyond = getpid["beyond_empty_handler"]
-    if unit == "instructions":
-        words += (
-            f" The ecall itself, beyond the empty handler's {empty_length} instructions "
-            f"(mret included), counts {number(beyond)} instruction"
-            f"{'' if beyond == 1 else 's'} here."
-        )
-    else:
-        words += (
-            f" The empty handler ({empty_length} instructions, mret included) takes "
-            f"{number(getpid['entry_exit'])} {unit}: the trap and the return cost "
-            f"{number(beyond)} {unit} more than its instructions would at one per cycle."
-        )
-    return words
-
-
-def explain_cycles_vs_instructions(
-    name: str, cycles: dict[str, float], instructions: dict[str, float]
-) -> str:
-    """Where the cycle view of getpid differs from the instruction view."""
-    top_cycles = max(PART_NAMES, key=lambda p: cycles[p])
-    top_instr = max(PART_NAMES, key=lambda p: instructions[p])
-    share_c = {p: cycles[p] / cycles["total"] for p in PART_NAMES}
-    share_i = {p: instructions[p] / instructions["total"] for p in PART_NAMES}
-    moved = max(PART_NAMES, key=lambda p: share_c[p] - share_i[p])
-    agree = (
-        f"both views agree that {PART_NAMES[top_cycles]} dominates"
-        if top_cycles == top_instr
-        else f"in cycles {PART_NAMES[top_cycles]} dominates, in instructions "
-        f"{PART_NAMES[top_instr]}"
-    )
-    return (
-        f"{name}, getpid, cycles against instructions: {number(cycles['total'])} cycles for "
-        f"{number(instructions['total'])} instructions "
-        f"({cycles['total'] / instructions['total']:.2f} cycles per instruction); {agree}; "
-        f"{PART_NAMES[moved]} grows most, from {share_i[moved]:.0%} of the instructions to "
-        f"{share_c[moved]:.0%} of the cycles."
-    )

@@ -25,7 +25,7 @@ from ctxbench.errors import CtxbenchError
 from ctxbench.records import run_end_record, timestamp
 from ctxbench.riscv import rvsim_models, simulators, tools
 from ctxbench.riscv.catalog import CALLS, VARIANTS
-from ctxbench.riscv.decompose import COUNTERS, decompose
+from ctxbench.riscv.decompose import COUNTERS, Split, decompose
 from ctxbench.riscv.parse import SimOutput, handler_shape, parse_output
 from ctxbench.riscv.records import env_record, result_base, result_record
 from ctxbench.riscv.simulators import LabError, Target
@@ -42,7 +42,7 @@ class TargetRun:
     target: Target
     output: SimOutput | None = None
     shape: dict[str, dict[str, int]] | None = None
-    parts: dict[str, dict[str, dict[str, float]]] | None = None  # counter -> call -> part
+    parts: dict[str, dict[str, Split]] | None = None  # counter -> call -> its split
     problem: str | None = None
     seconds: float = 0.0
 
@@ -176,6 +176,7 @@ def run_lab(
                         run.parts,  # type: ignore[arg-type]
                         models.get(run.target.model) if run.target.model else None,
                         started_at,
+                        run.shape,
                     )
                 records.append(record)
     records.append(run_end_record(run_id, records, time.monotonic() - started))

@@ -17,14 +17,16 @@ from typing import Any
 
 from ctxbench.records import SCHEMA_VERSION, timestamp
 from ctxbench.riscv.catalog import ARG0, CALL_WORDS, EXPECTED_RETURN, VARIANT_WORDS
-from ctxbench.riscv.decompose import PART_NAMES, figures, single_shot
+from ctxbench.riscv.decompose import Split, figures, single_shot
 from ctxbench.riscv.parse import SimOutput
 from ctxbench.riscv.simulators import SPIKE_ISA, Target
 from ctxbench.riscv.tools import CROSS_PREFIX
 from ctxbench.stats import summarize
 
 SOURCE = "riscv-lab"
-PRODUCER_VERSION = "2"
+# 3: derived carries the handler's shape (handler_instructions,
+# handler_loads_stores) and the parts split from the bare trap.
+PRODUCER_VERSION = "3"
 
 
 def _unit(target: Target) -> str:
@@ -70,11 +72,13 @@ def result_record(
     variant: str,
     call: str,
     out: SimOutput,
-    parts: dict[str, dict[str, dict[str, float]]],
+    parts: dict[str, dict[str, Split]],
     model: dict[str, Any] | None,
     started_at: str,
+    shape: dict[str, dict[str, int]] | None = None,
 ) -> dict[str, Any]:
-    """parts: counter ('instret', 'cycles') -> call -> part -> value."""
+    """parts: counter ('instret', 'cycles') -> call -> its split; shape: the
+    handlers' instructions and loads/stores (parse.handler_shape)."""
     counter = _counter(target)
     main = figures(out, variant, call, counter)
     instr = figures(out, variant, call, "instret")
@@ -92,15 +96,19 @@ def result_record(
         "timer_pair_cycles": cyc.timer,
         "baseline_instructions": statistics.median(instr.baseline),
         "baseline_cycles": statistics.median(cyc.baseline),
-        "minus_full_instructions": instr.corrected - parts["instret"][call]["total"],
+        "minus_full_instructions": instr.corrected - parts["instret"][call].total,
     }
+    if shape is not None and variant in shape:
+        derived["handler_instructions"] = shape[variant]["instructions"]
+        derived["handler_loads_stores"] = shape[variant]["loads_stores"]
     if target.counts_cycles:
-        derived["minus_full_cycles"] = cyc.corrected - parts["cycles"][call]["total"]
+        derived["minus_full_cycles"] = cyc.corrected - parts["cycles"][call].total
     if variant == "full":
-        for part in PART_NAMES:
-            derived[f"{part}_instructions"] = parts["instret"][call][part]
-            if target.counts_cycles:
-                derived[f"{part}_cycles"] = parts["cycles"][call][part]
+        for part, value in parts["instret"][call].parts.items():
+            derived[f"{part}_instructions"] = value
+        if target.counts_cycles:
+            for part, value in parts["cycles"][call].parts.items():
+                derived[f"{part}_cycles"] = value
     if call == "getpid":
         for name, key in (("instructions", "instret"), ("cycles", "cycles")):
             shot = single_shot(out, variant, key)
