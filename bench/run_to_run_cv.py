@@ -1,0 +1,165 @@
+"""How much each figure moves from one run to the next: the run-to-run CV.
+
+Runs `ctxbench run SELECTION --quick` N times for each configuration, the
+configurations taken in turn (A B C A B C ...) so that a slow spell of the
+host lands on all of them alike, each run stored in a temporary store and
+copied out with --json. For every variant, the CV (stddev / mean) of its
+median over the N runs; then, per row class (syscall, same-CPU switch,
+cross-CPU switch, user-level, other), the median, 75th percentile and largest
+CV, and the wall time of a run.
+
+A configuration is NAME=ARGS: ARGS are extra `ctxbench run` options; a token
+KEY=VALUE whose KEY is upper case sets an environment variable instead (for
+example CTXBENCH_ENGINE=/path/to/an/older/engine to measure "before").
+
+Usage: python3 bench/run_to_run_cv.py [--runs N] [--selection 'PROBES...']
+           [--config NAME=ARGS ...] [--ctxbench PATH] [--keep DIR]
+Prints a table; never used by tests (speed and noise live in bench/).
+"""
+
+import argparse
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV_TOKEN = re.compile(r"^[A-Z][A-Z0-9_]*=")
+
+
+def default_ctxbench() -> str:
+    venv = os.path.join(ROOT, ".venv", "bin", "ctxbench")
+    return venv if os.access(venv, os.X_OK) else "ctxbench"
+
+
+def parse_config(text: str) -> tuple[str, list[str], dict[str, str]]:
+    name, _, rest = text.partition("=")
+    if not name:
+        sys.exit(
+            f"run_to_run_cv: --config {text!r}: give NAME=ARGS, e.g. rounds='--interleave rounds'"
+        )
+    args: list[str] = []
+    env: dict[str, str] = {}
+    for token in shlex.split(rest):
+        if ENV_TOKEN.match(token):
+            key, _, value = token.partition("=")
+            env[key] = value
+        else:
+            args.append(token)
+    return name, args, env
+
+
+def row_class(record: dict) -> str:
+    family = record.get("family", "")
+    cpus = record.get("params", {}).get("cpus")
+    if family == "syscall":
+        return "syscall"
+    if family == "uswitch" or record["probe"].startswith("uswitch"):
+        return "user-level"
+    if record["probe"].startswith("switch.") and cpus == "same":
+        return "same-CPU switch"
+    if record["probe"].startswith("switch.") and cpus in ("cross", "any"):
+        return "cross-CPU switch"
+    return "other"
+
+
+def variant_key(record: dict) -> str:
+    params = ",".join(f"{k}={v}" for k, v in sorted(record.get("params", {}).items()))
+    return f"{record['probe']} {params}".strip()
+
+
+def one_run(
+    ctxbench: str, selection: list[str], args: list[str], env: dict[str, str], db: str, out: str
+) -> tuple[dict[str, tuple[str, float]], float]:
+    cmd = [ctxbench, "run", *selection, "--quick", "--db", db, "--json", out, *args]
+    started = time.monotonic()
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env={**os.environ, **env}, timeout=900
+    )
+    wall = time.monotonic() - started
+    if proc.returncode not in (0, 1):
+        sys.exit(
+            f"run_to_run_cv: {shlex.join(cmd)} exited {proc.returncode}:\n"
+            + proc.stderr.strip()[-800:]
+        )
+    medians: dict[str, tuple[str, float]] = {}
+    with open(out, encoding="utf-8") as lines:
+        for line in lines:
+            record = json.loads(line)
+            if record.get("kind") != "result" or record["verdict"]["status"] not in (
+                "ok",
+                "suspect",
+            ):
+                continue
+            medians[variant_key(record)] = (row_class(record), record["summary"]["median"])
+    return medians, wall
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument(
+        "--selection", default="", help="probes/families (default: the whole quick suite)"
+    )
+    parser.add_argument("--config", action="append", default=[], help="NAME=ARGS (repeatable)")
+    parser.add_argument("--ctxbench", default=default_ctxbench())
+    parser.add_argument("--keep", help="keep each run's --json file in this folder")
+    args = parser.parse_args()
+    configs = [parse_config(c) for c in args.config] or [("default", [], {})]
+    selection = shlex.split(args.selection)
+    figures: dict[str, dict[str, list[float]]] = {name: {} for name, _, _ in configs}
+    classes: dict[str, str] = {}
+    walls: dict[str, list[float]] = {name: [] for name, _, _ in configs}
+    with tempfile.TemporaryDirectory(prefix="ctxbench-cv-") as tmp:
+        keep = args.keep or tmp
+        os.makedirs(keep, exist_ok=True)
+        for n in range(1, args.runs + 1):
+            for name, extra, env in configs:
+                out = os.path.join(keep, f"{name}-{n}.jsonl")
+                medians, wall = one_run(
+                    args.ctxbench, selection, extra, env, os.path.join(tmp, "cv.db"), out
+                )
+                walls[name].append(wall)
+                for key, (cls, median) in medians.items():
+                    classes[key] = cls
+                    figures[name].setdefault(key, []).append(median)
+                print(
+                    f"run {n}/{args.runs} {name}: {len(medians)} figures in {wall:.1f} s",
+                    file=sys.stderr,
+                )
+    print(
+        f"{args.runs} runs per configuration; CV = stddev/mean of a variant's median over the runs"
+    )
+    print(
+        f"{'configuration':<16} {'class':<18} {'rows':>4} {'CV median':>9} "
+        f"{'CV p75':>7} {'CV max':>7} {'run s':>6}"
+    )
+    for name, _, _ in configs:
+        by_class: dict[str, list[float]] = {}
+        for key, values in figures[name].items():
+            if len(values) < max(2, args.runs // 2):
+                continue
+            cv = statistics.stdev(values) / statistics.fmean(values)
+            by_class.setdefault(classes[key], []).append(cv)
+        wall = statistics.median(walls[name])
+        for cls in sorted(by_class):
+            cvs = by_class[cls]
+            print(
+                f"{name:<16} {cls:<18} {len(cvs):>4} {100 * statistics.median(cvs):>8.1f}% "
+                f"{100 * percentile(cvs, 0.75):>6.1f}% {100 * max(cvs):>6.1f}% {wall:>6.1f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
