@@ -148,7 +148,9 @@ def test_a_significant_difference_under_the_minimum_effect_is_not_meaningful():
     assert difference.significant  # the U test and the interval both see 2%
     assert difference.ratio.ratio == pytest.approx(1.02)
     assert decide(difference, "ns", 0.05) == NO_DIFFERENCE
-    assert describe(difference, "ns") == "no meaningful difference (1.02×, under 5%)"
+    assert describe(difference, "ns") == (
+        "no meaningful difference (1.02×, 1.01–1.03, not all beyond 5%)"
+    )
     assert decide(difference, "ns", 0.01) == SLOWER  # a smaller minimum effect lets it count
     assert describe(difference, "ns", min_effect=0.01).startswith("B ran 1.02× (")
 

@@ -151,3 +151,62 @@ def test_summary_matches_the_engines_definitions() -> None:
     assert summarize([3])["stddev"] == 0.0
     with pytest.raises(ValueError):
         summarize([])
+
+
+# ---- between runs: log spread, t interval, hierarchical bootstrap ---------------
+def test_log_spread_is_the_standard_deviation_of_the_logs():
+    assert stats.log_spread([1.0, np.e]) == pytest.approx(np.std([0.0, 1.0], ddof=1))
+    assert stats.log_spread([5.0]) is None
+    assert stats.log_spread([5.0, 0.0]) is None
+
+
+def test_pooled_log_spread_takes_each_group_about_its_own_mean():
+    e = np.e
+    pooled = stats.pooled_log_spread([[1.0, e], [e**2, e**3]])
+    # Deviations +-0.5 in each group: squares 1.0 over df = 2.
+    assert pooled.df == 2
+    assert pooled.spread == pytest.approx(np.sqrt(0.5))
+    # A one-value group adds no degree of freedom and no square.
+    assert stats.pooled_log_spread([[1.0, e], [7.0]]) == stats.PooledSpread(
+        spread=pytest.approx(np.sqrt(0.5)), df=1
+    )
+    assert stats.pooled_log_spread([[1.0], [2.0]]) is None
+
+
+def test_t_ratio_interval_matches_the_t_quantile():
+    interval = stats.t_ratio_interval(100.0, 110.0, spread=0.05, df=4, n_reference=3, n_other=2)
+    half = scipy_stats.t.ppf(0.975, 4) * 0.05 * np.sqrt(1 / 3 + 1 / 2)
+    assert interval.ratio == pytest.approx(1.1)
+    assert np.log(interval.low) == pytest.approx(np.log(1.1) - half)
+    assert np.log(interval.high) == pytest.approx(np.log(1.1) + half)
+    assert interval.method == stats.T_LOG_RATIO_METHOD
+    assert stats.t_ratio_interval(0.0, 1.0, 0.1, 3) is None
+    assert stats.t_ratio_interval(1.0, 1.0, 0.1, 0) is None
+
+
+def test_hierarchical_bootstrap_is_reproducible_with_its_seed():
+    rng = np.random.default_rng(3)
+    groups = [rng.lognormal(np.log(m), 0.01, 20) for m in (100.0, 104.0, 97.0)]
+    first = stats.hierarchical_bootstrap_median(groups, resamples=500, seed=11)
+    again = stats.hierarchical_bootstrap_median(groups, resamples=500, seed=11)
+    other = stats.hierarchical_bootstrap_median(groups, resamples=500, seed=12)
+    assert first == again
+    assert (first.low, first.high) != (other.low, other.high)
+    assert first.median == pytest.approx(np.median([np.median(g) for g in groups]))
+    assert first.low <= first.median <= first.high
+
+
+def test_hierarchical_interval_carries_the_spread_between_repeats():
+    # Tight within each repeat, far apart between them: the interval spans the
+    # repeats, where a bootstrap of the pooled samples would not.
+    groups = [[100.0, 100.1, 99.9] * 5, [130.0, 130.1, 129.9] * 5]
+    interval = stats.hierarchical_bootstrap_median(groups, resamples=1000, seed=0)
+    assert interval.median == pytest.approx(115.0)
+    assert interval.low == pytest.approx(100.0, abs=0.2)
+    assert interval.high == pytest.approx(130.0, abs=0.2)
+
+
+def test_hierarchical_bootstrap_of_constant_repeats_is_exact():
+    interval = stats.hierarchical_bootstrap_median([[5.0, 5.0], [5.0]], resamples=50)
+    assert (interval.median, interval.low, interval.high) == (5.0, 5.0, 5.0)
+    assert stats.hierarchical_bootstrap_median([[], []]) is None

@@ -997,7 +997,8 @@ def explain(run_ref: str, db: str | None, as_json: bool) -> None:
     metavar="PCT",
     callback=lambda ctx, param, value: _percentage(value, "--fail-above"),
     help="Exit 1 when a comparable row got slower than the reference by more than PCT "
-    "percent and the difference is significant; names each such row.",
+    "percent: the whole interval of its ratio above 1 + PCT, judged against the row's "
+    "run-to-run noise (repeats, history, or within-run with a floor); names each such row.",
 )
 def compare(
     run_refs: tuple[str, ...],
@@ -1011,8 +1012,10 @@ def compare(
     fail_above: float | None,
 ) -> int:
     """Runs side by side, answers first: each key figure's ratio with its
-    bootstrap CI and U test, the environment differences that may explain
-    them, the summary line; --all adds the table of every row.
+    interval, judged against the row's run-to-run noise (the runs' repeats,
+    else this machine's history in the store, else the within-run samples
+    with a floor; each row says which), the environment differences that may
+    explain them, the summary line; --all adds the table of every row.
 
     Rows whose verdicts are not ok, whose tasks ran on a different number of
     CPUs, or whose runs used different options are marked and left out of the
@@ -1020,6 +1023,7 @@ def compare(
     from ctxbench.compare import compare_runs
     from ctxbench.export import comparison_dict
     from ctxbench.gate import gate, gate_lines
+    from ctxbench.machine_history import variant_history
 
     if len(run_refs) < 2:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
@@ -1030,15 +1034,17 @@ def compare(
             if base_id not in [run.run_id for run in runs]:
                 raise BadInput(f"--baseline {baseline} is not one of the runs compared")
             runs.sort(key=lambda run: run.run_id != base_id)  # stable: others keep their order
+        history = variant_history(store, runs)
     ids = [run.run_id for run in runs]
     if len(set(ids)) != len(ids):
         raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")
     if as_json:
-        comparison = compare_runs(runs, alpha=alpha, min_effect=min_effect)
+        comparison = compare_runs(runs, alpha=alpha, min_effect=min_effect, history=history)
         judged = None if fail_above is None else gate(comparison, fail_above)
         click.echo(json.dumps(comparison_dict(comparison, judged), indent=2, allow_nan=False))
     else:
-        comparison = _print_comparison(runs, alpha, min_effect, show_all, only_common)
+        options = {"alpha": alpha, "min_effect": min_effect, "history": history}
+        comparison = _print_comparison(runs, options, show_all, only_common)
         judged = None if fail_above is None else gate(comparison, fail_above)
     if judged is None:
         return 0
@@ -1049,7 +1055,7 @@ def compare(
 
 
 def _print_comparison(
-    runs: list[StoredRun], alpha: float, min_effect: float, show_all: bool, only_common: bool
+    runs: list[StoredRun], options: dict[str, Any], show_all: bool, only_common: bool
 ) -> Comparison:
     """Answers first: the runs, the key figures against run A, the other rows
     that differ, the environment differences of interest, the summary line,
@@ -1058,7 +1064,7 @@ def _print_comparison(
     from ctxbench.summary import summarize
     from ctxbench.summary_view import machine_lines
 
-    summary = summarize(runs, compare_options={"alpha": alpha, "min_effect": min_effect})
+    summary = summarize(runs, compare_options=options)
     assert summary.machines is not None  # two runs or more
     comparison = summary.machines.comparison
     console = _console()

@@ -1,14 +1,14 @@
 """Side-by-side comparison of stored runs, per probe variant, with a decision per row.
 
 Results are matched on (probe, params). The first run is the reference; for
-every other run, each matched variant gets the ratio of medians
-(other / reference) with a bootstrap confidence interval and a Mann-Whitney
-U test on the raw per-operation samples (before baseline subtraction, the
-figures the engine measured), and a decision: slower, faster, or no
-difference (see ``ctxbench.stats``). A significant difference smaller than
-the minimum effect (``min_effect``, 5% unless asked otherwise) is "no
-meaningful difference": two runs on one machine differ by a few percent
-and the U test sees it.
+every other run, each matched variant gets the ratio of its figures
+(other / reference) with an interval, judged against the row's run-to-run
+noise (``ctxbench.noise``: the runs' repeats, else the machine's history in
+the store, else the within-run samples with a floor), and a decision:
+slower or faster only when the whole interval lies beyond the minimum
+effect (``min_effect``, 5% unless asked otherwise), else no difference.
+Two runs on one machine differ by a few percent, and a within-run test sees
+it; the noise source of each row says what the decision rests on.
 
 A comparison must not mislead, so a row is *marked* and left out of the
 summary when its two sides do not measure the same thing: a verdict that is
@@ -26,11 +26,13 @@ The environment diff is ``envdiff``; the CI gate of ``--fail-above`` is
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench import fmt, matrix, stats
 from ctxbench.envdiff import EnvDiff, env_diff
+from ctxbench.noise import Noise, judge
 from ctxbench.records import params_key
 from ctxbench.store import StoredRun
 
@@ -51,6 +53,7 @@ class Cell:
     # Why this cell is left out of the summary (verdicts, placement, options); empty: comparable.
     excluded: tuple[str, ...] = ()
     decision: str | None = None  # SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE; None for the reference
+    noise: Noise | None = None  # what judged the difference; None without one
 
     @property
     def median(self) -> float | None:
@@ -131,7 +134,12 @@ def compare_runs(
     level: float = stats.DEFAULT_LEVEL,
     resamples: int = stats.DEFAULT_RESAMPLES,
     min_effect: float = DEFAULT_MIN_EFFECT,
+    history: Mapping[tuple[str, str], Sequence[float]] | None = None,
 ) -> Comparison:
+    """Every variant of the runs, matched, each other run against the first.
+    ``history``: per variant key, the figures of the store's earlier runs of
+    the runs' machine (``machine_history.variant_history``), for rows
+    without repeats."""
     if len(runs) < 2:
         raise ValueError("a comparison needs at least two runs")
     if min_effect < 0:
@@ -154,10 +162,10 @@ def compare_runs(
         for index, by_key in enumerate(indexed[1:], start=1):
             other = by_key.get(key)
             note = _note(other) or (None if other is None else _note(reference))
-            difference = None
+            difference, judged_by = None, None
             if note is None and reference is not None and other is not None:
-                difference = stats.compare_samples(
-                    reference["samples"], other["samples"], alpha, level, resamples
+                difference, judged_by = judge(
+                    reference, other, (history or {}).get(key, ()), alpha, level, resamples
                 )
             if reference is None or other is None:
                 excluded: tuple[str, ...] = ()
@@ -171,7 +179,7 @@ def compare_runs(
                     fmt.run_letter(0),
                     fmt.run_letter(index),
                 )
-                decision = decide(difference, first_seen["unit"], min_effect)
+                decision = decide(difference, first_seen["unit"], min_effect, judged_by)
             cells.append(
                 Cell(
                     result=other,
@@ -179,6 +187,7 @@ def compare_runs(
                     note=note,
                     excluded=excluded,
                     decision=decision,
+                    noise=judged_by,
                 )
             )
         rows.append(
@@ -270,16 +279,42 @@ def time_ratio(difference: stats.Difference, unit: str) -> float | None:
     return ratio if stats.lower_is_better(unit) else 1.0 / ratio
 
 
-def decide(difference: stats.Difference | None, unit: str, min_effect: float) -> str | None:
-    """SLOWER, FASTER or NO_DIFFERENCE; None when there is nothing to decide on."""
+def time_interval(interval: stats.RatioInterval, unit: str) -> tuple[float, float]:
+    """The interval's ends oriented like ``time_ratio`` (above 1: slower)."""
+    if stats.lower_is_better(unit):
+        return interval.low, interval.high
+    return (
+        1.0 / interval.high if interval.high else math.inf,
+        1.0 / interval.low if interval.low else math.inf,
+    )
+
+
+def effect_needed(min_effect: float, judged_by: Noise | None) -> float:
+    """The relative effect the whole interval must exceed: the minimum effect,
+    or the within-run floor where that is larger."""
+    return max(min_effect, judged_by.floor_effect if judged_by else 0.0)
+
+
+def decide(
+    difference: stats.Difference | None,
+    unit: str,
+    min_effect: float,
+    judged_by: Noise | None = None,
+) -> str | None:
+    """SLOWER or FASTER when the difference is significant and its whole
+    interval lies beyond 1 + the effect needed (``effect_needed``), else
+    NO_DIFFERENCE; None when there is nothing to decide on."""
     if difference is None or difference.ratio is None:
         return None
     if not difference.significant:
         return NO_DIFFERENCE
-    ratio = time_ratio(difference, unit)
-    if ratio is None or 1.0 / (1.0 + min_effect) <= ratio <= 1.0 + min_effect:
-        return NO_DIFFERENCE
-    return SLOWER if ratio > 1.0 else FASTER
+    low, high = time_interval(difference.ratio, unit)
+    effect = effect_needed(min_effect, judged_by)
+    if low > 1.0 + effect:
+        return SLOWER
+    if high < 1.0 / (1.0 + effect):
+        return FASTER
+    return NO_DIFFERENCE
 
 
 def summarize(rows: list[Row], index: int) -> Summary:
@@ -389,17 +424,24 @@ def describe(
     min_effect: float = DEFAULT_MIN_EFFECT,
     name: str = "B",
     reference_name: str = "A",
+    judged_by: Noise | None = None,
 ) -> str:
     """A difference in words: 'B ran 2.19× (2.17–2.21) slower than A', 'not
-    significant', 'no meaningful difference (1.02×, under 5%)'."""
-    decision = decide(difference, unit, min_effect)
+    significant', 'no meaningful difference (1.08×, 1.03–1.13, not all beyond 5%)'."""
+    decision = decide(difference, unit, min_effect, judged_by)
     if difference is None or difference.ratio is None or decision is None:
         return "no ratio"
     if not difference.significant:
         return "not significant"
     interval = difference.ratio
     if decision == NO_DIFFERENCE:
-        return f"no meaningful difference ({fmt.factor(interval.ratio)}×, under {min_effect:.0%})"
+        effect = effect_needed(min_effect, judged_by)
+        floor = " (the within-run floor)" if effect > min_effect else ""
+        return (
+            f"no meaningful difference ({fmt.factor(interval.ratio)}×, "
+            f"{fmt.factor(interval.low)}–{fmt.factor(interval.high)}, "
+            f"not all beyond {effect:.0%}{floor})"
+        )
     # The factor is >= 1 and the interval is turned with it.
     if interval.ratio > 1.0:
         factor, low, high = interval.ratio, interval.low, interval.high

@@ -26,6 +26,7 @@ from typing import Any
 from ctxbench import fmt, stats
 from ctxbench.compare import Comparison, MatrixComparison, summary_line, summary_lines, time_ratio
 from ctxbench.gate import Gate, not_judged_reason
+from ctxbench.noise import Noise
 from ctxbench.records import dumps, variant_name
 from ctxbench.store import StoredRun
 
@@ -143,7 +144,8 @@ def export_text(stored: StoredRun, form: str) -> str:
 
 
 # ---- a comparison: compare --json ---------------------------------------------
-COMPARISON_SCHEMA_VERSION = 1
+# 2: every row says what judged it (``noise``); decisions need the whole interval.
+COMPARISON_SCHEMA_VERSION = 2
 
 
 def _finite(value: float | None) -> float | None:
@@ -167,6 +169,17 @@ def _difference_dict(difference: stats.Difference | None) -> dict[str, Any]:
         "p_value": None if u_test is None else _finite(u_test.p_value),
         "significant": bool(difference and difference.significant),
         "why_not_significant": difference.why_not if difference else None,
+    }
+
+
+def _noise_dict(judged_by: Noise | None) -> dict[str, Any] | None:
+    if judged_by is None:
+        return None
+    return {
+        "source": judged_by.source,
+        "spread": None if judged_by.spread is None else _finite(judged_by.spread),
+        "n": judged_by.n,
+        "floor": judged_by.floor,
     }
 
 
@@ -210,6 +223,7 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
                     "note": cell.note,
                     "excluded": list(cell.excluded),
                     "judged": not_judged_reason(cell) is None,
+                    "noise": _noise_dict(cell.noise),
                 }
             )
     summaries = [

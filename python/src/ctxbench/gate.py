@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ctxbench import fmt
+from ctxbench import fmt, noise
 from ctxbench.compare import ONLY_ONE, SLOWER, Cell, Comparison, Row, decide, describe, time_ratio
 from ctxbench.records import variant_name
 
@@ -55,7 +55,7 @@ def gate(comparison: Comparison, percent: float) -> Gate:
             why = not_judged_reason(cell)
             if why is not None:
                 not_judged.append((verdict, why))
-            elif decide(cell.difference, row.unit, percent / 100.0) == SLOWER:
+            elif decide(cell.difference, row.unit, percent / 100.0, cell.noise) == SLOWER:
                 regressions.append(verdict)
     return Gate(percent, regressions, not_judged)
 
@@ -82,11 +82,14 @@ def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str
             judged.percent / 100.0,
             fmt.run_letter(verdict.index),
             fmt.run_letter(0),
+            cell.noise,
         )
-        p = fmt.p_value(cell.difference.u_test.p_value) if cell.difference.u_test else ""
+        p = fmt.p_value(cell.difference.u_test.p_value) if cell.difference.u_test else None
         lines.append(
             f"slower by more than {judged.percent:g}%: "
-            f"{variant_name(verdict.row.probe, verdict.row.params)}: {words}, {p}"
+            f"{variant_name(verdict.row.probe, verdict.row.params)}: {words}, "
+            + (f"{p}, " if p else "")
+            + noise.words(cell.noise)
         )
     if judged.not_judged:
         names = [

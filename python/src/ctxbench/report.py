@@ -37,7 +37,7 @@ import plotly.io as pio
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
-from ctxbench import __version__, fmt, matrix
+from ctxbench import __version__, fmt, matrix, noise
 from ctxbench.compare import Comparison, describe, summary_lines
 from ctxbench.envdiff import flatten_env
 from ctxbench.explain import explain
@@ -505,7 +505,15 @@ def _comparison_figure(
                 values += [ratio.low, ratio.high]
                 hover.append(
                     esc(
-                        describe(difference, row.unit, comparison.min_effect, fmt.run_letter(index))
+                        describe(
+                            difference,
+                            row.unit,
+                            comparison.min_effect,
+                            fmt.run_letter(index),
+                            judged_by=row.cells[index].noise,
+                        )
+                        + "; "
+                        + noise.words(row.cells[index].noise)
                         + ("; excluded: " + "; ".join(row.cells[index].excluded))
                         * bool(row.cells[index].excluded)
                     )

@@ -13,6 +13,20 @@ A difference is called significant only when both agree: p < alpha and the
 ratio's interval excludes 1. Otherwise the comparison says "not
 significant" rather than print a ratio that is noise.
 
+Between runs (the noise that matters when two runs are compared):
+
+* Log spread: the sample standard deviation (n-1) of the natural logs of
+  per-run figures; for small spreads it is the coefficient of variation.
+  Pooled over groups (the repeats of run A and of run B), each group about
+  its own mean, with sum(n_i - 1) degrees of freedom.
+* Ratio of two figures given a run-to-run spread s: a t interval on the log
+  ratio, log(b/a) +- t(df, 1 - alpha/2) * s * sqrt(1/n_a + 1/n_b), turned
+  back into a ratio (Welch-free: one pooled s, as in a two-sample t test).
+* Hierarchical bootstrap of the median over repeats (Saravanan et al. 2020,
+  "Application of the hierarchical bootstrap to multi-level data"): resample
+  the repeats with replacement, then each chosen repeat's samples, take each
+  resampled repeat's median and the median of those. Seeded.
+
 Edge cases are explicit: fewer than two samples on a side gives no interval
 and no test (None); a zero median in the denominator gives no ratio; samples
 with no spread at all (every value tied) give U = n1*n2/2 and p = 1.
@@ -27,6 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 
 BOOTSTRAP_METHOD = "percentile bootstrap of the ratio of medians"
+T_LOG_RATIO_METHOD = "t interval of the log ratio, from a run-to-run spread"
+HIERARCHICAL_METHOD = "hierarchical bootstrap: repeats, then samples within them"
 U_TEST_METHOD = "Mann-Whitney U, two-sided"
 DEFAULT_LEVEL = 0.95
 DEFAULT_RESAMPLES = 4000
@@ -187,6 +203,124 @@ def compare_samples(
 def lower_is_better(unit: str) -> bool:
     """Time, cycles and instructions per operation: lower is better; rates: higher."""
     return unit != "msgs/s"
+
+
+# ---- between runs: log spread, t interval of a log ratio, hierarchical bootstrap ----
+def _positive_logs(values: Sequence[float]) -> np.ndarray | None:
+    array = _as_array(values)
+    if array.size == 0 or np.any(array <= 0.0):
+        return None
+    return np.log(array)
+
+
+def log_spread(values: Sequence[float]) -> float | None:
+    """Sample standard deviation (n-1) of the natural logs of per-run figures;
+    None for fewer than two values or a value that is not positive."""
+    logs = _positive_logs(values)
+    if logs is None or logs.size < MIN_SAMPLES:
+        return None
+    return float(np.std(logs, ddof=1))
+
+
+@dataclass(frozen=True)
+class PooledSpread:
+    spread: float  # pooled standard deviation of the logs
+    df: int  # degrees of freedom: sum(n_i - 1)
+
+
+def pooled_log_spread(groups: Sequence[Sequence[float]]) -> PooledSpread | None:
+    """The log spread pooled over groups, each about its own mean; None when no
+    group has two values (df = 0) or a value is not positive."""
+    squares, df = 0.0, 0
+    for group in groups:
+        logs = _positive_logs(group)
+        if logs is None:
+            return None
+        squares += float(np.sum((logs - logs.mean()) ** 2))
+        df += int(logs.size) - 1
+    if df < 1:
+        return None
+    return PooledSpread(spread=math.sqrt(squares / df), df=df)
+
+
+def t_ratio_interval(
+    reference: float,
+    other: float,
+    spread: float,
+    df: int,
+    n_reference: int = 1,
+    n_other: int = 1,
+    level: float = DEFAULT_LEVEL,
+) -> RatioInterval | None:
+    """other / reference with a t interval on the log ratio, given the
+    run-to-run log spread (``df`` degrees of freedom) of one figure and the
+    number of runs behind each side's figure. None for a figure that is not
+    positive or df < 1."""
+    if not 0.0 < level < 1.0:
+        raise ValueError("level must be between 0 and 1")
+    if reference <= 0.0 or other <= 0.0 or df < 1 or spread < 0.0:
+        return None
+    from scipy import stats as scipy_stats
+
+    center = math.log(other) - math.log(reference)
+    half = (
+        float(scipy_stats.t.ppf(0.5 + level / 2.0, df))
+        * spread
+        * math.sqrt(1.0 / n_reference + 1.0 / n_other)
+    )
+    return RatioInterval(
+        ratio=math.exp(center),
+        low=math.exp(center - half),
+        high=math.exp(center + half),
+        level=level,
+        resamples=0,
+        method=T_LOG_RATIO_METHOD,
+    )
+
+
+@dataclass(frozen=True)
+class HierarchicalMedian:
+    median: float  # the median of the repeats' medians
+    low: float
+    high: float
+    level: float
+    resamples: int
+    method: str = HIERARCHICAL_METHOD
+
+
+def hierarchical_bootstrap_median(
+    groups: Sequence[Sequence[float]],
+    level: float = DEFAULT_LEVEL,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> HierarchicalMedian | None:
+    """The median over repeats (of each repeat's median), with a percentile
+    interval from resampling the repeats, then the samples within each chosen
+    repeat. None when there is no repeat with samples."""
+    if not 0.0 < level < 1.0:
+        raise ValueError("level must be between 0 and 1")
+    arrays = [_as_array(group) for group in groups]
+    arrays = [array for array in arrays if array.size]
+    if not arrays:
+        return None
+    count = len(arrays)
+    rng = np.random.default_rng(seed)
+    # Each slot of each replicate names a repeat, and draws that repeat's own
+    # resample: inner[g][r * count + j] is repeat g resampled for slot j of replicate r.
+    chosen = rng.integers(0, count, size=(resamples, count))
+    inner = [_bootstrap_medians(array, resamples * count, rng) for array in arrays]
+    stacked = np.stack(inner)  # (count, resamples * count)
+    slots = np.arange(resamples * count).reshape(resamples, count)
+    replicate_medians = np.median(stacked[chosen, slots], axis=1)
+    alpha = 1.0 - level
+    low, high = np.quantile(replicate_medians, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return HierarchicalMedian(
+        median=float(np.median([np.median(array) for array in arrays])),
+        low=float(low),
+        high=float(high),
+        level=level,
+        resamples=resamples,
+    )
 
 
 # ---- one sample set's summary (the record's "summary" object) ----------------

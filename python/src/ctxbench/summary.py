@@ -61,6 +61,7 @@ from typing import Any
 from ctxbench import fmt
 from ctxbench.compare import Comparison, Row, compare_runs, describe
 from ctxbench.explain import REST, Explained, Explanation, explain
+from ctxbench.noise import Noise
 from ctxbench.records import STATUSES, RunRecords, params_key, summary_value
 from ctxbench.store import StoredRun
 
@@ -304,6 +305,7 @@ class MachineCell:
     words: str  # compare.describe: 'B ran 1.52× (1.49–1.55) slower than A', 'not significant'
     excluded: tuple[str, ...]
     note: str | None  # why there is no ratio
+    noise: Noise | None = None  # what judged the difference (repeats, history, within-run)
 
 
 @dataclass(frozen=True)
@@ -601,8 +603,10 @@ def machines(runs: list[StoredRun], summaries: list[RunSummary], **options: Any)
                         comparison.min_effect,
                         fmt.run_letter(index),
                         fmt.run_letter(0),
+                        cell.noise,
                     ),
                     excluded=cell.excluded,
+                    noise=cell.noise,
                     note=cell.note or (difference.why_not if difference else None),
                 )
             )

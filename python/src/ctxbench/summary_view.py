@@ -26,7 +26,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ctxbench import fmt
+from ctxbench import fmt, noise
 from ctxbench.compare import FASTER, SLOWER, describe
 from ctxbench.compare import summary_lines as comparison_summary_lines
 from ctxbench.explain import Explanation
@@ -307,8 +307,8 @@ def _figure_lines(machines: Machines, width: int) -> list[Text]:
         return [_line("no key figure of run A is in the other runs")]
     letters = [fmt.run_letter(i) for i in range(len(machines.others) + 1)]
     heading = _heading(
-        f"Key figures against A: ratio, {machines.comparison.level:.0%} bootstrap CI, "
-        "Mann-Whitney U"
+        f"Key figures against A: ratio, {machines.comparison.level:.0%} interval, "
+        "judged by repeats, history or within-run"
     )
     medians = [
         [fmt.value(f.reference_median, f.unit)] + [fmt.value(c.median, f.unit) for c in f.cells]
@@ -352,25 +352,30 @@ def _other_difference_lines(machines: Machines, width: int) -> list[Text]:
             if cell.excluded or cell.decision not in (SLOWER, FASTER):
                 continue
             words = describe(
-                cell.difference, row.unit, comparison.min_effect, fmt.run_letter(index)
+                cell.difference,
+                row.unit,
+                comparison.min_effect,
+                fmt.run_letter(index),
+                judged_by=cell.noise,
             )
             p = cell.difference.u_test if cell.difference else None
             found.append(
                 (
                     f"{variant_name(row.probe, row.params)}: {words}"
-                    + (f", {fmt.p_value(p.p_value)}" if p else ""),
+                    + (f", {fmt.p_value(p.p_value)}" if p else "")
+                    + f", {noise.words(cell.noise, short=True)}",
                     "red" if cell.decision == SLOWER else "green",
                 )
             )
     if not found:
         return _wrapped(
-            "No other comparable row differs meaningfully (significant and above "
+            "No other comparable row differs meaningfully (whole interval beyond "
             f"{comparison.min_effect:.0%}).",
             width,
             0,
         )
     lines = [
-        _heading(f"Other rows that differ (significant and above {comparison.min_effect:.0%})")
+        _heading(f"Other rows that differ (whole interval beyond {comparison.min_effect:.0%})")
     ]
     for text, style in found:
         lines += _wrapped(text, width, 2, style)
@@ -384,8 +389,9 @@ def _cell_words(cell: Any) -> tuple[str, str]:
     if cell.note and cell.ratio is None:
         return cell.note, "dim"
     p = f", {fmt.p_value(cell.p_value)}" if cell.p_value is not None else ""
+    source = f", {noise.words(cell.noise, short=True)}" if cell.noise else ""
     style = {"slower": "red", "faster": "green"}.get(cell.decision or "", "dim")
-    return cell.words + p, style
+    return cell.words + p + source, style
 
 
 def _env_lines(machines: Machines, width: int) -> list[Text]:

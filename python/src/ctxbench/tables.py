@@ -19,7 +19,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ctxbench import fmt, matrix
+from ctxbench import fmt, matrix, noise
 from ctxbench.compare import Comparison, MatrixComparison, describe
 from ctxbench.envdiff import flatten_env
 from ctxbench.store import RunInfo
@@ -217,7 +217,7 @@ def _matrix_comparison_table(comparison: Comparison, compared: MatrixComparison)
                 continue
             ratio = fmt.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
             p = f"{difference.u_test.p_value:.2g}" if difference.u_test else "—"
-            words = describe(difference, compared.unit)
+            words = describe(difference, compared.unit, judged_by=noise.within_run())
             style = "dim"
             if difference.significant:
                 style = "red" if words.endswith("slower") else "green"
@@ -403,9 +403,16 @@ def comparison_table(
             ratio = fmt.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
             p = fmt.p_value(difference.u_test.p_value) if difference.u_test else "—"
             words = Text(
-                describe(difference, row.unit, comparison.min_effect, fmt.run_letter(index)),
+                describe(
+                    difference,
+                    row.unit,
+                    comparison.min_effect,
+                    fmt.run_letter(index),
+                    judged_by=cell.noise,
+                ),
                 style={"slower": "red", "faster": "green"}.get(cell.decision or "", "dim"),
             )
+            words.append("\n" + noise.words(cell.noise), style="dim")
             if cell.excluded:
                 words.stylize("dim")
                 words.append("\nexcluded: " + "; ".join(cell.excluded), style="yellow")

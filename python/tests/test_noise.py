@@ -1,0 +1,243 @@
+"""The noise model of compare, rule by rule, on recorded samples: which source
+judges a row (repeats, history, within-run), the within-run floor, the
+whole-interval rule of --fail-above, and the history's choice of runs by
+machine. No test here measures anything."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import jsonschema
+import pytest
+
+from conftest import REPO, real_run
+from ctxbench import noise, stats
+from ctxbench.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
+from ctxbench.export import comparison_dict
+from ctxbench.gate import gate
+from ctxbench.machine_history import history_runs, machine_key, variant_history
+from ctxbench.records import group_run, params_key
+from ctxbench.store import Store
+
+COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
+TIGHT = (0.999, 1.0, 1.001, 1.0, 0.999, 1.001, 1.0, 0.999, 1.001, 1.0)
+
+
+def result(median: float, repeats: list[float] | None = None) -> dict:
+    """A getpid result of run_a.jsonl with tight samples around ``median`` and,
+    when given, a repeats block with those figures."""
+    record = copy.deepcopy(
+        next(r for r in real_run("run_a.jsonl").results if r["probe"] == "syscall.getpid")
+    )
+    record["samples"] = [median * f for f in TIGHT]
+    record["summary"].update(median=median, min=median * 0.999, max=median * 1.001)
+    if repeats is not None:
+        record["repeats"] = {"runs": [{"median": m, "n": 10} for m in repeats]}
+    return record
+
+
+# ---- which source judges a row ---------------------------------------------------
+def test_repeats_judge_when_both_runs_have_them():
+    a = result(100.0, [98.0, 100.0, 102.0])
+    b = result(130.0, [128.0, 130.0, 132.0])
+    difference, judged_by = noise.judge(a, b, history=[100.0, 101.0, 99.0, 100.0])
+    assert judged_by.source == noise.REPEATS
+    assert judged_by.n == 6 and judged_by.floor == 0.0
+    expected = stats.pooled_log_spread([[98.0, 100.0, 102.0], [128.0, 130.0, 132.0]])
+    assert judged_by.spread == pytest.approx(expected.spread)
+    assert difference.ratio.method == stats.T_LOG_RATIO_METHOD
+    assert difference.ratio.ratio == pytest.approx(1.3)
+    assert difference.significant and decide(difference, "ns", 0.10, judged_by) == SLOWER
+
+
+def test_history_judges_when_a_run_lacks_repeats():
+    a, b = result(100.0), result(130.0, [128.0, 130.0, 132.0])
+    history = [100.0, 104.0, 96.0, 100.0]
+    difference, judged_by = noise.judge(a, b, history=history)
+    assert (judged_by.source, judged_by.n) == (noise.HISTORY, 4)
+    assert judged_by.spread == pytest.approx(stats.log_spread(history))
+    expected = stats.t_ratio_interval(100.0, 130.0, stats.log_spread(history), 3, 1, 1)
+    assert difference.ratio == expected
+
+
+def test_too_short_a_history_leaves_the_within_run_samples():
+    a, b = result(100.0), result(130.0)
+    difference, judged_by = noise.judge(a, b, history=[100.0, 101.0])
+    assert judged_by.source == noise.WITHIN_RUN
+    assert judged_by.floor == noise.WITHIN_RUN_FLOOR and judged_by.n == 20
+    assert difference == stats.compare_samples(a["samples"], b["samples"])
+
+
+# ---- the floor and the whole-interval rule ---------------------------------------
+def test_the_floor_keeps_a_tight_within_run_difference_from_being_meaningful():
+    # 15% apart, samples within 0.1%: the samples are sure, a second run would not be.
+    a, b = result(100.0), result(115.0)
+    difference, judged_by = noise.judge(a, b)
+    assert difference.significant and difference.ratio.low > 1.14
+    assert decide(difference, "ns", 0.05, judged_by) == NO_DIFFERENCE
+    assert decide(difference, "ns", 0.05) == SLOWER  # without the floor it would count
+    # Past the floor (e^0.20 = 1.22) the same samples count.
+    difference, judged_by = noise.judge(a, result(130.0))
+    assert decide(difference, "ns", 0.05, judged_by) == SLOWER
+    difference, judged_by = noise.judge(result(130.0), a)
+    assert decide(difference, "ns", 0.05, judged_by) == FASTER
+
+
+def test_the_same_difference_counts_when_repeats_show_a_small_spread():
+    a = result(100.0, [99.5, 100.0, 100.5])
+    b = result(115.0, [114.5, 115.0, 115.5])
+    difference, judged_by = noise.judge(a, b)
+    assert judged_by.source == noise.REPEATS
+    assert decide(difference, "ns", 0.05, judged_by) == SLOWER
+
+
+def test_wide_repeats_make_no_difference_of_a_large_ratio():
+    a = result(100.0, [70.0, 100.0, 140.0])
+    b = result(130.0, [90.0, 130.0, 180.0])
+    difference, judged_by = noise.judge(a, b)
+    assert judged_by.source == noise.REPEATS
+    assert not difference.significant
+    assert decide(difference, "ns", 0.05, judged_by) == NO_DIFFERENCE
+
+
+def _interval(low: float, high: float) -> stats.Difference:
+    ratio = stats.RatioInterval(math.sqrt(low * high), low, high, 0.95, 0, "t")
+    return stats.Difference(100.0, 100.0 * ratio.ratio, ratio, None, True, None)
+
+
+@pytest.mark.parametrize(
+    "low,high,percent,decision",
+    [
+        (1.12, 1.30, 10, SLOWER),  # whole interval above 1.10
+        (1.08, 1.30, 10, NO_DIFFERENCE),  # the point is above, the interval is not
+        (1.08, 1.30, 5, SLOWER),
+        (0.70, 0.85, 10, FASTER),  # whole interval under 1/1.10
+    ],
+)
+def test_a_decision_needs_the_whole_interval_beyond_the_effect(low, high, percent, decision):
+    judged_by = noise.Noise(noise.HISTORY, 0.05, 5)
+    assert decide(_interval(low, high), "ns", percent / 100, judged_by) == decision
+
+
+def test_rates_turn_the_interval():
+    judged_by = noise.Noise(noise.REPEATS, 0.01, 4)
+    # Twice the messages per second: faster, its whole turned interval under 1/1.1.
+    assert decide(_interval(1.8, 2.2), "msgs/s", 0.10, judged_by) == FASTER
+
+
+# ---- in a comparison: per-row source, gate, JSON ---------------------------------
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(tmp_path / "noise.db") as opened:
+        yield opened
+
+
+def _run(name: str, figures: dict[str, tuple[float, list[float] | None]], edit_env=None):
+    """run_x.jsonl with only the syscall probes in ``figures``, each set to a figure
+    and optional repeats."""
+    records = copy.deepcopy(real_run(name).all())
+    kept = []
+    for record in records:
+        if record["kind"] != "result":
+            kept.append(record)
+        elif record["probe"] in figures:
+            median, repeats = figures[record["probe"]]
+            replaced = result(median, repeats)
+            replaced.update(run_id=record["run_id"], probe=record["probe"])
+            replaced["params"] = record["params"]
+            kept.append(replaced)
+    if edit_env:
+        edit_env(kept[0])
+    return group_run(kept)
+
+
+def test_a_comparison_names_each_rows_source_and_the_json_is_valid(store):
+    a = _run(
+        "run_a.jsonl", {"syscall.getpid": (100.0, [99.0, 101.0]), "syscall.getuid": (100.0, None)}
+    )
+    b = _run(
+        "run_b.jsonl", {"syscall.getpid": (112.0, [111.0, 113.0]), "syscall.getuid": (112.0, None)}
+    )
+    for run in (a, b):
+        store.add_run(run, origin="import")
+    runs = [store.load(a.run_id), store.load(b.run_id)]
+    comparison = compare_runs(runs)
+    sources = {row.probe: row.cells[1].noise.source for row in comparison.rows}
+    assert sources == {"syscall.getpid": noise.REPEATS, "syscall.getuid": noise.WITHIN_RUN}
+    decisions = {row.probe: row.cells[1].decision for row in comparison.rows}
+    # 12% both: the repeats show it, the within-run floor hides it.
+    assert decisions == {"syscall.getpid": SLOWER, "syscall.getuid": NO_DIFFERENCE}
+    judged = gate(comparison, 5)
+    assert [v.row.probe for v in judged.regressions] == ["syscall.getpid"]
+    data = comparison_dict(comparison, judged)
+    jsonschema.Draft202012Validator(COMPARE_SCHEMA).validate(data)
+    rows = {row["probe"]: row for row in data["rows"]}
+    assert rows["syscall.getpid"]["noise"]["source"] == "repeats"
+    assert rows["syscall.getpid"]["noise"]["n"] == 4
+    assert rows["syscall.getuid"]["noise"] == {
+        "source": "within-run",
+        "spread": pytest.approx(comparison.rows[1].cells[1].noise.spread),
+        "n": 20,
+        "floor": noise.WITHIN_RUN_FLOOR,
+    }
+    assert data["schema"] == 2
+
+
+def test_the_gate_judges_a_row_by_its_history(store):
+    a = _run("run_a.jsonl", {"syscall.getuid": (100.0, None)})
+    b = _run("run_b.jsonl", {"syscall.getuid": (115.0, None)})
+    runs = [store.load(store.add_run(run, origin="import")) for run in (a, b)]
+    key = ("syscall.getuid", params_key(runs[0].results[0]["params"]))
+    quiet = compare_runs(runs, history={key: [100.0, 101.0, 99.0, 100.5]})
+    assert quiet.rows[0].cells[1].noise.source == noise.HISTORY
+    assert [v.row.probe for v in gate(quiet, 10).regressions] == ["syscall.getuid"]
+    noisy = compare_runs(runs, history={key: [100.0, 130.0, 80.0, 115.0]})
+    assert gate(noisy, 10).regressions == []
+    assert gate(compare_runs(runs), 10).regressions == []  # within-run: under the floor
+
+
+# ---- the history: earlier runs of the same machine -------------------------------
+def _relabel(run_records, run_id: str, started_at: str, **env_edits):
+    records = copy.deepcopy(run_records.all())
+    for record in records:
+        record["run_id"] = run_id
+    env = records[0]
+    env["started_at"] = started_at
+    for path, value in env_edits.items():
+        section, _, name = path.partition("__")
+        if name:
+            env[section][name] = value
+        else:
+            env[section] = value
+    return group_run(records)
+
+
+def test_history_takes_earlier_runs_of_the_same_machine_only(store):
+    base = real_run("run_a.jsonl")
+    stamp = "2026-11-2{}T06:37:14Z"
+    runs = {
+        "old1": _relabel(base, "old1", stamp.format(0)),
+        "old2": _relabel(base, "old2", stamp.format(1)),
+        "kernel": _relabel(base, "kernel", stamp.format(1), kernel__release="6.1.0-other"),
+        "host": _relabel(base, "host", stamp.format(2), hostname="elsewhere"),
+        "cpu": _relabel(base, "cpu", stamp.format(2), cpu__model="Another CPU"),
+        "full": _relabel(base, "full", stamp.format(2), options={"quick": False}),
+        "a": _relabel(base, "a", stamp.format(3)),
+        "b": _relabel(base, "b", stamp.format(4)),
+        "later": _relabel(base, "later", stamp.format(5)),
+    }
+    for run in runs.values():
+        store.add_run(run, origin="import")
+    compared = [store.load("a"), store.load("b")]
+    assert machine_key(compared[0].env) == machine_key(compared[1].env)
+    assert [run.run_id for run in history_runs(store, compared)] == ["old2", "old1"]
+    figures = variant_history(store, compared)
+    getpid = next(r for r in base.results if r["probe"] == "syscall.getpid")
+    assert (
+        figures[("syscall.getpid", params_key(getpid["params"]))]
+        == [getpid["summary"]["median"]] * 2
+    )
+    # Runs of two machines have no common history.
+    assert history_runs(store, [store.load("a"), store.load("kernel")]) == []
