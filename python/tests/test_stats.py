@@ -192,7 +192,7 @@ def test_hierarchical_bootstrap_is_reproducible_with_its_seed():
     other = stats.hierarchical_bootstrap_median(groups, resamples=500, seed=12)
     assert first == again
     assert (first.low, first.high) != (other.low, other.high)
-    assert first.median == pytest.approx(np.median([np.median(g) for g in groups]))
+    assert first.median == pytest.approx(np.median(np.concatenate(groups)))
     assert first.low <= first.median <= first.high
 
 
@@ -204,6 +204,14 @@ def test_hierarchical_interval_carries_the_spread_between_repeats():
     assert interval.median == pytest.approx(115.0)
     assert interval.low == pytest.approx(100.0, abs=0.2)
     assert interval.high == pytest.approx(130.0, abs=0.2)
+
+
+def test_hierarchical_bootstrap_takes_repeats_of_different_sizes():
+    groups = [[10.0, 10.2, 9.8, 10.1], [12.0, 12.1], [11.0, 11.1, 10.9]]
+    interval = stats.hierarchical_bootstrap_median(groups, resamples=300, seed=5)
+    assert interval.median == pytest.approx(np.median(np.concatenate(groups)))
+    assert 9.8 <= interval.low <= interval.median <= interval.high <= 12.1
+    assert interval == stats.hierarchical_bootstrap_median(groups, resamples=300, seed=5)
 
 
 def test_hierarchical_bootstrap_of_constant_repeats_is_exact():

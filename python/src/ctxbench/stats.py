@@ -24,8 +24,9 @@ Between runs (the noise that matters when two runs are compared):
   back into a ratio (Welch-free: one pooled s, as in a two-sample t test).
 * Hierarchical bootstrap of the median over repeats (Saravanan et al. 2020,
   "Application of the hierarchical bootstrap to multi-level data"): resample
-  the repeats with replacement, then each chosen repeat's samples, take each
-  resampled repeat's median and the median of those. Seeded.
+  the repeats with replacement, then each chosen repeat's samples, and take
+  the median of all that was drawn (the figure is the median of the repeats'
+  samples together, so it agrees with the record's summary). Seeded.
 
 Edge cases are explicit: fewer than two samples on a side gives no interval
 and no test (None); a zero median in the denominator gives no ratio; samples
@@ -280,7 +281,7 @@ def t_ratio_interval(
 
 @dataclass(frozen=True)
 class HierarchicalMedian:
-    median: float  # the median of the repeats' medians
+    median: float  # the median of every repeat's samples together
     low: float
     high: float
     level: float
@@ -294,28 +295,37 @@ def hierarchical_bootstrap_median(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
 ) -> HierarchicalMedian | None:
-    """The median over repeats (of each repeat's median), with a percentile
-    interval from resampling the repeats, then the samples within each chosen
-    repeat. None when there is no repeat with samples."""
+    """The median of the repeats' samples pooled, with a percentile interval
+    from resampling the repeats with replacement, then the samples within
+    each chosen repeat, and taking the median of what was drawn. None when
+    no repeat has samples."""
     if not 0.0 < level < 1.0:
         raise ValueError("level must be between 0 and 1")
-    arrays = [_as_array(group) for group in groups]
-    arrays = [array for array in arrays if array.size]
+    arrays = [array for array in (_as_array(group) for group in groups) if array.size]
     if not arrays:
         return None
     count = len(arrays)
     rng = np.random.default_rng(seed)
-    # Each slot of each replicate names a repeat, and draws that repeat's own
-    # resample: inner[g][r * count + j] is repeat g resampled for slot j of replicate r.
     chosen = rng.integers(0, count, size=(resamples, count))
-    inner = [_bootstrap_medians(array, resamples * count, rng) for array in arrays]
-    stacked = np.stack(inner)  # (count, resamples * count)
-    slots = np.arange(resamples * count).reshape(resamples, count)
-    replicate_medians = np.median(stacked[chosen, slots], axis=1)
+    sizes = {array.size for array in arrays}
+    if len(sizes) == 1:
+        # One size: every draw at once, (replicate, slot, sample).
+        (size,) = sizes
+        data = np.stack(arrays)
+        index = rng.integers(0, size, size=(resamples, count, size))
+        drawn = data[chosen[:, :, None], index].reshape(resamples, count * size)
+        replicates = np.median(drawn, axis=1)
+    else:
+        replicates = np.empty(resamples)
+        for number in range(resamples):
+            parts = [
+                arrays[g][rng.integers(0, arrays[g].size, arrays[g].size)] for g in chosen[number]
+            ]
+            replicates[number] = np.median(np.concatenate(parts))
     alpha = 1.0 - level
-    low, high = np.quantile(replicate_medians, [alpha / 2.0, 1.0 - alpha / 2.0])
+    low, high = np.quantile(replicates, [alpha / 2.0, 1.0 - alpha / 2.0])
     return HierarchicalMedian(
-        median=float(np.median([np.median(array) for array in arrays])),
+        median=float(np.median(np.concatenate(arrays))),
         low=float(low),
         high=float(high),
         level=level,
