@@ -22,16 +22,29 @@ The parts, when the run holds the figures they need:
 - refilling the cache: for a ring hop, the fitted slope of the corrected
   figure over the working set (``size_kib``) times that working set.
 
+A difference can come out below zero, or larger than the figure it should
+be part of: the two figures disagree (noise, placement, or a primitive that
+did not switch). Such a part is never shown as a share: it moves to
+``not_explained`` with words that name the two figures, and the remainder is
+taken over the parts that stand. If those already exceed the median, there
+is no remainder, and that is said in words too.
+
 It also fits how ``create.fork`` grows with the parent's size.
+
+``narrow`` picks the figures a reader asked for (probe globs, params), the
+headline switches first (HEADLINE); ``render_text`` prints them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import fnmatch
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from scipy import stats as sps
+
+from ctxbench import fmt
 
 BARE_SYSCALL = "syscall.enosys"
 REST = "scheduler wake-up and switch (the rest)"
@@ -55,10 +68,16 @@ class Explanation:
     not_separated: list[str] = field(default_factory=list)
     switches_per_round_trip: dict[str, float] | None = None
     notes: list[str] = field(default_factory=list)
+    # differences that came out below zero or above the median, in words
+    not_explained: list[str] = field(default_factory=list)
 
     @property
     def total_ns(self) -> float:
         return sum(p.ns for p in self.parts)
+
+    @property
+    def variant(self) -> str:
+        return f"{self.probe} {_params_text(self.params)}"
 
 
 @dataclass
@@ -174,6 +193,7 @@ def _explain_one(
     missing: list[str] = []
     notes: list[str] = []
     used: list[dict[str, Any]] = [r]  # every record a part is built from
+    disagree: dict[str, str] = {}  # part name -> its two figures, when it comes out below 0
 
     # Kernel entry/exit of the system calls the switch makes.
     calls = derived.get("syscalls_per_op")
@@ -187,11 +207,12 @@ def _explain_one(
         missing.append(f"kernel entry/exit: {BARE_SYSCALL} was not measured in this run")
     else:
         entry = float(calls) * bare_ns
+        plural = "" if float(calls) == 1 else "s"
         parts.append(
             Part(
                 "kernel entry/exit",
                 entry,
-                f"{_fmt_value(float(calls))} system calls x {bare_ns:.1f} ns ({BARE_SYSCALL})",
+                f"{_fmt_value(float(calls))} system call{plural} x {_ns(bare_ns)} ({BARE_SYSCALL})",
             )
         )
 
@@ -204,8 +225,12 @@ def _explain_one(
                 Part(
                     "primitive's own work",
                     base - entry,
-                    f"the baseline ({base:.1f} ns, {name}) less the kernel entry/exit",
+                    f"the baseline ({_ns(base)}, {name}) less the kernel entry/exit",
                 )
+            )
+            disagree[parts[-1].name] = (
+                f"the kernel entry/exit priced above ({_ns(entry)}) measured higher than the "
+                f"baseline that makes those calls ({_ns(base)}, {name})"
             )
         else:
             parts.append(Part("primitive's own work, its system calls included", base, name))
@@ -234,15 +259,15 @@ def _explain_one(
                 Part(
                     "address-space switch",
                     mine - theirs,
-                    f"corrected between=processes ({mine:.1f} ns) - between=threads "
-                    f"({theirs:.1f} ns){held_text}",
+                    f"corrected between=processes ({_ns(mine)}) - between=threads "
+                    f"({_ns(theirs)}){held_text}",
                 )
             )
-            if mine - theirs < 0:
-                notes.append(
-                    "processes measured below threads: the address-space share is within this "
-                    "run's noise"
-                )
+            disagree[parts[-1].name] = (
+                f"between=threads ({_ns(theirs)}, corrected) measured higher than "
+                f"between=processes ({_ns(mine)}){held_text}: the address-space share is "
+                "within this run's noise"
+            )
         else:
             missing.append("address-space switch: no between=threads twin measured in this run")
     elif params.get("between") is None and r["probe"] == "switch.ring":
@@ -259,7 +284,7 @@ def _explain_one(
                 Part(
                     "waking an idle CPU",
                     median - held_median,
-                    f"idle=free ({median:.1f} ns) - idle=held ({held_median:.1f} ns)",
+                    f"idle=free ({_ns(median)}) - idle=held ({_ns(held_median)})",
                 )
             )
             driver = (held.get("derived") or {}).get("cpuidle_driver")
@@ -268,6 +293,10 @@ def _explain_one(
                     "no cpuidle driver is active, so holding the latency request cannot change "
                     "the idle path: the idle share is expected to be noise here"
                 )
+            disagree[parts[-1].name] = (
+                f"idle=held ({_ns(held_median)}) measured higher than idle=free ({_ns(median)}): "
+                "holding the CPUs out of deep idle saved nothing measurable here"
+            )
         else:
             missing.append(
                 "waking an idle CPU: idle=held was not measured (needs write access to "
@@ -291,9 +320,16 @@ def _explain_one(
         elif float(size) > 0:
             missing.append("cache refill: fewer than two working-set sizes measured for this ring")
 
-    parts.append(
-        Part(REST, median - sum(p.ns for p in parts), "the measured median less every part above")
-    )
+    parts, not_explained = _standing(parts, disagree, median, _switched_too_little(r))
+    rest = median - sum(p.ns for p in parts)
+    if rest >= 0:
+        parts.append(Part(REST, rest, "the measured median less every part above"))
+    else:
+        not_explained.append(
+            f"the parts above add up to {_ns(median - rest)}, more than the measured median "
+            f"({_ns(median)}): they come from other variants of this run, whose noise adds up, "
+            "so nothing is left for the scheduler"
+        )
     missing.append(
         "inside the rest: the wake-up (enqueue, and for cross-CPU an IPI) and the switch itself "
         "(picking the next task, saving and loading register state) are not separated by this run"
@@ -314,7 +350,39 @@ def _explain_one(
         missing,
         kinds,
         notes,
+        not_explained,
     )
+
+
+def _switched_too_little(record: dict[str, Any]) -> bool:
+    codes = {reason["code"] for reason in record.get("verdict", {}).get("reasons", [])}
+    return "too_few_switches" in codes
+
+
+def _standing(
+    parts: list[Part], disagree: dict[str, str], median: float, too_few: bool
+) -> tuple[list[Part], list[str]]:
+    """The parts that are a share of the median (0 <= part <= median), and the
+    others said in words: which two figures disagree, and why."""
+    kept, words = [], []
+    for part in parts:
+        if part.ns < 0:
+            why = disagree.get(part.name) or f"it comes out at {_ns(part.ns)} ({part.source})"
+            words.append(f"{part.name}: {why}")
+        elif part.ns > median:
+            why = (
+                ": the kernel counted too few switches, so this figure is mostly the "
+                "primitive's own calls, not a switch"
+                if too_few
+                else ": the two were measured apart, and their noise does not cancel"
+            )
+            words.append(
+                f"{part.name}: {_ns(part.ns)} ({part.source}) measured higher than the whole "
+                f"figure ({_ns(median)}){why}"
+            )
+        else:
+            kept.append(part)
+    return kept, words
 
 
 def _interference_notes(used: list[dict[str, Any]]) -> list[str]:
@@ -380,15 +448,104 @@ def _fork_scaling(results: list[dict[str, Any]]) -> ForkScaling | None:
     return ForkScaling(points, slope, intercept, stderr, minimal, notes)
 
 
+# ---- choosing what to show ------------------------------------------------------------
+# The headline switches, in this order: a thread switch on one CPU, the same
+# across CPUs, and processes on one CPU. Each matches the default variant
+# (policy normal, else batch or absent; idle free or absent).
+HEADLINE: tuple[tuple[str, dict[str, str]], ...] = (
+    ("switch.pipe", {"between": "threads", "cpus": "same"}),
+    ("switch.pipe", {"between": "threads", "cpus": "cross"}),
+    ("switch.pipe", {"between": "processes", "cpus": "same"}),
+)
+_DEFAULTS = {"policy": ("normal", "batch", None), "idle": ("free", None)}
+
+
+def _default_rank(e: Explanation) -> tuple[int, ...] | None:
+    """How close a figure is to the default variant (lower is closer), or None."""
+    rank = []
+    for knob, accepted in _DEFAULTS.items():
+        if e.params.get(knob) not in accepted:
+            return None
+        rank.append(accepted.index(e.params.get(knob)))
+    return tuple(rank)
+
+
+def headline(explanations: Sequence[Explanation]) -> list[Explanation]:
+    """The headline switches this run explains, in HEADLINE's order: per slot,
+    the variant closest to the default."""
+    found = []
+    for probe, params in HEADLINE:
+        candidates = [
+            (rank, e)
+            for e in explanations
+            if e.probe == probe
+            and all(e.params.get(k) == v for k, v in params.items())
+            and (rank := _default_rank(e)) is not None
+        ]
+        if candidates:
+            found.append(min(candidates, key=lambda pair: pair[0])[1])
+    return found
+
+
+def _matches(e: Explanation, patterns: Sequence[str], params: dict[str, str]) -> bool:
+    if patterns and not any(
+        fnmatch.fnmatchcase(e.probe, p) or e.probe.split(".")[0] == p for p in patterns
+    ):
+        return False
+    return all(_fmt_value(e.params.get(k)) == v for k, v in params.items())
+
+
+def narrow(
+    explained: Explained,
+    patterns: Sequence[str] = (),
+    params: dict[str, str] | None = None,
+    show_all: bool = False,
+) -> tuple[list[Explanation], int]:
+    """The figures to print, headline switches first, and how many more there
+    are. PATTERNS (probe globs or family names) and PARAMS (name -> value)
+    narrow to the matching figures, all of them; with neither, only the
+    headline ones unless SHOW_ALL (else every figure, if none is a headline)."""
+    chosen = [e for e in explained.explanations if _matches(e, patterns, params or {})]
+    first = headline(chosen)
+    ranked = first + [e for e in chosen if not any(e is h for h in first)]
+    if patterns or params or show_all or not first:
+        return ranked, 0
+    return first, len(ranked) - len(first)
+
+
 # ---- views -------------------------------------------------------------------------------
 def _ns(value: float) -> str:
-    if abs(value) >= 10_000:
-        return f"{value / 1000:.1f} us"
-    return f"{value:.0f} ns" if abs(value) >= 100 else f"{value:.1f} ns"
+    """A time as ``show`` prints it: '926.9 ns', '2.196 µs' (fmt.value)."""
+    return fmt.value(value, "ns")
 
 
-def render_text(explained: Explained) -> str:
-    """The decomposition in words, one block per switch figure."""
+def share_text(part: Part, median: float) -> str:
+    """'  31%': a part's share of the median (parts are between 0 and the median)."""
+    return f"{100 * part.ns / median:5.0f}%" if median > 0 else "     -"
+
+
+def explanation_lines(e: Explanation) -> list[str]:
+    flag = "" if e.status == "ok" else f"  [{e.status}]"
+    lines = [f"{e.variant}: {_ns(e.median_ns)} per switch{flag}"]
+    for p in e.parts:
+        lines.append(f"  {_ns(p.ns):>10} {share_text(p, e.median_ns)}  {p.name}: {p.source}")
+    lines += [f"  not explained: {words}" for words in e.not_explained]
+    if e.switches_per_round_trip:
+        k = e.switches_per_round_trip
+        lines.append(
+            f"  per round trip the kernel counted {k['voluntary']:.2f} voluntary switches "
+            f"(sleeps) and {k['involuntary']:.2f} involuntary (preemptions)"
+        )
+    lines += [f"  note: {note}" for note in e.notes]
+    lines += [f"  not separated: {m}" for m in e.not_separated]
+    return lines
+
+
+def render_text(explained: Explained, shown: list[Explanation] | None = None, more: int = 0) -> str:
+    """The decomposition in words, one block per switch figure (SHOWN: those
+    of ``narrow``, MORE: how many it left out)."""
+    shown = explained.explanations if shown is None else shown
+    narrowed = shown is not explained.explanations
     lines: list[str] = []
     if explained.run_id:
         lines.append(f"# where the time goes, run {explained.run_id}")
@@ -397,24 +554,15 @@ def render_text(explained: Explained) -> str:
             f"# a bare system call ({BARE_SYSCALL}) costs "
             f"{_ns(explained.bare_syscall_ns)} in this run"
         )
-    for e in explained.explanations:
-        lines.append("")
-        flag = "" if e.status == "ok" else f"  [{e.status}]"
-        lines.append(f"{e.probe} {_params_text(e.params)}: {_ns(e.median_ns)} per switch{flag}")
-        for p in e.parts:
-            share = 100 * p.ns / e.median_ns if e.median_ns else 0
-            lines.append(f"  {_ns(p.ns):>10} {share:5.0f}%  {p.name}: {p.source}")
-        if e.switches_per_round_trip:
-            k = e.switches_per_round_trip
-            lines.append(
-                f"  per round trip the kernel counted {k['voluntary']:.2f} voluntary switches "
-                f"(sleeps) and {k['involuntary']:.2f} involuntary (preemptions)"
-            )
-        for note in e.notes:
-            lines.append(f"  note: {note}")
-        for m in e.not_separated:
-            lines.append(f"  not separated: {m}")
-    if explained.fork:
+    for e in shown:
+        lines += ["", *explanation_lines(e)]
+    if more:
+        lines += [
+            "",
+            f"{more} more switch figure{'' if more == 1 else 's'} in this run: `--all` prints "
+            "them, a probe glob (e.g. `ctxbench explain switch.futex`) narrows to some",
+        ]
+    if explained.fork and not narrowed:
         f = explained.fork
         lines.append("")
         lines.append("create.fork against the parent's size:")
@@ -430,10 +578,12 @@ def render_text(explained: Explained) -> str:
             lines.append(f"  fork from a minimal static parent: {_ns(f.minimal_parent_ns)}")
         for note in f.notes:
             lines.append(f"  note: {note}")
-    if explained.unexplained:
+    if explained.unexplained and not narrowed:
         lines.append("")
         lines.append("not explained (no figure in this run):")
         lines.extend(f"  {u}" for u in explained.unexplained)
     if not explained.explanations and not explained.fork:
         lines.append("this run holds no switch or fork figure to explain")
+    elif narrowed and not shown:
+        lines.append("no switch figure of this run matches")
     return "\n".join(lines) + "\n"

@@ -210,6 +210,8 @@ def explanation_lines(explanation: Explanation | None, label: str, width: int) -
         wrapped = textwrap.wrap(text, width=width - len(head), break_on_hyphens=False)
         lines.append(_line(head + wrapped[0]))
         lines += [_line(" " * len(head) + more) for more in wrapped[1:]]
+    for words in explanation.not_explained:
+        lines += _wrapped(f"not explained: {words}", width, 2, "yellow")
     for note in explanation.notes:
         lines += _wrapped(f"note: {note}", width, 2, "yellow")
     lines += _wrapped(
