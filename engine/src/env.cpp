@@ -1,5 +1,6 @@
 #include "env.hpp"
 
+#include <fmt/format.h>
 #include <gnu/libc-version.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #endif
 
 #include "record.hpp"
+#include "sandbox.hpp"
 #include "tasks.hpp"
 #include "topology.hpp"
 
@@ -227,6 +229,19 @@ nlohmann::json capture_environment(const std::string& run_id, const TimerInfo& t
       if (line.rfind("CapEff:", 0) == 0) cap_effective = line.substr(line.find_first_not_of(" \t", 7));
   }
   env["process"] = {{"uid", getuid()}, {"euid", geteuid()}, {"cap_effective", cap_effective}};
+  // What sits on every system call of the measuring task (sandbox.hpp).
+  const nlohmann::json sandbox = capture_sandbox();
+  if (sandbox["seccomp"]["mode"] == "filter")
+    notes.push_back(fmt::format(
+        "the engine runs under {} seccomp filter(s): every system call here pays the filter, so system-call and "
+        "kernel-switch figures include it",
+        sandbox["seccomp"]["filters"].is_number() ? sandbox["seccomp"]["filters"].dump() : "unknown"));
+  if (sandbox["traced"] == true)
+    notes.push_back(
+        fmt::format("the engine is traced by process {} (TracerPid): a tracer that stops on system calls "
+                    "(strace) adds its stops to every one",
+                    sandbox["tracer_pid"].dump()));
+  env["sandbox"] = sandbox;
   env["libc"] = {{"name", "glibc"}, {"version", gnu_get_libc_version()}};
   env["compiler"] = {{"id", "gcc"}, {"version", __VERSION__}};
   env["build"] = {{"type", CTXBENCH_BUILD_TYPE},

@@ -1,7 +1,8 @@
 """Environment diff of runs: env records flattened to dotted keys, differing keys first.
 
 The keys that explain differences between machines come first (host, CPU,
-kernel, virtualization, mitigations, clocksource, frequency governor);
+kernel, virtualization, the sandbox: seccomp filter, tracer, syscall auditing,
+mitigations, clocksource, frequency governor);
 decimal measurements in the env (timer overhead, TSC period) within
 FLOAT_TOLERANCE of each other are the same value.
 """
@@ -23,6 +24,7 @@ ENV_PRIORITY = (
     "kernel.version",
     "kernel.cmdline",
     "virtualization",
+    "sandbox",
     "mitigations",
     "clocksource",
     "frequency",

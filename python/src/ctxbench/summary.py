@@ -26,6 +26,7 @@ API (stable; later changes only add)::
       .explained: Explained | None     explain(run.results) when it explains anything
       .explanation: Explanation | None the switch drawn as a waterfall (WATERFALL_PREFERENCE)
       .verdicts: Verdicts
+      .sandbox: list[str]              what sat on every system call (ctxbench.sandbox.warnings)
 
     Point      one record's figure: probe, params, family, unit, median, ci_low,
                ci_high (None when absent), status, reasons (sentences), details
@@ -58,7 +59,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench import fmt
+from ctxbench import fmt, sandbox
 from ctxbench.compare import Comparison, Row, compare_runs, describe
 from ctxbench.explain import REST, Explained, Explanation, explain
 from ctxbench.noise import Noise
@@ -166,6 +167,11 @@ ENV_OF_INTEREST = (
     ("frequency.governor", "frequency governor"),
     ("mitigations", "mitigations"),
     ("clocksource.current", "clocksource"),
+    ("sandbox.seccomp.mode", "seccomp filter"),
+    ("sandbox.seccomp.filters", "seccomp filters"),
+    ("sandbox.traced", "traced"),
+    ("sandbox.audit.state", "syscall auditing"),
+    ("sandbox.audit.rules", "audit rules"),
 )
 
 # ---- verdicts in words ---------------------------------------------------------------
@@ -291,6 +297,7 @@ class RunSummary:
     explained: Explained | None
     explanation: Explanation | None
     verdicts: Verdicts
+    sandbox: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -537,6 +544,7 @@ def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) ->
         explained=explained if has_any else None,
         explanation=_featured(explained, rungs),
         verdicts=verdicts(results),
+        sandbox=sandbox.warnings(run.env),
     )
 
 

@@ -252,12 +252,21 @@ def verdict_lines(run: RunSummary, width: int) -> list[Text]:
     return lines
 
 
+def sandbox_lines(run: RunSummary, width: int) -> list[Text]:
+    """Warnings first: what sat on every system call of the run."""
+    lines: list[Text] = []
+    for warning in run.sandbox:
+        lines += _wrapped(f"warning: {warning}", width, 0, "yellow")
+    return lines
+
+
 def run_lines(summary: Summary, width: int, index: int = 0) -> list[Text]:
     """The summary of run INDEX: ladder, same vs cross, explanation, verdicts."""
     width = max(width, MIN_WIDTH)
     run = summary.runs[index]
     label = _explained_label(run)
     sections = [
+        sandbox_lines(run, width),
         ladder_lines(run, width),
         same_vs_cross_lines(run, width),
         explanation_lines(run.explanation, label, width),
@@ -400,7 +409,7 @@ def _env_lines(machines: Machines, width: int) -> list[Text]:
     if not machines.env:
         return _wrapped(
             "The environments do not differ in kernel, CPU, virtualization, idle driver, "
-            "mitigations or clocksource.",
+            "mitigations, clocksource or sandbox (seccomp, tracer, auditing).",
             width,
             0,
         )
@@ -487,6 +496,7 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
             "not_separated": list(explanation.not_separated),
             "notes": list(explanation.notes),
         },
+        "sandbox": list(run.sandbox),
         "verdicts": {
             "counts": run.verdicts.counts,
             "notes": [
