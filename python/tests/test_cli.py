@@ -391,6 +391,17 @@ def test_list_and_env(fake_engine):
     assert env_json["kind"] == "env"
 
 
+def test_a_param_split_by_the_shell_gets_the_joined_form(db):
+    # `--param procs 2`: the shell makes "2" a probe name; the engine would say
+    # "unknown probe '2'". The message gives the fix, before any engine runs.
+    split = invoke("run", "--param", "procs", "2", "--db", db)
+    assert split.exit_code == 2
+    line = one_error_line(split)
+    assert "write --param procs=2" in line and "NAME=V1,V2" in line
+    alone = invoke("run", "switch.ring", "--param", "procs", "--db", db)
+    assert alone.exit_code == 2 and "--param procs=switch.ring" not in one_error_line(alone)
+
+
 def test_help_and_version():
     assert invoke("--help").exit_code == 0
     assert "ctxbench" in invoke("--version").stdout

@@ -55,6 +55,7 @@ from ctxbench.runner import (
     capture_env,
     find_engine,
     list_probes,
+    param_problem,
     plan_variants,
 )
 from ctxbench.runner import Progress as EngineProgress
@@ -702,6 +703,8 @@ def run(
     (`'switch.*'`). Ctrl-C (or SIGTERM, SIGHUP) stops cleanly and keeps the
     finished results as a partial run.
     """
+    if (problem := param_problem(params, probes)) is not None:
+        raise BadInput(problem)
     _check_output_path(json_path, "--json")
     _check_output_path(report_path, "--report")
     _check_writable(report_path, "--report")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -131,6 +132,24 @@ class Progress:
     probe: str
     params: dict[str, Any]
     attempt: int = 1  # over 1: measured again after host interference
+
+
+def param_problem(params: Sequence[str], probes: Sequence[str]) -> str | None:
+    """A --param without '=' in one line that names the fix, or None. With
+    `--param procs 2` the value arrives as a probe name: where the first such
+    word is a number or a list (no probe is named so), the suggestion puts the
+    two back together."""
+    for choice in params:
+        if "=" in choice:
+            continue
+        if probes and re.fullmatch(r"[0-9][0-9.]*(,[^,]+)*|[^,]+(,[^,]+)+", probes[0]):
+            fixed = f"--param {choice}={probes[0]}"
+            return (
+                f"--param {choice} {probes[0]}: a parameter and its values are one word, "
+                f"NAME=V1,V2; write {fixed}"
+            )
+        return f"--param {choice}: give the parameter with its values, NAME=V1,V2 (e.g. procs=2,8)"
+    return None
 
 
 @dataclass(frozen=True)
