@@ -107,6 +107,33 @@ def corrected(result: dict[str, Any]) -> str:
     return text + " (≤0!)" if corrected.get("nonpositive") else text
 
 
+def set_aside(result: dict[str, Any], with_figure: bool = False) -> str | None:
+    """Samples set aside as host interference, in words: '4 of 30 samples set
+    aside as host interference; 1.31 µs with them' (``with_figure``: '1.10 µs,
+    4 of 30 ...'); None when none were. Records that keep only the count (the
+    interference block's kept attempt) give the count and the set-aside median."""
+    unit = result["unit"]
+    kept = len(result.get("samples") or [])
+    block = result.get("set_aside") or {}
+    count, tail = len(block.get("samples") or []), ""
+    if count:
+        with_them = (block.get("summary_with_them") or {}).get("median")
+        tail = f"; {value(with_them, unit)} with them" if with_them is not None else ""
+    else:
+        interference = result.get("interference") or {}
+        attempts = interference.get("attempts") or []
+        index = interference.get("kept", 0)
+        attempt = attempts[index] if 0 <= index < len(attempts) else {}
+        count = int(attempt.get("set_aside") or 0)
+        if attempt.get("set_aside_median") is not None:
+            tail = f" (their median {value(attempt['set_aside_median'], unit)})"
+    if not count:
+        return None
+    figure = (result.get("summary") or {}).get("median")
+    head = f"{value(figure, unit)}, " if with_figure and figure is not None else ""
+    return f"{head}{count} of {kept + count} samples set aside as host interference{tail}"
+
+
 def verdict(result: dict[str, Any]) -> str:
     status = result["verdict"]["status"]
     codes = sorted({reason["code"] for reason in result["verdict"]["reasons"]})

@@ -119,6 +119,9 @@ def ladder_lines(run: RunSummary, width: int) -> list[Text]:
         if wide:
             parts.append((name, "dim"))
         lines.append(_line(*parts))
+        aside = fmt.set_aside(point.result, with_figure=True)
+        if aside:
+            lines += _wrapped(aside, width, 4, "dim")
     return lines
 
 
@@ -343,10 +346,14 @@ def _figure_lines(machines: Machines, width: int) -> list[Text]:
             for number, (text, style) in enumerate(verdicts):
                 parts += (["; "] if number else []) + [(text, style)]
             lines.append(_line(*parts))
-            continue
-        lines.append(_line(start))
-        for text, style in verdicts:
-            lines += _wrapped(text, width, 4, style)
+        else:
+            lines.append(_line(start))
+            for text, style in verdicts:
+                lines += _wrapped(text, width, 4, style)
+        for letter, cell in zip(letters, figure.row.cells if figure.row else [], strict=False):
+            aside = fmt.set_aside(cell.result) if cell.result else None
+            if aside:
+                lines += _wrapped(f"{letter}: {aside}", width, 4, "dim")
     return lines
 
 

@@ -31,6 +31,14 @@ def _verdict_text(result: dict[str, Any]) -> Text:
     return Text(fmt.verdict(result), style=STATUS_STYLE.get(result["verdict"]["status"], ""))
 
 
+def _with_set_aside(text: Text, result: dict[str, Any]) -> Text:
+    """``text`` with a dim line for the samples set aside as host interference, if any."""
+    aside = fmt.set_aside(result)
+    if aside:
+        text.append("\n" + aside, style="dim")
+    return text
+
+
 NARROW = (
     140  # below this width: params under the probe, p99 under the median, baseline under corrected
 )
@@ -72,7 +80,7 @@ def _wide_results_table(results: list[dict[str, Any]], title: str | None) -> Tab
             fmt.median_ci(result),
             fmt.baseline(result),
             fmt.corrected(result),
-            _verdict_text(result),
+            _with_set_aside(_verdict_text(result), result),
         )
     return table
 
@@ -91,6 +99,7 @@ def _narrow_results_table(results: list[dict[str, Any]], title: str | None) -> T
         name = Text(result["probe"])
         if result["params"]:
             name.append("\n" + fmt.params(result["params"]), style="dim")
+        _with_set_aside(name, result)
         status = result["verdict"]["status"]
         table.add_row(
             name,

@@ -1,0 +1,126 @@
+"""Samples set aside as host interference are said wherever the figure is shown:
+the terminal summary (run, show), the table of every result, compare's key
+figures and the report. The records are real engine output (run_a, run_b) with
+set-aside samples written in the engine's shape: ``set_aside: {samples,
+summary_with_them}`` beside ``interference``, or only the kept attempt's count
+and median in older records."""
+
+from __future__ import annotations
+
+import copy
+import io
+
+import pytest
+from rich.console import Console
+
+from conftest import real_run
+from ctxbench import fmt, stats, summary_view, tables
+from ctxbench.records import group_run, record_problem
+from ctxbench.report import render
+from ctxbench.store import Store
+from ctxbench.summary import summarize
+
+# The thread switch on one CPU: run A's ladder shows it.
+PROBE, PARAMS = "switch.pipe", {"between": "threads", "cpus": "same"}
+WORDS = "4 of 14 samples set aside as host interference"
+
+
+INTERFERENCE = {
+    "reference": "getppid loop",
+    "best_ns": 100.0,
+    "slowed_ratio": 1.2,
+    "retries": 1,
+    "attempts": [
+        {"median": 1.0, "reference_ratio": 1.5, "slowed_share": 0.5, "samples": 10},
+        {
+            "median": 1.0,
+            "reference_ratio": 1.01,
+            "slowed_share": 0.2,
+            "samples": 10,
+            "set_aside": 4,
+            "set_aside_median": 5000.0,
+        },
+    ],
+    "kept": 1,
+    "slowed": False,
+}
+
+
+def _with_set_aside(name: str, samples_kept: bool = True) -> list[dict]:
+    """The run with four of its same-CPU thread switch samples set aside as host
+    interference: kept in the record (slower than the rest), or, as older
+    records have it, only their count and median in the interference block."""
+    records = copy.deepcopy(real_run(name).all())
+    result = next(
+        r
+        for r in records
+        if r["kind"] == "result"
+        and r["probe"] == PROBE
+        and all(r["params"].get(k) == v for k, v in PARAMS.items())
+    )
+    result["interference"] = copy.deepcopy(INTERFERENCE)
+    if samples_kept:
+        aside = [max(result["samples"]) * factor for factor in (1.5, 1.6, 1.7, 1.8)]
+        result["set_aside"] = {
+            "samples": aside,
+            "summary_with_them": stats.summarize(result["samples"] + aside),
+        }
+    return records
+
+
+def _stored(store, name: str):
+    """The run stored with its set-aside samples (the older shape the schema has)."""
+    records = _with_set_aside(name, samples_kept=False)
+    return store.load(store.add_run(group_run(records), origin="import"))
+
+
+def _result(records):
+    return next(r for r in records if r.get("interference"))
+
+
+def test_the_words_give_both_figures():
+    result = _result(_with_set_aside("run_a.jsonl"))
+    with_them = fmt.value(result["set_aside"]["summary_with_them"]["median"], result["unit"])
+    assert fmt.set_aside(result) == f"{WORDS}; {with_them} with them"
+    figure = fmt.value(result["summary"]["median"], result["unit"])
+    assert fmt.set_aside(result, with_figure=True).startswith(f"{figure}, {WORDS}; ")
+
+
+def test_older_records_give_the_count_and_its_median():
+    result = _result(_with_set_aside("run_a.jsonl", samples_kept=False))
+    assert record_problem(result) is None
+    assert fmt.set_aside(result) == f"{WORDS} (their median 5.000 µs)"
+    result["interference"]["attempts"][1]["set_aside"] = 0
+    assert fmt.set_aside(result) is None
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(tmp_path / "aside.db") as opened:
+        yield opened
+
+
+def test_the_terminal_summary_and_the_table_say_it(store):
+    run = _stored(store, "run_a.jsonl")
+    text = summary_view.plain(summary_view.run_lines(summarize([run]), 120))
+    assert WORDS in text and "their median 5.000 µs" in text
+    for width in (200, 80):  # the wide table and the narrow one
+        table = tables.results_table(run.results, width=width)
+        shown = _rendered(table, width)
+        assert "4 of 14 samples set aside" in " ".join(shown.split())
+
+
+def _rendered(table, width: int) -> str:
+    console = Console(width=width, file=io.StringIO(), color_system=None)
+    console.print(table)
+    return console.file.getvalue()
+
+
+def test_compare_and_the_report_say_it(store):
+    a = _stored(store, "run_a.jsonl")
+    b = store.load(store.add_run(real_run("run_b.jsonl"), origin="import"))
+    text = summary_view.plain(summary_view.machine_lines(summarize([a, b]), 200))
+    assert f"A: {WORDS}" in text
+    assert "B: " + WORDS not in text
+    page = render([a, b])
+    assert WORDS in page
