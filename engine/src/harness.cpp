@@ -15,6 +15,7 @@
 #include "output.hpp"
 #include "tasks.hpp"
 #include "topology.hpp"
+#include "wording.hpp"
 
 namespace ctx {
 
@@ -149,26 +150,32 @@ long counted(const SwitchCount& c, Counter counter) {
 struct Sampled {
   std::vector<double> per_op;
   std::uint64_t iterations_per_sample = 0;
-  std::uint64_t total_iterations = 0;  // in the timed samples
-  std::uint64_t all_iterations = 0;    // calibration and warm-up included
+  std::uint64_t total_iterations = 0;  // in the kept samples, the ones that make the figure
+  std::uint64_t all_iterations = 0;    // calibration, warm-up and set-aside samples included
   bool budget_hit = false;
-  std::vector<double> reference_ns;  // the host reference, timed before each kept sample
-  std::vector<double> set_aside;     // per-op times of samples taken while the reference ran slowed
+  std::vector<double> reference_ns;          // the host reference, timed before each kept sample
+  std::vector<double> set_aside;             // per-op times of samples taken while the reference ran slowed
+  SwitchCount kept_switches;                 // the measuring thread's switches during the kept samples
+  std::optional<std::uint64_t> kept_cycles;  // its core cycles then, where the counter reads
 };
 
 Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& workload, Clock& clock,
                const TimerInfo& timer, const HarnessOptions& options, double ops_per_iteration,
-               const std::function<void()>& before_timed = {}) {
+               const CycleCounter* cycles = nullptr) {
   Sampled out;
+  if (cycles) out.kept_cycles = 0;
   auto timed = [&](std::uint64_t n) {
     out.all_iterations += n;
     return time_batch(clock, timer, workload, n);
+  };
+  auto add_switches = [&](const SwitchCount& before, const SwitchCount& after) {
+    out.kept_switches.voluntary += after.voluntary - before.voluntary;
+    out.kept_switches.involuntary += after.involuntary - before.involuntary;
   };
   out.iterations_per_sample = probe.fixed_iterations ? probe.fixed_iterations(params) : 0;
   if (out.iterations_per_sample == 0)
     out.iterations_per_sample = calibrate_batch(timed, batch_target_ns(options, timer));
   for (int w = 0; w < options.warmup_samples; ++w) timed(out.iterations_per_sample);
-  if (before_timed) before_timed();
   const std::uint64_t deadline = monotonic_raw_ns() + static_cast<std::uint64_t>(options.max_variant_s * 1e9);
   const double ops = static_cast<double>(out.iterations_per_sample) * ops_per_iteration;
   const int samples = probe.samples ? probe.samples(params, options.samples) : options.samples;
@@ -180,14 +187,25 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
   int spare = options.reference && options.retries > 0 ? samples : 0;
   while (static_cast<int>(out.per_op.size()) < samples) {
     const double reference_ns = options.reference ? options.reference->time_once() : 0;
+    // The kernel's switch counts and the cycles are read around each sample
+    // (outside its timing), so they count the kept samples alone.
+    const SwitchCount before = thread_switches();
+    const auto cycles_before = cycles ? cycles->read_value() : std::nullopt;
     const double per_op = timed(out.iterations_per_sample) / ops;
-    out.total_iterations += out.iterations_per_sample;  // the kernel's counts span every timed sample
+    const auto cycles_after = cycles ? cycles->read_value() : std::nullopt;
+    const SwitchCount after = thread_switches();
     if (spare > 0 && reference_ns > slowed_ratio * options.reference->best_ns()) {
       --spare;
       out.set_aside.push_back(per_op);
     } else {
       if (options.reference) out.reference_ns.push_back(reference_ns);
       out.per_op.push_back(per_op);
+      out.total_iterations += out.iterations_per_sample;
+      add_switches(before, after);
+      if (cycles_before && cycles_after && out.kept_cycles)
+        *out.kept_cycles += *cycles_after - *cycles_before;
+      else
+        out.kept_cycles.reset();
     }
     if (out.per_op.size() >= 5 && monotonic_raw_ns() > deadline) {
       out.budget_hit = true;
@@ -324,6 +342,8 @@ std::optional<Baseline> measure_baseline(const ProbeDescriptor& probe, const Par
   b.summary = summarize(base.per_op);
   b.value = b.summary->median;
   b.unit = Unit::ns;
+  b.samples = std::move(base.per_op);
+  b.set_aside = std::move(base.set_aside);
   return b;
 }
 
@@ -480,11 +500,14 @@ void close_interference(Result& r, const HarnessOptions& options) {
         "measured {} times and attempt {} is kept (its reference ran fastest); medians by attempt: {}",
         slowed_ratio, attempts.size(), kept + 1, medians));
   }
-  if (attempts[kept].set_aside > 0)
-    r.notes.push_back(fmt::format(
-        "host interference: {} sample(s) taken while the reference ran over {:.2f}x its best were set aside and "
-        "taken again (their median: {:.4g})",
-        attempts[kept].set_aside, slowed_ratio, attempts[kept].set_aside_median.value_or(0)));
+  if (!r.set_aside.empty())
+    r.notes.push_back(
+        fmt::format("host interference: {} (their reference ran over {:.2f}x its best; each was taken "
+                    "again; the samples are in set_aside)",
+                    set_aside_statement(r.samples, r.set_aside, r.unit), slowed_ratio));
+  if (r.baseline && !r.baseline->set_aside.empty())
+    r.notes.push_back(fmt::format("host interference, baseline: {}",
+                                  set_aside_statement(r.baseline->samples, r.baseline->set_aside, r.baseline->unit)));
   if (slowed(attempts[kept], best))
     r.notes.push_back(
         fmt::format("host interference: the CPU was slowed during the kept attempt too (reference {:.2f}x "
@@ -528,24 +551,20 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
             "idle=held: no cpuidle driver is active (current_driver: none), so an idle CPU takes the architecture's "
             "default halt, which the latency request does not change; held and free measure the same idle path here");
     }
-    SwitchCount before{};
-    std::optional<std::uint64_t> cycles_before;
     CycleCounter cycles;
-    Sampled measured = sample(probe, params, *workload, clock, timer, options, ops_per_iteration, [&] {
-      before = thread_switches();
-      cycles_before = cycles.read_value();
-    });
-    const SwitchCount after = thread_switches();
-    const auto cycles_after = cycles.read_value();
+    Sampled measured = sample(probe, params, *workload, clock, timer, options, ops_per_iteration, &cycles);
     const int main_cpu_end = current_cpu();
     const std::vector<TaskReport> partners = workload->finish();
     r.samples = measured.per_op;
     r.ops_per_sample = static_cast<std::uint64_t>(
         std::llround(static_cast<double>(measured.iterations_per_sample) * ops_per_iteration));
     if (r.ops_per_sample == 0) r.ops_per_sample = 1;
+    // The ops of the kept samples: the switch checks and per-op counts are over these.
     const double ops_total = static_cast<double>(measured.total_iterations) * ops_per_iteration;
-    // Every op the workload performed, so a test can compare with what the kernel saw.
+    // Every op the workload performed (calibration, warm-up and set-aside
+    // samples included), so a test can compare with what the kernel saw.
     r.derived["ops_executed"] = static_cast<double>(measured.all_iterations) * ops_per_iteration;
+    r.derived["ops_in_figure"] = ops_total;
     if (measured.budget_hit)
       r.notes.push_back(fmt::format("sampling stopped after {} samples: the variant's time budget ({:.0f} s) ran out",
                                     measured.per_op.size(), options.max_variant_s));
@@ -569,11 +588,9 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
     if (probe.expects) {
       if (auto expectation = probe.expects(params))
         add_switch_checks(*expectation, ops_total, static_cast<double>(measured.all_iterations) * ops_per_iteration,
-                          {after.voluntary - before.voluntary, after.involuntary - before.involuntary}, partners,
-                          summary, r);
+                          measured.kept_switches, partners, summary, r);
     }
-    if (probe.matrix && !probe.expects)
-      add_preemption_check({after.voluntary - before.voluntary, after.involuntary - before.involuntary}, partners, r);
+    if (probe.matrix && !probe.expects) add_preemption_check(measured.kept_switches, partners, r);
     add_placement_check(placement, r);
     if (probe.syscalls_per_op) r.derived["syscalls_per_op"] = probe.syscalls_per_op(params);
     const double shortest_batch_ns = summary.min * static_cast<double>(r.ops_per_sample);
@@ -587,17 +604,20 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
                                 "primitive's own cost, and the difference is noise",
                                 r.baseline->value, summary.median));
     if (clock.counts_ticks()) r.derived["tsc_ticks_per_op"] = summary.median / timer.ns_per_tick;
-    if (cycles_before && cycles_after && ops_total > 0) {
-      r.derived["core_cycles_per_op"] = static_cast<double>(*cycles_after - *cycles_before) / ops_total;
+    if (measured.kept_cycles && ops_total > 0) {
+      r.derived["core_cycles_per_op"] = static_cast<double>(*measured.kept_cycles) / ops_total;
       if (cycles.user_only()) r.derived["core_cycles_scope"] = "user mode only (perf_event_paranoid)";
     } else {
       r.derived["core_cycles_per_op"] = nullptr;
       r.derived["core_cycles_unavailable"] = cycles.error().empty() ? "counter read failed" : cycles.error();
     }
+    // The samples set aside as host interference stay in the record, in its unit.
+    r.set_aside = measured.set_aside;
     if (probe.unit == Unit::msgs_per_s) {
       // The samples were ns per message; the unit asked for is a rate.
       r.derived["median_ns_per_msg"] = summary.median;
       for (double& v : r.samples) v = 1e9 / v;
+      for (double& v : r.set_aside) v = 1e9 / v;
       r.summary = summarize(r.samples);
     }
     if (scope == Scope::variant && options.reference && !measured.reference_ns.empty()) {
@@ -605,12 +625,8 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
       in.reference = options.reference->describe();
       in.retries = options.retries;
       in.attempts.push_back(judge_attempt(measured.reference_ns, options.reference->best_ns(), r.summary->median));
-      in.attempts.back().set_aside = measured.set_aside.size();
-      if (!measured.set_aside.empty()) {
-        double median = summarize(measured.set_aside).median;
-        if (probe.unit == Unit::msgs_per_s) median = 1e9 / median;  // as the samples: a rate
-        in.attempts.back().set_aside_median = median;
-      }
+      in.attempts.back().set_aside = r.set_aside.size();
+      if (!r.set_aside.empty()) in.attempts.back().set_aside_median = summarize(r.set_aside).median;
       r.interference = std::move(in);
     }
     if (scope == Scope::variant) {

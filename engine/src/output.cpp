@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "wording.hpp"
+
 namespace ctx {
 
 OutputError::OutputError(std::string name_, int error_)
@@ -138,6 +140,13 @@ void TableReporter::result(const Result& r) {
       fmt::format("{:<28} {:<36} {:>10} {:>10} {:>21} {:>10} {:>10}  {}\n", r.probe, format_params(r.params), median,
                   p99, ci, baseline, corrected, status_name(r.verdict.status));
   for (const auto& [code, detail] : r.verdict.reasons) text += fmt::format("    {}: {}\n", reason_name(code), detail);
+  // A figure that left samples out says so, with the figure they would make.
+  if (const auto statement = set_aside_statement(r.samples, r.set_aside, r.unit); !statement.empty())
+    text += fmt::format("    set aside: {}\n", statement);
+  if (r.baseline)
+    if (const auto statement = set_aside_statement(r.baseline->samples, r.baseline->set_aside, r.baseline->unit);
+        !statement.empty())
+      text += fmt::format("    baseline set aside: {}\n", statement);
   out_.write(text);
 }
 

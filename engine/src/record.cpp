@@ -147,6 +147,13 @@ nlohmann::json params_to_json(const Params& values, const std::map<std::string, 
   return params;
 }
 
+nlohmann::json set_aside_to_json(const std::vector<double>& kept, const std::vector<double>& set_aside) {
+  if (set_aside.empty()) return nullptr;
+  std::vector<double> all = kept;
+  all.insert(all.end(), set_aside.begin(), set_aside.end());
+  return {{"samples", set_aside}, {"summary_with_them", summary_to_json(summarize(all))}};
+}
+
 nlohmann::json result_to_json(const Result& r) {
   const nlohmann::json params = params_to_json(r.params, r.numeric_params);
   nlohmann::json j = {
@@ -158,11 +165,13 @@ nlohmann::json result_to_json(const Result& r) {
   j["warmup_samples"] = r.warmup_samples;
   j["samples"] = r.samples;
   j["summary"] = r.summary ? summary_to_json(*r.summary) : nlohmann::json(nullptr);
+  if (!r.set_aside.empty() && !r.samples.empty()) j["set_aside"] = set_aside_to_json(r.samples, r.set_aside);
   if (r.baseline) {
     nlohmann::json b = {
         {"name", r.baseline->name}, {"value", r.baseline->value}, {"unit", unit_name(r.baseline->unit)}};
     if (!r.baseline->probe.empty()) b["probe"] = r.baseline->probe;
     if (r.baseline->summary) b["summary"] = summary_to_json(*r.baseline->summary);
+    if (!r.baseline->set_aside.empty()) b["set_aside"] = set_aside_to_json(r.baseline->samples, r.baseline->set_aside);
     j["baseline"] = b;
   } else {
     j["baseline"] = nullptr;

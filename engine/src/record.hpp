@@ -62,6 +62,8 @@ struct Baseline {
   double value = 0;
   Unit unit = Unit::ns;
   std::optional<Summary> summary;
+  std::vector<double> samples;    // the kept samples the summary is over (not in the record)
+  std::vector<double> set_aside;  // samples set aside as host interference (not in the summary)
 };
 
 struct Verdict {
@@ -130,6 +132,7 @@ struct Result {
   std::uint64_t ops_per_sample = 0;
   int warmup_samples = 0;
   std::vector<double> samples;
+  std::vector<double> set_aside;  // samples set aside as host interference: not in `samples` nor the summary
   std::optional<Summary> summary;
   std::optional<Baseline> baseline;
   std::optional<Stability> stability;
@@ -153,6 +156,9 @@ struct Result {
 };
 
 nlohmann::json summary_to_json(const Summary& summary);
+// The samples set aside as host interference and the summary of every sample
+// with them; null when none were set aside.
+nlohmann::json set_aside_to_json(const std::vector<double>& kept, const std::vector<double>& set_aside);
 // A variant's parameters as a record gives them: numbers where `numbers` has them.
 nlohmann::json params_to_json(const Params& values, const std::map<std::string, double>& numbers);
 nlohmann::json result_to_json(const Result& result);

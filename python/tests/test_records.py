@@ -90,6 +90,16 @@ def test_the_host_reference_and_its_set_aside_samples_are_read():
     assert record_problem(dict(result, interference=older)) is None
     negative = dict(interference, attempts=[dict(attempt, set_aside=-1)])
     assert record_problem(dict(result, interference=negative)) is not None
+    # The set-aside samples are values, on the result and on its baseline,
+    # with the summary they make together with the kept ones.
+    kept = result["summary"]
+    aside = {"samples": [kept["max"] * 1.3], "summary_with_them": dict(kept, n=kept["n"] + 1)}
+    assert record_problem(dict(result, set_aside=aside)) is None
+    if result["baseline"] is not None:
+        baseline = dict(result["baseline"], set_aside=aside)
+        assert record_problem(dict(result, baseline=baseline)) is None
+    assert record_problem(dict(result, set_aside=dict(aside, samples=[]))) is not None
+    assert record_problem(dict(result, set_aside={"samples": [1.0]})) is not None
     # Whether the host reference judged the samples: on or off, nothing else.
     for state in ("on", "off"):
         assert record_problem(dict(result, host_reference=state)) is None

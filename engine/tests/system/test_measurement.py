@@ -132,6 +132,16 @@ def test_every_variant_records_the_host_reference(engine):
         if len(inter["attempts"]) > 1:  # re-measured: the notes say why
             assert any(n.startswith("host interference") for n in r.get("notes", []))
         assert r["host_reference"] == "on" and env["options"]["host_reference"] == "on"
+        # Set-aside samples are kept as values beside the figure, with the
+        # summary they would make with the kept ones.
+        if kept["set_aside"] > 0:
+            aside = r["set_aside"]
+            assert len(aside["samples"]) == kept["set_aside"]
+            assert aside["summary_with_them"]["n"] == len(r["samples"]) + kept["set_aside"]
+            assert any("samples set aside as host interference" in n for n in r["notes"])
+        else:
+            assert "set_aside" not in r
+        assert r["derived"]["ops_in_figure"] == r["ops_per_sample"] * len(r["samples"])
         if retries == "0":  # recorded, and nothing taken again
             assert len(inter["attempts"]) == 1 and inter["attempts"][0]["set_aside"] == 0
 

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "output.hpp"
+
 namespace {
 namespace CTXBENCH_UNITY_ID {
 
@@ -392,9 +394,22 @@ TEST(HostReference, SamplesTakenInAShortSpellAreSetAsideAndTakenAgain) {
   EXPECT_DOUBLE_EQ(in.attempts[0].slowed_share, 0);
   EXPECT_EQ(run.r.samples.size(), static_cast<std::size_t>(samples_per_attempt));
   EXPECT_EQ(run.reference_timings, calibration_timings + samples_per_attempt + 3);
-  EXPECT_NE(all_notes(run.r).find("3 sample(s) taken while the reference ran over 1.20x its best were set aside"),
+  // The set-aside samples are kept as values, out of the figure, and the
+  // note states both figures (this fake probe costs the same in a spell).
+  EXPECT_EQ(run.r.set_aside, std::vector<double>(3, 100.0));
+  EXPECT_NE(all_notes(run.r).find("100 ns, 3 of 10 samples set aside as host interference; 100 ns with them"),
             std::string::npos)
       << all_notes(run.r);
+  // Counts agree with the samples that make the figure; every op performed is still counted.
+  EXPECT_DOUBLE_EQ(run.r.derived["ops_in_figure"].get<double>(),
+                   static_cast<double>(run.r.ops_per_sample * samples_per_attempt));
+  EXPECT_GE(run.r.derived["ops_executed"].get<double>(),
+            static_cast<double>(run.r.ops_per_sample * (samples_per_attempt + 3)));
+  const auto j = result_to_json(run.r);
+  ASSERT_TRUE(j.contains("set_aside"));
+  EXPECT_EQ(j["set_aside"]["samples"].size(), 3u);
+  EXPECT_EQ(j["set_aside"]["summary_with_them"]["n"], 10);
+  EXPECT_EQ(j["summary"]["n"], samples_per_attempt);
   EXPECT_EQ(all_notes(run.r).find("measured 2 times"), std::string::npos);
   EXPECT_EQ(all_notes(run.r).find("carries"), std::string::npos);
 }
@@ -518,6 +533,41 @@ TEST(HostReference, TheBaselineIsSampledUnderTheSameRule) {
   ASSERT_TRUE(r.baseline->summary);
   EXPECT_EQ(r.baseline->summary->n, static_cast<std::size_t>(samples_per_attempt));
   EXPECT_EQ(reference_clock.timings(), baseline_first + samples_per_attempt + 4);  // four re-takes
+  EXPECT_EQ(r.baseline->set_aside, std::vector<double>(4, 40.0));
+  EXPECT_TRUE(r.set_aside.empty());
+  const auto j = result_to_json(r);
+  EXPECT_FALSE(j.contains("set_aside"));
+  EXPECT_EQ(j["baseline"]["set_aside"]["samples"].size(), 4u);
+  EXPECT_EQ(j["baseline"]["set_aside"]["summary_with_them"]["n"], 11);
+  EXPECT_DOUBLE_EQ(j["baseline"]["set_aside"]["summary_with_them"]["max"].get<double>(), 40);
+  EXPECT_NE(all_notes(r).find("host interference, baseline: 20.0 ns, 4 of 11 samples set aside as host "
+                              "interference; 20.0 ns with them"),
+            std::string::npos)
+      << all_notes(r);
+}
+
+// The table states both figures when samples were set aside.
+TEST(HostReference, TheTableStatesBothFiguresWhenSamplesWereSetAside) {
+  Result r;
+  r.probe = "test.fixed";
+  r.samples = {1100, 1100, 1100};
+  r.set_aside = {1500, 1500, 1500, 1500};
+  r.summary = summarize(r.samples);
+  std::string text;
+  {
+    std::FILE* memory = tmpfile();
+    ASSERT_NE(memory, nullptr);
+    Sink sink(memory, "memory");
+    TableReporter table(sink);
+    table.result(r);
+    std::rewind(memory);
+    char buffer[4096] = {};
+    text.assign(buffer, std::fread(buffer, 1, sizeof buffer - 1, memory));
+    std::fclose(memory);
+  }
+  EXPECT_NE(text.find("set aside: 1100 ns, 4 of 7 samples set aside as host interference; 1500 ns with them"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace CTXBENCH_UNITY_ID
