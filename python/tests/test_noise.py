@@ -224,6 +224,7 @@ def test_history_takes_earlier_runs_of_the_same_machine_only(store):
         "host": _relabel(base, "host", stamp.format(2), hostname="elsewhere"),
         "cpu": _relabel(base, "cpu", stamp.format(2), cpu__model="Another CPU"),
         "full": _relabel(base, "full", stamp.format(2), options={"quick": False}),
+        "sandboxed": _relabel(base, "sandboxed", stamp.format(2), sandbox={"seccomp": "allow"}),
         "a": _relabel(base, "a", stamp.format(3)),
         "b": _relabel(base, "b", stamp.format(4)),
         "later": _relabel(base, "later", stamp.format(5)),
@@ -239,5 +240,7 @@ def test_history_takes_earlier_runs_of_the_same_machine_only(store):
         figures[("syscall.getpid", params_key(getpid["params"]))]
         == [getpid["summary"]["median"]] * 2
     )
-    # Runs of two machines have no common history.
-    assert history_runs(store, [store.load("a"), store.load("kernel")]) == []
+    # Against another machine, the history is the reference run's machine's.
+    other = [store.load("b"), store.load("cpu")]
+    assert [run.run_id for run in history_runs(store, other)] == ["a", "old2", "old1"]
+    assert [run.run_id for run in history_runs(store, other[::-1])] == []

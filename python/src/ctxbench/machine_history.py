@@ -1,12 +1,14 @@
 """The store's earlier runs of one machine, per variant: the figures that give a run-to-run spread.
 
 A machine, for this purpose, is the host name, the CPU model, the kernel
-release and the run options that change a figure (``compare.run_options``:
---quick, samples, batch time). Two compared runs have a history only when
-they share that key; the history is the runs of the key measured before
-the later of them (in the store's measured order), the compared runs left
-out, newest first, at most MAX_RUNS. Only ``ok`` results count: a suspect
-figure measured something else.
+release, the sandbox the engine ran in (the env's ``sandbox`` block, when
+the record has one: a seccomp filter or a tracer changes every system call)
+and the run options that change a figure (``compare.run_options``: --quick,
+samples, batch time). The history is that of the reference run's machine
+(run A): the runs with its key measured before the latest compared run (in
+the store's measured order), the compared runs left out, newest first, at
+most MAX_RUNS. Only ``ok`` results count: a suspect figure measured
+something else.
 """
 
 from __future__ import annotations
@@ -23,24 +25,21 @@ MAX_LOADED = 60  # runs of the same host loaded at most while looking for them
 
 
 def machine_key(env: dict[str, Any]) -> tuple[str, ...]:
-    """(host, CPU model, kernel release, run options as JSON)."""
+    """(host, CPU model, kernel release, sandbox as JSON, run options as JSON)."""
     cpu = env.get("cpu") or {}
     kernel = env.get("kernel") or {}
     return (
         str(env.get("hostname")),
         str(cpu.get("model")),
         str(kernel.get("release")),
+        json.dumps(env.get("sandbox"), sort_keys=True),
         json.dumps(run_options(env), sort_keys=True),
     )
 
 
 def history_runs(store: Store, runs: list[StoredRun]) -> list[StoredRun]:
-    """The earlier runs of the compared runs' machine, newest first; none when
-    the runs are not all of one machine."""
-    keys = {machine_key(run.env) for run in runs}
-    if len(keys) != 1:
-        return []
-    (key,) = keys
+    """The earlier runs of the reference run's machine (the first of RUNS), newest first."""
+    key = machine_key(runs[0].env)
     compared = {run.run_id for run in runs}
     infos = store.runs()  # measured order
     positions = {info.run_id: index for index, info in enumerate(infos)}

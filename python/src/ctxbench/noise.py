@@ -9,8 +9,8 @@ therefore judged against the best source of run-to-run spread there is:
    pooled log spread of the repeats' figures of both runs, and a t interval
    of the log ratio with sum(N - 1) degrees of freedom.
 2. ``history``: the store holds at least MIN_HISTORY_RUNS earlier runs of
-   the same machine (``machine_history``: host, CPU model, kernel, run
-   options) with this variant: the log spread of their figures, and a t
+   run A's machine (``machine_history``: host, CPU model, kernel, sandbox,
+   run options) with this variant: the log spread of their figures, and a t
    interval of the log ratio of the two figures (one run on each side).
 3. ``within-run``: only the samples of the two runs: the bootstrap interval
    of the ratio of medians and the U test (``stats.compare_samples``), and
