@@ -102,3 +102,26 @@ def test_the_schema_refuses_a_malformed_repeats_block():
     assert "repeats" in record_problem(dict(result, repeats={"count": 1, "runs": []}))
     entry = dict(result["repeats"]["runs"][0], median="fast")
     assert "repeats" in record_problem(dict(result, repeats={"count": 2, "runs": [entry]}))
+
+
+def test_set_aside_samples_of_every_repeat_are_kept_together():
+    runs = _two_repeats()
+    extra = []
+    for records in runs:
+        result = next(
+            r for r in records if r["kind"] == "result" and r["probe"] == "syscall.getpid"
+        )
+        aside = [max(result["samples"]) * 2.0]
+        result["set_aside"] = {
+            "samples": aside,
+            "summary_with_them": stats.summarize(result["samples"] + aside),
+        }
+        extra += aside
+    merged = next(
+        r
+        for r in repeats.merge_repeats(runs)
+        if r["kind"] == "result" and r["probe"] == "syscall.getpid"
+    )
+    assert record_problem(merged) is None
+    assert merged["set_aside"]["samples"] == extra
+    assert merged["set_aside"]["summary_with_them"]["n"] == len(merged["samples"]) + 2

@@ -68,9 +68,11 @@ def _with_set_aside(name: str, samples_kept: bool = True) -> list[dict]:
     return records
 
 
-def _stored(store, name: str):
-    """The run stored with its set-aside samples (the older shape the schema has)."""
-    records = _with_set_aside(name, samples_kept=False)
+def _stored(store, name: str, samples_kept: bool = True):
+    """The run stored with its set-aside samples, every record valid."""
+    records = _with_set_aside(name, samples_kept)
+    for record in records:
+        assert record_problem(record) is None, record_problem(record)
     return store.load(store.add_run(group_run(records), origin="import"))
 
 
@@ -100,10 +102,12 @@ def store(tmp_path):
         yield opened
 
 
-def test_the_terminal_summary_and_the_table_say_it(store):
-    run = _stored(store, "run_a.jsonl")
+@pytest.mark.parametrize("samples_kept", [True, False])
+def test_the_terminal_summary_and_the_table_say_it(store, samples_kept):
+    run = _stored(store, "run_a.jsonl", samples_kept)
     text = summary_view.plain(summary_view.run_lines(summarize([run]), 120))
-    assert WORDS in text and "their median 5.000 µs" in text
+    assert WORDS in text
+    assert ("with them" if samples_kept else "their median 5.000 µs") in text
     for width in (200, 80):  # the wide table and the narrow one
         table = tables.results_table(run.results, width=width)
         shown = _rendered(table, width)
