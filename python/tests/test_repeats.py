@@ -125,3 +125,19 @@ def test_set_aside_samples_of_every_repeat_are_kept_together():
     assert record_problem(merged) is None
     assert merged["set_aside"]["samples"] == extra
     assert merged["set_aside"]["summary_with_them"]["n"] == len(merged["samples"]) + 2
+
+
+def test_a_variant_in_one_repeat_only_keeps_its_record():
+    runs = _two_repeats()
+    runs[1] = [r for r in runs[1] if r.get("probe") != "syscall.getpid"]
+    merged = _by_variant(repeats.merge_repeats(runs))
+    record = next(r for k, r in merged.items() if k[0] == "syscall.getpid")
+    assert record_problem(record) is None
+    assert "repeats" not in record
+    assert (
+        record["samples"]
+        == _by_variant(_two_repeats()[0])[next(k for k in merged if k[0] == "syscall.getpid")][
+            "samples"
+        ]
+    )
+    assert record["notes"][-1] == "measured in repeat 1 only: no other repeat selected this variant"

@@ -85,7 +85,17 @@ def _set_aside(measured: list[dict[str, Any]], pooled: list[float]) -> dict[str,
 def merge_variant(
     records: list[tuple[int, dict[str, Any]]], run_id: str, seed: int = 0
 ) -> dict[str, Any]:
-    """One variant's records of the repeats (repeat number, record) as one record."""
+    """One variant's records of the repeats (repeat number, record) as one record;
+    a variant only one repeat measured is that repeat's record, with a note."""
+    if len(records) == 1:
+        number, only = records[0]
+        single = copy.deepcopy(only)
+        single["run_id"] = run_id
+        single["notes"] = [
+            *(single.get("notes") or []),
+            f"measured in repeat {number} only: no other repeat selected this variant",
+        ]
+        return single
     with_figures = [(number, record) for number, record in records if _has_figure(record)]
     measured = [record for _, record in with_figures]
     base = copy.deepcopy(measured[0] if measured else records[0][1])
