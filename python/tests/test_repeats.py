@@ -140,4 +140,13 @@ def test_a_variant_in_one_repeat_only_keeps_its_record():
             "samples"
         ]
     )
-    assert record["notes"][-1] == "measured in repeat 1 only: no other repeat selected this variant"
+    assert record["notes"][-1] == "measured in repeat 1 only, of 2 asked"
+
+
+def test_fewer_repeats_than_asked_make_an_interrupted_run():
+    merged = repeats.merge_repeats(_two_repeats()[:1], asked=3)
+    run = group_run(merged)
+    assert run.end["interrupted"] and run.env["options"]["repeat"] == 3
+    assert "1 of 3 repeats" in run.env["notes"][-1]
+    assert all(record_problem(record) is None for record in merged)
+    assert not group_run(repeats.merge_repeats(_two_repeats())).end["interrupted"]

@@ -83,7 +83,7 @@ def _set_aside(measured: list[dict[str, Any]], pooled: list[float]) -> dict[str,
 
 
 def merge_variant(
-    records: list[tuple[int, dict[str, Any]]], run_id: str, seed: int = 0
+    records: list[tuple[int, dict[str, Any]]], run_id: str, seed: int = 0, asked: int = 2
 ) -> dict[str, Any]:
     """One variant's records of the repeats (repeat number, record) as one record;
     a variant only one repeat measured is that repeat's record, with a note."""
@@ -93,7 +93,7 @@ def merge_variant(
         single["run_id"] = run_id
         single["notes"] = [
             *(single.get("notes") or []),
-            f"measured in repeat {number} only: no other repeat selected this variant",
+            f"measured in repeat {number} only, of {asked} asked",
         ]
         return single
     with_figures = [(number, record) for number, record in records if _has_figure(record)]
@@ -153,20 +153,23 @@ def merge_variant(
 
 
 def merge_repeats(
-    repeats: Sequence[Sequence[dict[str, Any]]], seed: int = 0
+    repeats: Sequence[Sequence[dict[str, Any]]], asked: int | None = None, seed: int = 0
 ) -> list[dict[str, Any]]:
-    """The records of N repeats (each one engine run: env, results, run_end)
+    """The records of the repeats (each one engine run: env, results, run_end)
     as the records of one run: the first repeat's run id and env, one result
-    per variant in the first repeat's order, one run_end."""
+    per variant in the first repeat's order, one run_end. ``asked``: the
+    repeats asked for (default: as many as given); the run is interrupted
+    when fewer of them ended."""
     runs = [list(records) for records in repeats if any(r["kind"] == "env" for r in records)]
     if not runs:
         raise ValueError("no repeat wrote an env record")
     env = copy.deepcopy(next(r for r in runs[0] if r["kind"] == "env"))
     run_id = env["run_id"]
-    env.setdefault("options", {})["repeat"] = len(repeats)
+    asked = asked or len(repeats)
+    env.setdefault("options", {})["repeat"] = asked
     env["notes"] = [
         *(env.get("notes") or []),
-        f"{len(repeats)} repeats in separate engine processes, stored as this run: "
+        f"{len(runs)} of {asked} repeats in separate engine processes, stored as this run: "
         + ", ".join(next(r["run_id"] for r in run if r["kind"] == "env") for run in runs),
     ]
     by_variant: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
@@ -182,11 +185,12 @@ def merge_repeats(
         ),
     )
     results = [
-        merge_variant(records, run_id, seed=seed + index) for index, records in enumerate(ordered)
+        merge_variant(records, run_id, seed=seed + index, asked=asked)
+        for index, records in enumerate(ordered)
     ]
     for index, result in enumerate(results, start=1):
         result["variant_index"] = index
     ends = [r for run in runs for r in run if r["kind"] == "run_end"]
-    interrupted = len(ends) < len(repeats) or any(end["interrupted"] for end in ends)
+    interrupted = len(ends) < asked or any(end["interrupted"] for end in ends)
     duration = sum(float(end.get("duration_s") or 0.0) for end in ends)
     return [env, *results, run_end_record(run_id, results, duration, interrupted)]
