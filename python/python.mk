@@ -3,7 +3,8 @@
 #   make venv         .venv with the package's dependencies and the dev tools
 #                     (ruff, pytest, jsonschema, playwright, scikit-build-core)
 #   make python-run   `pip install .` (builds the engine through CMake), then
-#                     `ctxbench run` the default suite, store it, write report.html
+#                     `ctxbench run --quick` (the first answer, in seconds), then
+#                     the default suite, both stored, the latter in report.html
 #   make test-python  pytest over python/tests (runs last in `make test`)
 .PHONY: venv python-install python-run test-python
 
@@ -33,8 +34,14 @@ python-install: venv
 	  -C build-dir=$(PY_ENGINE_BUILD) -C cmake.define.CTXBENCH_TESTS=ON \
 	  -C cmake.define.CTXBENCH_WERROR=ON .
 
+# The first answer first: the quick suite (every probe, fewer and shorter
+# samples; seconds) with its summary, then the default suite (minutes), stored
+# and written to the report. Both runs are stored, labelled quick and full.
 python-run: python-install
-	$(VENV)/bin/ctxbench run --report $(REPORT)
+	@echo "== ctxbench run --quick: every probe, fewer samples; the full suite follows =="
+	$(VENV)/bin/ctxbench run --quick --label quick
+	@echo "== ctxbench run: the default suite, full samples (minutes) =="
+	$(VENV)/bin/ctxbench run --label full --report $(REPORT)
 	@echo "report written to $(REPORT)"
 
 # Chromium (Debian) opens the report in a test; sshd and PostgreSQL serve the
@@ -42,3 +49,36 @@ python-run: python-install
 test-python: python-install
 	@if [ "$$(id -u)" -eq 0 ]; then scripts/deps.sh browser servers; fi
 	$(PY) -m pytest python/tests $(PYTEST_ARGS)
+
+# ---- the wheel ----------------------------------------------------------------
+# `make wheel`: build/wheel/ctxbench-<version>-py3-none-manylinux_..._<arch>.whl,
+# one for this host's arch, whose engines are all static: the host's own under
+# ctxbench/bin/ (built in `make engines`' tree for this arch, so not compiled
+# twice) and `make engines`' x86_64, aarch64 and riscv64 under
+# ctxbench/engines/ for `run --host`; the riscv lab's images too. The tag is
+# the one `auditwheel show` gives this arch's engines (scripts/wheel_tag.py
+# prints each arch's).
+#   make test-wheel   the wheel in a minimal Debian root and over ssh to an
+#                     aarch64 root (python/tests/test_wheel_install.py)
+.PHONY: wheel test-wheel
+WHEEL_DIR := $(BUILD)/wheel
+comma := ,
+wheel: engines venv
+	@scripts/deps.sh riscv || echo "wheel: no riscv64-unknown-elf-gcc, so no trap lab images in the wheel"
+	rm -rf $(WHEEL_DIR)/raw
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(WHEEL_DIR)/raw \
+	  -C build-dir=$(BUILD)/$(HOST_ARCH) -C cmake.define.CTXBENCH_STATIC=ON \
+	  -C cmake.define.CTXBENCH_TESTS=OFF -C cmake.define.CTXBENCH_WERROR=ON \
+	  -C cmake.define.CTXBENCH_ENGINES_DIR=$(CURDIR)/$(BUILD)/engines .
+	$(PY) scripts/wheel_tag.py $(WHEEL_DIR)/raw/ctxbench-*.whl $(BUILD)/engines $(WHEEL_DIR) \
+	  --require $(subst $() ,$(comma),$(ENGINE_ARCHES))
+	$(VENV)/bin/auditwheel show $(WHEEL_DIR)/ctxbench-*.whl
+
+# As root: debootstrap, qemu-user-static and binfmt-support, and qemu's binfmt
+# entries enabled (a container may need binfmt_misc mounted first); otherwise
+# the tests that need them skip, saying what is missing.
+test-wheel: wheel
+	@if [ "$$(id -u)" -eq 0 ]; then scripts/deps.sh wheel servers && { \
+	  mountpoint -q /proc/sys/fs/binfmt_misc || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc; \
+	  for arch in aarch64 riscv64; do update-binfmts --enable qemu-$$arch; done; } || true; fi
+	CTXBENCH_WHEEL=$$(ls $(WHEEL_DIR)/ctxbench-*.whl) $(PY) -m pytest python/tests/test_wheel_install.py -v

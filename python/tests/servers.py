@@ -145,11 +145,14 @@ class SSHServer:
     * ``notmp``: this sshd, with a temporary directory that cannot be written.
 
     The remote temp dir of every alias is ``remote_tmp`` (SetEnv TMPDIR), so
-    tests can check that nothing is left there.
+    tests can check that nothing is left there. With ``force_command`` every
+    session runs that command instead (sshd's ForceCommand; the client's
+    command is in $SSH_ORIGINAL_COMMAND), e.g. to enter another arch's root.
     """
 
-    def __init__(self, sshd: Path):
+    def __init__(self, sshd: Path, force_command: str | None = None):
         self.sshd = sshd
+        self.force_command = force_command
         self.dir = Path(tempfile.mkdtemp(prefix="ctxbench-sshd-"))
         self.dir.chmod(0o755)
         self.port = free_port()
@@ -190,6 +193,7 @@ class SSHServer:
             "AcceptEnv TMPDIR\n"
             f"AllowUsers {user}\n"
             "LogLevel ERROR\n"
+            + (f"ForceCommand {self.force_command}\n" if self.force_command else "")
         )
         public = lambda key: Path(f"{key}.pub").read_text().split()[:2]  # noqa: E731
         (self.dir / "known_hosts").write_text(
