@@ -170,3 +170,13 @@ def chromium_path() -> str | None:
         if candidate and Path(candidate).is_file():
             return candidate
     return None
+
+
+def require_chromium() -> str:
+    """The browser for the report's tests: skip without it (fail under CI)."""
+    browser_path = chromium_path()
+    if browser_path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; `scripts/deps.sh browser` installs it")
+        pytest.skip("chromium is not installed (scripts/deps.sh browser)")
+    return browser_path

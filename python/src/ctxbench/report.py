@@ -121,6 +121,7 @@ class FamilySection:
     median_plot: Figure | None
     distribution_plot: Figure | None
     tables: list[tuple[str, list[ProbeGroup]]] = field(default_factory=list)
+    nav_label: str = ""  # the family, and its unit where the family has several
 
 
 def _probe_groups(results: list[dict[str, Any]]) -> list[ProbeGroup]:
@@ -622,32 +623,43 @@ def _errors(points: list[Point]) -> dict[str, Any]:
     }
 
 
+def _ladder_labels(summary: Summary) -> list[str]:
+    """The ladder's rungs in run A's order (cheapest first), then any only
+    another run measured, in the ladder's order."""
+    first = [rung.label for rung in summary.runs[0].ladder]
+    others = {rung.label for run in summary.runs[1:] for rung in run.ladder}
+    return first + [spec.label for spec in LADDER if spec.label in others - set(first)]
+
+
 def _ladder_figure(figures: _Figures, summary: Summary, runs: list[StoredRun]) -> Figure | None:
     """One log axis from ns to ms: each rung's median with its CI, labelled, one trace per run."""
     position = {id(r): i for run in runs for i, r in enumerate(run.results)}
     shown = [[rung for rung in run.ladder if rung.point.unit == "ns"] for run in summary.runs]
-    present = {rung.key for rungs in shown for rung in rungs}
-    labels = [esc(spec.label) for spec in LADDER if spec.key in present]
+    present = {rung.label for rungs in shown for rung in rungs}
+    labels = [esc(label) for label in _ladder_labels(summary) if label in present]
     if not labels:
         return None
     figure = go.Figure()
     values: list[float] = []
+    # A rung is a row (0, 1, ... top down); each run's points sit on a line of
+    # their own within it, and its labels on the same line.
+    row = {label: number for number, label in enumerate(labels)}
+    drawn = [index for index, rungs in enumerate(shown) if rungs]
     for index, (run, rungs) in enumerate(zip(summary.runs, shown, strict=True)):
         if not rungs:
             continue
+        shift = (drawn.index(index) - (len(drawn) - 1) / 2) * 0.3
+        y = [row[esc(rung.label)] + shift for rung in rungs]
         points = [rung.point for rung in rungs]
         values += [v for p in points for v in (p.median, p.ci_low, p.ci_high) if v is not None]
         color = PALETTE[index % len(PALETTE)]
         figure.add_trace(
             go.Scatter(
                 x=[p.median for p in points],
-                y=[esc(rung.label) for rung in rungs],
+                y=y,
                 orientation="h",
-                mode="markers+text",
+                mode="markers",
                 name=esc(run.name),
-                text=[esc(_point_text(p)) for p in points],
-                textposition="middle right",
-                textfont={"size": 11, "color": color},
                 marker={"color": color, "size": 10},
                 error_x={**_errors(points), "color": color},
                 # [section to open on a click, probe, index of the record in its run, run]:
@@ -660,15 +672,35 @@ def _ladder_figure(figures: _Figures, summary: Summary, runs: list[StoredRun]) -
                 hovertemplate="%{hovertext}<extra></extra>",
             )
         )
+        # The labels start where the interval ends, so no error bar runs through one.
+        figure.add_trace(
+            go.Scatter(
+                x=[p.ci_high if p.ci_high is not None else p.median for p in points],
+                y=y,
+                mode="markers+text",
+                # an unseen marker a little larger than the point: the text starts past it
+                marker={"size": 14, "opacity": 0},
+                text=[esc(_point_text(p)) for p in points],
+                textposition="middle right",
+                textfont={"size": 11, "color": color},
+                showlegend=False,
+                hoverinfo="skip",
+            )
+        )
     axis = _time_axis(values, LADDER_MIN_SPAN)
     axis["range"][1] += 1.4  # room for the labels right of the points
     figure.update_xaxes(title="time per operation (log scale)", **axis)
     figure.update_yaxes(
-        type="category", autorange="reversed", categoryorder="array", categoryarray=labels
+        tickvals=list(range(len(labels))),
+        ticktext=labels,
+        range=[len(labels) - 0.5, -0.5],  # the first rung at the top
+        showgrid=False,
+        zeroline=False,
     )
-    figure.update_layout(scattermode="group", scattergap=0.25, showlegend=len(figure.data) > 1)
+    runs_drawn = len(drawn)
+    figure.update_layout(showlegend=runs_drawn > 1)
     # Each run's labels need a line of their own within a rung.
-    height = max(300, 110 + len(labels) * (30 + 26 * (len(figure.data) - 1)))
+    height = max(300, 110 + len(labels) * (30 + 26 * (runs_drawn - 1)))
     return figures.make(
         "cost ladder: median per operation with its confidence interval", figure, height
     )
@@ -715,11 +747,8 @@ def _same_vs_cross_figure(figures: _Figures, run: RunSummary) -> Figure | None:
                         p.median - p.ci_low if p and p.ci_low is not None else 0 for p in measured
                     ],
                 },
-                text=[esc(fmt.value(p.median, p.unit)) if p else "" for p in measured],
-                textposition="inside",
-                insidetextanchor="start",
-                textangle=-90,
-                textfont={"size": 10},
+                # No value printed on the bars: over hatching and under error
+                # bars it cannot be read; the table below the chart gives them.
                 customdata=[
                     [p.anchor, p.probe, params_key(p.params)] if p else None for p in points
                 ],
@@ -818,7 +847,8 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
     comparison = summary.machines.comparison if summary.machines else None
     sections = []
     ids: set[str] = set()
-    for family, unit in _families(runs):
+    families = _families(runs)
+    for family, unit in families:
         per_run = [
             [r for r in run.results if r["family"] == family and r["unit"] == unit] for run in runs
         ]
@@ -833,6 +863,9 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
             id=anchor,
             median_plot=_median_figure(figures, family, unit, per_run, names),
             distribution_plot=_distribution_figure(figures, family, unit, per_run, names),
+            nav_label=family
+            if sum(1 for f, _ in families if f == family) == 1
+            else f"{family} ({unit})",
         )
         for name, results in zip(names, per_run, strict=True):
             if results:
@@ -854,7 +887,7 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
     return {
         "title": title or "ctxbench report",
         "summary": summary_view,
-        "ladder_labels": [spec.label for spec in LADDER],
+        "ladder_labels": _ladder_labels(summary),
         "point_text": _point_text,
         "is_remainder": is_remainder,
         "version": __version__,

@@ -20,8 +20,11 @@ API (stable; later changes only add)::
     RunSummary
       .name: str                       'A: label (machine)'
       .run_id, .machine: str
-      .ladder: list[Rung]              cost order (LADDER), only rungs the run measured;
-                                       runs after A take A's variant where they have it
+      .ladder: list[Rung]              cheapest first (measured cost), only rungs the run
+                                       measured; runs after A take A's variant where they
+                                       have it, in A's order
+      .why: list[str]                  the ladder's large differences, one line each (why.py)
+      .terms: list[str]                definitions of the words the ladder uses
       .same_vs_cross: list[SameVsCross]
       .explained: Explained | None     explain(run.results) when it explains anything
       .explanation: Explanation | None the switch drawn as a waterfall (WATERFALL_PREFERENCE)
@@ -34,7 +37,8 @@ API (stable; later changes only add)::
                ``section_id``), result (the record)
     Rung       key, label, point
     SameVsCross probe, primitive, between, same: Point | None, cross: Point | None,
-               ratio (cross median / same median, None unless both measured)
+               ratio (cross median / same median, None unless both measured switches),
+               no_ratio (why not, in words, where a side did not switch)
     Verdicts   counts {status: n} (every status of records.STATUSES), notes: list[VerdictNote]
     VerdictNote point, sentences (one per distinct reason code, REASON_SENTENCES)
     Machines   reference: str, others: list[str] (run names), comparison: Comparison
@@ -65,6 +69,7 @@ from ctxbench.explain import REST, Explained, Explanation, explain
 from ctxbench.noise import Noise
 from ctxbench.records import STATUSES, RunRecords, params_key, summary_value
 from ctxbench.store import StoredRun
+from ctxbench.why import cheapest_first, no_ratio_words, terms, why_lines
 
 # ---- the cost ladder ---------------------------------------------------------------
 # Which record stands for a rung: the first candidate probe the run measured,
@@ -268,7 +273,8 @@ class SameVsCross:
     between: str | None
     same: Point | None
     cross: Point | None
-    ratio: float | None  # cross median / same median, both measured
+    ratio: float | None  # cross median / same median, both measured and both switches
+    no_ratio: str | None = None  # why there is no ratio, in words (a side did not switch)
 
 
 @dataclass(frozen=True)
@@ -297,6 +303,8 @@ class RunSummary:
     explained: Explained | None
     explanation: Explanation | None
     verdicts: Verdicts
+    why: list[str] = field(default_factory=list)  # the ladder's large differences, in words
+    terms: list[str] = field(default_factory=list)  # definitions of the ladder's terms
     sandbox: list[str] = field(default_factory=list)
 
 
@@ -453,7 +461,7 @@ def ladder(results: list[dict[str, Any]], like: list[Rung] | None = None) -> lis
             if chosen is not None:
                 rungs.append(Rung(spec.key, spec.label, point(chosen)))
                 break
-    return rungs
+    return cheapest_first(rungs, like)
 
 
 def same_vs_cross(results: list[dict[str, Any]]) -> list[SameVsCross]:
@@ -483,7 +491,8 @@ def same_vs_cross(results: list[dict[str, Any]]) -> list[SameVsCross]:
         if same is None and cross is None:
             continue
         ratio = None
-        if same and cross and same.median and cross.median is not None:
+        no_ratio = no_ratio_words(same, cross)
+        if same and cross and same.median and cross.median is not None and no_ratio is None:
             ratio = cross.median / same.median
         rows.append(
             SameVsCross(
@@ -493,6 +502,7 @@ def same_vs_cross(results: list[dict[str, Any]]) -> list[SameVsCross]:
                 same=same,
                 cross=cross,
                 ratio=ratio,
+                no_ratio=no_ratio,
             )
         )
     return rows
@@ -545,6 +555,8 @@ def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) ->
         explanation=_featured(explained, rungs),
         verdicts=verdicts(results),
         sandbox=sandbox.warnings(run.env),
+        why=why_lines(explained, rungs),
+        terms=terms([rung.label for rung in rungs]),
     )
 
 

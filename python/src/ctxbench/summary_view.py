@@ -7,8 +7,9 @@ beside the figures rather than below them). Figures are formatted by
 ``fmt``; colour is a request (``tables.STATUS_STYLE``) that the console
 drops unless ``fmt.styled`` allows it.
 
-* one run: the cost ladder (label, median, CI of the median, verdict), the
-  same CPU vs another CPU table per switch primitive, where the time of one
+* one run: the cost ladder (label, median, CI of the median, verdict;
+  cheapest first, its terms defined below it), why its large differences
+  are there, the same CPU vs another CPU table per switch primitive, where the time of one
   switch goes (``explain``), and the verdicts in sentences;
 * two or more runs: the runs, one line per key figure with the ratio, its CI
   and the decision in words (``compare.describe``), the environment
@@ -122,6 +123,18 @@ def ladder_lines(run: RunSummary, width: int) -> list[Text]:
         aside = fmt.set_aside(point.result, with_figure=True)
         if aside:
             lines += _wrapped(aside, width, 4, "dim")
+    for words in run.terms:
+        lines += _wrapped(words, width, 2, "dim")
+    return lines
+
+
+def why_lines(run: RunSummary, width: int) -> list[Text]:
+    """The ladder's large differences, one line each, from the run's own parts."""
+    if not run.why:
+        return []
+    lines = [_heading("Why")]
+    for sentence in run.why:
+        lines += _wrapped(sentence, width, 2)
     return lines
 
 
@@ -169,7 +182,11 @@ def same_vs_cross_lines(run: RunSummary, width: int) -> list[Text]:
             row.between or "—",
             _cell(row.same),
             _cell(row.cross),
-            "—" if row.ratio is None else f"{fmt.number(row.ratio)}×",
+            "not a switch"
+            if row.no_ratio
+            else "—"
+            if row.ratio is None
+            else f"{fmt.number(row.ratio)}×",
         )
         for row in run.same_vs_cross
     ]
@@ -194,6 +211,14 @@ def same_vs_cross_lines(run: RunSummary, width: int) -> list[Text]:
         _line((join(heads), "dim")),
     ]
     lines += [_line(join(row)) for row in rows]
+    unmatched: dict[str, list[str]] = {}
+    for row in run.same_vs_cross:
+        if row.no_ratio:
+            unmatched.setdefault(row.no_ratio, []).append(
+                " ".join(filter(None, (row.primitive, row.between)))
+            )
+    for words, names in unmatched.items():
+        lines += _wrapped(f"{', '.join(names)}: {words}", width, 2, "dim")
     return lines
 
 
@@ -264,13 +289,14 @@ def sandbox_lines(run: RunSummary, width: int) -> list[Text]:
 
 
 def run_lines(summary: Summary, width: int, index: int = 0) -> list[Text]:
-    """The summary of run INDEX: ladder, same vs cross, explanation, verdicts."""
+    """The summary of run INDEX: ladder, why, same vs cross, explanation, verdicts."""
     width = max(width, MIN_WIDTH)
     run = summary.runs[index]
     label = _explained_label(run)
     sections = [
         sandbox_lines(run, width),
         ladder_lines(run, width),
+        why_lines(run, width),
         same_vs_cross_lines(run, width),
         explanation_lines(run.explanation, label, width),
         verdict_lines(run, width),
@@ -481,6 +507,8 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
             {"key": rung.key, "label": rung.label, **(_point_dict(rung.point) or {})}
             for rung in run.ladder
         ],
+        "why": list(run.why),
+        "terms": list(run.terms),
         "same_vs_cross": [
             {
                 "probe": row.probe,
@@ -488,6 +516,7 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
                 "same": _point_dict(row.same),
                 "cross": _point_dict(row.cross),
                 "ratio": row.ratio,
+                "no_ratio": row.no_ratio,
             }
             for row in run.same_vs_cross
         ],
@@ -501,6 +530,7 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
                 for part in explanation.parts
             ],
             "not_separated": list(explanation.not_separated),
+            "not_explained": list(explanation.not_explained),
             "notes": list(explanation.notes),
         },
         "sandbox": list(run.sandbox),

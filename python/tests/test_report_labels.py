@@ -1,0 +1,106 @@
+"""The report's summary charts, drawn by a real browser at 1280x800: no two value
+labels overlap, and no error bar or point runs through a label. On the fresh
+default run (fixtures/default_quick.jsonl: wide intervals, suspect figures)
+alone and beside the reference run. Also what the page says of them: two runs
+of one machine are "Run vs run", and a family with two units is named with
+its unit in the navigation.
+
+It opens the pages in headless Debian Chromium through playwright, offline,
+as test_report.py does; without Chromium it skips (fails under CI).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import real_run, require_chromium
+from ctxbench.records import read_run_file
+from ctxbench.report import render
+from ctxbench.store import Store
+from ctxbench.summary import summarize
+
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "data" / "reference-run.jsonl"
+
+# Per summary chart: its value labels (scatter text, bar text), and what each
+# collides with (another label, an error bar, a visible point marker).
+LABELS_JS = """() => {
+  const box = e => { const r = e.getBoundingClientRect();
+                     return {x0: r.left, y0: r.top, x1: r.right, y1: r.bottom}; };
+  const hit = (a, b) => a.x0 < b.x1 - 1 && b.x0 < a.x1 - 1 && a.y0 < b.y1 - 1 && b.y0 < a.y1 - 1;
+  const seen = (e) => parseFloat(getComputedStyle(e).opacity || '1') > 0
+                      && parseFloat(e.style.opacity || '1') > 0;
+  return Array.from(document.querySelectorAll('#summary .plot')).map(plot => {
+    const labels = Array.from(plot.querySelectorAll('g.textpoint text, text.bartext'))
+      .filter(e => e.textContent.trim() && e.getBoundingClientRect().width > 0)
+      .map(e => ({text: e.textContent, box: box(e)}));
+    const marks = Array.from(plot.querySelectorAll('g.errorbar path, path.point'))
+      .filter(seen).map(box).filter(b => b.x1 > b.x0 || b.y1 > b.y0);
+    const overlaps = [], struck = [];
+    labels.forEach((a, i) => labels.slice(i + 1).forEach(b => {
+      if (hit(a.box, b.box)) overlaps.push([a.text, b.text]);
+    }));
+    labels.forEach(l => marks.forEach(m => { if (hit(l.box, m)) struck.push(l.text); }));
+    return {kind: plot.dataset.summary, labels: labels.length, overlaps, struck};
+  });
+}"""
+
+
+def _charts(page_path: Path, profile: Path) -> list[dict]:
+    browser = require_chromium()
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with playwright_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            user_data_dir=str(profile),
+            executable_path=browser,
+            headless=True,
+            offline=True,
+            viewport={"width": 1280, "height": 800},
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run"],
+        )
+        try:
+            page = context.new_page()
+            page.goto(page_path.as_uri(), wait_until="load")
+            page.wait_for_function(
+                "document.querySelectorAll('#summary .plot .main-svg').length > 0",
+                timeout=60_000,
+            )
+            page.wait_for_timeout(500)  # the last plots finish their text layout
+            return page.evaluate(LABELS_JS)
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def runs(tmp_path):
+    with Store.open(str(tmp_path / "labels.db")) as store:
+        fresh = store.load(store.add_run(real_run("default_quick.jsonl"), origin="import"))
+        reference = store.load(store.add_run(read_run_file(REFERENCE), origin="import"))
+        lab = store.load(store.add_run(real_run("riscv/lab_run.jsonl"), origin="riscv"))
+    return {"fresh": fresh, "reference": reference, "lab": lab}
+
+
+@pytest.mark.parametrize("which", [("fresh",), ("fresh", "reference")], ids=["one", "two"])
+def test_no_value_label_overlaps_or_is_struck(runs, tmp_path, which):
+    page = tmp_path / "report.html"
+    page.write_text(render([runs[name] for name in which]), "utf-8")
+    charts = _charts(page, tmp_path / "profile")
+    ladder = [chart for chart in charts if chart["kind"] == "ladder"]
+    rungs = sum(len(run.ladder) for run in summarize([runs[name] for name in which]).runs)
+    assert ladder and ladder[0]["labels"] == rungs, charts  # every rung labelled
+    for chart in charts:
+        assert chart["overlaps"] == [], chart
+        assert chart["struck"] == [], chart
+
+
+def test_two_runs_of_one_machine_are_run_vs_run(runs, tmp_path):
+    assert runs["fresh"].info.machine == runs["reference"].info.machine
+    html = render([runs["fresh"], runs["reference"]])
+    assert ">Run vs run</h3>" in html and "Machine vs machine" not in html
+
+
+def test_a_family_with_two_units_is_named_with_its_unit(runs):
+    html = render([runs["lab"]])
+    nav = html.split("<nav>")[1].split("</nav>")[0]
+    assert "riscv (instructions)</a>" in nav and "riscv (cycles)</a>" in nav
