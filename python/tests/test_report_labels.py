@@ -100,7 +100,16 @@ def test_two_runs_of_one_machine_are_run_vs_run(runs, tmp_path):
     assert ">Run vs run</h3>" in html and "Machine vs machine" not in html
 
 
-def test_a_family_with_two_units_is_named_with_its_unit(runs):
+def test_a_lab_run_opens_with_the_labs_answer(runs):
     html = render([runs["lab"]])
     nav = html.split("<nav>")[1].split("</nav>")[0]
+    # its family has two units: each named with its unit, not "riscv riscv"
     assert "riscv (instructions)</a>" in nav and "riscv (cycles)</a>" in nav
+    summary = html.split('id="summary"')[1].split('id="runs"')[0]
+    assert "The RISC-V trap lab: one ecall round trip" in summary
+    assert "spike: getpid&#39;s ecall round trip is 107 instructions: save/restore 61 (57%)" in (
+        summary
+    )
+    assert "None of the ladder" not in summary and "What things cost" not in summary
+    # each call's parts per simulator, as a table
+    assert summary.count('<table class="riscv-parts">') == 4

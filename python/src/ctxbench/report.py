@@ -42,6 +42,9 @@ from ctxbench.compare import Comparison, describe, summary_lines
 from ctxbench.envdiff import flatten_env
 from ctxbench.explain import explain
 from ctxbench.records import param_value, params_key, params_text
+from ctxbench.riscv.answer import is_lab_run, lab_answer, lab_targets, measured
+from ctxbench.riscv.catalog import CALLS
+from ctxbench.riscv.report import parts_rows
 from ctxbench.store import StoredRun
 from ctxbench.summary import (
     LADDER,
@@ -900,6 +903,7 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
         "matrix_views": _matrix_views(figures, runs),
         "matrix_legend": BLOCK_LEGEND,
         "class_label": matrix.CLASS_LABEL,
+        "labs": _labs(names, runs),
         "explained": [
             (name, explained)
             for name, run in zip(names, runs, strict=True)
@@ -914,6 +918,24 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
         "letter": fmt.run_letter,
         "plotly_js": Markup(get_plotlyjs().replace("</script", "<\\/script")),
     }
+
+
+def _labs(names: list[str], runs: list[StoredRun]) -> list[dict[str, Any]]:
+    """The RISC-V trap lab's answer per lab run: its lines, and each call's
+    parts per simulator (ctxbench.riscv.answer, as show prints them)."""
+    labs = []
+    for name, run in zip(names, runs, strict=True):
+        if not is_lab_run(run.results):
+            continue
+        targets = measured(lab_targets(run.results))
+        labs.append(
+            {
+                "name": name,
+                "answer": lab_answer(run.results),
+                "calls": [(call, *parts_rows(targets, call)) for call in CALLS] if targets else [],
+            }
+        )
+    return labs
 
 
 def _environment() -> jinja2.Environment:

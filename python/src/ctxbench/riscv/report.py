@@ -62,6 +62,14 @@ def variants_table(targets: Sequence[TargetFigures]) -> list[str]:
 
 def parts_table(targets: Sequence[TargetFigures], call: str, unit: str | None) -> list[str]:
     """One row per target: the full handler's round trip of CALL and its parts."""
+    header, rows = parts_rows(targets, call, unit)
+    return _table(header, rows, left=2)
+
+
+def parts_rows(
+    targets: Sequence[TargetFigures], call: str, unit: str | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """The header and the rows of CALL's parts per target (text and HTML alike)."""
     splits = {t.name: target_parts(t, (call,), unit)[call] for t in targets}
     names = [p for p in PART_NAMES if any(p in s.parts for s in splits.values())]
     rows = []
@@ -76,7 +84,7 @@ def parts_table(targets: Sequence[TargetFigures], call: str, unit: str | None) -
                 *(count(parts.parts[p], shown) if p in parts.parts else "—" for p in names),
             ]
         )
-    return _table(["target", "unit", "total", *(PART_NAMES[p] for p in names)], rows, left=2)
+    return ["target", "unit", "total", *(PART_NAMES[p] for p in names)], rows
 
 
 def handlers_table(targets: Sequence[TargetFigures]) -> list[str]:
