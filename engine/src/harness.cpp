@@ -471,6 +471,7 @@ void keep_better_attempt(Result& r, Result&& again) {
       if (note.starts_with("a re-measurement after host interference failed")) failed_notes.push_back(note);
     std::string run_id = std::move(r.run_id);  // the run's, not the attempt's
     const std::size_t variant_index = r.variant_index;
+    again.trace = std::move(r.trace);  // the variant's traced pass, whichever attempt is kept
     r = std::move(again);
     r.run_id = std::move(run_id);
     r.variant_index = variant_index;

@@ -38,6 +38,7 @@
 #include "selection.hpp"
 #include "tasks.hpp"
 #include "timer.hpp"
+#include "traced_pass.hpp"
 
 namespace {
 
@@ -162,6 +163,7 @@ struct RunOptions {
   bool die_with_parent = false;
   std::string preset;
   bool dry_run = false;
+  bool trace = false;
 };
 
 // The engine ends (as on SIGTERM: children reaped, run_end written) when the
@@ -341,7 +343,11 @@ int run_command(const RunOptions& o) {
   for (std::size_t i = 0; i < variants.size(); ++i) {
     const auto& v = variants[i];
     announce(i, v, 1);
-    Result result = limited([&] { return run_variant(*v.probe, v.params, *clock, timer, harness); });
+    Result result = limited([&] {
+      Result r = run_variant(*v.probe, v.params, *clock, timer, harness);
+      if (o.trace && wants_traced_pass(*v.probe, r)) add_traced_pass(r, *v.probe, v.params, *clock, timer);
+      return r;
+    });
     result.variant_index = i + 1;
     if (wants_another_attempt(result, harness)) {
       result.run_id = run_id;
@@ -473,6 +479,9 @@ int main(int argc, char** argv) try {
   run->add_option("--out", run_options.out, "Write JSON Lines to this file (with --json: instead of stdout)");
   run->add_option("--preset", run_options.preset,
                   "Run a named experiment, a set of probe variants, instead of probes (e.g. fibers-vs-threads)");
+  run->add_flag("--trace", run_options.trace,
+                "After each switch variant, run it again with the kernel's tracepoints recorded and split its "
+                "switches into phases (the record's trace block; needs root or CAP_PERFMON and tracefs)");
   run->add_flag("--progress", run_options.progress, "Write '@progress {json}' lines to stderr before each variant");
   run->add_flag("--die-with-parent", run_options.die_with_parent,
                 "Stop (as on SIGTERM) when the process that started the engine dies");

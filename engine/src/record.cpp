@@ -233,6 +233,7 @@ nlohmann::json result_to_json(const Result& r) {
   if (!r.notes.empty()) j["notes"] = r.notes;
   if (r.matrix) j["matrix"] = matrix_to_json(*r.matrix);
   j["host_reference"] = r.host_reference ? "on" : "off";
+  if (!r.trace.is_null()) j["trace"] = r.trace;
   if (r.interference) {
     const Interference& in = *r.interference;
     nlohmann::json attempts = nlohmann::json::array();

@@ -153,6 +153,7 @@ struct Result {
   std::optional<Matrix> matrix;              // matrix probes only
   std::optional<Interference> interference;  // variants measured with the host reference
   bool host_reference = false;               // the samples were judged by the host reference
+  nlohmann::json trace;                      // the traced pass (traced_pass.hpp); null: none
 };
 
 nlohmann::json summary_to_json(const Summary& summary);

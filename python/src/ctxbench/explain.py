@@ -45,9 +45,11 @@ from typing import Any
 from scipy import stats as sps
 
 from ctxbench import fmt
+from ctxbench.explain_phases import TracedView, render_traced, traced_view
 
 BARE_SYSCALL = "syscall.enosys"
 REST = "scheduler wake-up and switch (the rest)"
+IDLE_PART = "waking an idle CPU"
 MEASURED = ("ok", "suspect")
 
 
@@ -70,6 +72,7 @@ class Explanation:
     notes: list[str] = field(default_factory=list)
     # differences that came out below zero or above the median, in words
     not_explained: list[str] = field(default_factory=list)
+    traced: TracedView | None = None  # the traced pass's phases (explain_phases)
 
     @property
     def total_ns(self) -> float:
@@ -282,7 +285,7 @@ def _explain_one(
             assert held_median is not None
             parts.append(
                 Part(
-                    "waking an idle CPU",
+                    IDLE_PART,
                     median - held_median,
                     f"idle=free ({_ns(median)}) - idle=held ({_ns(held_median)})",
                 )
@@ -330,10 +333,13 @@ def _explain_one(
             f"({_ns(median)}): they come from other variants of this run, whose noise adds up, "
             "so nothing is left for the scheduler"
         )
-    missing.append(
-        "inside the rest: the wake-up (enqueue, and for cross-CPU an IPI) and the switch itself "
-        "(picking the next task, saving and loading register state) are not separated by this run"
-    )
+    traced = traced_view(r)
+    if traced is None or traced.status != "ok":
+        missing.append(
+            "inside the rest: the wake-up (enqueue, and for cross-CPU an IPI) and the switch "
+            "itself (picking the next task, saving and loading register state) are not separated "
+            "by this run" + ("" if traced else " (ctxbench run --trace separates them)")
+        )
     notes += _interference_notes(used)
     kinds = None
     if "voluntary_switches_per_round_trip" in derived:
@@ -351,6 +357,7 @@ def _explain_one(
         kinds,
         notes,
         not_explained,
+        traced,
     )
 
 
@@ -536,6 +543,9 @@ def explanation_lines(e: Explanation) -> list[str]:
             f"  per round trip the kernel counted {k['voluntary']:.2f} voluntary switches "
             f"(sleeps) and {k['involuntary']:.2f} involuntary (preemptions)"
         )
+    if e.traced:
+        idle = next((p.ns for p in e.parts if p.name == IDLE_PART), None)
+        lines += render_traced(e.traced, idle)
     lines += [f"  note: {note}" for note in e.notes]
     lines += [f"  not separated: {m}" for m in e.not_separated]
     return lines

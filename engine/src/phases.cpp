@@ -1,0 +1,246 @@
+// Follows each switch through the events (see phases.hpp) and sums up the
+// phases between consecutive marks.
+#include "phases.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <unordered_map>
+
+namespace ctx {
+
+namespace {
+
+enum Mark : int {
+  call_entry,
+  waking,
+  ipi_entry,
+  poll_wake,
+  wakeup,
+  ipi_exit,
+  idle_exit,
+  switch_in,
+  call_exit,
+  next_call,
+};
+static_assert(std::size(mark_names) == next_call + 1);
+
+struct MarkAt {
+  std::uint64_t ts;
+  int mark;
+  int cpu;
+  auto operator<=>(const MarkAt&) const = default;
+};
+
+struct Chain {
+  int wakee = -1;
+  int waker_cpu = -1;
+  int switch_cpu = -1;
+  bool switched = false;
+  bool direct = false;
+  bool done = false;
+  std::uint64_t waking_ts = 0;
+  std::vector<MarkAt> marks;
+  bool has(int mark) const {
+    return std::any_of(marks.begin(), marks.end(), [&](const MarkAt& m) { return m.mark == mark; });
+  }
+};
+
+// The last time each per-CPU mark was seen on a CPU.
+struct CpuMarks {
+  std::uint64_t ipi_entry = 0, ipi_exit = 0, idle_exit = 0, poll_wake = 0;
+  int poll_wake_cpu = -1;  // where the waker ran
+};
+
+}  // namespace
+
+std::set<int> variant_tasks(const std::vector<TraceEvent>& events, int seed) {
+  std::set<int> tasks{seed};
+  for (const auto& e : events)
+    if (e.kind == TraceKind::fork && tasks.count(static_cast<int>(e.a))) tasks.insert(static_cast<int>(e.b));
+  return tasks;
+}
+
+PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, std::optional<double> event_cost_ns) {
+  const std::set<int> ours = variant_tasks(events, seed);
+  auto is_ours = [&](std::int64_t tid) { return tid > 0 && ours.count(static_cast<int>(tid)) > 0; };
+  PhaseReport report;
+  std::set<int> seen;
+  std::vector<Chain> chains;
+  std::unordered_map<int, std::uint64_t> open_call;    // task -> its current call's entry
+  std::unordered_map<int, std::size_t> pending;        // wakee -> chain not yet done
+  std::unordered_map<int, std::size_t> awaiting_next;  // task -> done chain waiting for the task's next call
+  std::map<int, CpuMarks> cpu_marks;
+  std::unordered_map<int, bool> left_in_call;  // task -> it was switched out inside a call (else preempted in user)
+
+  // A chain that `starter` begins at `entry` is the next call of the chain
+  // that last switched `starter` in.
+  auto link_next_call = [&](int starter, std::uint64_t entry, int starter_cpu) {
+    const auto it = awaiting_next.find(starter);
+    if (it == awaiting_next.end()) return;
+    Chain& before = chains[it->second];
+    if (!before.marks.empty() && entry >= before.marks.back().ts)
+      before.marks.push_back({entry, next_call, starter_cpu});
+    awaiting_next.erase(it);
+  };
+  // A task preempted in user mode comes back to user mode: its chain ends at
+  // the switch, with no call exit.
+  auto end_at_switch_in = [&](std::size_t index) {
+    Chain& chain = chains[index];
+    const auto left = left_in_call.find(chain.wakee);
+    if (left == left_in_call.end() || left->second) return;
+    chain.done = true;
+    awaiting_next[chain.wakee] = index;
+    pending.erase(chain.wakee);
+  };
+  auto start_chain = [&](Chain chain) {
+    if (const auto old = pending.find(chain.wakee); old != pending.end()) pending.erase(old);  // superseded
+    chains.push_back(std::move(chain));
+    pending[chains.back().wakee] = chains.size() - 1;
+  };
+
+  for (const auto& e : events) {
+    if (is_ours(e.tid)) seen.insert(e.tid);
+    switch (e.kind) {
+      case TraceKind::fork: break;  // read by variant_tasks
+      case TraceKind::sys_enter:
+        if (is_ours(e.tid)) open_call[e.tid] = e.ts;
+        break;
+      case TraceKind::sys_exit: {
+        if (!is_ours(e.tid)) break;
+        if (const auto it = pending.find(e.tid); it != pending.end()) {
+          Chain& chain = chains[it->second];
+          if (chain.switched) {
+            chain.marks.push_back({e.ts, call_exit, e.cpu});
+            chain.done = true;
+            awaiting_next[e.tid] = it->second;
+          } else {
+            ++report.without_switch;  // woken before it slept: no switch to follow
+          }
+          pending.erase(it);
+        }
+        open_call.erase(e.tid);
+        break;
+      }
+      case TraceKind::waking: {
+        const auto call = open_call.find(e.tid);
+        if (!is_ours(e.tid) || !is_ours(e.a) || e.a == e.tid || call == open_call.end()) break;
+        ++report.woken;
+        link_next_call(e.tid, call->second, e.cpu);
+        Chain chain;
+        chain.wakee = static_cast<int>(e.a);
+        chain.waker_cpu = e.cpu;
+        chain.waking_ts = e.ts;
+        chain.marks = {{call->second, call_entry, e.cpu}, {e.ts, waking, e.cpu}};
+        start_chain(std::move(chain));
+        break;
+      }
+      case TraceKind::wakeup: {
+        const auto it = pending.find(static_cast<int>(e.a));
+        if (it != pending.end() && !chains[it->second].switched && !chains[it->second].has(wakeup))
+          chains[it->second].marks.push_back({e.ts, wakeup, e.cpu});
+        break;
+      }
+      case TraceKind::sched_switch: {
+        const int prev = static_cast<int>(e.a), next = static_cast<int>(e.b);
+        if (is_ours(prev)) left_in_call[prev] = open_call.count(prev) > 0;
+        if (!is_ours(next)) break;
+        if (const auto it = pending.find(next); it != pending.end()) {
+          Chain& chain = chains[it->second];
+          if (chain.switched) break;
+          chain.switched = true;
+          chain.switch_cpu = e.cpu;
+          chain.marks.push_back({e.ts, switch_in, e.cpu});
+          if (e.cpu != chain.waker_cpu) {
+            // What happened on the wakee's CPU between the waking and the switch.
+            const CpuMarks& m = cpu_marks[e.cpu];
+            const auto between = [&](std::uint64_t t) { return t > chain.waking_ts && t <= e.ts; };
+            if (between(m.ipi_entry)) chain.marks.push_back({m.ipi_entry, ipi_entry, e.cpu});
+            if (between(m.ipi_exit) && m.ipi_exit >= m.ipi_entry) chain.marks.push_back({m.ipi_exit, ipi_exit, e.cpu});
+            if (between(m.idle_exit)) chain.marks.push_back({m.idle_exit, idle_exit, e.cpu});
+            if (between(m.poll_wake)) chain.marks.push_back({m.poll_wake, poll_wake, m.poll_wake_cpu});
+          }
+          end_at_switch_in(it->second);
+          break;
+        }
+        // No wake-up: a task that stays runnable gave the CPU away in a call (yield).
+        const auto call = open_call.find(prev);
+        if (!is_ours(prev) || call == open_call.end()) break;
+        link_next_call(prev, call->second, e.cpu);
+        Chain chain;
+        chain.wakee = next;
+        chain.waker_cpu = e.cpu;
+        chain.switch_cpu = e.cpu;
+        chain.switched = true;
+        chain.direct = true;
+        chain.marks = {{call->second, call_entry, e.cpu}, {e.ts, switch_in, e.cpu}};
+        start_chain(std::move(chain));
+        end_at_switch_in(chains.size() - 1);
+        break;
+      }
+      case TraceKind::wake_idle_poll:
+        cpu_marks[static_cast<int>(e.a)].poll_wake = e.ts;
+        cpu_marks[static_cast<int>(e.a)].poll_wake_cpu = e.cpu;
+        break;
+      case TraceKind::cpu_idle:
+        if (e.a == idle_exit_state) cpu_marks[e.cpu].idle_exit = e.ts;
+        break;
+      case TraceKind::ipi_entry: cpu_marks[e.cpu].ipi_entry = e.ts; break;
+      case TraceKind::ipi_exit: cpu_marks[e.cpu].ipi_exit = e.ts; break;
+    }
+  }
+
+  report.tasks = seen.size();
+  // Every recorded event's time, per CPU: a phase holds the events recorded
+  // on the CPU where it ends, from its start up to (not with) its end.
+  std::map<int, std::vector<std::uint64_t>> times;
+  for (const auto& e : events) times[e.cpu].push_back(e.ts);
+  auto events_in = [&](std::uint64_t from, std::uint64_t to, int cpu) {
+    const auto& t = times[cpu];
+    return static_cast<double>(std::lower_bound(t.begin(), t.end(), to) - std::lower_bound(t.begin(), t.end(), from));
+  };
+  struct Durations {
+    std::vector<double> ns, events;  // per switch that had the phase
+  };
+  std::map<std::pair<int, int>, Durations> durations;
+  std::vector<double> periods;
+  for (auto& chain : chains) {
+    if (!chain.done) continue;
+    ++report.matched;
+    if (chain.direct) ++report.direct;
+    if (chain.switch_cpu != chain.waker_cpu) ++report.cross_cpu;
+    std::stable_sort(chain.marks.begin(), chain.marks.end());
+    for (std::size_t i = 1; i < chain.marks.size(); ++i) {
+      const MarkAt &from = chain.marks[i - 1], &to = chain.marks[i];
+      Durations& d = durations[{from.mark, to.mark}];
+      d.ns.push_back(static_cast<double>(to.ts - from.ts));
+      d.events.push_back(events_in(from.ts, to.ts, to.cpu));
+    }
+    if (chain.marks.back().mark == next_call)
+      periods.push_back(static_cast<double>(chain.marks.back().ts - chain.marks.front().ts));
+  }
+  if (!periods.empty()) report.period = summarize(periods);
+  const double matched = static_cast<double>(report.matched);
+  for (const auto& [key, d] : durations) {
+    PhaseStat stat;
+    stat.from = mark_names[key.first];
+    stat.to = mark_names[key.second];
+    stat.count = d.ns.size();
+    stat.summary = summarize(d.ns);
+    double total = 0;
+    for (double v : d.ns) total += v;
+    stat.mean_per_switch_ns = total / matched;
+    stat.typical_per_switch_ns = stat.summary.median * static_cast<double>(stat.count) / matched;
+    stat.events_per_switch = summarize(d.events).median * static_cast<double>(stat.count) / matched;
+    report.attributed_per_switch_ns += stat.mean_per_switch_ns;
+    report.typical_per_switch_ns += stat.typical_per_switch_ns;
+    if (event_cost_ns) {
+      stat.corrected_per_switch_ns = stat.typical_per_switch_ns - stat.events_per_switch * *event_cost_ns;
+      report.corrected_per_switch_ns = report.corrected_per_switch_ns.value_or(0) + *stat.corrected_per_switch_ns;
+    }
+    report.phases.push_back(std::move(stat));
+  }
+  return report;
+}
+
+}  // namespace ctx

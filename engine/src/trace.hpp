@@ -1,0 +1,68 @@
+// Recording the kernel's tracepoints with perf_event_open: one event per
+// tracepoint per CPU, every CPU's events written to one ring buffer (mmap)
+// of that CPU, timestamps on CLOCK_MONOTONIC_RAW so CPUs compare. Tracepoint
+// ids and field offsets are read from tracefs (events/<system>/<name>/id and
+// format), tried at /sys/kernel/tracing and /sys/kernel/debug/tracing.
+//
+// Why perf_event_open and not tracefs's own buffer or eBPF (docs/tracing.md):
+// the events live as file descriptors of this process, so nothing is left
+// enabled on any way out (Ctrl-C, a crash, SIGKILL: the kernel closes them);
+// tracefs is only read, never written; no library and no compiler is needed
+// (libbpf and a BPF program would be both), and a sample costs a ring write,
+// which the docs measure.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "phases.hpp"
+
+namespace ctx {
+
+// One tracepoint the traced pass asks for.
+struct TracepointSpec {
+  const char* system;
+  const char* name;
+  TraceKind kind;
+  const char* field_a;  // payload fields read into TraceEvent::a / b (nullptr: none)
+  const char* field_b;
+  bool required;  // without it the pass is unsupported; others are left out, said so
+};
+const std::vector<TracepointSpec>& traced_tracepoints();
+
+// "/sys/kernel/tracing" or "/sys/kernel/debug/tracing" when its sched_switch
+// id is readable; nullopt and `why` otherwise.
+std::optional<std::string> find_tracefs(std::string* why);
+
+class TraceSession {
+ public:
+  // Opens every tracepoint on every CPU in `cpus`, disabled; nullptr and
+  // `why` (what was refused, and what would permit it) when it cannot.
+  // `denied` is set when the refusal is a permission.
+  static std::unique_ptr<TraceSession> open(const std::vector<int>& cpus, std::string* why, bool* denied);
+  ~TraceSession();
+  TraceSession(const TraceSession&) = delete;
+  TraceSession& operator=(const TraceSession&) = delete;
+
+  void enable();
+  void disable();
+  // The recorded events of every CPU, in time order; `lost` counts the
+  // events the kernel could not write (a full ring).
+  std::vector<TraceEvent> read(std::uint64_t* lost);
+  const std::string& tracefs() const { return tracefs_; }
+  const std::vector<std::string>& events() const { return events_; }    // system:name opened
+  const std::vector<std::string>& missing() const { return missing_; }  // optional ones absent here
+  std::size_t ring_bytes() const { return ring_bytes_; }                // per CPU
+
+ private:
+  struct Impl;
+  TraceSession();
+  std::unique_ptr<Impl> impl_;
+  std::string tracefs_;
+  std::vector<std::string> events_, missing_;
+  std::size_t ring_bytes_ = 0;
+};
+
+}  // namespace ctx

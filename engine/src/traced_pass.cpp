@@ -1,0 +1,194 @@
+// The traced pass (traced_pass.hpp): open, run the variant again, read,
+// analyze, and say in the record what the figures are and how they relate.
+#include "traced_pass.hpp"
+
+#include <fmt/format.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "harness.hpp"
+#include "record.hpp"
+#include "tasks.hpp"
+#include "trace.hpp"
+
+namespace ctx {
+
+namespace {
+
+constexpr const char* method =
+    "perf_event_open on tracepoints, one event per tracepoint per CPU the variant's tasks may use, each CPU's "
+    "events in one mmap ring read after the pass; timestamps on CLOCK_MONOTONIC_RAW; only the variant's tasks "
+    "(the measuring task and every task it forked or cloned while traced) are followed";
+constexpr const char* correction_rule =
+    "each phase is given as measured under tracing: its mean per switch (total time / matched switches) and its "
+    "typical share of a switch (median x switches that had it / matched switches); corrected = typical less "
+    "event_cost_ns x the events recorded inside it on the CPU where it ends (its start event counted, its end "
+    "event not), taken the same way (median count x switches that had it / matched switches). "
+    "event_cost_ns is getppid's time with its two syscall events recorded less its time without, halved. "
+    "untraced_explained_share = the corrected phases' sum / the untraced median; the rest is the untraced median "
+    "less that sum";
+
+// A short run: enough switches for the phases' distributions, few enough
+// that every CPU's ring holds them (16 MiB a CPU, about 100 bytes an event).
+HarnessOptions traced_options() {
+  HarnessOptions options = HarnessOptions::quick_run();
+  options.samples = 5;
+  options.warmup_samples = 1;
+  options.min_sample_s = 0.002;
+  options.max_variant_s = 2;
+  options.retries = 0;
+  options.reference = nullptr;
+  options.defer_retries = false;
+  return options;
+}
+
+// ns of a getppid call: the least of `rounds` loops of `calls` calls.
+double getppid_ns(Clock& clock, int rounds, int calls) {
+  double best = 0;
+  for (int r = 0; r < rounds; ++r) {
+    const std::uint64_t t0 = clock.now();
+    for (int i = 0; i < calls; ++i) syscall(SYS_getppid);
+    const double ns = clock.ticks_to_ns(clock.now() - t0) / calls;
+    if (r == 0 || ns < best) best = ns;
+  }
+  return best;
+}
+
+// CTXBENCH_TRACE_EVENTS=FILE: the recorded events as text, one a line
+// ("ts cpu tid kind a b"), the seed task first: what the unit tests' event
+// sequences were cut from (docs/tracing.md).
+void write_events(const char* path, const std::vector<TraceEvent>& events, int seed) {
+  std::FILE* out = std::fopen(path, "w");
+  if (!out) return;
+  std::fprintf(out, "seed %d\n", seed);
+  for (const auto& e : events)
+    std::fprintf(out, "%llu %d %d %d %lld %lld\n", static_cast<unsigned long long>(e.ts), e.cpu, e.tid,
+                 static_cast<int>(e.kind), static_cast<long long>(e.a), static_cast<long long>(e.b));
+  std::fclose(out);
+}
+
+nlohmann::json not_traced(const std::string& status, const std::string& reason) {
+  return {{"status", status}, {"reason", reason}, {"method", method}};
+}
+
+}  // namespace
+
+bool wants_traced_pass(const ProbeDescriptor& probe, const Result& untraced) {
+  return untraced.family == "switch" && !probe.matrix && untraced.summary &&
+         (untraced.verdict.status == Status::ok || untraced.verdict.status == Status::suspect);
+}
+
+nlohmann::json trace_block(const PhaseReport& report, const std::optional<Summary>& traced,
+                           std::optional<double> untraced_median, std::optional<double> event_cost_ns) {
+  auto maybe = [](std::optional<double> v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json phases = nlohmann::json::array();
+  for (const auto& p : report.phases)
+    phases.push_back({{"from", p.from},
+                      {"to", p.to},
+                      {"count", p.count},
+                      {"summary", summary_to_json(p.summary)},
+                      {"mean_per_switch_ns", p.mean_per_switch_ns},
+                      {"typical_per_switch_ns", p.typical_per_switch_ns},
+                      {"events_per_switch", p.events_per_switch},
+                      {"corrected_per_switch_ns", maybe(p.corrected_per_switch_ns)}});
+  nlohmann::json block = {
+      {"status", "ok"},
+      {"method", method},
+      {"switches",
+       {{"tasks", report.tasks},
+        {"woken", report.woken},
+        {"matched", report.matched},
+        {"direct", report.direct},
+        {"cross_cpu", report.cross_cpu},
+        {"without_switch", report.without_switch}}},
+      {"period", report.period ? summary_to_json(*report.period) : nlohmann::json(nullptr)},
+      {"phases", phases},
+      {"attributed_per_switch_ns", report.attributed_per_switch_ns},
+      {"typical_per_switch_ns", report.typical_per_switch_ns},
+      {"traced_summary", traced ? summary_to_json(*traced) : nlohmann::json(nullptr)},
+      {"untraced_median", maybe(untraced_median)},
+      {"event_cost_ns", maybe(event_cost_ns)},
+      {"corrected_per_switch_ns", maybe(report.corrected_per_switch_ns)},
+      {"correction_rule", correction_rule},
+  };
+  const bool both = traced && untraced_median && traced->median > 0 && *untraced_median > 0;
+  block["overhead_ratio"] = both ? nlohmann::json(traced->median / *untraced_median) : nlohmann::json(nullptr);
+  block["untraced_explained_share"] = report.corrected_per_switch_ns && untraced_median && *untraced_median > 0
+                                          ? nlohmann::json(*report.corrected_per_switch_ns / *untraced_median)
+                                          : nlohmann::json(nullptr);
+  block["explained_share"] = traced && traced->median > 0 && report.matched > 0
+                                 ? nlohmann::json(report.attributed_per_switch_ns / traced->median)
+                                 : nlohmann::json(nullptr);
+  if (report.matched == 0) {
+    block["status"] = "failed";
+    block["reason"] =
+        "no switch between the variant's tasks was followed from a call's entry to the woken task's return in "
+        "the events recorded";
+  }
+  return block;
+}
+
+void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Params& params, Clock& clock,
+                     const TimerInfo& timer) {
+  std::vector<int> cpus;
+  std::string why;
+  const auto requested = params.find("cpus");
+  if (const auto placement =
+          resolve_placement(requested == params.end() ? "none" : requested->second, probe.tasks(params), &why))
+    cpus = placement->cpus;
+  if (cpus.empty()) cpus = allowed_cpus();
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+
+  bool denied = false;
+  auto session = TraceSession::open(cpus, &why, &denied);
+  if (!session) {
+    untraced.trace = not_traced("unsupported", why);
+    untraced.notes.push_back("no traced pass: " + why);
+    return;
+  }
+  // The cost of recording one event: getppid with its two syscall events
+  // recorded, against without (each the least of five loops).
+  const double plain_ns = getppid_ns(clock, 5, 1000);
+  session->enable();
+  const double recorded_ns = getppid_ns(clock, 5, 1000);
+  const int seed = static_cast<int>(syscall(SYS_gettid));
+  const Result traced = run_variant(probe, params, clock, timer, traced_options());
+  session->disable();
+  std::uint64_t lost = 0;
+  const std::vector<TraceEvent> events = session->read(&lost);
+  if (const char* dump = std::getenv("CTXBENCH_TRACE_EVENTS"); dump && *dump) write_events(dump, events, seed);
+
+  nlohmann::json block;
+  if (!traced.summary) {
+    block = not_traced("failed", "the traced run gave no figure: " + (traced.verdict.reasons.empty()
+                                                                          ? std::string("no samples")
+                                                                          : traced.verdict.reasons.front().second));
+  } else {
+    const double event_cost_ns = std::max(0.0, (recorded_ns - plain_ns) / 2);  // a call records two events
+    const PhaseReport report = analyze_switches(events, seed, event_cost_ns);
+    block =
+        trace_block(report, traced.summary,
+                    untraced.summary ? std::optional<double>(untraced.summary->median) : std::nullopt, event_cost_ns);
+    block["traced_verdict"] = status_name(traced.verdict.status);
+  }
+  block["method"] = method;
+  block["tracefs"] = session->tracefs();
+  block["events"] = session->events();
+  block["missing_events"] = session->missing();
+  block["cpus"] = cpus;
+  block["ring_kib"] = session->ring_bytes() / 1024;
+  block["recorded"] = events.size();
+  block["lost"] = lost;
+  if (lost > 0)
+    untraced.notes.push_back(fmt::format(
+        "the traced pass lost {} events (a full ring): switches whose events were lost are not matched", lost));
+  untraced.trace = std::move(block);
+}
+
+}  // namespace ctx

@@ -1,0 +1,31 @@
+// The traced pass (ctxbench-engine run --trace): after a switch variant's
+// untraced measurement, the same variant runs again, shorter, while the
+// kernel's tracepoints are recorded on the CPUs its tasks use (trace.hpp);
+// the events of the variant's own tasks are followed switch by switch into
+// phases (phases.hpp). The record's `trace` block carries the phases as
+// measured under tracing, the traced figure beside the untraced one, the
+// cost of one recorded event, and the share of the traced figure the phases
+// account for. Without tracefs or the permission to record, the block says
+// `unsupported` and why; the untraced figure is never touched.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include "phases.hpp"
+#include "record.hpp"
+#include "registry.hpp"
+#include "timer.hpp"
+
+namespace ctx {
+
+// Switch probes whose untraced measurement gave a figure.
+bool wants_traced_pass(const ProbeDescriptor& probe, const Result& untraced);
+
+// Runs the traced pass and sets untraced.trace (schema: record.trace).
+void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Params& params, Clock& clock,
+                     const TimerInfo& timer);
+
+// The block for a finished analysis (pure; unit-tested).
+nlohmann::json trace_block(const PhaseReport& report, const std::optional<Summary>& traced,
+                           std::optional<double> untraced_median, std::optional<double> event_cost_ns);
+
+}  // namespace ctx

@@ -1,0 +1,190 @@
+"""The kernel's own account of a switch: the traced pass's phases.
+
+A switch record made with ``ctxbench run --trace`` carries a ``trace`` block
+(schema/record.schema.json): the variant ran again while the kernel's
+tracepoints were recorded, and every switch between its tasks was followed
+from the waker's call entry through waking, wake-up, interrupt, idle exit and
+switch to the woken task's next call. This module turns that block into
+lines under the figure that ``ctxbench explain`` shows.
+
+The phases are measured under tracing, which slows them: each recorded event
+costs time (``event_cost_ns``, measured in the same pass). The figures shown
+are the engine's corrected ones: a phase's typical share of a switch (its
+median x the share of switches that had it) less the cost of the events
+recorded inside it. What the corrected phases do not cover of the untraced
+median is shown as the rest the events cannot attribute; it is negative where
+the correction left more than the untraced figure. Nothing here is estimated:
+every number comes from the record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxbench import fmt
+
+# What each phase is, in words, for the phases a ping-pong shows.
+PHASE_WORDS: dict[tuple[str, str], str] = {
+    ("call entry", "waking"): "kernel entry and the call's own work up to the wake",
+    ("waking", "wakeup"): "the wake-up: choosing a CPU and queueing the task",
+    ("waking", "IPI entry"): "the wake-up until the target CPU takes the interrupt",
+    ("wakeup", "IPI entry"): "the reschedule interrupt reaching the target CPU",
+    ("IPI entry", "wakeup"): "in the interrupt, up to the queued wake-up",
+    ("IPI entry", "IPI exit"): "the interrupt on the target CPU",
+    ("wakeup", "IPI exit"): "the rest of the interrupt",
+    ("IPI exit", "idle exit"): "the target CPU leaving idle",
+    ("wakeup", "idle exit"): "the target CPU leaving idle",
+    ("idle exit", "switch"): "from idle exit to the switch",
+    ("IPI exit", "switch"): "after the interrupt, until the woken task is switched in",
+    ("wakeup", "switch"): "until the woken task is switched in (the waker finishes and "
+    "blocks, or other tasks run first)",
+    ("poll wake", "wakeup"): "the polling idle CPU noticing the wake-up (no IPI)",
+    ("waking", "poll wake"): "the wake-up of a polling idle CPU",
+    ("switch", "call exit"): "the switch itself and the woken task's call returning",
+    ("call exit", "next call"): "return to user mode, and user work up to the next call",
+    ("call entry", "switch"): "a call that gives the CPU to a task already runnable",
+    ("switch", "next call"): "the switch to a task preempted in user mode, and its user work "
+    "up to its next call",
+}
+
+
+@dataclass
+class TracedPhase:
+    name: str  # "from → to"
+    words: str
+    count: int
+    median_ns: float
+    typical_ns: float  # median x count / matched
+    corrected_ns: float | None  # typical less the recorded events' cost
+    events_per_switch: float
+
+
+@dataclass
+class TracedView:
+    status: str
+    reason: str | None = None
+    phases: list[TracedPhase] = field(default_factory=list)
+    matched: int = 0
+    cross_cpu: int = 0
+    direct: int = 0
+    traced_median_ns: float | None = None
+    untraced_median_ns: float | None = None
+    overhead_ratio: float | None = None
+    event_cost_ns: float | None = None
+    corrected_sum_ns: float | None = None
+    rest_ns: float | None = None  # untraced median less the corrected phases
+    explained_share: float | None = None  # corrected phases / untraced median
+    idle_exit_ns: float | None = None  # corrected phases that end at the idle exit
+    idle_exit_switches: int = 0
+    lost: int = 0
+    rule: str = ""
+
+
+def traced_view(record: dict[str, Any]) -> TracedView | None:
+    """The view of a record's trace block; None when the record has none."""
+    block = record.get("trace")
+    if not block:
+        return None
+    if block.get("status") != "ok":
+        return TracedView(status=block.get("status", "?"), reason=block.get("reason"))
+    switches = block.get("switches") or {}
+    matched = int(switches.get("matched", 0))
+    phases = [
+        TracedPhase(
+            name=f"{p['from']} → {p['to']}",
+            words=PHASE_WORDS.get((p["from"], p["to"]), ""),
+            count=int(p["count"]),
+            median_ns=float(p["summary"]["median"]),
+            typical_ns=float(p["typical_per_switch_ns"]),
+            corrected_ns=p.get("corrected_per_switch_ns"),
+            events_per_switch=float(p["events_per_switch"]),
+        )
+        for p in block.get("phases", [])
+    ]
+    untraced = (record.get("summary") or {}).get("median")
+    traced = (block.get("traced_summary") or {}).get("median")
+    corrected = block.get("corrected_per_switch_ns")
+    idle = [p for p in phases if p.name.endswith("→ idle exit")]
+    view = TracedView(
+        status="ok",
+        phases=phases,
+        matched=matched,
+        cross_cpu=int(switches.get("cross_cpu", 0)),
+        direct=int(switches.get("direct", 0)),
+        traced_median_ns=traced,
+        untraced_median_ns=untraced,
+        overhead_ratio=traced / untraced if traced and untraced else None,
+        event_cost_ns=block.get("event_cost_ns"),
+        corrected_sum_ns=corrected,
+        lost=int(block.get("lost", 0)),
+        rule=block.get("correction_rule", ""),
+    )
+    if corrected is not None and untraced:
+        view.rest_ns = untraced - corrected
+        view.explained_share = corrected / untraced
+    if idle:
+        view.idle_exit_ns = sum(
+            p.corrected_ns if p.corrected_ns is not None else p.typical_ns for p in idle
+        )
+        view.idle_exit_switches = sum(p.count for p in idle)
+    return view
+
+
+def _ns(value: float) -> str:
+    """A time as ``show`` and ``explain`` print it (fmt.value)."""
+    return fmt.value(value, "ns")
+
+
+def render_traced(view: TracedView, idle_difference_ns: float | None = None) -> list[str]:
+    """Lines (indented two spaces) for one figure's traced pass."""
+    if view.status != "ok":
+        return [f"  traced pass: {view.status}: {view.reason}"]
+    lines = []
+    head = f"  traced pass, from the kernel's events ({view.matched} switches followed"
+    if view.cross_cpu:
+        head += f", {view.cross_cpu} across CPUs"
+    head += "):"
+    lines.append(head)
+    if view.traced_median_ns is not None and view.untraced_median_ns:
+        lines.append(
+            f"    traced figure {_ns(view.traced_median_ns)} against the untraced "
+            f"{_ns(view.untraced_median_ns)} ({view.overhead_ratio:.2f}x); one recorded event "
+            f"costs {_ns(view.event_cost_ns or 0)}"
+        )
+    base = view.untraced_median_ns or 0
+    for p in view.phases:
+        shown = p.corrected_ns if p.corrected_ns is not None else p.typical_ns
+        share = 100 * shown / base if base else 0
+        words = f": {p.words}" if p.words else ""
+        lines.append(
+            f"    {_ns(shown):>10} {share:5.0f}%  {p.name}{words} "
+            f"(median {_ns(p.median_ns)} in {p.count} switches)"
+        )
+    if view.rest_ns is not None and base:
+        lines.append(
+            f"    {_ns(view.rest_ns):>10} {100 * view.rest_ns / base:5.0f}%  "
+            "not attributed by the events: the untraced median less the phases above"
+        )
+        share = 100 * (view.explained_share or 0)
+        lines.append(f"    the phases explain {share:.0f}% of the untraced figure")
+    if view.idle_exit_ns is not None:
+        text = (
+            f"    idle exit: {_ns(view.idle_exit_ns)} per switch in the phases ending at it "
+            f"({view.idle_exit_switches} switches had one)"
+        )
+        if idle_difference_ns is not None:
+            text += f"; idle=free - idle=held measured {_ns(idle_difference_ns)}"
+        lines.append(text)
+    elif idle_difference_ns is not None:
+        lines.append(
+            "    idle exit: no switch of the traced pass woke an idle CPU (power:cpu_idle showed "
+            f"no exit before a switch-in); idle=free - idle=held measured {_ns(idle_difference_ns)}"
+        )
+    if view.lost:
+        lines.append(f"    note: {view.lost} events were lost (a full ring)")
+    lines.append(
+        "    rule: each phase is its median x the share of switches that had it, less the cost "
+        "of the events recorded inside it"
+    )
+    return lines
