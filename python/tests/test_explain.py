@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 from conftest import fixture_path, real_run
 from ctxbench.cli import cli
-from ctxbench.explain import REST, explain, narrow, render_text
+from ctxbench.explain import REST, explain
+from ctxbench.explain_view import narrow, render_text
 from ctxbench.records import read_run_file
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "data" / "reference-run.jsonl"

@@ -10,8 +10,9 @@ import copy
 import pytest
 
 from conftest import real_run
-from ctxbench.explain import explain, render_text
+from ctxbench.explain import explain
 from ctxbench.explain_phases import render_traced, traced_view
+from ctxbench.explain_view import render_text
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,7 @@ from ctxbench import riscv as riscv_lab
 from ctxbench.compare import Comparison, summary_lines
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, OutputError, RecordError
 from ctxbench.explain import explain as explain_run
-from ctxbench.explain import render_text as render_explanation
+from ctxbench.explain_view import render_text as render_explanation
 from ctxbench.records import (
     RunRecords,
     dumps,

@@ -31,21 +31,19 @@ is no remainder, and that is said in words too.
 
 It also fits how ``create.fork`` grows with the parent's size.
 
-``narrow`` picks the figures a reader asked for (probe globs, params), the
-headline switches first (HEADLINE); ``render_text`` prints them.
+``ctxbench.explain_view`` picks the figures a reader asked for and prints them.
 """
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from scipy import stats as sps
 
 from ctxbench import fmt
-from ctxbench.explain_phases import TracedView, render_traced, traced_view
+from ctxbench.explain_phases import TracedView, traced_view
 
 BARE_SYSCALL = "syscall.enosys"
 REST = "scheduler wake-up and switch (the rest)"
@@ -215,7 +213,8 @@ def _explain_one(
             Part(
                 "kernel entry/exit",
                 entry,
-                f"{_fmt_value(float(calls))} system call{plural} x {_ns(bare_ns)} ({BARE_SYSCALL})",
+                f"{_fmt_value(float(calls))} system call{plural} x {time_text(bare_ns)} "
+                f"({BARE_SYSCALL})",
             )
         )
 
@@ -228,12 +227,12 @@ def _explain_one(
                 Part(
                     "primitive's own work",
                     base - entry,
-                    f"the baseline ({_ns(base)}, {name}) less the kernel entry/exit",
+                    f"the baseline ({time_text(base)}, {name}) less the kernel entry/exit",
                 )
             )
             disagree[parts[-1].name] = (
-                f"the kernel entry/exit priced above ({_ns(entry)}) measured higher than the "
-                f"baseline that makes those calls ({_ns(base)}, {name})"
+                f"the kernel entry/exit priced above ({time_text(entry)}) measured higher than the "
+                f"baseline that makes those calls ({time_text(base)}, {name})"
             )
         else:
             parts.append(Part("primitive's own work, its system calls included", base, name))
@@ -262,13 +261,13 @@ def _explain_one(
                 Part(
                     "address-space switch",
                     mine - theirs,
-                    f"corrected between=processes ({_ns(mine)}) - between=threads "
-                    f"({_ns(theirs)}){held_text}",
+                    f"corrected between=processes ({time_text(mine)}) - between=threads "
+                    f"({time_text(theirs)}){held_text}",
                 )
             )
             disagree[parts[-1].name] = (
-                f"between=threads ({_ns(theirs)}, corrected) measured higher than "
-                f"between=processes ({_ns(mine)}){held_text}: the address-space share is "
+                f"between=threads ({time_text(theirs)}, corrected) measured higher than "
+                f"between=processes ({time_text(mine)}){held_text}: the address-space share is "
                 "within this run's noise"
             )
         else:
@@ -287,7 +286,7 @@ def _explain_one(
                 Part(
                     IDLE_PART,
                     median - held_median,
-                    f"idle=free ({_ns(median)}) - idle=held ({_ns(held_median)})",
+                    f"idle=free ({time_text(median)}) - idle=held ({time_text(held_median)})",
                 )
             )
             driver = (held.get("derived") or {}).get("cpuidle_driver")
@@ -297,8 +296,9 @@ def _explain_one(
                     "the idle path: the idle share is expected to be noise here"
                 )
             disagree[parts[-1].name] = (
-                f"idle=held ({_ns(held_median)}) measured higher than idle=free ({_ns(median)}): "
-                "holding the CPUs out of deep idle saved nothing measurable here"
+                f"idle=held ({time_text(held_median)}) measured higher than idle=free "
+                f"({time_text(median)}): holding the CPUs out of deep idle saved nothing "
+                "measurable here"
             )
         else:
             missing.append(
@@ -329,9 +329,9 @@ def _explain_one(
         parts.append(Part(REST, rest, "the measured median less every part above"))
     else:
         not_explained.append(
-            f"the parts above add up to {_ns(median - rest)}, more than the measured median "
-            f"({_ns(median)}): they come from other variants of this run, whose noise adds up, "
-            "so nothing is left for the scheduler"
+            f"the parts above add up to {time_text(median - rest)}, more than the measured "
+            f"median ({time_text(median)}): they come from other variants of this run, whose "
+            "noise adds up, so nothing is left for the scheduler"
         )
     traced = traced_view(r)
     if traced is None or traced.status != "ok":
@@ -374,7 +374,7 @@ def _standing(
     kept, words = [], []
     for part in parts:
         if part.ns < 0:
-            why = disagree.get(part.name) or f"it comes out at {_ns(part.ns)} ({part.source})"
+            why = disagree.get(part.name) or f"it comes out at {time_text(part.ns)} ({part.source})"
             words.append(f"{part.name}: {why}")
         elif part.ns > median:
             why = (
@@ -384,8 +384,8 @@ def _standing(
                 else ": the two were measured apart, and their noise does not cancel"
             )
             words.append(
-                f"{part.name}: {_ns(part.ns)} ({part.source}) measured higher than the whole "
-                f"figure ({_ns(median)}){why}"
+                f"{part.name}: {time_text(part.ns)} ({part.source}) measured higher than the whole "
+                f"figure ({time_text(median)}){why}"
             )
         else:
             kept.append(part)
@@ -455,145 +455,7 @@ def _fork_scaling(results: list[dict[str, Any]]) -> ForkScaling | None:
     return ForkScaling(points, slope, intercept, stderr, minimal, notes)
 
 
-# ---- choosing what to show ------------------------------------------------------------
-# The headline switches, in this order: a thread switch on one CPU, the same
-# across CPUs, and processes on one CPU. Each matches the default variant
-# (policy normal, else batch or absent; idle free or absent).
-HEADLINE: tuple[tuple[str, dict[str, str]], ...] = (
-    ("switch.pipe", {"between": "threads", "cpus": "same"}),
-    ("switch.pipe", {"between": "threads", "cpus": "cross"}),
-    ("switch.pipe", {"between": "processes", "cpus": "same"}),
-)
-_DEFAULTS = {"policy": ("normal", "batch", None), "idle": ("free", None)}
-
-
-def _default_rank(e: Explanation) -> tuple[int, ...] | None:
-    """How close a figure is to the default variant (lower is closer), or None."""
-    rank = []
-    for knob, accepted in _DEFAULTS.items():
-        if e.params.get(knob) not in accepted:
-            return None
-        rank.append(accepted.index(e.params.get(knob)))
-    return tuple(rank)
-
-
-def headline(explanations: Sequence[Explanation]) -> list[Explanation]:
-    """The headline switches this run explains, in HEADLINE's order: per slot,
-    the variant closest to the default."""
-    found = []
-    for probe, params in HEADLINE:
-        candidates = [
-            (rank, e)
-            for e in explanations
-            if e.probe == probe
-            and all(e.params.get(k) == v for k, v in params.items())
-            and (rank := _default_rank(e)) is not None
-        ]
-        if candidates:
-            found.append(min(candidates, key=lambda pair: pair[0])[1])
-    return found
-
-
-def _matches(e: Explanation, patterns: Sequence[str], params: dict[str, str]) -> bool:
-    if patterns and not any(
-        fnmatch.fnmatchcase(e.probe, p) or e.probe.split(".")[0] == p for p in patterns
-    ):
-        return False
-    return all(_fmt_value(e.params.get(k)) == v for k, v in params.items())
-
-
-def narrow(
-    explained: Explained,
-    patterns: Sequence[str] = (),
-    params: dict[str, str] | None = None,
-    show_all: bool = False,
-) -> tuple[list[Explanation], int]:
-    """The figures to print, headline switches first, and how many more there
-    are. PATTERNS (probe globs or family names) and PARAMS (name -> value)
-    narrow to the matching figures, all of them; with neither, only the
-    headline ones unless SHOW_ALL (else every figure, if none is a headline)."""
-    chosen = [e for e in explained.explanations if _matches(e, patterns, params or {})]
-    first = headline(chosen)
-    ranked = first + [e for e in chosen if not any(e is h for h in first)]
-    if patterns or params or show_all or not first:
-        return ranked, 0
-    return first, len(ranked) - len(first)
-
-
-# ---- views -------------------------------------------------------------------------------
-def _ns(value: float) -> str:
+# ---- figures in words -------------------------------------------------------------------
+def time_text(value: float) -> str:
     """A time as ``show`` prints it: '926.9 ns', '2.196 µs' (fmt.value)."""
     return fmt.value(value, "ns")
-
-
-def share_text(part: Part, median: float) -> str:
-    """'  31%': a part's share of the median (parts are between 0 and the median)."""
-    return f"{100 * part.ns / median:5.0f}%" if median > 0 else "     -"
-
-
-def explanation_lines(e: Explanation) -> list[str]:
-    flag = "" if e.status == "ok" else f"  [{e.status}]"
-    lines = [f"{e.variant}: {_ns(e.median_ns)} per switch{flag}"]
-    for p in e.parts:
-        lines.append(f"  {_ns(p.ns):>10} {share_text(p, e.median_ns)}  {p.name}: {p.source}")
-    lines += [f"  not explained: {words}" for words in e.not_explained]
-    if e.switches_per_round_trip:
-        k = e.switches_per_round_trip
-        lines.append(
-            f"  per round trip the kernel counted {k['voluntary']:.2f} voluntary switches "
-            f"(sleeps) and {k['involuntary']:.2f} involuntary (preemptions)"
-        )
-    if e.traced:
-        idle = next((p.ns for p in e.parts if p.name == IDLE_PART), None)
-        lines += render_traced(e.traced, idle)
-    lines += [f"  note: {note}" for note in e.notes]
-    lines += [f"  not separated: {m}" for m in e.not_separated]
-    return lines
-
-
-def render_text(explained: Explained, shown: list[Explanation] | None = None, more: int = 0) -> str:
-    """The decomposition in words, one block per switch figure (SHOWN: those
-    of ``narrow``, MORE: how many it left out)."""
-    shown = explained.explanations if shown is None else shown
-    narrowed = shown is not explained.explanations
-    lines: list[str] = []
-    if explained.run_id:
-        lines.append(f"# where the time goes, run {explained.run_id}")
-    if explained.bare_syscall_ns is not None:
-        lines.append(
-            f"# a bare system call ({BARE_SYSCALL}) costs "
-            f"{_ns(explained.bare_syscall_ns)} in this run"
-        )
-    for e in shown:
-        lines += ["", *explanation_lines(e)]
-    if more:
-        lines += [
-            "",
-            f"{more} more switch figure{'' if more == 1 else 's'} in this run: `--all` prints "
-            "them, a probe glob (e.g. `ctxbench explain switch.futex`) narrows to some",
-        ]
-    if explained.fork and not narrowed:
-        f = explained.fork
-        lines.append("")
-        lines.append("create.fork against the parent's size:")
-        for mib, ns in f.points:
-            lines.append(f"  parent_mib={_fmt_value(mib)}: {_ns(ns)}")
-        if f.slope_ns_per_mib is not None:
-            err = f" (+/- {_ns(f.slope_stderr)})" if f.slope_stderr is not None else ""
-            lines.append(
-                f"  least-squares slope: {_ns(f.slope_ns_per_mib)} per MiB of touched parent memory"
-                f"{err}, intercept {_ns(f.intercept_ns or 0)}"
-            )
-        if f.minimal_parent_ns is not None:
-            lines.append(f"  fork from a minimal static parent: {_ns(f.minimal_parent_ns)}")
-        for note in f.notes:
-            lines.append(f"  note: {note}")
-    if explained.unexplained and not narrowed:
-        lines.append("")
-        lines.append("not explained (no figure in this run):")
-        lines.extend(f"  {u}" for u in explained.unexplained)
-    if not explained.explanations and not explained.fork:
-        lines.append("this run holds no switch or fork figure to explain")
-    elif narrowed and not shown:
-        lines.append("no switch figure of this run matches")
-    return "\n".join(lines) + "\n"

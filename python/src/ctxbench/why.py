@@ -20,13 +20,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ctxbench import fmt
-from ctxbench.explain import Explained, Explanation
+from ctxbench.explain import IDLE_PART, Explained, Explanation
 from ctxbench.records import params_key
 
 if TYPE_CHECKING:  # the summary's types; the summary imports this module
     from ctxbench.summary import Point, Rung
 
-IDLE_PART = "waking an idle CPU"
 ADDRESS_SPACE_PART = "address-space switch"
 
 # Words the ladder may show, defined once where they appear.
