@@ -6,13 +6,21 @@ traced_unprivileged.jsonl the same engine as nobody (fixtures/README.md)."""
 from __future__ import annotations
 
 import copy
+import json
+import sys
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from conftest import real_run
+from conftest import fixture_path, real_run
+from ctxbench.cli import cli
 from ctxbench.explain import explain
 from ctxbench.explain_phases import render_traced, traced_view
 from ctxbench.explain_view import render_text
+from ctxbench.runner import RunOptions
+
+FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +104,44 @@ def test_unsupported_says_why_and_keeps_the_subtraction_view():
 def test_records_without_a_trace_block_have_no_view():
     for r in real_run("run_a.jsonl").results:
         assert traced_view(r) is None
+
+
+def cli_invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_run_trace_asks_the_engine_for_the_traced_pass(tmp_path, monkeypatch):
+    wrapper = tmp_path / "ctxbench-engine"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_ENGINE}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CTXBENCH_ENGINE", str(wrapper))
+    monkeypatch.setenv("FAKE_ENGINE_RECORDS", str(fixture_path("traced.jsonl")))
+    monkeypatch.setenv("FAKE_ENGINE_ARGS", str(tmp_path / "args.jsonl"))
+    db = str(tmp_path / "t.db")
+    done = cli_invoke("run", "switch.pipe", "--trace", "--db", db)
+    assert done.exit_code == 0, done.stderr
+    calls = [json.loads(line) for line in (tmp_path / "args.jsonl").read_text().splitlines()]
+    (measured,) = [c for c in calls if c[0] == "run" and "--dry-run" not in c]
+    assert "--trace" in measured
+    assert RunOptions(trace=False).engine_args().count("--trace") == 0
+
+
+def test_explain_trace_prints_each_phase_in_full(tmp_path):
+    db = str(tmp_path / "t.db")
+    assert cli_invoke("import", str(fixture_path("traced.jsonl")), "--db", db).exit_code == 0
+    shown = cli_invoke("explain", "--trace", "--db", db)
+    assert shown.exit_code == 0, shown.stderr
+    text = shown.stdout
+    same = next(r for r in real_run("traced.jsonl").results if r["params"]["cpus"] == "same")
+    first = same["trace"]["phases"][0]
+    assert f"{first['from']} → {first['to']}" in text
+    assert f"{same['trace']['switches']['matched']} switches followed" in text
+    assert "95% CI" in text and "rule:" in text
+
+
+def test_explain_trace_without_a_traced_pass_says_how_to_get_one(tmp_path):
+    db = str(tmp_path / "t.db")
+    assert cli_invoke("import", str(fixture_path("run_a.jsonl")), "--db", db).exit_code == 0
+    shown = cli_invoke("explain", "--trace", "--db", db)
+    assert shown.exit_code == 0
+    assert "ctxbench run --trace" in shown.stdout

@@ -39,6 +39,7 @@ from ctxbench import riscv as riscv_lab
 from ctxbench.compare import Comparison, summary_lines
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, OutputError, RecordError
 from ctxbench.explain import explain as explain_run
+from ctxbench.explain_phases import render_trace_detail
 from ctxbench.explain_view import render_text as render_explanation
 from ctxbench.records import (
     RunRecords,
@@ -646,6 +647,13 @@ def _db_hint(db: Path | None, store: Store) -> str:
     help="Run the switch probes only with idle=held: CPUs kept out of deep idle through "
     "/dev/cpu_dma_latency for each variant (needs root; otherwise unsupported with the reason).",
 )
+@click.option(
+    "--trace",
+    is_flag=True,
+    help="After each switch variant, run it again with the kernel's tracepoints recorded and "
+    "split its switches into phases that `ctxbench explain` shows (needs root and tracefs; "
+    "otherwise each record says why not). docs/tracing.md",
+)
 @db_option
 @click.option(
     "--json",
@@ -689,6 +697,7 @@ def run(
     timeout: float | None,
     retries: int | None,
     hold_idle: bool,
+    trace: bool,
     db: str | None,
     json_path: Path | None,
     report_path: Path | None,
@@ -729,6 +738,7 @@ def run(
             timeout=timeout,
             retries=retries,
             hold_idle=hold_idle,
+            trace=trace,
         )
         # The engine's own selection rules check the choices (axis values,
         # parameters, presets) before anything runs or is stored.
@@ -941,10 +951,20 @@ def _run_json(stored: StoredRun) -> dict[str, Any]:
 @click.argument("run_ref", metavar="[RUN]", default="latest")
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the decomposition as JSON.")
-def explain(run_ref: str, db: str | None, as_json: bool) -> None:
+@click.option(
+    "--trace",
+    "trace_detail",
+    is_flag=True,
+    help="Print every traced pass in full instead (run --trace): each phase's median, interval, "
+    "count, and the events recorded in it.",
+)
+def explain(run_ref: str, db: str | None, as_json: bool, trace_detail: bool) -> None:
     """Where the time of each switch goes, from figures measured in RUN (default: latest)."""
     with _open_store(db, create=False) as store:
         stored = store.load(run_ref)
+    if trace_detail and not as_json:
+        click.echo(render_trace_detail(stored.results), nl=False)
+        return
     explained = explain_run(stored.results, stored.run_id)
     if as_json:
         click.echo(json.dumps(explained.as_dict(), indent=2, sort_keys=True))

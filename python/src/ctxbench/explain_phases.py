@@ -188,3 +188,57 @@ def render_traced(view: TracedView, idle_difference_ns: float | None = None) -> 
         "of the events recorded inside it"
     )
     return lines
+
+
+def render_trace_detail(results: list[dict[str, Any]]) -> str:
+    """``ctxbench explain --trace``: every traced pass of a run in full, one
+    block per switch figure: how it was recorded, the switches followed, and
+    each phase's distribution (median with its interval, p90, count) beside
+    its typical, event and corrected figures per switch."""
+    lines: list[str] = []
+    for r in results:
+        block = r.get("trace")
+        if not block:
+            continue
+        params = " ".join(f"{k}={v}" for k, v in sorted((r.get("params") or {}).items()))
+        lines += ["", f"{r['probe']} {params}"]
+        if block.get("status") != "ok":
+            lines.append(f"  traced pass {block.get('status')}: {block.get('reason')}")
+            continue
+        sw = block["switches"]
+        lines.append(
+            f"  recorded on CPUs {', '.join(map(str, block.get('cpus', [])))} from "
+            f"{block.get('tracefs', '?')}: {block.get('recorded', 0)} events, "
+            f"{block.get('lost', 0)} lost; {sw['tasks']} tasks, {sw['woken']} wake-ups, "
+            f"{sw['matched']} switches followed ({sw['direct']} without a wake-up, "
+            f"{sw['cross_cpu']} across CPUs, {sw['without_switch']} woken before they slept)"
+        )
+        if block.get("missing_events"):
+            lines.append(f"  not on this kernel: {', '.join(block['missing_events'])}")
+        lines.append(
+            f"  {'phase':<28} {'n':>6} {'median':>10} {'95% CI':>21} {'p90':>10} "
+            f"{'typical':>10} {'events':>6} {'corrected':>10}"
+        )
+        for p in block["phases"]:
+            s = p["summary"]
+            ci = s.get("median_ci")
+            ci_text = f"{_ns(ci['low'])}..{_ns(ci['high'])}" if ci else "-"
+            corrected = p.get("corrected_per_switch_ns")
+            lines.append(
+                f"  {p['from'] + ' → ' + p['to']:<28} {p['count']:>6} {_ns(s['median']):>10} "
+                f"{ci_text:>21} {_ns(s['p90']):>10} {_ns(p['typical_per_switch_ns']):>10} "
+                f"{p['events_per_switch']:>6.2f} "
+                f"{_ns(corrected) if corrected is not None else '-':>10}"
+            )
+        if block.get("period"):
+            lines.append(
+                f"  period (call entry → next call): median {_ns(block['period']['median'])} "
+                f"over {block['period']['n']} switches"
+            )
+        lines.append(f"  rule: {block.get('correction_rule', '')}")
+    if not lines:
+        return (
+            "this run has no traced pass: run the switch probes with `ctxbench run --trace` "
+            "(as root, with tracefs)\n"
+        )
+    return "\n".join(lines[1:]) + "\n"

@@ -165,6 +165,7 @@ class RunOptions:
     timeout: float | None = None  # seconds per variant
     hold_idle: bool = False
     retries: int | None = None  # re-measurements after host interference
+    trace: bool = False  # each switch variant again with the kernel's tracepoints recorded
 
     def engine_args(self, dry_run: bool = False) -> list[str]:
         """``ctxbench-engine run`` with these options: the run itself (JSON Lines
@@ -190,6 +191,8 @@ class RunOptions:
             args += ["--param", choice]
         if self.hold_idle:
             args.append("--hold-idle")
+        if self.trace:
+            args.append("--trace")
         if dry_run:
             return [*args, "--dry-run"]
         # --die-with-parent: the engine runs in its own session, where no
