@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
+import os
 from pathlib import Path
 
 import pytest
@@ -19,8 +19,7 @@ from ctxbench.explain import explain
 from ctxbench.explain_phases import render_traced, traced_view
 from ctxbench.explain_view import render_text
 from ctxbench.runner import RunOptions
-
-FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
+from test_cli import fake_engine  # noqa: F401 (a fixture)
 
 
 @pytest.fixture(scope="module")
@@ -110,17 +109,14 @@ def cli_invoke(*args: str):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
+@pytest.mark.usefixtures("fake_engine")
 def test_run_trace_asks_the_engine_for_the_traced_pass(tmp_path, monkeypatch):
-    wrapper = tmp_path / "ctxbench-engine"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_ENGINE}" "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("CTXBENCH_ENGINE", str(wrapper))
     monkeypatch.setenv("FAKE_ENGINE_RECORDS", str(fixture_path("traced.jsonl")))
-    monkeypatch.setenv("FAKE_ENGINE_ARGS", str(tmp_path / "args.jsonl"))
     db = str(tmp_path / "t.db")
     done = cli_invoke("run", "switch.pipe", "--trace", "--db", db)
     assert done.exit_code == 0, done.stderr
-    calls = [json.loads(line) for line in (tmp_path / "args.jsonl").read_text().splitlines()]
+    args_log = Path(os.environ["FAKE_ENGINE_ARGS"])
+    calls = [json.loads(line) for line in args_log.read_text().splitlines()]
     (measured,) = [c for c in calls if c[0] == "run" and "--dry-run" not in c]
     assert "--trace" in measured
     assert RunOptions(trace=False).engine_args().count("--trace") == 0
