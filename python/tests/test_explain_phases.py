@@ -18,7 +18,9 @@ from ctxbench.cli import cli
 from ctxbench.explain import explain
 from ctxbench.explain_phases import render_traced, traced_view
 from ctxbench.explain_view import render_text
+from ctxbench.report import render
 from ctxbench.runner import RunOptions
+from ctxbench.store import Store
 from test_cli import fake_engine  # noqa: F401 (a fixture)
 
 
@@ -141,3 +143,15 @@ def test_explain_trace_without_a_traced_pass_says_how_to_get_one(tmp_path):
     shown = cli_invoke("explain", "--trace", "--db", db)
     assert shown.exit_code == 0
     assert "ctxbench run --trace" in shown.stdout
+
+
+def test_the_report_shows_the_traced_phases(tmp_path):
+    store = Store.open(tmp_path / "t.db")
+    store.add_run(real_run("traced.jsonl"), origin="import")
+    stored = store.load("latest")
+    store.close()
+    page = render([stored])
+    section = page[page.index('<section id="explain">') :]
+    same = next(r for r in stored.results if r["params"].get("cpus") == "same")
+    assert f"kernel events ({same['trace']['switches']['matched']} switches followed)" in section
+    assert "call entry → waking" in section

@@ -242,3 +242,23 @@ def render_trace_detail(results: list[dict[str, Any]]) -> str:
             "(as root, with tracefs)\n"
         )
     return "\n".join(lines[1:]) + "\n"
+
+
+def traced_line(view: TracedView) -> str:
+    """One line for a table cell (the HTML report): the phases in order and
+    what they leave of the untraced median."""
+    if view.status != "ok":
+        return f"traced pass {view.status}: {view.reason}"
+    phases = " + ".join(
+        f"{_ns(p.corrected_ns if p.corrected_ns is not None else p.typical_ns)} {p.name}"
+        for p in view.phases
+    )
+    text = f"kernel events ({view.matched} switches followed): {phases}"
+    if view.rest_ns is not None and view.explained_share is not None:
+        text += (
+            f"; not attributed {_ns(view.rest_ns)} (the phases explain "
+            f"{100 * view.explained_share:.0f}% of the untraced median)"
+        )
+    if view.overhead_ratio is not None and view.traced_median_ns is not None:
+        text += f"; traced figure {_ns(view.traced_median_ns)} ({view.overhead_ratio:.2f}x)"
+    return text

@@ -41,6 +41,7 @@ from ctxbench import __version__, fmt, matrix, noise
 from ctxbench.compare import Comparison, describe, summary_lines
 from ctxbench.envdiff import flatten_env
 from ctxbench.explain import explain
+from ctxbench.explain_phases import traced_line
 from ctxbench.records import param_value, params_key, params_text
 from ctxbench.riscv.answer import is_lab_run, lab_answer, lab_targets, measured
 from ctxbench.riscv.catalog import CALLS
@@ -893,6 +894,7 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
         "ladder_labels": _ladder_labels(summary),
         "point_text": _point_text,
         "is_remainder": is_remainder,
+        "traced_line": traced_line,
         "version": __version__,
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "runs": list(zip(names, runs, strict=True)),
