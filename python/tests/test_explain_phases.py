@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from conftest import fixture_path, real_run
 from ctxbench.cli import cli
 from ctxbench.explain import explain
-from ctxbench.explain_phases import render_traced, traced_view
+from ctxbench.explain_phases import measured_placement, render_traced, traced_view
 from ctxbench.explain_view import render_text
 from ctxbench.report import render
 from ctxbench.runner import RunOptions
@@ -155,3 +155,47 @@ def test_the_report_shows_the_traced_phases(tmp_path):
     same = next(r for r in stored.results if r["params"].get("cpus") == "same")
     assert f"kernel events ({same['trace']['switches']['matched']} switches followed)" in section
     assert "call entry → waking" in section
+
+
+def any_pipe(between: str, median: float, start: list[int], end: list[int], trace=None):
+    record = {
+        "kind": "result",
+        "probe": "switch.pipe",
+        "family": "switch",
+        "unit": "ns",
+        "params": {"between": between, "cpus": "any", "policy": "normal", "idle": "free"},
+        "summary": {"median": median},
+        "baseline": None,
+        "derived": {},
+        "placement": {"requested": "any", "cpus": [], "observed_start": start, "observed_end": end},
+        "verdict": {"status": "ok", "reasons": []},
+    }
+    if trace is not None:
+        record["trace"] = trace
+    return record
+
+
+def test_a_difference_of_two_placements_is_not_an_address_space_part():
+    # The processes ran on one CPU, their threads twin across two (the CPUs seen).
+    run = [
+        any_pipe("processes", 1000.0, [0, 0], [0, 0]),
+        any_pipe("threads", 6000.0, [0, 1], [1, 0]),
+    ]
+    processes = explain(run).explanations[0]
+    assert "address-space switch" not in {p.name for p in processes.parts}
+    (why,) = [w for w in processes.not_explained if w.startswith("address-space switch")]
+    assert "on same CPUs" in why and "on cross CPUs" in why
+
+
+def test_the_traced_pass_says_where_the_tasks_ran():
+    # Seen on two CPUs at start and end, but the traced switches stayed on one.
+    stayed = {"status": "ok", "switches": {"matched": 100, "cross_cpu": 3}}
+    run = [
+        any_pipe("processes", 1200.0, [0, 0], [0, 0]),
+        any_pipe("threads", 1000.0, [0, 1], [0, 1], trace=stayed),
+    ]
+    assert measured_placement(run[1]) == "same"
+    processes = explain(run).explanations[0]
+    assert {p.name: p.ns for p in processes.parts}["address-space switch"] == 200.0
+    # Sightings that disagree say nothing.
+    assert measured_placement(any_pipe("threads", 1.0, [0, 1], [0, 0])) is None

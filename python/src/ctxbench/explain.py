@@ -43,7 +43,7 @@ from typing import Any
 from scipy import stats as sps
 
 from ctxbench import fmt
-from ctxbench.explain_phases import TracedView, traced_view
+from ctxbench.explain_phases import TracedView, measured_placement, traced_view
 
 BARE_SYSCALL = "syscall.enosys"
 REST = "scheduler wake-up and switch (the rest)"
@@ -195,6 +195,7 @@ def _explain_one(
     notes: list[str] = []
     used: list[dict[str, Any]] = [r]  # every record a part is built from
     disagree: dict[str, str] = {}  # part name -> its two figures, when it comes out below 0
+    unlike: list[str] = []  # differences of two records measured under different placements
 
     # Kernel entry/exit of the system calls the switch makes.
     calls = derived.get("syscalls_per_op")
@@ -254,7 +255,15 @@ def _explain_one(
         twin = by_key.get(_key({**r, "params": {**basis, "between": "threads"}}))
         mine = _corrected(mine_record) if mine_record else None
         theirs = _corrected(twin) if twin else None
-        if twin is not None and mine is not None and theirs is not None:
+        placed = (measured_placement(mine_record or r), measured_placement(twin or r))
+        if twin is not None and None not in placed and placed[0] != placed[1]:
+            unlike.append(
+                f"address-space switch: between=processes ran on {placed[0]} CPUs and its "
+                f"between=threads twin on {placed[1]} CPUs (as measured: the traced pass's "
+                "switches, or the CPUs the tasks were seen on), so their difference is the "
+                "placement's as much as the address space's, and it is not a part"
+            )
+        elif twin is not None and mine is not None and theirs is not None:
             used += [rec for rec in (mine_record, twin) if rec is not None]
             held_text = " (both with idle=held)" if basis is not params else ""
             parts.append(
@@ -324,6 +333,7 @@ def _explain_one(
             missing.append("cache refill: fewer than two working-set sizes measured for this ring")
 
     parts, not_explained = _standing(parts, disagree, median, _switched_too_little(r))
+    not_explained += unlike
     rest = median - sum(p.ns for p in parts)
     if rest >= 0:
         parts.append(Part(REST, rest, "the measured median less every part above"))

@@ -262,3 +262,21 @@ def traced_line(view: TracedView) -> str:
     if view.overhead_ratio is not None and view.traced_median_ns is not None:
         text += f"; traced figure {_ns(view.traced_median_ns)} ({view.overhead_ratio:.2f}x)"
     return text
+
+
+def measured_placement(record: dict[str, Any]) -> str | None:
+    """Where a two-task switch figure's tasks really ran: 'same' or 'cross'
+    CPU. From the traced pass's switches when it followed any (most of them
+    across CPUs or not), else from the CPUs the tasks were seen on at the
+    start and end of the measurement; None when the record cannot say (one
+    task, or the two sightings disagree)."""
+    trace = record.get("trace") or {}
+    switches = trace.get("switches") or {}
+    if trace.get("status") == "ok" and switches.get("matched"):
+        return "cross" if 2 * switches["cross_cpu"] > switches["matched"] else "same"
+    placement = record.get("placement") or {}
+    seen = [placement.get("observed_start") or [], placement.get("observed_end") or []]
+    if any(len(cpus) != 2 or min(cpus) < 0 for cpus in seen):
+        return None
+    kinds = {"same" if cpus[0] == cpus[1] else "cross" for cpus in seen}
+    return kinds.pop() if len(kinds) == 1 else None
