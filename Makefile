@@ -62,8 +62,9 @@ cross:
 # there into the package (ctxbench/engines/<arch>/).
 HOST_ARCH := $(shell uname -m)
 ENGINE_ARCHES ?= x86_64 aarch64 riscv64
-# The engine and the static helpers it runs from its own directory.
-ENGINE_FILES := ctxbench-engine ctxbench-exit0 ctxbench-forkloop
+# The engine and the static helpers it runs from its own directory (and the
+# seccomp wrapper, built beside it).
+ENGINE_FILES := ctxbench-engine ctxbench-exit0 ctxbench-forkloop ctxbench-seccomp-exec
 engines: deps-engine
 	@scripts/deps.sh cross || echo "engines: building the archs whose compilers are here"
 	for arch in $(ENGINE_ARCHES); do \

@@ -6,7 +6,7 @@
 set -euo pipefail
 
 declare -A group
-group[engine]="build-essential cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libboost-context-dev libboost-fiber-dev strace util-linux clang-format python3-venv"
+group[engine]="build-essential cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libboost-context-dev libboost-fiber-dev libseccomp-dev strace util-linux clang-format python3-venv"
 group[cross]="g++-aarch64-linux-gnu g++-riscv64-linux-gnu qemu-user"
 group[riscv]="gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf device-tree-compiler qemu-system-misc binutils-riscv64-unknown-elf"
 group[browser]="chromium"

@@ -316,6 +316,9 @@ struct SwitchProbe {
   // System calls per switch when the primitive always makes them (post and
   // wait each one call); 0 when it depends on timing.
   double syscalls_per_switch = 0;
+  // The system calls a switch makes, by name and number; set: the probe has
+  // the seccomp axis (registry.hpp seccomp_param).
+  std::vector<std::pair<std::string, long>> syscalls = {};
 };
 
 template <class Channel>
@@ -323,12 +326,14 @@ using ChannelFactory = std::function<std::unique_ptr<Channel>(Between)>;
 
 template <class Channel>
 ProbeDescriptor switch_descriptor(const SwitchProbe& probe, ChannelFactory<Channel> make_channel) {
+  std::vector<ParamSpec> params = {between_param(), cpus_param(), policy_param(), idle_param()};
+  if (!probe.syscalls.empty()) params.push_back(seccomp_param());
   return {
       .name = probe.name,
       .op = probe.op,
       .unit = Unit::ns,
       .ops_per_iteration = constant(2),  // one iteration is a round trip = two switches
-      .params = {between_param(), cpus_param(), policy_param(), idle_param()},
+      .params = params,
       .baseline = probe.baseline,
       .make = [make_channel](Context& ctx) -> std::unique_ptr<Workload> {
         const Between between = parse_between(ctx.param("between"));
@@ -344,6 +349,7 @@ ProbeDescriptor switch_descriptor(const SwitchProbe& probe, ChannelFactory<Chann
       .method = probe.method,
       .syscalls_per_op =
           probe.syscalls_per_switch > 0 ? constant(probe.syscalls_per_switch) : std::function<double(const Params&)>(),
+      .syscalls = probe.syscalls,
   };
 }
 

@@ -10,6 +10,8 @@
 // exchange that finds the word already set: the futex's cost per switch when
 // nobody has to sleep. A DeathWatch wakes the measuring side if the partner
 // process dies.
+#include <sys/syscall.h>
+
 #include "futex_channel.hpp"
 
 namespace {
@@ -26,6 +28,7 @@ const Registrar registrar(switch_descriptor<FutexChannel>(
         .wait = "FUTEX_WAIT",
         .method = "tsuna/contextswitch timectxsw and timetctxsw (without their sched_yield), context_switch2 "
                   "--test=futex; private futexes between threads, shared ones between processes",
+        .syscalls = {{"futex", SYS_futex}},
     },
     [](Between between) { return std::make_unique<FutexChannel>(between); }));
 

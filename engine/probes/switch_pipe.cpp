@@ -6,6 +6,8 @@
 // and a read of one byte on a self-pipe in one thread: the pipe's own cost
 // per switch, subtracted to leave the switch (plus wakeup) itself. If the
 // partner dies, its pipe ends close and the measuring side reads EOF.
+#include <sys/syscall.h>
+
 #include "pingpong.hpp"
 
 namespace {
@@ -21,6 +23,7 @@ const Registrar registrar(switch_descriptor<FdChannel>(
         .wait = "read",
         .method = "lmbench lat_ctx (2 procs, 0 KiB) and eliben thread-switch-pipe; baseline as lmbench's overhead pass",
         .syscalls_per_switch = 2,  // one write (post) and one read (wait) per switch
+        .syscalls = {{"read", SYS_read}, {"write", SYS_write}},
     },
     [](Between) { return FdChannel::pipes(1); }));
 

@@ -15,8 +15,10 @@ const Registrar registrar({
     .name = "syscall.getpid",
     .op = "one getpid system call through syscall(SYS_getpid), bypassing any libc cache",
     .unit = Unit::ns,
+    .params = {seccomp_param()},
     .make = [](Context&) { return loop_of([] { syscall(SYS_getpid); }); },
     .method = "lmbench lat_syscall 'null' / UnixBench syscall (raw SYS_getpid since 2020); batched and timer-corrected",
+    .syscalls = {{"getpid", SYS_getpid}},
 });
 
 }  // namespace CTXBENCH_UNITY_ID

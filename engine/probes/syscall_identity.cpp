@@ -16,22 +16,28 @@ using namespace ctx;
 const Registrar getppid_probe({
     .name = "syscall.getppid",
     .op = "one getppid system call through syscall(SYS_getppid)",
+    .params = {seccomp_param()},
     .make = [](Context&) { return loop_of([] { syscall(SYS_getppid); }); },
     .method = "lmbench lat_syscall 'null' (getppid) and perf bench syscall basic; batched and timer-corrected",
+    .syscalls = {{"getppid", SYS_getppid}},
 });
 
 const Registrar getsid_probe({
     .name = "syscall.getsid",
     .op = "one getsid(0) system call through syscall(SYS_getsid, 0): the caller's session id",
+    .params = {seccomp_param()},
     .make = [](Context&) { return loop_of([] { syscall(SYS_getsid, 0); }); },
     .method = "a null system call in the manner of lmbench lat_syscall; batched and timer-corrected",
+    .syscalls = {{"getsid", SYS_getsid}},
 });
 
 const Registrar getuid_probe({
     .name = "syscall.getuid",
     .op = "one getuid system call through syscall(SYS_getuid)",
+    .params = {seccomp_param()},
     .make = [](Context&) { return loop_of([] { syscall(SYS_getuid); }); },
     .method = "UnixBench syscall.c's mix (getuid is one of its four calls), taken alone; batched and timer-corrected",
+    .syscalls = {{"getuid", SYS_getuid}},
 });
 
 }  // namespace CTXBENCH_UNITY_ID

@@ -43,21 +43,25 @@ class OneByteIo final : public Workload {
 const Registrar read_probe({
     .name = "syscall.read",
     .op = "one read of 1 byte from /dev/zero through syscall(SYS_read), on a descriptor opened beforehand",
+    .params = {seccomp_param()},
     .make = [](Context&) { return std::make_unique<OneByteIo>("/dev/zero", false); },
     .method = "lmbench lat_syscall 'read' (null I/O); batched and timer-corrected. The engine is multi-threaded (its "
               "signal thread), so its descriptor table is shared and the kernel's fd "
               "lookup takes a reference on the file instead of the single-threaded fast path, which costs "
               "more per call than a one-thread loop (measured in docs/accuracy.md)",
+    .syscalls = {{"read", SYS_read}},
 });
 
 const Registrar write_probe({
     .name = "syscall.write",
     .op = "one write of 1 byte to /dev/null through syscall(SYS_write), on a descriptor opened beforehand",
+    .params = {seccomp_param()},
     .make = [](Context&) { return std::make_unique<OneByteIo>("/dev/null", true); },
     .method = "lmbench lat_syscall 'write' (null I/O); batched and timer-corrected. The engine is multi-threaded (its "
               "signal thread), so its descriptor table is shared and the kernel's fd "
               "lookup takes a reference on the file instead of the single-threaded fast path, which costs "
               "more per call than a one-thread loop (measured in docs/accuracy.md)",
+    .syscalls = {{"write", SYS_write}},
 });
 
 }  // namespace CTXBENCH_UNITY_ID

@@ -52,6 +52,7 @@ const Registrar gettimeofday_vdso({
 const Registrar gettimeofday_syscall({
     .name = "syscall.gettimeofday_syscall",
     .op = "one gettimeofday system call through syscall(SYS_gettimeofday), bypassing the vDSO",
+    .params = {seccomp_param()},
     .make =
         [](Context&) {
           return loop_of([] {
@@ -60,6 +61,7 @@ const Registrar gettimeofday_syscall({
           });
         },
     .method = "lmbench's timer call (t_overhead) made as a real system call; paired with the vDSO call",
+    .syscalls = {{"gettimeofday", SYS_gettimeofday}},
 });
 
 const Registrar clock_gettime_vdso({
@@ -78,6 +80,7 @@ const Registrar clock_gettime_vdso({
 const Registrar clock_gettime_syscall({
     .name = "syscall.clock_gettime_syscall",
     .op = "one clock_gettime(CLOCK_MONOTONIC) system call through syscall(SYS_clock_gettime), bypassing the vDSO",
+    .params = {seccomp_param()},
     .make =
         [](Context&) {
           return loop_of([] {
@@ -86,6 +89,7 @@ const Registrar clock_gettime_syscall({
           });
         },
     .method = "golang/go#57749's comparison of the vDSO with the real system call; paired with the vDSO call",
+    .syscalls = {{"clock_gettime", SYS_clock_gettime}},
 });
 
 }  // namespace CTXBENCH_UNITY_ID

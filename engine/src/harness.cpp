@@ -10,9 +10,12 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <system_error>
+#include <thread>
 
 #include "idle.hpp"
 #include "output.hpp"
+#include "seccomp_filter.hpp"
 #include "tasks.hpp"
 #include "topology.hpp"
 #include "wording.hpp"
@@ -357,6 +360,56 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
 void measure_matrix(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
                     const HarnessOptions& options, Result& r);
 
+// A whole variant at one placement. A variant with the seccomp axis (none
+// included) is measured on a thread made for it, which installs the filter
+// first (none: nothing): the threads and processes the workload starts
+// inherit it, the engine's own threads never see it (filters belong to a
+// thread and what it creates), and the monitor's timeout and Ctrl-C flags
+// reach it as they reach any variant. The host reference is not timed for
+// any of the axis's variants: under a filter its getppid loop would pay the
+// filter and read as a slowed host, and none must be measured as the others
+// are (no sample set aside, no re-measurement) for the difference to be the
+// filter's alone.
+void measure_variant(const ProbeDescriptor& probe, const Params& params, const Placement& placement, Clock& clock,
+                     const TimerInfo& timer, const HarnessOptions& options, Result& r) {
+  const auto mode = params.find("seccomp");
+  if (mode == params.end()) {
+    measure_at(probe, params, placement, clock, timer, options, Scope::variant, r);
+    return;
+  }
+  const bool filtered = mode->second != "none";
+  SeccompFilter filter;
+  try {
+    if (filtered) filter = build_seccomp_filter(mode->second);
+  } catch (const ProbeError& e) {
+    r.verdict.add(e.status, e.code, e.what());
+    return;
+  }
+  HarnessOptions axis_options = options;
+  axis_options.reference = nullptr;
+  try {
+    std::thread measuring([&] {
+      try {
+        if (filtered) install_seccomp_filter(filter);
+      } catch (const ProbeError& e) {
+        r.verdict.add(e.status, e.code, e.what());
+        return;
+      }
+      measure_at(probe, params, placement, clock, timer, axis_options, Scope::variant, r);
+    });
+    measuring.join();
+  } catch (const std::system_error& e) {
+    r.verdict.add(Status::failed, Reason::error,
+                  fmt::format("no thread could be started to measure the seccomp variant: {}", e.what()));
+    return;
+  }
+  if (filtered) describe_filter(filter, probe.syscalls, r.derived);
+  if (options.reference)
+    r.notes.push_back(
+        "seccomp axis: measured on a thread made for the variant, without the host reference (under a filter its "
+        "system calls would pay the filter), as every value of the axis is, so the values differ by the filter alone");
+}
+
 // A record of the variant before anything is measured: what it is, when it
 // started and the timer it is measured with.
 Result variant_header(const ProbeDescriptor& probe, const Params& params, const TimerInfo& timer,
@@ -373,7 +426,8 @@ Result variant_header(const ProbeDescriptor& probe, const Params& params, const 
   r.timer_overhead_ns = timer.overhead_ns;
   r.timer_resolution_ns = timer.resolution_ns;
   r.warmup_samples = options.warmup_samples;
-  r.host_reference = options.reference != nullptr && !probe.matrix;  // a matrix's cells differ by design
+  // A matrix's cells differ by design; the seccomp axis is measured without it (measure_variant).
+  r.host_reference = options.reference != nullptr && !probe.matrix && !params.count("seccomp");
   return r;
 }
 
@@ -411,7 +465,7 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
     r.verdict.add(Status::unsupported, Reason::placement_unavailable, why);
     return done();
   }
-  measure_at(probe, params, *placement, clock, timer, options, Scope::variant, r);
+  measure_variant(probe, params, *placement, clock, timer, options, r);
   if (!options.defer_retries) {
     while (wants_another_attempt(r, options)) {
       Result again = measure_attempt(probe, params, clock, timer, options, r.started_at);
@@ -443,7 +497,7 @@ Result measure_attempt(const ProbeDescriptor& probe, const Params& params, Clock
     return again;
   }
   const std::uint64_t began = monotonic_raw_ns();
-  measure_at(probe, params, *placement, clock, timer, options, Scope::variant, again);
+  measure_variant(probe, params, *placement, clock, timer, options, again);
   again.duration_s = static_cast<double>(monotonic_raw_ns() - began) / 1e9;
   return again;
 }

@@ -122,6 +122,21 @@ ParamSpec idle_param() {
   return spec;
 }
 
+ParamSpec seccomp_param() {
+  ParamSpec spec{"seccomp",
+                 {"none", "allow", "profile"},
+                 {},
+                 "a seccomp filter on the measuring tasks, installed on a thread made for the variant (never on the "
+                 "engine itself), and measured without the host reference, none included, so that the values "
+                 "differ by the filter alone. none: no filter. allow: two BPF instructions that allow every call but "
+                 "read an argument, so the kernel's cache cannot answer and the filter runs on every call. profile: "
+                 "a container runtime's kind of default profile built with libseccomp (a few hundred rules; calls "
+                 "allowed by name alone may be answered by the kernel's cache). Unsupported without libseccomp "
+                 "(profile) or where the kernel refuses a filter"};
+  spec.optional = true;
+  return spec;
+}
+
 ParamSpec max_pairs_param() {
   return {"max_pairs",
           {"256"},
@@ -159,6 +174,9 @@ std::string descriptor_problems(const ProbeDescriptor& d) {
       if (!p.open_ended && std::find(p.values.begin(), p.values.end(), r) == p.values.end())
         missing("default run value not among allowed values");
   }
+  const bool seccomp_axis =
+      std::any_of(d.params.begin(), d.params.end(), [](const ParamSpec& p) { return p.name == "seccomp"; });
+  if (seccomp_axis && d.syscalls.empty()) missing("syscalls (the system calls one op makes, for the seccomp axis)");
   return problems;
 }
 

@@ -154,6 +154,10 @@ struct ProbeDescriptor {
   std::function<double(const Params&)> syscalls_per_op;
   // A CPU-pair matrix probe (see PairMatrixSpec); null for every other probe.
   std::optional<PairMatrixSpec> matrix;
+  // The system calls one op makes, by name and number, for a probe with the
+  // seccomp axis: the record says whether the kernel's cache answers each
+  // under the filter (seccomp_filter.hpp).
+  std::vector<std::pair<std::string, long>> syscalls;
 };
 
 // Fills a descriptor's defaults and inserts it into `probes`, kept sorted by
@@ -184,7 +188,12 @@ ParamSpec policy_param();   // normal | batch (scheduling policy of every task)
 // held runs by default beside cpus=cross, where holding is permitted. Must be
 // listed after cpus.
 ParamSpec idle_param();
-ParamSpec max_pairs_param();  // how many CPU pairs a matrix probe measures before it samples
+ParamSpec max_pairs_param();
+// seccomp = none | allow | profile (optional: absent from the default
+// variants): the variant is measured on a thread that first installs no
+// filter, a filter that allows every call but runs on each, or a container
+// runtime's kind of profile (seccomp_filter.hpp). Needs `syscalls` filled.
+ParamSpec seccomp_param();  // how many CPU pairs a matrix probe measures before it samples
 
 // The expectation of a two-task ping-pong where one op is one switch: each
 // task switches once per round trip (two ops). Under policy batch each switch

@@ -1,12 +1,13 @@
 """The env record's sandbox block, from the real engine: what sits on every
 system call (a seccomp filter, a tracer, syscall auditing)."""
 
+import pathlib
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import parse_records
+from conftest import parse_records, results
 
 
 def env_of(command):
@@ -33,3 +34,64 @@ def test_an_engine_under_strace_says_it_is_traced(engine):
     assert env["sandbox"]["traced"] is True
     assert env["sandbox"]["tracer_pid"] > 0
     assert any("traced by process" in note for note in env["notes"])
+
+
+def seccomp_exec(engine):
+    path = pathlib.Path(engine).with_name("ctxbench-seccomp-exec")
+    if not path.exists():
+        pytest.fail(f"{path} was not built beside the engine")
+    return str(path)
+
+
+@pytest.mark.parametrize("mode", ["allow", "profile"])
+def test_an_engine_run_under_a_filter_says_so(engine, mode):
+    wrapper = seccomp_exec(engine)
+    proc = subprocess.run(
+        [wrapper, mode, "--", engine, "env", "--json"], capture_output=True, text=True
+    )
+    if mode == "profile" and proc.returncode == 1 and "without libseccomp" in proc.stderr:
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 0, proc.stderr
+    [env] = parse_records(proc.stdout)
+    assert env["sandbox"]["seccomp"]["mode"] == "filter"
+    assert env["sandbox"]["seccomp"]["filters"] >= 1
+    assert any("every system call here pays the filter" in note for note in env["notes"])
+
+
+def test_the_wrapper_refuses_bad_usage_in_one_line(engine):
+    wrapper = seccomp_exec(engine)
+    for args in (["sometimes", "--", "true"], ["allow", "true"], ["allow", "--"]):
+        proc = subprocess.run([wrapper, *args], capture_output=True, text=True)
+        assert proc.returncode == 2, args
+        assert proc.stderr.count("\n") == 1 and "usage:" in proc.stderr
+
+
+def test_the_axis_measures_each_filter_and_says_what_was_installed(engine):
+    proc = subprocess.run(
+        [
+            engine,
+            "run",
+            "syscall.getppid",
+            "--quick",
+            "--samples",
+            "5",
+            "--json",
+            "--param",
+            "seccomp=none,allow,profile",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = {r["params"]["seccomp"]: r for r in results(parse_records(proc.stdout))}
+    assert set(records) == {"none", "allow", "profile"}
+    assert "seccomp_instructions" not in records["none"]["derived"]
+    assert records["allow"]["derived"]["seccomp_instructions"] == 2
+    assert records["allow"]["derived"]["seccomp_calls_cached"] == 0
+    profile = records["profile"]
+    if profile["verdict"]["status"] == "unsupported":
+        assert profile["verdict"]["reasons"][0]["code"] == "built_without"
+    else:
+        assert profile["derived"]["seccomp_rules"] > 200
+        assert profile["derived"]["seccomp_calls_cached"] == 1
