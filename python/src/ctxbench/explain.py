@@ -29,7 +29,9 @@ did not switch). Such a part is never shown as a share: it moves to
 taken over the parts that stand. If those already exceed the median, there
 is no remainder, and that is said in words too.
 
-It also fits how ``create.fork`` grows with the parent's size.
+It also fits how ``create.fork`` grows with the parent's size, and, where the
+run measured the ``seccomp`` axis, says what a filter adds per system call
+and per switch (``ctxbench.filter_cost``).
 
 ``ctxbench.explain_view`` picks the figures a reader asked for and prints them.
 """
@@ -44,6 +46,7 @@ from scipy import stats as sps
 
 from ctxbench import fmt
 from ctxbench.explain_phases import TracedView, measured_placement, traced_view
+from ctxbench.filter_cost import FilterCost, filter_costs
 
 BARE_SYSCALL = "syscall.enosys"
 REST = "scheduler wake-up and switch (the rest)"
@@ -98,6 +101,8 @@ class Explained:
     fork: ForkScaling | None
     bare_syscall_ns: float | None
     unexplained: list[str] = field(default_factory=list)  # figures left out, and why
+    # What a seccomp filter adds, where the run measured the axis (filter_cost).
+    seccomp: list[FilterCost] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -177,7 +182,9 @@ def explain(results: list[dict[str, Any]], run_id: str | None = None) -> Explain
             )
             continue
         explanations.append(_explain_one(r, by_key, bare_ns, ring_slopes))
-    return Explained(run_id, explanations, _fork_scaling(results), bare_ns, unexplained)
+    return Explained(
+        run_id, explanations, _fork_scaling(results), bare_ns, unexplained, filter_costs(results)
+    )
 
 
 def _explain_one(

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from ctxbench.explain import BARE_SYSCALL, IDLE_PART, Explained, Explanation, Part, time_text
 from ctxbench.explain_phases import render_traced
+from ctxbench.filter_cost import cost_lines
 from ctxbench.records import param_value
 
 # ---- choosing what to show ------------------------------------------------------------
@@ -26,7 +27,11 @@ HEADLINE: tuple[tuple[str, dict[str, str]], ...] = (
     ("switch.pipe", {"between": "threads", "cpus": "cross"}),
     ("switch.pipe", {"between": "processes", "cpus": "same"}),
 )
-_DEFAULTS = {"policy": ("normal", "batch", None), "idle": ("free", None)}
+_DEFAULTS = {
+    "policy": ("normal", "batch", None),
+    "idle": ("free", None),
+    "seccomp": ("none", None),
+}
 
 
 def _default_rank(e: Explanation) -> tuple[int, ...] | None:
@@ -145,11 +150,13 @@ def render_text(explained: Explained, shown: list[Explanation] | None = None, mo
             lines.append(f"  fork from a minimal static parent: {time_text(f.minimal_parent_ns)}")
         for note in f.notes:
             lines.append(f"  note: {note}")
+    if explained.seccomp and not narrowed:
+        lines += ["", *cost_lines(explained.seccomp)]
     if explained.unexplained and not narrowed:
         lines.append("")
         lines.append("not explained (no figure in this run):")
         lines.extend(f"  {u}" for u in explained.unexplained)
-    if not explained.explanations and not explained.fork:
+    if not explained.explanations and not explained.fork and not explained.seccomp:
         lines.append("this run holds no switch or fork figure to explain")
     elif narrowed and not shown:
         lines.append("no switch figure of this run matches")

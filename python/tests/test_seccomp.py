@@ -1,0 +1,150 @@
+"""What a seccomp filter adds (ctxbench.filter_cost and explain's section), on
+a real recorded run of the seccomp axis: fixtures/seccomp_quick.jsonl, made by
+
+    ctxbench-engine run syscall.getppid syscall.read switch.pipe --quick --json \\
+        --param seccomp=none,allow,profile --cpus same
+
+(see fixtures/README.md). Every number checked is a difference of the
+records' own medians; nothing about how large the filter's cost is.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from conftest import real_run
+from ctxbench.explain import explain
+from ctxbench.explain_view import headline, render_text
+from ctxbench.filter_cost import cost_lines, filter_costs
+
+
+@pytest.fixture(scope="module")
+def results():
+    return real_run("seccomp_quick.jsonl").results
+
+
+def _median(record):
+    return record["summary"]["median"]
+
+
+def _twin(results, record):
+    others = {k: v for k, v in record["params"].items() if k != "seccomp"}
+    [twin] = [
+        r
+        for r in results
+        if r["probe"] == record["probe"]
+        and r["params"].get("seccomp") == "none"
+        and {k: v for k, v in r["params"].items() if k != "seccomp"} == others
+    ]
+    return twin
+
+
+def test_the_recorded_run_measured_each_filter_and_says_what_was_installed(results):
+    filtered = [r for r in results if r["params"].get("seccomp") in ("allow", "profile")]
+    assert {r["probe"] for r in filtered} == {"syscall.getppid", "syscall.read", "switch.pipe"}
+    for r in filtered:
+        derived = r["derived"]
+        assert derived["seccomp_instructions"] > 0
+        if r["params"]["seccomp"] == "allow":
+            assert derived["seccomp_instructions"] == 2
+            assert derived["seccomp_calls_cached"] == 0
+        else:
+            assert derived["seccomp_rules"] > 200
+
+
+def test_each_filtered_figure_is_its_median_less_its_unfiltered_twins(results):
+    costs = filter_costs(results)
+    filtered = [
+        r
+        for r in results
+        if r["params"].get("seccomp") in ("allow", "profile")
+        and r["verdict"]["status"] in ("ok", "suspect")
+    ]
+    assert len(costs) == len(filtered)
+    for cost, record in zip(costs, filtered, strict=True):
+        twin = _twin(results, record)
+        assert cost.probe == record["probe"] and cost.mode == record["params"]["seccomp"]
+        assert cost.added_ns == pytest.approx(_median(record) - _median(twin))
+        assert "seccomp" not in cost.params
+        if cost.probe == "switch.pipe":
+            assert cost.syscalls_per_op == 2  # a write and a read per switch
+            assert cost.per_call_ns == pytest.approx(cost.added_ns / 2)
+        else:
+            assert cost.syscalls_per_op == 1 and cost.per_call_ns == cost.added_ns
+
+
+def test_a_switch_is_set_beside_the_per_call_cost_of_getppid_under_the_same_filter(results):
+    costs = filter_costs(results)
+    per_call = {c.mode: c.added_ns for c in costs if c.probe == "syscall.getppid"}
+    switches = [c for c in costs if c.probe == "switch.pipe"]
+    assert switches
+    for c in switches:
+        assert c.expected_from == "syscall.getppid"
+        assert c.expected_ns == pytest.approx(2 * per_call[c.mode])
+
+
+def test_explain_prints_the_section_with_calls_per_switch(results):
+    text = render_text(explain(results, "run"))
+    assert "what a seccomp filter adds" in text
+    assert "per system call (" in text
+    assert "2 system calls per switch" in text
+    assert "the filter runs on every call" in text  # allow: never answered by the cache
+    lines = cost_lines(filter_costs(results))
+    figures = [line for line in lines if line.startswith("  ") and not line.startswith("    ")]
+    assert len(figures) == len(filter_costs(results))
+
+
+def test_a_filtered_figure_without_its_twin_or_with_untimed_calls_is_said_so(results):
+    kept = [
+        r for r in results if r["params"] != {"seccomp": "none"} or r["probe"] != "syscall.read"
+    ]
+    assert not any(c.probe == "syscall.read" for c in filter_costs(kept))
+    futex_like = copy.deepcopy(results)
+    for r in futex_like:
+        r["derived"].pop("syscalls_per_op", None)
+    [line] = [
+        line
+        for line in cost_lines(filter_costs(futex_like))
+        if "switch.pipe" in line
+        and "between=threads" in line
+        and "policy=normal" in line
+        and ", allow:" in line
+    ]
+    assert "depends on timing" in line
+
+
+def test_the_headline_switch_is_the_unfiltered_one(results):
+    chosen = headline(explain(results).explanations)
+    assert chosen
+    assert all(e.params.get("seccomp") == "none" for e in chosen)
+
+
+def test_a_run_without_the_axis_has_no_section():
+    run = real_run("run_a.jsonl")
+    explained = explain(run.results)
+    assert explained.seccomp == []
+    assert "seccomp filter adds" not in render_text(explained)
+
+
+def test_a_difference_inside_both_medians_intervals_is_called_noise(results):
+    for cost in filter_costs(results):
+        record = next(
+            r
+            for r in results
+            if r["probe"] == cost.probe
+            and r["params"].get("seccomp") == cost.mode
+            and {k: v for k, v in r["params"].items() if k != "seccomp"} == cost.params
+        )
+        mine, theirs = (
+            record["summary"]["median_ci"],
+            _twin(results, record)["summary"]["median_ci"],
+        )
+        overlap = mine["low"] <= theirs["high"] and theirs["low"] <= mine["high"]
+        assert cost.beyond_noise is (not overlap)
+    same = copy.deepcopy(results)
+    for r in same:  # every interval wide: nothing is beyond noise
+        r["summary"]["median_ci"] = {**r["summary"]["median_ci"], "low": 0.0, "high": 1e12}
+    lines = cost_lines(filter_costs(same))
+    assert all("within this run's noise" in line for line in lines if ", allow:" in line)
