@@ -17,6 +17,7 @@ from ctxbench import sandbox
 from ctxbench.envdiff import env_diff
 from ctxbench.errors import RecordError
 from ctxbench.records import group_run, validate
+from ctxbench.report import render
 from ctxbench.store import Store
 from ctxbench.summary import summarize
 from ctxbench.summary_view import as_dict, machine_lines, plain, run_lines
@@ -121,3 +122,12 @@ def test_comparing_a_filtered_run_names_the_filter_among_what_may_explain(store)
     assert labels["seccomp filters"] == ["0", "1"]
     text = plain(machine_lines(summary, 120))
     assert "seccomp filter" in text
+
+
+def test_the_report_warns_of_a_filtered_run_and_not_of_an_unfiltered_one(store):
+    filtered = store.load(store.add_run(with_sandbox("run_a.jsonl", FILTERED), origin="import"))
+    page = render([filtered])
+    assert page.count('class="status-suspect sandbox-warning"') == 1
+    assert "every system call here pays the filter" in page
+    quiet = store.load(store.add_run(with_sandbox("run_b.jsonl", UNFILTERED), origin="import"))
+    assert "sandbox-warning" not in render([quiet])
