@@ -78,8 +78,9 @@ std::int64_t read_field(const unsigned char* raw, std::size_t raw_size, const Tr
   }
 }
 
-int perf_event_open(perf_event_attr& attr, int cpu) {
-  return static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+// pid -1: every task on `cpu`; else that task and (attr.inherit) its children.
+int perf_event_open(perf_event_attr& attr, pid_t pid, int cpu) {
+  return static_cast<int>(syscall(SYS_perf_event_open, &attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
 }
 
 std::string read_first_line(const std::string& path, int* error) {
@@ -103,18 +104,19 @@ std::string paranoid_setting() {
 
 const std::vector<TracepointSpec>& traced_tracepoints() {
   static const std::vector<TracepointSpec> specs = {
-      {"raw_syscalls", "sys_enter", TraceKind::sys_enter, "id", nullptr, true},
-      {"raw_syscalls", "sys_exit", TraceKind::sys_exit, "id", nullptr, true},
-      {"sched", "sched_waking", TraceKind::waking, "pid", "target_cpu", true},
-      {"sched", "sched_wakeup", TraceKind::wakeup, "pid", "target_cpu", true},
-      {"sched", "sched_switch", TraceKind::sched_switch, "prev_pid", "next_pid", true},
-      {"sched", "sched_process_fork", TraceKind::fork, "parent_pid", "child_pid", true},
-      {"sched", "sched_wake_idle_without_ipi", TraceKind::wake_idle_poll, "cpu", nullptr, false},
-      {"power", "cpu_idle", TraceKind::cpu_idle, "state", "cpu_id", false},
-      {"irq_vectors", "reschedule_entry", TraceKind::ipi_entry, nullptr, nullptr, false},
-      {"irq_vectors", "reschedule_exit", TraceKind::ipi_exit, nullptr, nullptr, false},
-      {"irq_vectors", "call_function_single_entry", TraceKind::ipi_entry, nullptr, nullptr, false},
-      {"irq_vectors", "call_function_single_exit", TraceKind::ipi_exit, nullptr, nullptr, false},
+      // The CPU-wide ones come first: a CPU's ring belongs to its first event.
+      {"sched", "sched_waking", TraceKind::waking, "pid", "target_cpu", true, false},
+      {"sched", "sched_wakeup", TraceKind::wakeup, "pid", "target_cpu", true, false},
+      {"sched", "sched_switch", TraceKind::sched_switch, "prev_pid", "next_pid", true, false},
+      {"sched", "sched_process_fork", TraceKind::fork, "parent_pid", "child_pid", true, false},
+      {"sched", "sched_wake_idle_without_ipi", TraceKind::wake_idle_poll, "cpu", nullptr, false, false},
+      {"power", "cpu_idle", TraceKind::cpu_idle, "state", "cpu_id", false, false},
+      {"irq_vectors", "reschedule_entry", TraceKind::ipi_entry, nullptr, nullptr, false, false},
+      {"irq_vectors", "reschedule_exit", TraceKind::ipi_exit, nullptr, nullptr, false, false},
+      {"irq_vectors", "call_function_single_entry", TraceKind::ipi_entry, nullptr, nullptr, false, false},
+      {"irq_vectors", "call_function_single_exit", TraceKind::ipi_exit, nullptr, nullptr, false, false},
+      {"raw_syscalls", "sys_enter", TraceKind::sys_enter, "id", nullptr, true, true},
+      {"raw_syscalls", "sys_exit", TraceKind::sys_exit, "id", nullptr, true, true},
   };
   return specs;
 }
@@ -184,6 +186,7 @@ std::unique_ptr<TraceSession> TraceSession::open(const std::vector<int>& cpus, s
     std::string name;
     std::uint64_t config;
     Impl::Tracepoint tracepoint;
+    bool own_tasks;
   };
   std::vector<Opened> wanted;
   for (const auto& spec : traced_tracepoints()) {
@@ -214,7 +217,7 @@ std::unique_ptr<TraceSession> TraceSession::open(const std::vector<int>& cpus, s
                          spec.field_b ? spec.field_b : "-", dir);
       return nullptr;
     }
-    wanted.push_back({name, std::stoull(id), tp});
+    wanted.push_back({name, std::stoull(id), tp, spec.own_tasks});
     session->events_.push_back(name);
   }
 
@@ -232,7 +235,8 @@ std::unique_ptr<TraceSession> TraceSession::open(const std::vector<int>& cpus, s
       attr.disabled = 1;
       attr.use_clockid = 1;
       attr.clockid = CLOCK_MONOTONIC_RAW;
-      const int fd = perf_event_open(attr, cpu);
+      attr.inherit = w.own_tasks ? 1 : 0;
+      const int fd = perf_event_open(attr, w.own_tasks ? static_cast<pid_t>(syscall(SYS_gettid)) : -1, cpu);
       if (fd < 0) {
         const int error = errno;
         *denied = error == EACCES || error == EPERM;
@@ -280,8 +284,9 @@ void TraceSession::disable() {
   for (int fd : impl_->fds) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
 }
 
-std::vector<TraceEvent> TraceSession::read(std::uint64_t* lost) {
+std::vector<TraceEvent> TraceSession::read(std::uint64_t* lost, bool* full) {
   *lost = 0;
+  *full = false;
   std::vector<TraceEvent> events;
   std::vector<unsigned char> record;
   for (auto& ring : impl_->rings) {
@@ -290,6 +295,9 @@ std::vector<TraceEvent> TraceSession::read(std::uint64_t* lost) {
     const std::uint64_t size = ring.length - impl_->page;
     const std::uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
     std::uint64_t tail = meta->data_tail;
+    // Nothing was read while recording, so a ring that holds less than a
+    // page of free space has filled up, and what came after was dropped.
+    if (head - tail + impl_->page > size) *full = true;
     while (tail + sizeof(perf_event_header) <= head) {
       perf_event_header header;
       for (std::size_t i = 0; i < sizeof header; ++i)

@@ -29,6 +29,10 @@ struct TracepointSpec {
   const char* field_a;  // payload fields read into TraceEvent::a / b (nullptr: none)
   const char* field_b;
   bool required;  // without it the pass is unsupported; others are left out, said so
+  // Recorded for the calling task and the tasks it creates (inherit) rather
+  // than for the whole CPU: system calls are most of any CPU's events, and
+  // other processes' calls would fill the ring.
+  bool own_tasks;
 };
 const std::vector<TracepointSpec>& traced_tracepoints();
 
@@ -38,7 +42,8 @@ std::optional<std::string> find_tracefs(std::string* why);
 
 class TraceSession {
  public:
-  // Opens every tracepoint on every CPU in `cpus`, disabled; nullptr and
+  // Opens every tracepoint on every CPU in `cpus`, disabled (the own_tasks
+  // ones for the calling task and its future children only); nullptr and
   // `why` (what was refused, and what would permit it) when it cannot.
   // `denied` is set when the refusal is a permission.
   static std::unique_ptr<TraceSession> open(const std::vector<int>& cpus, std::string* why, bool* denied);
@@ -49,8 +54,9 @@ class TraceSession {
   void enable();
   void disable();
   // The recorded events of every CPU, in time order; `lost` counts the
-  // events the kernel could not write (a full ring).
-  std::vector<TraceEvent> read(std::uint64_t* lost);
+  // events the kernel said it could not write, and `full` is set when a
+  // ring filled up (the kernel says nothing of what it dropped after that).
+  std::vector<TraceEvent> read(std::uint64_t* lost, bool* full);
   const std::string& tracefs() const { return tracefs_; }
   const std::vector<std::string>& events() const { return events_; }    // system:name opened
   const std::vector<std::string>& missing() const { return missing_; }  // optional ones absent here

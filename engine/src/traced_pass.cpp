@@ -21,9 +21,11 @@ namespace ctx {
 namespace {
 
 constexpr const char* method =
-    "perf_event_open on tracepoints, one event per tracepoint per CPU the variant's tasks may use, each CPU's "
-    "events in one mmap ring read after the pass; timestamps on CLOCK_MONOTONIC_RAW; only the variant's tasks "
-    "(the measuring task and every task it forked or cloned while traced) are followed";
+    "perf_event_open on tracepoints, one event per tracepoint per CPU the variant's tasks may use: the "
+    "scheduler, idle and interrupt events of every task there, the system calls of the variant's tasks only "
+    "(the measuring task's events, inherited by the tasks it creates); each CPU's events in one mmap ring read "
+    "after the pass; timestamps on CLOCK_MONOTONIC_RAW; only the variant's tasks (the measuring task and every "
+    "task it forked or cloned while traced) are followed";
 constexpr const char* correction_rule =
     "each phase is given as measured under tracing: its mean per switch (total time / matched switches) and its "
     "typical share of a switch (median x switches that had it / matched switches); corrected = typical less "
@@ -161,7 +163,8 @@ void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Param
   const Result traced = run_variant(probe, params, clock, timer, traced_options());
   session->disable();
   std::uint64_t lost = 0;
-  const std::vector<TraceEvent> events = session->read(&lost);
+  bool full = false;
+  const std::vector<TraceEvent> events = session->read(&lost, &full);
   if (const char* dump = std::getenv("CTXBENCH_TRACE_EVENTS"); dump && *dump) write_events(dump, events, seed);
 
   nlohmann::json block;
@@ -185,9 +188,10 @@ void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Param
   block["ring_kib"] = session->ring_bytes() / 1024;
   block["recorded"] = events.size();
   block["lost"] = lost;
-  if (lost > 0)
-    untraced.notes.push_back(fmt::format(
-        "the traced pass lost {} events (a full ring): switches whose events were lost are not matched", lost));
+  block["ring_full"] = full;
+  if (lost > 0 || full)
+    untraced.notes.push_back(
+        "the traced pass filled a ring buffer and lost events: the switches after it are not followed");
   untraced.trace = std::move(block);
 }
 

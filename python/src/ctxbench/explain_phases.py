@@ -78,6 +78,7 @@ class TracedView:
     idle_exit_ns: float | None = None  # corrected phases that end at the idle exit
     idle_exit_switches: int = 0
     lost: int = 0
+    ring_full: bool = False
     rule: str = ""
 
 
@@ -118,6 +119,7 @@ def traced_view(record: dict[str, Any]) -> TracedView | None:
         event_cost_ns=block.get("event_cost_ns"),
         corrected_sum_ns=corrected,
         lost=int(block.get("lost", 0)),
+        ring_full=bool(block.get("ring_full", False)),
         rule=block.get("correction_rule", ""),
     )
     if corrected is not None and untraced:
@@ -181,8 +183,8 @@ def render_traced(view: TracedView, idle_difference_ns: float | None = None) -> 
             "    idle exit: no switch of the traced pass woke an idle CPU (power:cpu_idle showed "
             f"no exit before a switch-in); idle=free - idle=held measured {_ns(idle_difference_ns)}"
         )
-    if view.lost:
-        lines.append(f"    note: {view.lost} events were lost (a full ring)")
+    if view.lost or view.ring_full:
+        lines.append("    note: a ring buffer filled up; the switches after it were not followed")
     lines.append(
         "    rule: each phase is its median x the share of switches that had it, less the cost "
         "of the events recorded inside it"
