@@ -67,6 +67,20 @@ double time_batch(Clock& clock, const TimerInfo& timer, Workload& workload, std:
   return clock.ticks_to_ns(end - start) - timer.overhead_ns;
 }
 
+void add_to_totals(std::vector<Check>& totals, const Check& check) {
+  auto total = std::find_if(totals.begin(), totals.end(), [&](const Check& t) { return t.name == check.name; });
+  if (total == totals.end()) {
+    totals.push_back(check);
+    return;
+  }
+  if (total->expected.is_number() && check.expected.is_number() && total->observed.is_number() &&
+      check.observed.is_number()) {
+    total->expected = total->expected.get<double>() + check.expected.get<double>();
+    total->observed = total->observed.get<double>() + check.observed.get<double>();
+  }
+  total->ok = total->ok && check.ok;
+}
+
 std::optional<std::pair<Reason, std::string>> judge_switches(double expected, double observed, Check& check) {
   check.expected = expected;
   check.observed = observed;
@@ -310,27 +324,6 @@ void add_placement_check(const Placement& placement, Result& r) {
   r.checks.push_back(check);
 }
 
-// Why an unstable record's median is not one figure, in words, with the
-// likely cause where the placement points at one.
-std::string unstable_detail(const Stability& stability, const Result& r) {
-  std::string modes;
-  for (const auto& m : stability.modes)
-    modes +=
-        fmt::format("{}{:.0f}% near {}", modes.empty() ? "" : ", ", 100 * m.share,
-                    r.unit == Unit::ns ? format_ns(m.center) : fmt::format("{:.4g} {}", m.center, unit_name(r.unit)));
-  std::string detail = fmt::format(
-      "the samples are not one figure: {} mode(s){}{}; the middle half spans {:.2f}x (p75/p25), so one median does not "
-      "describe them",
-      stability.modes.size(), modes.empty() ? "" : " (" + modes + ")",
-      stability.outside_modes > 0 ? fmt::format(", {:.0f}% outside any mode", 100 * stability.outside_modes) : "",
-      stability.middle_spread);
-  if (r.placement_requested == "cross") {
-    detail += "; a cross-CPU wake-up waits for the other CPU to leave its idle state, whose cost varies (most on a VM)";
-    if (r.params.count("idle")) detail += ": compare with the idle=held variant, which keeps that CPU out of deep idle";
-  }
-  return detail;
-}
-
 std::optional<Baseline> measure_baseline(const ProbeDescriptor& probe, const Params& params, Context& ctx, Clock& clock,
                                          const TimerInfo& timer, const HarnessOptions& options) {
   auto baseline = probe.make_baseline(ctx);
@@ -523,12 +516,14 @@ void keep_better_attempt(Result& r, Result&& again) {
     std::vector<std::string> failed_notes;
     for (auto& note : r.notes)
       if (note.starts_with("a re-measurement after host interference failed")) failed_notes.push_back(note);
-    std::string run_id = std::move(r.run_id);  // the run's, not the attempt's
+    std::string run_id = std::move(r.run_id);  // the run's, not the attempt's, as its place and schedule
     const std::size_t variant_index = r.variant_index;
     again.trace = std::move(r.trace);  // the variant's traced pass, whichever attempt is kept
+    nlohmann::json schedule = std::move(r.schedule);
     r = std::move(again);
     r.run_id = std::move(run_id);
     r.variant_index = variant_index;
+    r.schedule = std::move(schedule);
     r.notes.insert(r.notes.end(), failed_notes.begin(), failed_notes.end());
     kept = attempts.size() - 1;
   }
@@ -655,9 +650,7 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
                                 shortest_batch_ns, timer.resolution_ns));
     if (r.baseline && summary.median - r.baseline->value <= 0)
       r.verdict.add(Status::suspect, Reason::nonpositive_after_baseline,
-                    fmt::format("the baseline ({:.1f} ns) is not below the result ({:.1f} ns): the figure is the "
-                                "primitive's own cost, and the difference is noise",
-                                r.baseline->value, summary.median));
+                    nonpositive_detail(r.baseline->value, summary.median));
     if (clock.counts_ticks()) r.derived["tsc_ticks_per_op"] = summary.median / timer.ns_per_tick;
     if (measured.kept_cycles && ops_total > 0) {
       r.derived["core_cycles_per_op"] = static_cast<double>(*measured.kept_cycles) / ops_total;
@@ -761,19 +754,7 @@ void measure_matrix(const ProbeDescriptor& probe, const Params& params, Clock& c
     c.ops_per_sample = cell.ops_per_sample;
     c.observed = cell.observed_start;
     r.samples.insert(r.samples.end(), cell.samples.begin(), cell.samples.end());
-    for (const auto& check : cell.checks) {
-      auto total = std::find_if(summed.begin(), summed.end(), [&](const Check& s) { return s.name == check.name; });
-      if (total == summed.end()) {
-        summed.push_back(check);
-        continue;
-      }
-      if (total->expected.is_number() && check.expected.is_number() && total->observed.is_number() &&
-          check.observed.is_number()) {
-        total->expected = total->expected.get<double>() + check.expected.get<double>();
-        total->observed = total->observed.get<double>() + check.observed.get<double>();
-      }
-      total->ok = total->ok && check.ok;
-    }
+    for (const auto& check : cell.checks) add_to_totals(summed, check);
     for (const auto& check : cell.checks)
       if (check.name.find("_switches.") != std::string::npos && check.expected.is_number()) {
         c.switches_expected = c.switches_expected.value_or(0) + check.expected.get<double>();

@@ -94,6 +94,10 @@ void keep_better_attempt(Result& r, Result&& again);
 // Judges every attempt against the run's best reference and writes the notes.
 void close_interference(Result& r, const HarnessOptions& options);
 
+// Adds `check` to the one of the same name in `totals` (expected and observed
+// summed where both are numbers; ok while every part is ok), or appends it.
+void add_to_totals(std::vector<Check>& totals, const Check& check);
+
 // Verdict from observed vs expected switches (pure, tested on known counts).
 // Fills `check`; returns the reason when outside 90%..110%.
 std::optional<std::pair<Reason, std::string>> judge_switches(double expected, double observed, Check& check);

@@ -1,12 +1,8 @@
 // ctxbench-engine: the command line. Parses options, expands the selection
-// into variants, runs each through the harness and hands every finished
-// record to the reporters at once. A monitor thread owns the signals: on
-// Ctrl-C (SIGINT/SIGTERM/SIGHUP) it kills and reaps every child, writes the
-// closing record (interrupted) after the records already written, and exits
-// 130; on a variant that overruns its time limit it kills the children and
-// raises the timeout flag, which makes the variant fail with `timeout` (at
-// the next batch boundary for in-process probes) and the run go on. It also
-// watches the outputs: a pipe whose reader went away ends the run at once.
+// into variants and hands them to the run's scheduler (schedule.hpp), which
+// measures them through the harness and writes every finished record at
+// once; the monitor thread (monitor.hpp) owns the signals and the variant
+// time limit.
 //
 // Exit status (docs/cli.md): 0 done, 1 failed (e.g. no thread could be
 // started), 2 usage, 3 an output could not be written, 130 interrupted,
@@ -27,14 +23,17 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <random>
 #include <system_error>
 #include <thread>
 
 #include "describe.hpp"
 #include "env.hpp"
 #include "harness.hpp"
+#include "monitor.hpp"
 #include "output.hpp"
 #include "presets.hpp"
+#include "schedule.hpp"
 #include "selection.hpp"
 #include "tasks.hpp"
 #include "timer.hpp"
@@ -47,8 +46,6 @@ using namespace ctx;
 constexpr int exit_failure = 1;
 constexpr int exit_usage = 2;
 constexpr int exit_output = 3;
-constexpr int exit_interrupted = 130;
-constexpr int exit_broken_pipe = 128 + SIGPIPE;
 
 int usage_error(const std::string& message) {
   diagnostic("error: " + message);
@@ -76,84 +73,11 @@ int print_checked(const std::string& text) {
   return 0;
 }
 
-// A variant measured while the host slowed its CPU, waiting to be measured
-// again after the variants that follow it (HarnessOptions::defer_retries).
-struct Deferred {
-  std::size_t index = 0;            // in the run's variants
-  Result result;                    // the kept attempt so far, with every attempt's reference
-  std::uint64_t last_ended_ns = 0;  // when its latest attempt ended
-  bool written = false;
-};
-
-struct Monitor {
-  Output* output = nullptr;
-  const HarnessOptions* harness = nullptr;
-  // Guarded by output->lock(): a run that ends early writes them as they stand.
-  std::vector<Deferred> deferred;
-  std::string run_id;
-  std::uint64_t run_started_ns = 0;
-  std::atomic<std::uint64_t> variant_deadline_ns{0};
-  std::atomic<bool> stop{false};
-
-  // Ends the run now: waits for a record being written, kills and reaps
-  // every child, writes run_end (interrupted) to the outputs still working,
-  // says why on stderr and exits with `code`. Any thread may call it.
-  [[noreturn]] void end_now(int code, const std::string& why) {
-    std::lock_guard guard(output->lock());  // let a record being written finish; write nothing after
-    kill_and_reap_children();
-    for (auto& d : deferred) {
-      if (d.written) continue;
-      d.result.notes.push_back("the run ended before this variant was measured again; its attempts so far are kept");
-      if (harness) close_interference(d.result, *harness);
-      try {
-        output->result_locked(d.result);
-      } catch (const OutputError&) {
-        // The sink that failed is skipped from now on; run_end still goes to the others.
-      }
-    }
-    deferred.clear();
-    output->end(run_id, static_cast<double>(monotonic_raw_ns() - run_started_ns) / 1e9, true);
-    diagnostic(fmt::format("{}; {} records kept, children reaped", why, output->written()));
-    _exit(code);
-  }
-
-  void loop() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    const timespec tick{0, 100 * 1000 * 1000};
-    while (!stop.load()) {
-      const int sig = sigtimedwait(&set, nullptr, &tick);
-      if (sig > 0) {
-        interrupted_flag().store(true);
-        end_now(exit_interrupted, fmt::format("interrupted by {}", strsignal(sig)));
-      }
-      std::string broken;
-      {
-        // A reader that went away (`| head`, or a killed ctxbench) ends the
-        // run now, not when the next record is written minutes later.
-        std::unique_lock guard(output->lock(), std::try_to_lock);
-        if (guard.owns_lock())
-          if (const Sink* sink = output->broken_pipe()) broken = sink->name();
-      }
-      if (!broken.empty())
-        end_now(exit_broken_pipe, fmt::format("error: cannot write to {}: {} (its reader went away); the run stopped",
-                                              broken, std::strerror(EPIPE)));
-      const std::uint64_t deadline = variant_deadline_ns.load();
-      if (deadline != 0 && monotonic_raw_ns() > deadline && !timeout_flag().exchange(true)) {
-        diagnostic("a variant overran its time limit; killing its children and stopping it");
-        kill_and_reap_children();
-      }
-    }
-  }
-};
-
 struct RunOptions {
   std::vector<std::string> probes;
   bool quick = false;
   std::string samples, min_time, timeout, retries, host_reference;
+  std::string interleave, rounds, seed;
   std::string cpus, between;
   bool hold_idle = false;
   std::vector<std::string> params;
@@ -182,6 +106,7 @@ int run_command(const RunOptions& o) {
     return exit_interrupted;
   }
   HarnessOptions harness;
+  ScheduleOptions schedule;
   double variant_timeout_s = 120;
   Selection selection;
   std::vector<Variant> variants;
@@ -194,6 +119,17 @@ int run_command(const RunOptions& o) {
     if (!o.min_time.empty()) harness.min_sample_s = parse_seconds(o.min_time, "--min-time");
     if (!o.timeout.empty()) variant_timeout_s = parse_seconds(o.timeout, "--timeout");
     if (!o.retries.empty()) harness.retries = static_cast<int>(parse_whole(o.retries, "--retries", 0, 10));
+    if (!o.interleave.empty() && o.interleave != "off" && o.interleave != "rounds")
+      throw UsageError(
+          fmt::format("--interleave: '{}' is not off or rounds; give --interleave off or rounds", o.interleave));
+    if (!o.interleave.empty()) schedule.interleave = o.interleave == "rounds";
+    if (!o.rounds.empty()) schedule.rounds = static_cast<int>(parse_positive(o.rounds, "--rounds", 1000));
+    if (!o.seed.empty())
+      schedule.seed = static_cast<std::uint32_t>(parse_whole(o.seed, "--seed", 0, 4294967295L));
+    else
+      schedule.seed = std::random_device{}();
+    if ((!o.rounds.empty() || !o.seed.empty()) && !schedule.interleave)
+      throw UsageError("--rounds and --seed schedule interleaved rounds; add --interleave rounds or drop them");
     if (!o.host_reference.empty() && o.host_reference != "on" && o.host_reference != "off")
       throw UsageError(
           fmt::format("--host-reference: '{}' is not on or off; give --host-reference on or off", o.host_reference));
@@ -289,9 +225,14 @@ int run_command(const RunOptions& o) {
                     {"warmup_samples", harness.warmup_samples},
                     {"retries", harness.retries},
                     {"host_reference", host_reference ? "on" : "off"},
+                    {"interleave", schedule.interleave ? "rounds" : "off"},
                     {"probes", o.probes},
                     {"preset", o.preset.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.preset)},
                     {"variants", variants.size()}};
+  if (schedule.interleave) {
+    env["options"]["rounds"] = schedule.rounds;
+    env["options"]["seed"] = schedule.seed;
+  }
 
   {
     std::lock_guard guard(output.lock());
@@ -305,14 +246,21 @@ int run_command(const RunOptions& o) {
     exit_after(failure, "; nothing was run");
   }
   const bool tty_progress = !o.progress && isatty(STDERR_FILENO);
-  auto announce = [&](std::size_t i, const Variant& v, std::size_t attempt) {
+  auto announce = [&](std::size_t i, std::size_t attempt, int round) {
+    const Variant& v = variants[i];
+    const int rounds = rounds_for(*v.probe, harness.samples, schedule);
     if (o.progress) {
       nlohmann::json line = {
           {"index", i + 1}, {"total", variants.size()}, {"probe", v.probe->name}, {"params", nlohmann::json(v.params)}};
       if (attempt > 1) line["attempt"] = attempt;
+      if (round > 0) {
+        line["round"] = round;
+        line["rounds"] = rounds;
+      }
       to_stderr(fmt::format("@progress {}\n", line.dump()));
     } else if (tty_progress) {
-      to_stderr(fmt::format("[{}/{}] {} {}{}\n", i + 1, variants.size(), v.probe->name, format_params(v.params),
+      to_stderr(fmt::format("[{}/{}] {} {}{}{}\n", i + 1, variants.size(), v.probe->name, format_params(v.params),
+                            round > 0 ? fmt::format(" (round {}/{})", round, rounds) : "",
                             attempt > 1 ? fmt::format(" (attempt {}, host interference)", attempt) : ""));
     }
   };
@@ -330,82 +278,24 @@ int run_command(const RunOptions& o) {
     }
     return result;
   };
-  auto write = [&](Result& result) {
-    result.run_id = run_id;
-    try {
-      output.result(result);
-    } catch (const OutputError& failure) {
-      monitor.end_now(output_exit_code(failure.error), fmt::format("error: {}; the run stopped", failure.what()));
-    }
-  };
-  harness.defer_retries = true;
-  monitor.harness = &harness;
-  for (std::size_t i = 0; i < variants.size(); ++i) {
-    const auto& v = variants[i];
-    announce(i, v, 1);
-    Result result = limited([&] {
-      Result r = run_variant(*v.probe, v.params, *clock, timer, harness);
-      if (o.trace && wants_traced_pass(*v.probe, r)) add_traced_pass(r, *v.probe, v.params, *clock, timer);
-      return r;
-    });
-    result.variant_index = i + 1;
-    if (wants_another_attempt(result, harness)) {
-      result.run_id = run_id;
-      std::lock_guard guard(output.lock());
-      monitor.deferred.push_back({i, std::move(result), monotonic_raw_ns()});
-      continue;
-    }
-    close_interference(result, harness);
-    write(result);
+  Scheduler scheduler(variants, harness, schedule, *clock, timer, output, run_id,
+                      {announce, limited,
+                       [&](const Variant& v, Result& r) {
+                         if (o.trace && wants_traced_pass(*v.probe, r))
+                           add_traced_pass(r, *v.probe, v.params, *clock, timer);
+                       },
+                       [&](const OutputError& failure) {
+                         monitor.end_now(output_exit_code(failure.error),
+                                         fmt::format("error: {}; the run stopped", failure.what()));
+                       }});
+  {
+    std::lock_guard guard(output.lock());
+    monitor.scheduler = &scheduler;
   }
-  // The slowed variants, again, in passes: each pass comes after the rest of
-  // the run (or the pass before), so its attempts fall in other moments of
-  // the host's load; a variant is written as soon as it is done.
-  for (;;) {
-    std::size_t count = 0;
-    {
-      std::lock_guard guard(output.lock());
-      std::erase_if(monitor.deferred, [](const Deferred& d) { return d.written; });
-      count = monitor.deferred.size();
-    }
-    if (count == 0) break;
-    for (std::size_t k = 0; k < count; ++k) {  // the vector is only erased from between passes
-      std::size_t index = 0, attempt = 0;
-      std::uint64_t ended = 0;
-      std::string started_at;
-      {
-        std::lock_guard guard(output.lock());
-        const Deferred& d = monitor.deferred[k];
-        index = d.index;
-        ended = d.last_ended_ns;
-        attempt = d.result.interference->attempts.size() + 1;
-        started_at = d.result.started_at;
-      }
-      const Variant& v = variants[index];
-      const auto gap_ns = static_cast<std::uint64_t>(harness.retry_gap_s * 1e9);
-      const std::uint64_t now = monotonic_raw_ns();
-      if (now < ended + gap_ns) std::this_thread::sleep_for(std::chrono::nanoseconds(ended + gap_ns - now));
-      announce(index, v, attempt);
-      Result again = limited([&] { return measure_attempt(*v.probe, v.params, *clock, timer, harness, started_at); });
-      std::optional<OutputError> failed;
-      {
-        std::lock_guard guard(output.lock());
-        Deferred& d = monitor.deferred[k];
-        keep_better_attempt(d.result, std::move(again));
-        d.last_ended_ns = monotonic_raw_ns();
-        if (!wants_another_attempt(d.result, harness)) {
-          close_interference(d.result, harness);  // run_id and variant_index were set before it waited
-          d.written = true;                       // whether or not a sink takes it, it is not written again
-          try {
-            output.result_locked(d.result);
-          } catch (const OutputError& failure) {
-            failed = failure;
-          }
-        }
-      }
-      if (failed)
-        monitor.end_now(output_exit_code(failed->error), fmt::format("error: {}; the run stopped", failed->what()));
-    }
+  scheduler.run();
+  {
+    std::lock_guard guard(output.lock());
+    monitor.scheduler = nullptr;  // everything is written; the scheduler ends before the monitor thread
   }
   std::optional<OutputError> failure;
   {
@@ -463,6 +353,16 @@ int main(int argc, char** argv) try {
                   "host slowed the CPU; keep the attempt whose reference ran fastest (default 2, 1 with --quick). A "
                   "sample taken while it ran slowed is set aside and taken again; 0 records the reference and "
                   "takes nothing again");
+  run->add_option("--interleave", run_options.interleave,
+                  fmt::format("off: measure each variant whole, one after the other; rounds: split every variant's "
+                              "samples into --rounds rounds and visit the variants in a seeded random order in each "
+                              "round (default {})",
+                              interleave_by_default ? "rounds" : "off"));
+  run->add_option("--rounds", run_options.rounds,
+                  fmt::format("Rounds per variant with --interleave rounds (default {}; at most one per sample)",
+                              rounds_by_default));
+  run->add_option("--seed", run_options.seed,
+                  "Seed of the rounds' order with --interleave rounds (0 to 4294967295; default: drawn, and recorded)");
   run->add_option("--host-reference", run_options.host_reference,
                   fmt::format("on: time the host reference before each sample and judge the samples by it; off: "
                               "take no reference and set nothing aside (default {})",

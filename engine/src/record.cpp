@@ -234,6 +234,7 @@ nlohmann::json result_to_json(const Result& r) {
   if (r.matrix) j["matrix"] = matrix_to_json(*r.matrix);
   j["host_reference"] = r.host_reference ? "on" : "off";
   if (!r.trace.is_null()) j["trace"] = r.trace;
+  if (!r.schedule.is_null()) j["schedule"] = r.schedule;
   if (r.interference) {
     const Interference& in = *r.interference;
     nlohmann::json attempts = nlohmann::json::array();

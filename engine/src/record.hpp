@@ -154,6 +154,7 @@ struct Result {
   std::optional<Interference> interference;  // variants measured with the host reference
   bool host_reference = false;               // the samples were judged by the host reference
   nlohmann::json trace;                      // the traced pass (traced_pass.hpp); null: none
+  nlohmann::json schedule;                   // how the run scheduled the variant (schedule.hpp); null: not in a run
 };
 
 nlohmann::json summary_to_json(const Summary& summary);

@@ -17,4 +17,15 @@ namespace ctx {
 // with them. Empty when none were set aside.
 std::string set_aside_statement(const std::vector<double>& kept, const std::vector<double>& set_aside, Unit unit);
 
+// Why an unstable record's median is not one figure (stats.hpp's rule), with
+// the likely cause where the placement points at one.
+std::string unstable_detail(const Stability& stability, const Result& r);
+
+// A baseline that is not below the figure it would be subtracted from.
+std::string nonpositive_detail(double baseline, double median);
+
+// A variant measured in rounds whose round `round` (from 2) was unsupported
+// or failed: the record is that round's.
+std::string round_failed_note(int round);
+
 }  // namespace ctx

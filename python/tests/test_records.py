@@ -100,6 +100,11 @@ def test_the_host_reference_and_its_set_aside_samples_are_read():
         assert record_problem(dict(result, baseline=baseline)) is None
     assert record_problem(dict(result, set_aside=dict(aside, samples=[]))) is not None
     assert record_problem(dict(result, set_aside={"samples": [1.0]})) is not None
+    # How the run scheduled the variant: whole, or in seeded interleaved rounds.
+    for schedule in ({"interleave": "off"}, {"interleave": "rounds", "rounds": 5, "seed": 7}):
+        assert record_problem(dict(result, schedule=schedule)) is None
+    assert record_problem(dict(result, schedule={"interleave": "sideways"})) is not None
+    assert record_problem(dict(result, schedule={"interleave": "rounds", "rounds": 0})) is not None
     # Whether the host reference judged the samples: on or off, nothing else.
     for state in ("on", "off"):
         assert record_problem(dict(result, host_reference=state)) is None

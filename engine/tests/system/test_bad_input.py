@@ -26,6 +26,13 @@ def usage(engine, *args):
         (["run", "--retries", "11", "syscall.getpid"], ["--retries", "from 0 to 10"]),
         (["run", "--retries", "-1", "syscall.getpid"], ["--retries", "'-1'"]),
         (["run", "--host-reference", "maybe", "syscall.getpid"], ["--host-reference", "on or off"]),
+        (["run", "--interleave", "sideways", "syscall.getpid"], ["--interleave", "off or rounds"]),
+        (["run", "--rounds", "3", "syscall.getpid"], ["--rounds", "--interleave rounds"]),
+        (
+            ["run", "--interleave", "rounds", "--rounds", "0", "syscall.getpid"],
+            ["--rounds", "from 1"],
+        ),
+        (["run", "--interleave", "rounds", "--seed", "-1", "syscall.getpid"], ["--seed"]),
         (
             ["run", "--cpus", "sideways", "switch.pipe"],
             ["--cpus", "same, cross, any, smt, llc, remote"],

@@ -175,3 +175,39 @@ def test_each_result_names_its_place_in_the_selection(engine):
     written = results(run_json(engine, *args))
     assert sorted(r["variant_index"] for r in written) == list(range(1, len(planned) + 1))
     assert [r["probe"] for r in sorted(written, key=lambda r: r["variant_index"])] == planned
+
+
+def test_interleaved_rounds_spread_each_variant_over_the_run(engine):
+    args = ["syscall.getppid", "syscall.enosys", "--quick", "--samples", "6"]
+    schedule = ["--interleave", "rounds", "--rounds", "3", "--seed", "7"]
+    proc = subprocess.run(
+        [engine, "run", "--json", "--progress", *args, *schedule],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = parse_records(proc.stdout)
+    env = next(r for r in records if r["kind"] == "env")
+    assert (env["options"]["interleave"], env["options"]["rounds"], env["options"]["seed"]) == (
+        "rounds",
+        3,
+        7,
+    )
+    progress = [
+        json.loads(line.split(" ", 1)[1])
+        for line in proc.stderr.splitlines()
+        if line.startswith("@progress ")
+    ]
+    # Every variant once per round, round after round, each line saying which.
+    rounds = [p["round"] for p in progress if "attempt" not in p]
+    assert rounds == [1, 1, 2, 2, 3, 3]
+    assert all(p["rounds"] == 3 for p in progress)
+    for round_ in (1, 2, 3):
+        assert sorted(p["index"] for p in progress if p["round"] == round_) == [1, 2]
+    for r in results(records):
+        assert r["schedule"] == {"interleave": "rounds", "rounds": 3, "seed": 7}
+        assert len(r["samples"]) == 6 and r["summary"]["n"] == 6  # 2 + 2 + 2, pooled
+    # Not interleaved: the record says so.
+    (r,) = results(run_json(engine, "syscall.getppid", "--quick", "--interleave", "off"))
+    assert r["schedule"] == {"interleave": "off"}

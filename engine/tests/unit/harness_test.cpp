@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "fake_clocks.hpp"
 #include "output.hpp"
 
 namespace {
@@ -141,13 +142,7 @@ TEST(Verdict, StatusOnlyWorsens) {
   EXPECT_EQ(v.reasons.size(), 3u);
 }
 
-TimerInfo fake_timer() {
-  TimerInfo timer;
-  timer.source = "fake";
-  timer.overhead_ns = 10;
-  timer.resolution_ns = 1;
-  return timer;
-}
+using ctx::testing::fake_timer;
 
 // A probe whose iteration costs `ns_per_iteration` on `clock`, in `ops` ops.
 ProbeDescriptor fixed_probe(FakeClock& clock, std::uint64_t ns_per_iteration, double ops) {
@@ -217,28 +212,8 @@ TEST(RunVariant, UnsupportedProbeSaysWhy) {
   EXPECT_EQ(r.verdict.reasons.at(0).second, "no such thing here");
 }
 
-// The host reference's clock: every second read ends a timing whose length
-// the script gives by the timing's index (calibration and best come first).
-class ScriptedTimings final : public Clock {
- public:
-  explicit ScriptedTimings(std::function<std::uint64_t(std::size_t)> script) : script_(std::move(script)) {}
-  std::uint64_t now() override {
-    now_ += (reads_++ % 2 == 1) ? script_(timings_++) : 1;
-    return now_;
-  }
-  double ticks_to_ns(std::uint64_t ticks) const override { return static_cast<double>(ticks); }
-  std::string name() const override { return "scripted"; }
-  std::size_t timings() const { return timings_; }
-
- private:
-  std::function<std::uint64_t(std::size_t)> script_;
-  std::uint64_t now_ = 0;
-  std::size_t reads_ = 0, timings_ = 0;
-};
-
-// The constructor's timings: one calibration run (already at the target),
-// the best, fifty more, and the spread ones (no pause between them here).
-constexpr std::size_t calibration_timings = 52 + HostReference::spread_timings;
+using ctx::testing::ScriptedTimings;
+constexpr std::size_t calibration_timings = ctx::testing::reference_established_timings;
 constexpr int samples_per_attempt = 7;
 // An attempt slowed throughout: every sample set aside once, then kept.
 constexpr std::size_t first_attempt_timings = 2 * samples_per_attempt;

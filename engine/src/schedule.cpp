@@ -1,0 +1,360 @@
+#include "schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "tasks.hpp"
+#include "wording.hpp"
+
+namespace ctx {
+
+std::vector<std::size_t> round_order(std::size_t count, std::uint32_t seed, int round) {
+  std::vector<std::size_t> order(count);
+  for (std::size_t i = 0; i < count; ++i) order[i] = i;
+  // std::shuffle's algorithm is the library's, so the permutation is drawn
+  // here (Fisher-Yates over mt19937's output, which the standard fixes): one
+  // seed gives one order on every build.
+  std::seed_seq seq{seed, static_cast<std::uint32_t>(round)};
+  std::mt19937 generator(seq);
+  for (std::size_t i = count; i > 1; --i) {
+    const std::size_t j = generator() % i;  // a bias of at most count / 2^32: irrelevant to an order
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+int samples_in_round(int samples, int rounds, int round) {
+  if (rounds <= 0 || round < 0 || round >= rounds) throw std::invalid_argument("no such round");
+  return samples / rounds + (round < samples % rounds ? 1 : 0);
+}
+
+int rounds_for(const ProbeDescriptor& probe, int samples, const ScheduleOptions& schedule) {
+  if (!schedule.interleave || probe.samples || probe.matrix) return 1;
+  return std::max(1, std::min(schedule.rounds, samples));
+}
+
+namespace {
+
+bool finished_badly(const Result& r) {
+  return r.verdict.status == Status::unsupported || r.verdict.status == Status::failed;
+}
+
+// Reasons judged again over the pooled samples; a round's own are dropped.
+bool judged_again(Reason code) {
+  return code == Reason::unstable || code == Reason::nonpositive_after_baseline || code == Reason::too_few_switches ||
+         code == Reason::too_many_switches;
+}
+
+// Derived figures that are totals over the rounds; the others are per-op
+// figures, averaged over the rounds weighted by their samples.
+bool is_total(const std::string& key) {
+  return key == "ops_executed" || key == "ops_in_figure" || key == "involuntary_switches_measuring_task";
+}
+
+}  // namespace
+
+Result merge_rounds(std::vector<Result> rounds, double best_ns) {
+  if (rounds.empty()) throw std::invalid_argument("merge_rounds: no rounds");
+  const int count = static_cast<int>(rounds.size());
+  for (int k = 0; k < count; ++k)
+    if (finished_badly(rounds[static_cast<std::size_t>(k)])) {
+      Result r = std::move(rounds[static_cast<std::size_t>(k)]);
+      if (k > 0) r.notes.push_back(round_failed_note(k + 1));
+      return r;
+    }
+  if (count == 1) return std::move(rounds.front());
+
+  Result r = rounds.front();  // what the variant is, where it ran, when it started
+  r.samples.clear();
+  r.set_aside.clear();
+  r.checks.clear();
+  r.verdict = Verdict{};
+  r.notes.clear();
+  r.derived = nlohmann::json::object();
+  r.duration_s = 0;
+  r.observed_end = rounds.back().observed_end;
+  if (r.baseline) {
+    r.baseline->samples.clear();
+    r.baseline->set_aside.clear();
+  }
+  std::vector<double> reference_ns;
+  std::map<std::string, double> weighted;  // per-op derived figures x samples
+  double weights = 0;
+  std::set<std::string> notes;
+  for (int k = 0; k < count; ++k) {
+    const Result& part = rounds[static_cast<std::size_t>(k)];
+    r.samples.insert(r.samples.end(), part.samples.begin(), part.samples.end());
+    r.set_aside.insert(r.set_aside.end(), part.set_aside.begin(), part.set_aside.end());
+    r.duration_s += part.duration_s;
+    r.ops_per_sample = std::min(r.ops_per_sample, part.ops_per_sample);
+    if (r.baseline && part.baseline) {
+      r.baseline->samples.insert(r.baseline->samples.end(), part.baseline->samples.begin(),
+                                 part.baseline->samples.end());
+      r.baseline->set_aside.insert(r.baseline->set_aside.end(), part.baseline->set_aside.begin(),
+                                   part.baseline->set_aside.end());
+    }
+    for (const auto& check : part.checks) add_to_totals(r.checks, check);
+    for (const auto& [code, detail] : part.verdict.reasons)
+      if (!judged_again(code)) r.verdict.add(part.verdict.status, code, fmt::format("round {}: {}", k + 1, detail));
+    for (const auto& note : part.notes)
+      if (notes.insert(note).second) r.notes.push_back(note);
+    const double weight = static_cast<double>(part.samples.size());
+    weights += weight;
+    for (const auto& [key, value] : part.derived.items()) {
+      if (is_total(key) && value.is_number())
+        r.derived[key] = r.derived.value(key, 0.0) + value.get<double>();
+      else if (value.is_number())
+        weighted[key] += value.get<double>() * weight;
+      else if (!r.derived.contains(key))
+        r.derived[key] = value;
+    }
+    if (!part.trace.is_null()) r.trace = part.trace;  // the variant's traced pass, from the round that ran it
+    if (part.interference && !part.interference->attempts.empty()) {
+      const auto& attempt = part.interference->attempts[part.interference->kept];
+      reference_ns.insert(reference_ns.end(), attempt.reference_ns.begin(), attempt.reference_ns.end());
+    }
+  }
+  for (const auto& [key, sum] : weighted) r.derived[key] = weights > 0 ? sum / weights : sum;
+
+  const Summary summary = summarize(r.samples);
+  r.summary = summary;
+  if (r.baseline) {
+    r.baseline->summary = summarize(r.baseline->samples);
+    r.baseline->value = r.baseline->summary->median;
+    if (summary.median - r.baseline->value <= 0)
+      r.verdict.add(Status::suspect, Reason::nonpositive_after_baseline,
+                    nonpositive_detail(r.baseline->value, summary.median));
+  }
+  // The switch checks, judged once over every round's counts.
+  double expected_all = 0, observed_all = 0;
+  for (auto& check : r.checks) {
+    if (check.name == "placement") {
+      check.observed = nlohmann::json{{"start", r.observed_start}, {"end", r.observed_end}};
+      continue;
+    }
+    if (check.name.find("_switches.") == std::string::npos || !check.expected.is_number() ||
+        !check.observed.is_number())
+      continue;
+    const double expected = check.expected.get<double>(), observed = check.observed.get<double>();
+    if (auto problem = judge_switches(expected, observed, check))
+      r.verdict.add(Status::suspect, problem->first, problem->second);
+    check.detail += fmt::format(" (summed over {} rounds)", count);
+    expected_all += expected;
+    observed_all += observed;
+  }
+  if (expected_all > 0 && observed_all > 0) {
+    r.derived["observed_switches_per_expected"] = observed_all / expected_all;
+    r.derived["per_observed_switch_ns"] = summary.median / (observed_all / expected_all);
+  }
+  r.stability = assess_stability(r.samples);
+  if (r.stability && r.stability->unstable)
+    r.verdict.add(Status::suspect, Reason::unstable, unstable_detail(*r.stability, r));
+  if (rounds.front().interference) {
+    Interference in = *rounds.front().interference;
+    in.attempts = {judge_attempt(reference_ns, best_ns, summary.median)};
+    in.attempts.front().set_aside = r.set_aside.size();
+    if (!r.set_aside.empty()) in.attempts.front().set_aside_median = summarize(r.set_aside).median;
+    in.kept = 0;
+    r.interference = std::move(in);
+  }
+  return r;
+}
+
+Scheduler::Scheduler(const std::vector<Variant>& variants, const HarnessOptions& harness,
+                     const ScheduleOptions& schedule, Clock& clock, const TimerInfo& timer, Output& output,
+                     std::string run_id, ScheduleHooks hooks)
+    : variants_(variants),
+      harness_(harness),
+      schedule_(schedule),
+      clock_(clock),
+      timer_(timer),
+      output_(output),
+      run_id_(std::move(run_id)),
+      hooks_(std::move(hooks)) {
+  harness_.defer_retries = true;  // the scheduler decides when a variant is measured again
+}
+
+void Scheduler::run() {
+  if (schedule_.interleave)
+    run_rounds();
+  else
+    run_whole();
+}
+
+nlohmann::json Scheduler::schedule_record(const Variant& variant) const {
+  if (!schedule_.interleave) return {{"interleave", "off"}};
+  return {{"interleave", "rounds"},
+          {"rounds", rounds_for(*variant.probe, harness_.samples, schedule_)},
+          {"seed", schedule_.seed}};
+}
+
+std::optional<OutputError> Scheduler::finish_locked(Result& result) {
+  close_interference(result, harness_);
+  try {
+    output_.result_locked(result);
+  } catch (const OutputError& failure) {
+    return failure;
+  }
+  return std::nullopt;
+}
+
+Result Scheduler::merged(const Pending& pending) const {
+  Result r = merge_rounds(pending.rounds, harness_.reference ? harness_.reference->best_ns() : 0);
+  r.run_id = run_id_;
+  r.variant_index = pending.index + 1;
+  r.schedule = schedule_record(variants_[pending.index]);
+  if (pending.rounds.size() > 1 && r.interference && harness_.retries > 0 &&
+      slowed(r.interference->attempts.front(), harness_.reference ? harness_.reference->best_ns() : 0))
+    r.notes.push_back(
+        "host interference: measured in interleaved rounds, a slowed variant is not measured again (its rounds "
+        "were already spread over the run)");
+  return r;
+}
+
+void Scheduler::run_whole() {
+  for (std::size_t i = 0; i < variants_.size(); ++i) {
+    const Variant& v = variants_[i];
+    hooks_.announce(i, 1, 0);
+    Result result = hooks_.limited([&] {
+      Result r = run_variant(*v.probe, v.params, clock_, timer_, harness_);
+      if (hooks_.after_measured) hooks_.after_measured(v, r);
+      return r;
+    });
+    result.variant_index = i + 1;
+    result.run_id = run_id_;
+    result.schedule = schedule_record(v);
+    std::optional<OutputError> failed;
+    {
+      std::lock_guard guard(output_.lock());
+      if (wants_another_attempt(result, harness_)) {
+        pending_.push_back({i, {}, std::move(result), monotonic_raw_ns(), false});
+        continue;
+      }
+      failed = finish_locked(result);
+    }
+    if (failed) hooks_.output_failed(*failed);
+  }
+  // The slowed variants, again, in passes: each pass comes after the rest of
+  // the run (or the pass before), so its attempts fall in other moments of
+  // the host's load; a variant is written as soon as it is done.
+  for (;;) {
+    std::size_t count = 0;
+    {
+      std::lock_guard guard(output_.lock());
+      std::erase_if(pending_, [](const Pending& p) { return p.written; });
+      count = pending_.size();
+    }
+    if (count == 0) break;
+    for (std::size_t k = 0; k < count; ++k) {  // the vector is only erased from between passes
+      std::size_t index = 0, attempt = 0;
+      std::uint64_t ended = 0;
+      std::string started_at;
+      {
+        std::lock_guard guard(output_.lock());
+        const Pending& p = pending_[k];
+        index = p.index;
+        ended = p.last_ended_ns;
+        attempt = p.result.interference->attempts.size() + 1;
+        started_at = p.result.started_at;
+      }
+      const Variant& v = variants_[index];
+      const auto gap_ns = static_cast<std::uint64_t>(harness_.retry_gap_s * 1e9);
+      const std::uint64_t now = monotonic_raw_ns();
+      if (now < ended + gap_ns) std::this_thread::sleep_for(std::chrono::nanoseconds(ended + gap_ns - now));
+      hooks_.announce(index, attempt, 0);
+      Result again =
+          hooks_.limited([&] { return measure_attempt(*v.probe, v.params, clock_, timer_, harness_, started_at); });
+      std::optional<OutputError> failed;
+      {
+        std::lock_guard guard(output_.lock());
+        Pending& p = pending_[k];
+        keep_better_attempt(p.result, std::move(again));
+        p.last_ended_ns = monotonic_raw_ns();
+        if (!wants_another_attempt(p.result, harness_)) {
+          p.written = true;  // whether or not a sink takes it, it is not written again
+          failed = finish_locked(p.result);
+        }
+      }
+      if (failed) hooks_.output_failed(*failed);
+    }
+  }
+}
+
+void Scheduler::run_rounds() {
+  const std::size_t count = variants_.size();
+  std::vector<int> rounds_of(count);
+  int most = 1;
+  for (std::size_t i = 0; i < count; ++i) {
+    rounds_of[i] = rounds_for(*variants_[i].probe, harness_.samples, schedule_);
+    most = std::max(most, rounds_of[i]);
+  }
+  {
+    std::lock_guard guard(output_.lock());
+    pending_.clear();
+    for (std::size_t i = 0; i < count; ++i) pending_.push_back({i, {}, {}, 0, false});
+  }
+  for (int round = 0; round < most; ++round) {
+    for (const std::size_t i : round_order(count, schedule_.seed, round)) {
+      if (round >= rounds_of[i]) continue;
+      {
+        std::lock_guard guard(output_.lock());
+        if (pending_[i].written) continue;  // an earlier round was unsupported or failed
+      }
+      const Variant& v = variants_[i];
+      HarnessOptions options = harness_;
+      options.samples = samples_in_round(harness_.samples, rounds_of[i], round);
+      hooks_.announce(i, 1, round + 1);
+      const bool last_round = round + 1 == rounds_of[i];
+      Result part = hooks_.limited([&] {
+        Result r = run_variant(*v.probe, v.params, clock_, timer_, options);
+        if (last_round && hooks_.after_measured) hooks_.after_measured(v, r);
+        return r;
+      });
+      std::optional<OutputError> failed;
+      {
+        std::lock_guard guard(output_.lock());
+        Pending& p = pending_[i];
+        const bool last = finished_badly(part) || last_round;
+        p.rounds.push_back(std::move(part));
+        if (last) {
+          Result r = merged(p);
+          p.written = true;
+          failed = finish_locked(r);
+        }
+      }
+      if (failed) hooks_.output_failed(*failed);
+    }
+  }
+}
+
+void Scheduler::write_unfinished_locked() {
+  for (auto& p : pending_) {
+    if (p.written) continue;
+    p.written = true;
+    Result r;
+    if (schedule_.interleave) {
+      if (p.rounds.empty()) continue;
+      r = merged(p);
+      r.notes.push_back(fmt::format("the run ended after {} of this variant's {} rounds; the record holds those",
+                                    p.rounds.size(),
+                                    rounds_for(*variants_[p.index].probe, harness_.samples, schedule_)));
+    } else {
+      r = std::move(p.result);
+      r.notes.push_back("the run ended before this variant was measured again; its attempts so far are kept");
+    }
+    close_interference(r, harness_);
+    try {
+      output_.result_locked(r);
+    } catch (const OutputError&) {
+      // The sink that failed is skipped from now on; run_end still goes to the others.
+    }
+  }
+}
+
+}  // namespace ctx

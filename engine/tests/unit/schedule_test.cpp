@@ -1,0 +1,222 @@
+// The run's scheduler on its own, with fake probes on a fake clock: the
+// rounds' seeded orders, how samples split over rounds, how a variant's
+// rounds merge into one record (pooled samples, checks judged again), and
+// the two schedules end to end: interleaved rounds, and the deferred
+// re-measurement of a variant the host slowed.
+#include "schedule.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <set>
+
+#include "fake_clocks.hpp"
+
+namespace {
+namespace CTXBENCH_UNITY_ID {
+
+using namespace ctx;
+
+class StepClock final : public Clock {
+ public:
+  std::uint64_t now() override { return now_ += 10; }
+  double ticks_to_ns(std::uint64_t ticks) const override { return static_cast<double>(ticks); }
+  std::string name() const override { return "step"; }
+  void spend(std::uint64_t ns) { now_ += ns; }
+
+ private:
+  std::uint64_t now_ = 0;
+};
+
+class CostWork final : public Workload {
+ public:
+  CostWork(StepClock& clock, std::uint64_t cost) : clock_(clock), cost_(cost) {}
+  void run(std::uint64_t iterations) override { clock_.spend(iterations * cost_); }
+
+ private:
+  StepClock& clock_;
+  std::uint64_t cost_;
+};
+
+ProbeDescriptor cost_probe(StepClock& clock, const std::string& name, std::uint64_t cost) {
+  ProbeDescriptor probe;
+  probe.name = name;
+  probe.op = "one fake operation";
+  probe.ops_per_iteration = constant(1);
+  probe.tasks = [](const Params&) { return 1; };
+  probe.make = [&clock, cost](Context&) { return std::make_unique<CostWork>(clock, cost); };
+  return probe;
+}
+
+TEST(Schedule, EachRoundVisitsEveryVariantOnceInASeededOrder) {
+  std::set<std::vector<std::size_t>> orders;
+  for (int round = 0; round < 5; ++round) {
+    const auto order = round_order(8, 42, round);
+    EXPECT_EQ(std::set<std::size_t>(order.begin(), order.end()).size(), 8u);  // a permutation
+    EXPECT_EQ(order, round_order(8, 42, round));                              // the seed decides
+    orders.insert(order);
+  }
+  EXPECT_GT(orders.size(), 1u);  // the rounds' orders differ
+  EXPECT_NE(round_order(8, 42, 0), round_order(8, 43, 0));
+  EXPECT_EQ(round_order(0, 1, 0).size(), 0u);
+}
+
+TEST(Schedule, SamplesSplitEvenlyOverTheRounds) {
+  EXPECT_EQ(samples_in_round(30, 5, 0), 6);
+  EXPECT_EQ(samples_in_round(7, 3, 0), 3);
+  EXPECT_EQ(samples_in_round(7, 3, 1), 2);
+  EXPECT_EQ(samples_in_round(7, 3, 2), 2);
+  EXPECT_THROW(samples_in_round(7, 3, 3), std::invalid_argument);
+  StepClock clock;
+  ProbeDescriptor probe = cost_probe(clock, "test.cost", 100);
+  ScheduleOptions rounds{true, 5, 1};
+  EXPECT_EQ(rounds_for(probe, 30, rounds), 5);
+  EXPECT_EQ(rounds_for(probe, 3, rounds), 3);  // at most one per sample
+  EXPECT_EQ(rounds_for(probe, 30, ScheduleOptions{false, 5, 1}), 1);
+  probe.samples = [](const Params&, int) { return 1; };  // a probe that fixes its own samples
+  EXPECT_EQ(rounds_for(probe, 30, rounds), 1);
+}
+
+Result round_of(std::vector<double> samples, double expected, double observed) {
+  Result r;
+  r.probe = "test.cost";
+  r.samples = std::move(samples);
+  r.summary = summarize(r.samples);
+  r.ops_per_sample = 100;
+  Check check;
+  check.name = "voluntary_switches.measuring_task";
+  judge_switches(expected, observed, check);
+  r.checks.push_back(check);
+  if (!check.ok) r.verdict.add(Status::suspect, Reason::too_few_switches, "too few in this round");
+  r.derived["ops_executed"] = 1000;
+  r.derived["voluntary_switches_per_op"] = observed / expected;
+  r.duration_s = 1;
+  return r;
+}
+
+// A round alone may look short of switches where the pooled counts are
+// fine: the record judges the pooled counts, once.
+TEST(Schedule, RoundsMergeIntoOneRecordJudgedOverEverySample) {
+  Result a = round_of({10, 11, 12}, 100, 80);  // one round's waiter spun
+  Result b = round_of({10, 10, 13}, 100, 110);
+  b.set_aside = {30};
+  b.verdict.add(Status::suspect, Reason::timer_quantization, "short batch");
+  const Result r = merge_rounds({a, b}, 0);
+  EXPECT_EQ(r.samples, (std::vector<double>{10, 11, 12, 10, 10, 13}));
+  EXPECT_EQ(r.set_aside, std::vector<double>{30});
+  ASSERT_TRUE(r.summary);
+  EXPECT_EQ(r.summary->n, 6u);
+  EXPECT_DOUBLE_EQ(r.summary->median, 10.5);
+  ASSERT_EQ(r.checks.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.checks[0].expected.get<double>(), 200);
+  EXPECT_DOUBLE_EQ(r.checks[0].observed.get<double>(), 190);
+  EXPECT_TRUE(r.checks[0].ok);  // 95%: the round's too_few_switches is judged again, and goes
+  ASSERT_EQ(r.verdict.reasons.size(), 1u);
+  EXPECT_EQ(r.verdict.reasons[0].first, Reason::timer_quantization);
+  EXPECT_EQ(r.verdict.reasons[0].second, "round 2: short batch");
+  EXPECT_DOUBLE_EQ(r.derived["ops_executed"].get<double>(), 2000);               // a total
+  EXPECT_DOUBLE_EQ(r.derived["voluntary_switches_per_op"].get<double>(), 0.95);  // per op: weighted
+  EXPECT_DOUBLE_EQ(r.duration_s, 2);
+}
+
+TEST(Schedule, AFailedRoundMakesTheRecordThatRounds) {
+  Result a = round_of({10, 11, 12}, 100, 100);
+  Result failed;
+  failed.verdict.add(Status::failed, Reason::child_failed, "the partner died");
+  const Result r = merge_rounds({a, failed}, 0);
+  EXPECT_EQ(r.verdict.status, Status::failed);
+  EXPECT_TRUE(r.samples.empty());
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("round 2 did not finish"), std::string::npos);
+}
+
+// What a run wrote and announced.
+struct Ran {
+  std::vector<nlohmann::json> records;
+  std::vector<std::tuple<std::size_t, std::size_t, int>> announced;  // index, attempt, round
+};
+
+Ran run_scheduled(const std::vector<Variant>& variants, const HarnessOptions& harness, const ScheduleOptions& schedule,
+                  StepClock& clock) {
+  Ran ran;
+  std::FILE* memory = tmpfile();
+  if (!memory) throw std::runtime_error("tmpfile");
+  {
+    Sink sink(memory, "memory");
+    Output output;
+    output.add(std::make_unique<JsonLinesReporter>(sink));
+    const TimerInfo timer = ctx::testing::fake_timer();
+    Scheduler scheduler(
+        variants, harness, schedule, clock, timer, output, "test-run-0001",
+        {[&](std::size_t index, std::size_t attempt, int round) { ran.announced.emplace_back(index, attempt, round); },
+         [](const std::function<Result()>& measure) { return measure(); },
+         {},
+         [](const OutputError& failure) { throw failure; }});
+    scheduler.run();
+  }
+  std::rewind(memory);
+  char line[1 << 16];
+  while (std::fgets(line, sizeof line, memory)) ran.records.push_back(nlohmann::json::parse(line));
+  std::fclose(memory);
+  return ran;
+}
+
+TEST(Scheduler, InterleavedRoundsSpreadEachVariantOverTheRun) {
+  StepClock clock;
+  const ProbeDescriptor a = cost_probe(clock, "test.a", 100), b = cost_probe(clock, "test.b", 200),
+                        c = cost_probe(clock, "test.c", 300);
+  const std::vector<Variant> variants{{&a, {}}, {&b, {}}, {&c, {}}};
+  HarnessOptions harness;
+  harness.samples = 7;
+  harness.min_sample_s = 1e-5;
+  const ScheduleOptions schedule{true, 3, 9};
+  const Ran ran = run_scheduled(variants, harness, schedule, clock);
+  // Round by round, in each round's seeded order.
+  std::vector<std::tuple<std::size_t, std::size_t, int>> expected;
+  for (int round = 0; round < 3; ++round)
+    for (std::size_t i : round_order(3, 9, round)) expected.emplace_back(i, 1, round + 1);
+  EXPECT_EQ(ran.announced, expected);
+  ASSERT_EQ(ran.records.size(), 3u);  // each written once, when its last round is done
+  std::set<std::size_t> indices;
+  for (const auto& r : ran.records) {
+    indices.insert(r["variant_index"].get<std::size_t>());
+    EXPECT_EQ(r["samples"].size(), 7u);  // 3 + 2 + 2
+    EXPECT_EQ(r["summary"]["n"], 7);
+    EXPECT_EQ(r["schedule"], (nlohmann::json{{"interleave", "rounds"}, {"rounds", 3}, {"seed", 9}}));
+    EXPECT_EQ(r["run_id"], "test-run-0001");
+  }
+  EXPECT_EQ(indices, (std::set<std::size_t>{1, 2, 3}));
+}
+
+// Not interleaved, a variant the host slowed waits while the variants after
+// it are measured, then is measured again; its record is written last.
+TEST(Scheduler, ASlowedVariantIsMeasuredAgainAfterTheOthers) {
+  StepClock clock;
+  const ProbeDescriptor a = cost_probe(clock, "test.a", 100), b = cost_probe(clock, "test.b", 200);
+  const std::vector<Variant> variants{{&a, {}}, {&b, {}}};
+  constexpr std::size_t established = ctx::testing::reference_established_timings;
+  constexpr std::size_t samples = 5;
+  // Slowed through the first variant's samples (each set aside once, then
+  // kept: 2 x samples timings), at full speed after.
+  ctx::testing::ScriptedTimings reference_clock(
+      [](std::size_t i) -> std::uint64_t { return i >= established && i < established + 2 * samples ? 30000 : 20000; });
+  HostReference reference(reference_clock, 20000, 0);
+  HarnessOptions harness;
+  harness.samples = samples;
+  harness.min_sample_s = 1e-5;
+  harness.reference = &reference;
+  harness.retries = 1;
+  harness.retry_gap_s = 0;
+  const Ran ran = run_scheduled(variants, harness, ScheduleOptions{false, 5, 0}, clock);
+  EXPECT_EQ(ran.announced, (std::vector<std::tuple<std::size_t, std::size_t, int>>{{0, 1, 0}, {1, 1, 0}, {0, 2, 0}}));
+  ASSERT_EQ(ran.records.size(), 2u);
+  ASSERT_TRUE(ran.records[1].contains("interference") && ran.records[1].contains("schedule"));
+  EXPECT_EQ(ran.records[0]["variant_index"], 2);  // written when done
+  EXPECT_EQ(ran.records[1]["variant_index"], 1);
+  EXPECT_EQ(ran.records[1]["interference"]["attempts"].size(), 2u);
+  EXPECT_EQ(ran.records[1]["interference"]["kept"], 1);
+  EXPECT_EQ(ran.records[1]["schedule"], (nlohmann::json{{"interleave", "off"}}));
+}
+
+}  // namespace CTXBENCH_UNITY_ID
+}  // namespace
