@@ -463,7 +463,7 @@ SeccompFilter build_seccomp_filter(const std::string& mode, const std::vector<lo
     return profile_filter();
 #else
     throw ProbeError(Reason::built_without,
-                     "this engine was built without libseccomp (install libseccomp-dev and rebuild, or "
+                     "built without libseccomp (install libseccomp-dev and build again with "
                      "-DCTXBENCH_WITH_LIBSECCOMP=ON), so the container-like profile cannot be built",
                      Status::unsupported);
 #endif

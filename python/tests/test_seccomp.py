@@ -148,3 +148,11 @@ def test_a_difference_inside_both_medians_intervals_is_called_noise(results):
         r["summary"]["median_ci"] = {**r["summary"]["median_ci"], "low": 0.0, "high": 1e12}
     lines = cost_lines(filter_costs(same))
     assert all("within this run's noise" in line for line in lines if ", allow:" in line)
+
+
+def test_explain_json_carries_each_filters_cost(results):
+    as_json = explain(results, "run").as_dict()
+    costs = filter_costs(results)
+    assert [d["added_ns"] for d in as_json["seccomp"]] == [c.added_ns for c in costs]
+    assert [d["per_call_ns"] for d in as_json["seccomp"]] == [c.per_call_ns for c in costs]
+    assert {d["mode"] for d in as_json["seccomp"]} == {"allow", "profile"}

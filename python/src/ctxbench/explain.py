@@ -108,6 +108,8 @@ class Explained:
         out = asdict(self)
         for e, d in zip(self.explanations, out["explanations"], strict=True):
             d["total_ns"] = e.total_ns
+        for c, d in zip(self.seccomp, out["seccomp"], strict=True):
+            d["added_ns"], d["per_call_ns"] = c.added_ns, c.per_call_ns
         return out
 
 
