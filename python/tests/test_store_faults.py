@@ -147,16 +147,16 @@ def test_store_deleted_during_a_run_keeps_the_measured_run(tmp_path, monkeypatch
     _fake_engine(tmp_path, monkeypatch)
     db = tmp_path / "s.db"
     Store.open(db).close()
-    import ctxbench.cli as cli_module
+    import ctxbench.commands.run as run_command
 
-    stream = cli_module._stream
+    stream = run_command.stream_engine_run
 
     def stream_then_delete(*args, **kwargs):
         records = stream(*args, **kwargs)
         db.unlink()
         return records
 
-    monkeypatch.setattr(cli_module, "_stream", stream_then_delete)
+    monkeypatch.setattr(run_command, "stream_engine_run", stream_then_delete)
     result = invoke("run", "--db", str(db))
     assert result.exit_code == 1
     assert_one_error_line(result.stderr, "was deleted")

@@ -1,4 +1,6 @@
-"""The RISC-V trap lab: the cost of one ``ecall`` round trip, U-mode -> trap
+"""The RISC-V trap lab: what one ``ecall`` round trip costs, and where the time goes.
+
+The RISC-V trap lab: the cost of one ``ecall`` round trip, U-mode -> trap
 handler -> back, under five handlers that differ in one thing each (see
 riscv/kernel/trap.S), measured on simulators and split into entry/exit,
 save/restore, dispatch and the call's own logic.

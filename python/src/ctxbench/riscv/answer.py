@@ -1,6 +1,7 @@
-"""The lab's answer, read from its records alone: what ``show``, ``explain``
-and ``report`` say about a stored RISC-V run, and what ``ctxbench riscv``
-prints when it has run. Nothing here needs a simulator.
+"""The lab's answer, read from its records alone.
+
+What ``show``, ``explain`` and ``report`` say about a stored RISC-V run, and
+what ``ctxbench riscv`` prints when it has run. Nothing here needs a simulator.
 
 * ``lab_targets(records)``: per simulator (and rvsim model), its round trips
   per (variant, call), in its unit and in instructions, the handlers' shape

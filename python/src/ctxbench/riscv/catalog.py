@@ -1,4 +1,6 @@
-"""What the trap lab measures: the handler variants and the calls (they
+"""The catalogue of what the trap lab measures: handler variants and calls.
+
+What the trap lab measures: the handler variants and the calls (they
 mirror riscv/include/lab.h and riscv/user/user.c), and their words."""
 
 from __future__ import annotations

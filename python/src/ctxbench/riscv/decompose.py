@@ -1,4 +1,6 @@
-"""From the kernel's counts to figures per round trip, and the split of the
+"""The lab's arithmetic: kernel counts to figures per round trip, and their parts.
+
+From the kernel's counts to figures per round trip, and the split of the
 full handler's round trip into parts, in instructions and in cycles.
 
 Both counters are treated alike: the timer pair (the counter reads with

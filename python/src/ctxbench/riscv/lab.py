@@ -1,6 +1,8 @@
-"""``run_lab``: find the lab images (build them from a checkout's riscv/, or
-take the ones the wheel carries), run them on every requested target in
-parallel, and return the records. Never prints: progress goes to a callback.
+"""``run_lab``: build or find the lab images, run them on every target, return records.
+
+It finds the lab images (built from a checkout's riscv/, or the ones the
+wheel carries), runs them on every requested target in parallel, and returns
+the records. Never prints: progress goes to a callback.
 
 Something missing (a simulator, the images and the means to build them) is
 not a measurement: ``LabUnavailable`` names it and how to get it, and no

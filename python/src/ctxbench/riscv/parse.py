@@ -1,4 +1,6 @@
-"""Reading what the lab produced: the kernel's ``ctxlab ...`` console lines
+"""Reading the lab's output: console lines and disassembly.
+
+Reading what the lab produced: the kernel's ``ctxlab ...`` console lines
 and the images' disassembly (objdump -d)."""
 
 from __future__ import annotations

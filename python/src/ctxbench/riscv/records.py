@@ -1,4 +1,6 @@
-"""The lab's figures as ctxbench records (schema/record.schema.json): one env
+"""The lab's figures as ctxbench records.
+
+The lab's figures as ctxbench records (schema/record.schema.json): one env
 record, one result per (target, variant, call), one run_end. Summaries and
 the run_end come from the shared code (ctxbench.stats, ctxbench.records).
 

@@ -1,7 +1,9 @@
-"""The lab's text report, from its records alone (``ctxbench riscv`` after a
-run, ``ctxbench show`` and ``explain`` on a stored one): the answer first,
-then every variant and call per target, where each call's round trip goes,
-what the other handlers change, and the one-shot reading beside the loop."""
+"""The lab's text report, from its records alone.
+
+For ``ctxbench riscv`` after a run, ``ctxbench show`` and ``explain`` on a
+stored one: the answer first, then every variant and call per target, where
+each call's round trip goes, what the other handlers change, and the
+one-shot reading beside the loop."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The simulators the lab runs on, one ``Target`` per simulator and core
+"""The simulators and core models the lab runs on, one ``Target`` each.
+
+The simulators the lab runs on, one ``Target`` per simulator and core
 model, and how to build the images and run one target.
 
 Honest units: Spike models one instruction per cycle, so its ``cycle`` is an

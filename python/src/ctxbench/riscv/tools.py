@@ -1,4 +1,6 @@
-"""Finding what the lab needs: the simulators, the cross toolchain, and the
+"""Finding what the lab needs: simulators, cross toolchain, sources or images.
+
+Finding what the lab needs: the simulators, the cross toolchain, and the
 lab's sources or prebuilt images. Nothing here runs a measurement."""
 
 from __future__ import annotations

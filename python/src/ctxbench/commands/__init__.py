@@ -1,0 +1,1 @@
+"""The commands of ``ctxbench``, one module per command or close group; cli.py wires them."""

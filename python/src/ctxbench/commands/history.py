@@ -1,0 +1,91 @@
+"""``ctxbench history``, ``import`` and ``export``: the runs in the store, in and out."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ctxbench import export as export_formats
+from ctxbench import tables
+from ctxbench.commands.db import db_option, open_store
+from ctxbench.console import new_console, say
+from ctxbench.errors import BadInput, CtxbenchError
+from ctxbench.output_files import check_output_path, write_text
+from ctxbench.records import group_run, read_records, read_run_file
+from ctxbench.run_lifecycle import store_run
+
+
+@click.command()
+@db_option
+def history(db: str | None) -> None:
+    """The runs in the store, oldest first."""
+    try:
+        store = open_store(db, create=False)
+    except CtxbenchError as error:
+        if str(error).startswith("no store at"):
+            say(f"{error}")
+            return
+        raise
+    with store:
+        infos = store.runs()
+        if not infos:
+            say(f"no runs in {store.location} yet")
+            return
+        console = new_console()
+        console.print(tables.history_table(infos, width=console.width))
+
+
+@click.command("import")
+@click.argument("path", type=click.Path(path_type=Path), metavar="FILE")
+@click.option("--label", help="A name for the imported run.")
+@db_option
+def import_command(path: Path, label: str | None, db: str | None) -> None:
+    """Store a run from engine JSON Lines (e.g. `ctxbench-engine run --json` on a board)."""
+    notes: list[str] = []
+    if str(path) == "-":
+        run_records = group_run(read_records(sys.stdin.buffer, "stdin", notes), "stdin")
+    else:
+        if not path.exists():
+            raise BadInput(f"no file {path}; give the JSON Lines file written by `run --json`")
+        if path.is_dir():
+            raise BadInput(f"{path} is a directory; give a JSON Lines file")
+        run_records = read_run_file(path, notes)
+    for note in notes:
+        say(f"ctxbench: note: {note}")
+    with open_store(db) as store:
+        stored = store_run(store, run_records, "import", label)
+    state = "partial run" if stored.info.interrupted else "run"
+    say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.location}")
+
+
+@click.command()
+@click.argument("run_ref", metavar="RUN")
+@click.option(
+    "--format",
+    "form",
+    type=click.Choice(export_formats.FORMATS),
+    default="json",
+    show_default=True,
+    help="json: the records as JSON Lines (importable); csv: one row per result; "
+    "bmf: Bencher Metric Format (median and its CI per probe variant).",
+)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="File to write (default: stdout)."
+)
+@db_option
+def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None:
+    """A stored run as JSON Lines (the engine's records, importable), CSV or
+    Bencher Metric Format."""
+    check_output_path(output, "-o")
+    with open_store(db, create=False) as store:
+        stored = store.load(run_ref)
+    text = export_formats.export_text(stored, form)
+    for note in export_formats.notes(stored, form):
+        say(f"ctxbench: note: {note}")
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_text(output, text, "-o")
+        say(f"wrote {stored.run_id} to {output}")

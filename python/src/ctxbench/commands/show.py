@@ -1,0 +1,128 @@
+"""``ctxbench show`` and ``explain``: one stored run, answers first."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from ctxbench import tables
+from ctxbench.commands.db import db_option, open_store
+from ctxbench.console import new_console
+from ctxbench.explain import explain as explain_run
+from ctxbench.explain_phases import render_trace_detail
+from ctxbench.explain_view import render_text as render_explanation
+from ctxbench.store import StoredRun
+
+
+def _run_header(stored: StoredRun) -> str:
+    """'run ID (complete) · machine · arch · kernel release · label L'."""
+    info = stored.info
+    env = stored.env
+    kernel = env.get("kernel", {})
+    state = "partial" if info.interrupted else "complete"
+    return (
+        f"run {info.run_id} ({state}) · {info.machine} · {env.get('arch', '?')} · "
+        f"kernel {kernel.get('release', '?')}" + (f" · label {info.label}" if info.label else "")
+    )
+
+
+def print_run(stored: StoredRun, show_all: bool = False, title: str | None = None) -> None:
+    """A stored run on stdout, answers first: the summary (ladder, same vs other
+    CPU, where a switch's time goes, verdicts in words), the CPU-pair matrices,
+    then, with SHOW_ALL, the full table of every result and the reasons in the
+    records' own words (else one line that says how to get it)."""
+    from ctxbench.summary import summarize
+    from ctxbench.summary_view import run_lines
+
+    console = new_console()
+    console.print(title or _run_header(stored), markup=False)
+    console.print()
+    for line in run_lines(summarize([stored]), console.width):
+        console.print(line)
+    for part in tables.matrix_sections(stored.results):
+        console.print(part)
+    console.print()
+    if not show_all:
+        console.print(
+            f"{len(stored.results)} results: `ctxbench show {stored.run_id} --all` lists them",
+            markup=False,
+        )
+        return
+    console.print(tables.results_table(stored.results, title="every result", width=console.width))
+    for note in tables.verdict_notes(stored.results):
+        console.print(f"  {note}", markup=False)
+
+
+@click.command()
+@click.argument("run_ref", metavar="RUN")
+@db_option
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the run as JSON: what the store knows of it, its summary and its records.",
+)
+@click.option(
+    "--all", "show_all", is_flag=True, help="After the summary, print the table of every result."
+)
+def show(run_ref: str, db: str | None, as_json: bool, show_all: bool) -> None:
+    """One run, answers first: what things cost, same vs other CPU, where a
+    switch's time goes, verdicts in words (--all: then every result).
+    RUN: a run id, a unique prefix, 'latest', or a label."""
+    with open_store(db, create=False) as store:
+        stored = store.load(run_ref)
+    if as_json:
+        click.echo(json.dumps(_run_json(stored), indent=2, allow_nan=False))
+        return
+    print_run(stored, show_all)
+
+
+def _run_json(stored: StoredRun) -> dict[str, Any]:
+    from ctxbench.summary import summarize
+    from ctxbench.summary_view import as_dict
+
+    info = stored.info
+    return {
+        "schema": 1,
+        "kind": "stored_run",
+        "run": {
+            "run_id": info.run_id,
+            "label": info.label,
+            "machine": info.machine,
+            "origin": info.origin,
+            "started_at": info.started_at,
+            "stored_at": info.stored_at,
+            "complete": info.complete,
+            "interrupted": info.interrupted,
+            "counts": info.counts,
+        },
+        "summary": as_dict(summarize([stored]).runs[0]),
+        "records": stored.records.all(),
+    }
+
+
+@click.command()
+@click.argument("run_ref", metavar="[RUN]", default="latest")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the decomposition as JSON.")
+@click.option(
+    "--trace",
+    "trace_detail",
+    is_flag=True,
+    help="Print every traced pass in full instead (run --trace): each phase's median, interval, "
+    "count, and the events recorded in it.",
+)
+def explain(run_ref: str, db: str | None, as_json: bool, trace_detail: bool) -> None:
+    """Where the time of each switch goes, from figures measured in RUN (default: latest)."""
+    with open_store(db, create=False) as store:
+        stored = store.load(run_ref)
+    if trace_detail and not as_json:
+        click.echo(render_trace_detail(stored.results), nl=False)
+        return
+    explained = explain_run(stored.results, stored.run_id)
+    if as_json:
+        click.echo(json.dumps(explained.as_dict(), indent=2, sort_keys=True))
+    else:
+        click.echo(render_explanation(explained), nl=False)
