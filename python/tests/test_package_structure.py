@@ -17,10 +17,6 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ctxbench"
 MAX_LINES = 500
-# Temporary: compare.py is being split (statistics / gate / environment diff /
-# JSON export), and store.py, report.py and summary.py by their own jobs, in
-# this same round; each name leaves this set with its split.
-BEING_SPLIT = {"compare.py", "store.py", "report.py", "summary.py"}
 
 
 def _module_name(path: Path) -> str:
@@ -152,8 +148,6 @@ def test_no_private_name_is_imported_from_another_module():
 def test_module_is_small(module):
     path = MODULES[module]
     lines = len(path.read_text(encoding="utf-8").splitlines())
-    if path.name in BEING_SPLIT and path.parent == PACKAGE:
-        pytest.skip(f"{path.name} ({lines} lines) is being split")
     assert lines < MAX_LINES, f"{module} has {lines} lines; split it by job (limit {MAX_LINES})"
 
 

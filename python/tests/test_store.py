@@ -16,15 +16,23 @@ import pytest
 import sqlalchemy as sa
 
 from conftest import real_run, synthetic_run
-from ctxbench import store as store_module
 from ctxbench.errors import BadInput, StoreError
 from ctxbench.records import group_run, machine_name
-from ctxbench.store import APPLICATION_ID, LATEST_VERSION, MIGRATIONS, RESULTS, RUNS, Store
+from ctxbench.store import Store
+from ctxbench.store_dialects import PostgreSQLDialect, is_url
+from ctxbench.store_schema import (
+    APPLICATION_ID,
+    LATEST_VERSION,
+    MIGRATIONS,
+    RESULTS,
+    RUNS,
+    migration_statements,
+)
 
 
 def _raw(target: str) -> sa.Engine:
     """A plain SQLAlchemy engine on the store's database, behind ctxbench's back."""
-    if store_module.is_url(target):
+    if is_url(target):
         return sa.create_engine(target.replace("postgresql://", "postgresql+psycopg://", 1))
     return sa.create_engine(f"sqlite:///{target}")
 
@@ -35,7 +43,7 @@ def _mark(conn: sa.Connection, version: int, app_id: int = APPLICATION_ID) -> No
         conn.exec_driver_sql(f"PRAGMA application_id = {app_id}")
         conn.exec_driver_sql(f"PRAGMA user_version = {version}")
         return
-    table = store_module._PostgreSQL.MARK_TABLE
+    table = PostgreSQLDialect.MARK_TABLE
     conn.exec_driver_sql(
         f"CREATE TABLE IF NOT EXISTS {table} "
         "(application_id INTEGER NOT NULL, user_version INTEGER NOT NULL)"
@@ -97,7 +105,7 @@ def _make_v1_store(target, runs):
     """A store as the first release wrote it: schema 1, no label column."""
     engine = _raw(target)
     with engine.begin() as conn:
-        for statement in store_module._statements(MIGRATIONS[0][1]):
+        for statement in migration_statements(MIGRATIONS[0][1]):
             conn.exec_driver_sql(statement)
         _mark(conn, 1)
         for stored_at, run in runs:

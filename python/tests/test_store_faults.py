@@ -25,7 +25,8 @@ from click.testing import CliRunner
 from conftest import REPO, fixture_path, real_run, synthetic_run, write_jsonl
 from ctxbench.cli import cli
 from ctxbench.errors import StoreWriteError
-from ctxbench.store import APPLICATION_ID, Store
+from ctxbench.store import Store
+from ctxbench.store_schema import APPLICATION_ID
 
 
 def invoke(*args: str):

@@ -16,16 +16,8 @@ from ctxbench.compare import describe
 from ctxbench.explain import REST
 from ctxbench.records import group_run, params_key, read_run_file, schema
 from ctxbench.store import Store
-from ctxbench.summary import (
-    LADDER,
-    REASON_SENTENCES,
-    is_remainder,
-    pick,
-    reason_sentence,
-    section_id,
-    summarize,
-    variant_key,
-)
+from ctxbench.summary import is_remainder, pick, section_id, summarize, variant_key
+from ctxbench.summary_rules import LADDER, REASON_SENTENCES, reason_sentence
 
 REFERENCE_RUN = REPO / "docs" / "data" / "reference-run.jsonl"
 

@@ -83,7 +83,8 @@ def interval(low: float | None, high: float | None, unit: str) -> str:
     return f"{low_text}–{high_text}"
 
 
-def median_ci(result: dict[str, Any]) -> str:
+def median_ci_text(result: dict[str, Any]) -> str:
+    """A result's confidence interval of the median as text ("—" without one)."""
     summary = result.get("summary") or {}
     ci = summary.get("median_ci")
     if not ci:

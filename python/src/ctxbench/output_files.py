@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ctxbench.console import say
 from ctxbench.errors import BadInput, OutputError
-from ctxbench.store import StoredRun
+from ctxbench.store_schema import StoredRun
 
 
 def check_output_path(path: Path | None, option: str) -> None:

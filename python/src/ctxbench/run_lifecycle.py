@@ -23,7 +23,8 @@ from ctxbench.errors import BadInput
 from ctxbench.records import RunRecords, dumps
 from ctxbench.runner import EngineRun
 from ctxbench.runner import Progress as EngineProgress
-from ctxbench.store import Store, StoredRun
+from ctxbench.store import Store
+from ctxbench.store_schema import StoredRun
 
 # Ctrl-C, and what `timeout`, CI cancellation and a closed terminal send.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -52,334 +52,49 @@ API (stable; later changes only add)::
                words (compare.describe), excluded (why not comparable), note
     EnvDifference key, label, values (one per run, None where absent)
 
-``REASON_SENTENCES`` maps every reason code of the record schema to a
-sentence; ``reason_sentence(code)`` reads it.
+The rules (which record stands for a rung, ``REASON_SENTENCES``) live in
+ctxbench.summary_rules, the dataclasses in ctxbench.summary_data.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench import fmt, sandbox
-from ctxbench.compare import Comparison, Row, compare_runs, describe
+from ctxbench.compare import compare_runs, describe
 from ctxbench.explain import REST, Explained, Explanation, explain
-from ctxbench.noise import Noise
 from ctxbench.records import STATUSES, RunRecords, params_key, summary_value
-from ctxbench.store import StoredRun
+from ctxbench.store_schema import StoredRun
+from ctxbench.summary_data import (
+    EnvDifference,
+    MachineCell,
+    MachineFigure,
+    Machines,
+    Point,
+    Rung,
+    RunSummary,
+    SameVsCross,
+    Summary,
+    VerdictNote,
+    Verdicts,
+)
+from ctxbench.summary_rules import (
+    ABSENT_MEANS,
+    ENV_OF_INTEREST,
+    LADDER,
+    SAME_VS_CROSS_MATCH,
+    SWITCH_FAMILY,
+    SWITCH_KNOBS,
+    WATERFALL_PREFERENCE,
+    reason_sentence,
+)
 from ctxbench.why import cheapest_first, no_ratio_words, terms, why_lines
 
-# ---- the cost ladder ---------------------------------------------------------------
-# Which record stands for a rung: the first candidate probe the run measured,
-# with params matching ``match``. A match value is a tuple of accepted values
-# in order of preference; None accepts a record without that param (older
-# records, or a probe that has no such knob). Params not named are free.
-DEFAULT_SWITCH = {"policy": ("normal", "batch", None), "idle": ("free", None)}
-# On one CPU the CPU never idles between hand-offs, so a same-CPU switch with
-# idle held is the same experiment; a run made with --hold-idle has only that.
-SAME_CPU_SWITCH = {**DEFAULT_SWITCH, "idle": ("free", None, "held")}
-
-
-@dataclass(frozen=True)
-class RungSpec:
-    key: str
-    label: str
-    candidates: tuple[str, ...]  # probe names, preferred first
-    match: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-
-
-LADDER: tuple[RungSpec, ...] = (
-    RungSpec("coroutine", "coroutine resume", ("uswitch.coroutine",)),
-    RungSpec(
-        "asm",
-        "own asm switch",
-        ("uswitch.asm",),
-        {"fpstate": ("abi", None), "fpcontrol": ("same", None)},
-    ),
-    RungSpec("fiber", "Boost.Fiber yield", ("uswitch.boost_fiber",)),
-    RungSpec(
-        "vdso",
-        "vDSO clock_gettime",
-        ("timer.clock_gettime_monotonic", "syscall.clock_gettime_vdso"),
-    ),
-    RungSpec(
-        "syscall", "bare system call", ("syscall.enosys", "syscall.getppid", "syscall.getpid")
-    ),
-    RungSpec("signal", "signal round trip", ("trap.signal",)),
-    RungSpec(
-        "thread_switch",
-        "thread switch, same CPU",
-        ("switch.pipe",),
-        {"between": ("threads",), "cpus": ("same",), **SAME_CPU_SWITCH},
-    ),
-    RungSpec(
-        "process_switch",
-        "process switch, same CPU",
-        ("switch.pipe",),
-        {"between": ("processes",), "cpus": ("same",), **SAME_CPU_SWITCH},
-    ),
-    RungSpec(
-        "cross_switch",
-        "thread switch, cross CPU",
-        ("switch.pipe",),
-        {"between": ("threads",), "cpus": ("cross",), **DEFAULT_SWITCH},
-    ),
-    RungSpec(
-        "cross_switch_held",
-        "thread switch, cross CPU, idle held",
-        ("switch.pipe",),
-        {
-            "between": ("threads",),
-            "cpus": ("cross",),
-            "policy": DEFAULT_SWITCH["policy"],
-            "idle": ("held",),
-        },
-    ),
-    RungSpec("thread_create", "thread creation", ("create.pthread",)),
-    RungSpec("fork", "fork", ("create.fork",), {"parent_mib": (0, None)}),
-    RungSpec("exec", "fork + exec", ("create.fork_exec",)),
-)
-
-# Knobs an older engine did not have: a record without one was measured the way
-# this value says (no engine held idle before the knob existed), so for machine
-# vs machine it is the same variant as one that names the value.
-ABSENT_MEANS: dict[str, Any] = {"idle": "free"}
 _NONE = object()
 
-# The same-vs-cross view: switch probes whose params are only these knobs.
-SWITCH_FAMILY = "switch"
-SWITCH_KNOBS = {"between", "cpus", "policy", "idle"}
-# Both sides take idle=free when the run has it, else both idle=held (a run
-# made with --hold-idle), so a row never pairs a free side with a held one.
-SAME_VS_CROSS_MATCH = {"policy": DEFAULT_SWITCH["policy"], "idle": SAME_CPU_SWITCH["idle"]}
 
-# The switch drawn as a waterfall: the first of these rungs the run explains.
-WATERFALL_PREFERENCE = ("process_switch", "thread_switch", "cross_switch")
-
-# Environment keys (flattened, envdiff.flatten_env) that plausibly explain a
-# difference between machines, with a reader's name; a key matches itself
-# and every key below it.
-ENV_OF_INTEREST = (
-    ("cpu.model", "CPU"),
-    ("cpu.logical", "logical CPUs"),
-    ("kernel.release", "kernel"),
-    ("kernel.cmdline", "kernel command line"),
-    ("virtualization", "virtualization"),
-    ("frequency.cpuidle_driver", "idle driver"),
-    ("frequency.cpuidle_governor", "idle governor"),
-    ("frequency.governor", "frequency governor"),
-    ("mitigations", "mitigations"),
-    ("clocksource.current", "clocksource"),
-    ("sandbox.seccomp.mode", "seccomp filter"),
-    ("sandbox.seccomp.filters", "seccomp filters"),
-    ("sandbox.traced", "traced"),
-    ("sandbox.audit.state", "syscall auditing"),
-    ("sandbox.audit.rules", "audit rules"),
-)
-
-# ---- verdicts in words ---------------------------------------------------------------
-# One sentence per reason code of schema/record.schema.json ($defs.reason_code).
-REASON_SENTENCES: dict[str, str] = {
-    "too_few_switches": (
-        "The kernel counted fewer context switches than this probe needs, so some "
-        "operations did not switch and the figure understates a switch."
-    ),
-    "too_many_switches": (
-        "The kernel counted more context switches than this probe makes, so other work "
-        "preempted the measurement and its time may be in the figure."
-    ),
-    "count_mismatch": (
-        "A kernel counter disagrees with the number of operations, so the operation "
-        "measured is not quite the one intended."
-    ),
-    "migrated": (
-        "A task ran on a CPU other than the one it was pinned to, so the placement "
-        "this variant names did not hold throughout."
-    ),
-    "placement_unavailable": (
-        "The CPUs this placement needs are not available to the run (too few CPUs, "
-        "or no such pair in the topology)."
-    ),
-    "nonpositive_after_baseline": (
-        "The baseline is not below the result, so what remains after subtracting it "
-        "is noise, not a cost."
-    ),
-    "high_spread": (
-        "The samples spread widely, so the median is less certain than its interval suggests."
-    ),
-    "timer_quantization": (
-        "The measured batches were short next to the timer's resolution, so the clock's "
-        "steps may show in the figure."
-    ),
-    "unstable": (
-        "The samples do not form one figure (several modes or a wide middle half), "
-        "so the machine was not steady while it was measured."
-    ),
-    "not_supported_here": "This machine, kernel or C library cannot do what the probe measures.",
-    "permission_denied": (
-        "The run lacked a permission the probe needs (often root, or write access to a device)."
-    ),
-    "built_without": "The engine was built without the library this probe needs.",
-    "child_failed": (
-        "A partner process or thread of the measurement failed, so no figure can be trusted."
-    ),
-    "timeout": "The measurement did not finish within its time limit.",
-    "interrupted": "The run was stopped before this variant finished.",
-    "error": "An error stopped the measurement (the record's detail says which).",
-}
-
-
-def reason_sentence(code: str) -> str:
-    """The sentence for a reason code; an unknown code (a newer producer) says so."""
-    return REASON_SENTENCES.get(code, f"Reason '{code}' (not known to this version of ctxbench).")
-
-
-# ---- the data ------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Point:
-    """One record's figure, as the summary shows it."""
-
-    probe: str
-    params: dict[str, Any]
-    family: str
-    unit: str
-    median: float | None
-    ci_low: float | None
-    ci_high: float | None
-    status: str
-    reasons: tuple[str, ...]  # sentences, one per distinct reason code
-    details: tuple[str, ...]  # the record's own words, one per reason
-    anchor: str  # id of the family section it belongs to
-    result: dict[str, Any]
-
-    @property
-    def params_text(self) -> str:
-        return fmt.params(self.params)
-
-
-@dataclass(frozen=True)
-class Rung:
-    key: str
-    label: str
-    point: Point
-
-
-@dataclass(frozen=True)
-class SameVsCross:
-    probe: str
-    primitive: str  # the probe name without its family: 'pipe', 'futex'
-    between: str | None
-    same: Point | None
-    cross: Point | None
-    ratio: float | None  # cross median / same median, both measured and both switches
-    no_ratio: str | None = None  # why there is no ratio, in words (a side did not switch)
-
-
-@dataclass(frozen=True)
-class VerdictNote:
-    point: Point
-    sentences: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Verdicts:
-    counts: dict[str, int]
-    notes: list[VerdictNote]  # every result that is not ok
-
-    @property
-    def not_ok(self) -> int:
-        return sum(n for status, n in self.counts.items() if status != "ok")
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    name: str
-    run_id: str
-    machine: str
-    ladder: list[Rung]
-    same_vs_cross: list[SameVsCross]
-    explained: Explained | None
-    explanation: Explanation | None
-    verdicts: Verdicts
-    why: list[str] = field(default_factory=list)  # the ladder's large differences, in words
-    terms: list[str] = field(default_factory=list)  # definitions of the ladder's terms
-    sandbox: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class MachineCell:
-    median: float | None
-    ratio: float | None  # other / reference
-    ci_low: float | None
-    ci_high: float | None
-    p_value: float | None
-    significant: bool
-    decision: str | None  # compare.SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE
-    words: str  # compare.describe: 'B ran 1.52× (1.49–1.55) slower than A', 'not significant'
-    excluded: tuple[str, ...]
-    note: str | None  # why there is no ratio
-    noise: Noise | None = None  # what judged the difference (repeats, history, within-run)
-
-
-@dataclass(frozen=True)
-class MachineFigure:
-    key: str
-    label: str
-    probe: str
-    params: dict[str, Any]
-    unit: str
-    reference_median: float | None
-    cells: list[MachineCell]  # one per run after the reference
-    row: Row | None = None  # the row of Machines.key_comparison it comes from
-
-
-@dataclass(frozen=True)
-class EnvDifference:
-    key: str
-    label: str
-    values: list[str | None]
-
-
-@dataclass(frozen=True)
-class Machines:
-    reference: str
-    others: list[str]
-    comparison: Comparison
-    figures: list[MachineFigure]
-    env: list[EnvDifference]
-    # compare_runs over the key figures only, variants matched by variant_key
-    key_comparison: Comparison | None = None
-
-
-@dataclass(frozen=True)
-class Summary:
-    runs: list[RunSummary]
-    machines: Machines | None
-
-    @property
-    def ladder(self) -> list[Rung]:
-        return self.runs[0].ladder
-
-    @property
-    def same_vs_cross(self) -> list[SameVsCross]:
-        return self.runs[0].same_vs_cross
-
-    @property
-    def explained(self) -> Explained | None:
-        return self.runs[0].explained
-
-    @property
-    def explanation(self) -> Explanation | None:
-        return self.runs[0].explanation
-
-    @property
-    def verdicts(self) -> Verdicts:
-        return self.runs[0].verdicts
-
-
-# ---- building it ---------------------------------------------------------------------
 def section_id(family: str) -> str:
     """The HTML id of a family's section: 'family-switch' (safe for any family name)."""
     return "family-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", family).strip("-") or "x")

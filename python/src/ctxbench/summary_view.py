@@ -32,7 +32,7 @@ from ctxbench.compare import FASTER, SLOWER, describe
 from ctxbench.compare import summary_lines as comparison_summary_lines
 from ctxbench.explain import Explanation
 from ctxbench.records import params_key, variant_name
-from ctxbench.summary import Machines, Point, RunSummary, Summary
+from ctxbench.summary_data import Machines, Point, RunSummary, Summary
 from ctxbench.tables import STATUS_STYLE
 
 MIN_WIDTH = 80

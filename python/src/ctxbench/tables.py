@@ -22,7 +22,7 @@ from rich.text import Text
 from ctxbench import fmt, matrix, noise
 from ctxbench.compare import Comparison, MatrixComparison, describe
 from ctxbench.envdiff import flatten_env
-from ctxbench.store import RunInfo
+from ctxbench.store_schema import RunInfo
 
 STATUS_STYLE = {"ok": "green", "suspect": "yellow", "unsupported": "dim", "failed": "red"}
 
@@ -77,7 +77,7 @@ def _wide_results_table(results: list[dict[str, Any]], title: str | None) -> Tab
             Text(fmt.params(result["params"])),
             fmt.value(summary.get("median"), result["unit"]),
             fmt.value(summary.get("p99"), result["unit"]),
-            fmt.median_ci(result),
+            fmt.median_ci_text(result),
             fmt.baseline(result),
             fmt.corrected(result),
             _with_set_aside(_verdict_text(result), result),
@@ -104,7 +104,7 @@ def _narrow_results_table(results: list[dict[str, Any]], title: str | None) -> T
         table.add_row(
             name,
             f"{fmt.value(summary.get('median'), unit)}\n{fmt.value(summary.get('p99'), unit)}",
-            fmt.median_ci(result),
+            fmt.median_ci_text(result),
             f"{fmt.corrected(result)}\n{fmt.baseline(result)}",
             Text(status, style=STATUS_STYLE.get(status, "")),
         )

@@ -17,14 +17,11 @@ the report print it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ctxbench import fmt
 from ctxbench.explain import IDLE_PART, Explained, Explanation
 from ctxbench.records import params_key
-
-if TYPE_CHECKING:  # the summary's types; the summary imports this module
-    from ctxbench.summary import Point, Rung
+from ctxbench.summary_data import Point, Rung
 
 ADDRESS_SPACE_PART = "address-space switch"
 

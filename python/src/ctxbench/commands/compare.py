@@ -14,7 +14,7 @@ from ctxbench.commands.db import db_option, open_store
 from ctxbench.compare import Comparison, summary_lines
 from ctxbench.console import QuietStream, new_console
 from ctxbench.errors import BadInput
-from ctxbench.store import StoredRun
+from ctxbench.store_schema import StoredRun
 
 
 @click.command()

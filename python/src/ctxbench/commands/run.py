@@ -35,7 +35,8 @@ from ctxbench.runner import (
     param_problem,
     plan_variants,
 )
-from ctxbench.store import Store, StoredRun
+from ctxbench.store import Store
+from ctxbench.store_schema import StoredRun
 
 
 def _resolve_selectors(selectors: tuple[str, ...], probes: list[dict[str, Any]]) -> list[str]:

@@ -22,7 +22,8 @@ from ctxbench.records import group_run
 from ctxbench.remote import SSH, HostError, RemoteEngineRun
 from ctxbench.run_lifecycle import ProgressView, Spool, StopSignals, store_run
 from ctxbench.runner import EXIT_INTERRUPTED, RunOptions
-from ctxbench.store import Store, StoredRun
+from ctxbench.store import Store
+from ctxbench.store_schema import StoredRun
 
 
 @dataclass

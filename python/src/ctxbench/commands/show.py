@@ -13,7 +13,7 @@ from ctxbench.console import new_console
 from ctxbench.explain import explain as explain_run
 from ctxbench.explain_phases import render_trace_detail
 from ctxbench.explain_view import render_text as render_explanation
-from ctxbench.store import StoredRun
+from ctxbench.store_schema import StoredRun
 
 
 def _run_header(stored: StoredRun) -> str:

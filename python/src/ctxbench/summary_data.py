@@ -1,0 +1,153 @@
+"""The summary's data: what a summary of runs holds, as frozen dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxbench import fmt
+from ctxbench.compare import Comparison, Row
+from ctxbench.explain import Explained, Explanation
+from ctxbench.noise import Noise
+
+
+@dataclass(frozen=True)
+class Point:
+    """One record's figure, as the summary shows it."""
+
+    probe: str
+    params: dict[str, Any]
+    family: str
+    unit: str
+    median: float | None
+    ci_low: float | None
+    ci_high: float | None
+    status: str
+    reasons: tuple[str, ...]  # sentences, one per distinct reason code
+    details: tuple[str, ...]  # the record's own words, one per reason
+    anchor: str  # id of the family section it belongs to
+    result: dict[str, Any]
+
+    @property
+    def params_text(self) -> str:
+        return fmt.params(self.params)
+
+
+@dataclass(frozen=True)
+class Rung:
+    key: str
+    label: str
+    point: Point
+
+
+@dataclass(frozen=True)
+class SameVsCross:
+    probe: str
+    primitive: str  # the probe name without its family: 'pipe', 'futex'
+    between: str | None
+    same: Point | None
+    cross: Point | None
+    ratio: float | None  # cross median / same median, both measured and both switches
+    no_ratio: str | None = None  # why there is no ratio, in words (a side did not switch)
+
+
+@dataclass(frozen=True)
+class VerdictNote:
+    point: Point
+    sentences: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    counts: dict[str, int]
+    notes: list[VerdictNote]  # every result that is not ok
+
+    @property
+    def not_ok(self) -> int:
+        return sum(n for status, n in self.counts.items() if status != "ok")
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    name: str
+    run_id: str
+    machine: str
+    ladder: list[Rung]
+    same_vs_cross: list[SameVsCross]
+    explained: Explained | None
+    explanation: Explanation | None
+    verdicts: Verdicts
+    why: list[str] = field(default_factory=list)  # the ladder's large differences, in words
+    terms: list[str] = field(default_factory=list)  # definitions of the ladder's terms
+    sandbox: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MachineCell:
+    median: float | None
+    ratio: float | None  # other / reference
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    significant: bool
+    decision: str | None  # compare.SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE
+    words: str  # compare.describe: 'B ran 1.52× (1.49–1.55) slower than A', 'not significant'
+    excluded: tuple[str, ...]
+    note: str | None  # why there is no ratio
+    noise: Noise | None = None  # what judged the difference (repeats, history, within-run)
+
+
+@dataclass(frozen=True)
+class MachineFigure:
+    key: str
+    label: str
+    probe: str
+    params: dict[str, Any]
+    unit: str
+    reference_median: float | None
+    cells: list[MachineCell]  # one per run after the reference
+    row: Row | None = None  # the row of Machines.key_comparison it comes from
+
+
+@dataclass(frozen=True)
+class EnvDifference:
+    key: str
+    label: str
+    values: list[str | None]
+
+
+@dataclass(frozen=True)
+class Machines:
+    reference: str
+    others: list[str]
+    comparison: Comparison
+    figures: list[MachineFigure]
+    env: list[EnvDifference]
+    # compare_runs over the key figures only, variants matched by variant_key
+    key_comparison: Comparison | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    runs: list[RunSummary]
+    machines: Machines | None
+
+    @property
+    def ladder(self) -> list[Rung]:
+        return self.runs[0].ladder
+
+    @property
+    def same_vs_cross(self) -> list[SameVsCross]:
+        return self.runs[0].same_vs_cross
+
+    @property
+    def explained(self) -> Explained | None:
+        return self.runs[0].explained
+
+    @property
+    def explanation(self) -> Explanation | None:
+        return self.runs[0].explanation
+
+    @property
+    def verdicts(self) -> Verdicts:
+        return self.runs[0].verdicts

@@ -1,0 +1,168 @@
+"""The summary's rules: which record stands for each rung, which knobs pair, reasons in words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Which record stands for a rung: the first candidate probe the run measured,
+# with params matching ``match``. A match value is a tuple of accepted values
+# in order of preference; None accepts a record without that param (older
+# records, or a probe that has no such knob). Params not named are free.
+DEFAULT_SWITCH = {"policy": ("normal", "batch", None), "idle": ("free", None)}
+# On one CPU the CPU never idles between hand-offs, so a same-CPU switch with
+# idle held is the same experiment; a run made with --hold-idle has only that.
+SAME_CPU_SWITCH = {**DEFAULT_SWITCH, "idle": ("free", None, "held")}
+
+
+@dataclass(frozen=True)
+class RungSpec:
+    key: str
+    label: str
+    candidates: tuple[str, ...]  # probe names, preferred first
+    match: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+
+LADDER: tuple[RungSpec, ...] = (
+    RungSpec("coroutine", "coroutine resume", ("uswitch.coroutine",)),
+    RungSpec(
+        "asm",
+        "own asm switch",
+        ("uswitch.asm",),
+        {"fpstate": ("abi", None), "fpcontrol": ("same", None)},
+    ),
+    RungSpec("fiber", "Boost.Fiber yield", ("uswitch.boost_fiber",)),
+    RungSpec(
+        "vdso",
+        "vDSO clock_gettime",
+        ("timer.clock_gettime_monotonic", "syscall.clock_gettime_vdso"),
+    ),
+    RungSpec(
+        "syscall", "bare system call", ("syscall.enosys", "syscall.getppid", "syscall.getpid")
+    ),
+    RungSpec("signal", "signal round trip", ("trap.signal",)),
+    RungSpec(
+        "thread_switch",
+        "thread switch, same CPU",
+        ("switch.pipe",),
+        {"between": ("threads",), "cpus": ("same",), **SAME_CPU_SWITCH},
+    ),
+    RungSpec(
+        "process_switch",
+        "process switch, same CPU",
+        ("switch.pipe",),
+        {"between": ("processes",), "cpus": ("same",), **SAME_CPU_SWITCH},
+    ),
+    RungSpec(
+        "cross_switch",
+        "thread switch, cross CPU",
+        ("switch.pipe",),
+        {"between": ("threads",), "cpus": ("cross",), **DEFAULT_SWITCH},
+    ),
+    RungSpec(
+        "cross_switch_held",
+        "thread switch, cross CPU, idle held",
+        ("switch.pipe",),
+        {
+            "between": ("threads",),
+            "cpus": ("cross",),
+            "policy": DEFAULT_SWITCH["policy"],
+            "idle": ("held",),
+        },
+    ),
+    RungSpec("thread_create", "thread creation", ("create.pthread",)),
+    RungSpec("fork", "fork", ("create.fork",), {"parent_mib": (0, None)}),
+    RungSpec("exec", "fork + exec", ("create.fork_exec",)),
+)
+
+# Knobs an older engine did not have: a record without one was measured the way
+# this value says (no engine held idle before the knob existed), so for machine
+# vs machine it is the same variant as one that names the value.
+ABSENT_MEANS: dict[str, Any] = {"idle": "free"}
+
+# The same-vs-cross view: switch probes whose params are only these knobs.
+SWITCH_FAMILY = "switch"
+SWITCH_KNOBS = {"between", "cpus", "policy", "idle"}
+# Both sides take idle=free when the run has it, else both idle=held (a run
+# made with --hold-idle), so a row never pairs a free side with a held one.
+SAME_VS_CROSS_MATCH = {"policy": DEFAULT_SWITCH["policy"], "idle": SAME_CPU_SWITCH["idle"]}
+
+# The switch drawn as a waterfall: the first of these rungs the run explains.
+WATERFALL_PREFERENCE = ("process_switch", "thread_switch", "cross_switch")
+
+# Environment keys (flattened, envdiff.flatten_env) that plausibly explain a
+# difference between machines, with a reader's name; a key matches itself
+# and every key below it.
+ENV_OF_INTEREST = (
+    ("cpu.model", "CPU"),
+    ("cpu.logical", "logical CPUs"),
+    ("kernel.release", "kernel"),
+    ("kernel.cmdline", "kernel command line"),
+    ("virtualization", "virtualization"),
+    ("frequency.cpuidle_driver", "idle driver"),
+    ("frequency.cpuidle_governor", "idle governor"),
+    ("frequency.governor", "frequency governor"),
+    ("mitigations", "mitigations"),
+    ("clocksource.current", "clocksource"),
+    ("sandbox.seccomp.mode", "seccomp filter"),
+    ("sandbox.seccomp.filters", "seccomp filters"),
+    ("sandbox.traced", "traced"),
+    ("sandbox.audit.state", "syscall auditing"),
+    ("sandbox.audit.rules", "audit rules"),
+)
+
+# ---- verdicts in words ---------------------------------------------------------------
+# One sentence per reason code of schema/record.schema.json ($defs.reason_code).
+REASON_SENTENCES: dict[str, str] = {
+    "too_few_switches": (
+        "The kernel counted fewer context switches than this probe needs, so some "
+        "operations did not switch and the figure understates a switch."
+    ),
+    "too_many_switches": (
+        "The kernel counted more context switches than this probe makes, so other work "
+        "preempted the measurement and its time may be in the figure."
+    ),
+    "count_mismatch": (
+        "A kernel counter disagrees with the number of operations, so the operation "
+        "measured is not quite the one intended."
+    ),
+    "migrated": (
+        "A task ran on a CPU other than the one it was pinned to, so the placement "
+        "this variant names did not hold throughout."
+    ),
+    "placement_unavailable": (
+        "The CPUs this placement needs are not available to the run (too few CPUs, "
+        "or no such pair in the topology)."
+    ),
+    "nonpositive_after_baseline": (
+        "The baseline is not below the result, so what remains after subtracting it "
+        "is noise, not a cost."
+    ),
+    "high_spread": (
+        "The samples spread widely, so the median is less certain than its interval suggests."
+    ),
+    "timer_quantization": (
+        "The measured batches were short next to the timer's resolution, so the clock's "
+        "steps may show in the figure."
+    ),
+    "unstable": (
+        "The samples do not form one figure (several modes or a wide middle half), "
+        "so the machine was not steady while it was measured."
+    ),
+    "not_supported_here": "This machine, kernel or C library cannot do what the probe measures.",
+    "permission_denied": (
+        "The run lacked a permission the probe needs (often root, or write access to a device)."
+    ),
+    "built_without": "The engine was built without the library this probe needs.",
+    "child_failed": (
+        "A partner process or thread of the measurement failed, so no figure can be trusted."
+    ),
+    "timeout": "The measurement did not finish within its time limit.",
+    "interrupted": "The run was stopped before this variant finished.",
+    "error": "An error stopped the measurement (the record's detail says which).",
+}
+
+
+def reason_sentence(code: str) -> str:
+    """The sentence for a reason code; an unknown code (a newer producer) says so."""
+    return REASON_SENTENCES.get(code, f"Reason '{code}' (not known to this version of ctxbench).")
