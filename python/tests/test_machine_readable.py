@@ -19,6 +19,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from click.testing import CliRunner
+from referencing import Registry, Resource
 
 from conftest import REPO, fixture_path, real_run
 from ctxbench import fmt
@@ -287,6 +288,41 @@ def test_show_json_gives_the_stored_records_verbatim(db, two_runs):
         assert rung["median"] == by_variant[rung["variant"]]["summary"]["median"]
     suspect = [n for n in data["summary"]["verdicts"]["notes"] if n["status"] == "suspect"]
     assert suspect and "fewer context switches" in suspect[0]["sentences"][0]
+
+
+# ---- history --json ------------------------------------------------------------------
+HISTORY_SCHEMA = json.loads((REPO / "schema" / "history.schema.json").read_text())
+# history.schema.json takes a run's description from show.schema.json.
+SCHEMAS = Registry().with_resource(SHOW_SCHEMA["$id"], Resource.from_contents(SHOW_SCHEMA))
+
+
+def _history_validator() -> jsonschema.Draft202012Validator:
+    jsonschema.Draft202012Validator.check_schema(HISTORY_SCHEMA)
+    return jsonschema.Draft202012Validator(HISTORY_SCHEMA, registry=SCHEMAS)
+
+
+def test_history_json_validates_and_lists_the_runs_as_show_describes_them(db, two_runs):
+    done = invoke("history", "--json", "--db", db)
+    assert done.exit_code == 0, done.stderr
+    data = json.loads(done.stdout)
+    _history_validator().validate(data)
+    assert data["kind"] == "history" and data["store"] == db
+    assert [run["run_id"] for run in data["runs"]] == two_runs
+    shown = json.loads(invoke("show", two_runs[1], "--json", "--db", db).stdout)
+    assert data["runs"][1] == shown["run"]
+    broken = copy.deepcopy(data)
+    del broken["runs"][0]["machine"]  # the run's description is checked, not waved through
+    assert not _history_validator().is_valid(broken)
+
+
+def test_history_json_of_no_store_is_an_empty_list(tmp_path):
+    db = str(tmp_path / "none.db")
+    done = invoke("history", "--json", "--db", db)
+    assert done.exit_code == 0, done.stderr
+    data = json.loads(done.stdout)
+    _history_validator().validate(data)
+    assert data["runs"] == [] and "no store at" in done.stderr
+    assert not os.path.exists(db)
 
 
 # ---- colour --------------------------------------------------------------------------

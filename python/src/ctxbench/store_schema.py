@@ -146,6 +146,21 @@ class RunInfo:
     def n_results(self) -> int:
         return sum(self.counts.values())
 
+    def as_dict(self) -> dict[str, Any]:
+        """What the store knows of the run, as ``show --json`` and ``history
+        --json`` give it (``run`` in schema/show.schema.json)."""
+        return {
+            "run_id": self.run_id,
+            "label": self.label,
+            "machine": self.machine,
+            "origin": self.origin,
+            "started_at": self.started_at,
+            "stored_at": self.stored_at,
+            "complete": self.complete,
+            "interrupted": self.interrupted,
+            "counts": self.counts,
+        }
+
 
 @dataclass(frozen=True)
 class StoredRun:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -15,26 +16,49 @@ from ctxbench.errors import BadInput, CtxbenchError
 from ctxbench.output_files import check_output_path, write_text
 from ctxbench.records import group_run, read_records, read_run_file
 from ctxbench.run_lifecycle import store_run
+from ctxbench.store_dialects import default_target
+from ctxbench.store_schema import RunInfo
 
 
 @click.command()
 @db_option
-def history(db: str | None) -> None:
-    """The runs in the store, oldest first."""
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the runs as JSON (schema/history.schema.json) instead of a table.",
+)
+def history(db: str | None, as_json: bool) -> None:
+    """The runs in the store, in the order they were measured."""
     try:
         store = open_store(db, create=False)
     except CtxbenchError as error:
-        if str(error).startswith("no store at"):
-            say(f"{error}")
-            return
-        raise
+        if not str(error).startswith("no store at"):
+            raise
+        say(f"{error}")
+        if as_json:
+            _print_history_json(db or default_target(), [])
+        return
     with store:
         infos = store.runs()
-        if not infos:
-            say(f"no runs in {store.location} yet")
-            return
-        console = new_console()
-        console.print(tables.history_table(infos, width=console.width))
+    if as_json:
+        _print_history_json(store.location, infos)
+        return
+    if not infos:
+        say(f"no runs in {store.location} yet")
+        return
+    console = new_console()
+    console.print(tables.history_table(infos, width=console.width))
+
+
+def _print_history_json(location: str, infos: list[RunInfo]) -> None:
+    history = {
+        "schema": 1,
+        "kind": "history",
+        "store": location,
+        "runs": [info.as_dict() for info in infos],
+    }
+    click.echo(json.dumps(history, indent=2, allow_nan=False))
 
 
 @click.command("import")

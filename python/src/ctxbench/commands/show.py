@@ -83,21 +83,10 @@ def _run_json(stored: StoredRun) -> dict[str, Any]:
     from ctxbench.summary import summarize
     from ctxbench.summary_view import as_dict
 
-    info = stored.info
     return {
         "schema": 1,
         "kind": "stored_run",
-        "run": {
-            "run_id": info.run_id,
-            "label": info.label,
-            "machine": info.machine,
-            "origin": info.origin,
-            "started_at": info.started_at,
-            "stored_at": info.stored_at,
-            "complete": info.complete,
-            "interrupted": info.interrupted,
-            "counts": info.counts,
-        },
+        "run": stored.info.as_dict(),
         "summary": as_dict(summarize([stored]).runs[0]),
         "records": stored.records.all(),
     }
