@@ -92,6 +92,19 @@ def test_show_unknown_run_is_one_line_exit_2(db, two_runs):
     assert "ctxbench history" in result.stderr
 
 
+def test_show_takes_the_hash_part_and_names_the_candidates_of_an_ambiguous_one(db, two_runs):
+    run_a, run_b = two_runs
+    shown = invoke("show", run_a.split("-", 1)[1], "--db", db)
+    assert shown.exit_code == 0, shown.stderr
+    assert f"run {run_a}" in shown.stdout
+    both = run_a[:14]  # the timestamps' common start: 20261122T06371
+    assert run_b.startswith(both)
+    ambiguous = invoke("show", both, "--db", db)
+    assert ambiguous.exit_code == 2
+    line = one_error_line(ambiguous)
+    assert "ambiguous" in line and run_a in line and run_b in line
+
+
 def test_history_without_a_store(tmp_path):
     result = invoke("history", "--db", str(tmp_path / "none.db"))
     assert result.exit_code == 0

@@ -261,6 +261,33 @@ def test_run_references(store_target):
         assert store.resolve("host-run-0001") == "host-run-0001"
 
 
+def test_run_references_by_the_hash_part(store_target):
+    """`show 2291752d`: what follows the timestamp names a run too, by a unique
+    start of at least four characters; a label of that name comes first."""
+    with Store.open(store_target) as store:
+        for run_id in (
+            "20260101T000000Z-beef0001",
+            "20260102T000000Z-beef0002",
+            "20260103T000000Z-cafe1234",
+            "20260104T000000Z-d00d5678",
+        ):
+            store.add_run(synthetic_run(run_id, n_results=1), origin="run")
+        store.add_run(synthetic_run("20260105T000000Z-0badf00d", n_results=1), "run", "cafe")
+        assert store.resolve("beef0002") == "20260102T000000Z-beef0002"
+        assert store.resolve("d00d") == "20260104T000000Z-d00d5678"
+        assert store.resolve("cafe") == "20260105T000000Z-0badf00d"  # the label
+        assert store.resolve("cafe1") == "20260103T000000Z-cafe1234"
+        with pytest.raises(BadInput, match="no run 'd00'"):
+            store.resolve("d00")  # shorter than MIN_HASH_PREFIX
+        with pytest.raises(BadInput) as ambiguous:
+            store.resolve("beef")
+        message = str(ambiguous.value)
+        assert "ambiguous" in message and ambiguous.value.exit_code == 2
+        assert "20260101T000000Z-beef0001" in message and "20260102T000000Z-beef0002" in message
+        with pytest.raises(BadInput, match="did you mean 20260104T000000Z-d00d5678"):
+            store.resolve("20260104T000000Z-d00d5679")
+
+
 def test_latest_on_an_empty_store(store_target):
     with Store.open(store_target) as store, pytest.raises(BadInput, match="no runs"):
         store.resolve("latest")
