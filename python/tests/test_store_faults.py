@@ -27,6 +27,7 @@ from ctxbench.cli import cli
 from ctxbench.errors import StoreWriteError
 from ctxbench.store import Store
 from ctxbench.store_schema import APPLICATION_ID
+from servers import PostgresServer, postgres_bindir
 
 
 def invoke(*args: str):
@@ -351,6 +352,42 @@ def test_read_only_postgresql_database_reads_and_refuses_writes(pg_server):
 def test_unreachable_postgresql_server_is_one_line_without_the_password(tmp_path):
     url = f"postgresql://someone:s3cret@/bench?host={tmp_path}/no-server&connect_timeout=2"
     result = invoke("history", "--db", url)
-    assert result.exit_code != 0
-    line = assert_one_error_line(result.stderr, "cannot open store", "check the --db URL")
+    assert result.exit_code == 1  # StoreUnreachable: not the input's fault, not a bug
+    line = assert_one_error_line(
+        result.stderr, "cannot open store", "cannot be reached", "--db URL"
+    )
     assert "s3cret" not in result.stderr and "someone:***@" in line
+
+
+# ---- a PostgreSQL server that goes away --------------------------------------------
+def test_postgresql_server_stopped_mid_run_is_one_line_and_keeps_the_records(tmp_path, monkeypatch):
+    """Not a bug report: the store cannot be reached, and the line says where
+    the records are and how to store them (issue 25: it printed 'unexpected
+    OperationalError ... a bug in ctxbench')."""
+    bindir = postgres_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL server binaries are not installed (scripts/deps.sh servers)")
+    server = PostgresServer(bindir)  # its own: this test stops it
+    server.start()
+    try:
+        url = server.new_database()
+        Store.open(url).close()
+        _fake_engine(tmp_path, monkeypatch)
+        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the spool's directory
+        import ctxbench.commands.run as run_command
+
+        stream = run_command.stream_engine_run
+
+        def stream_then_stop_the_server(*args, **kwargs):
+            records = stream(*args, **kwargs)
+            server.stop()
+            return records
+
+        monkeypatch.setattr(run_command, "stream_engine_run", stream_then_stop_the_server)
+        result = invoke("run", "--db", url)
+    finally:
+        server.stop()
+    assert result.exit_code == 1
+    line = assert_one_error_line(result.stderr, "cannot be reached", "ctxbench import")
+    assert "bug" not in line
+    _kept_for_import(result.stderr, tmp_path / "data" / "ctxbench")

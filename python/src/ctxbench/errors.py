@@ -41,6 +41,14 @@ class OutputError(CtxbenchError):
     exit_code = 3
 
 
+class StoreUnreachable(StoreError):
+    """The store's server cannot be reached: it is down, or went away while
+    ctxbench used it. Not the user's input and not a bug (exit 1); a run's
+    records wait in a spool, and the message says how to store them."""
+
+    exit_code = 1
+
+
 class StoreWriteError(StoreError):
     """The store could not take a write: disk full, write lock held past the
     timeout, store deleted or replaced, read-only. Nothing of the write was

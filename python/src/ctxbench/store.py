@@ -32,7 +32,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from ctxbench.errors import BadInput, StoreError, StoreWriteError
+from ctxbench.errors import BadInput, StoreError, StoreUnreachable, StoreWriteError
 from ctxbench.records import RunRecords, group_run, params_key
 from ctxbench.run_references import resolve_reference
 from ctxbench.store_dialects import (
@@ -124,6 +124,11 @@ class Store:
             connection = engine.connect()
         except sa_exc.DBAPIError as error:
             engine.dispose()
+            if dialect.unreachable(error) is not None:
+                raise StoreUnreachable(
+                    f"cannot open store {dialect.location}: its server cannot be reached "
+                    f"({first_line(error.orig)}); check that it is up and the --db URL"
+                ) from None
             raise StoreError(
                 f"cannot open store {dialect.location}: {first_line(error.orig)}; "
                 f"check the --db {'URL' if dialect.name == 'postgresql' else 'path'}"
@@ -234,9 +239,15 @@ class Store:
 
     @contextmanager
     def _read(self) -> Iterator[sa.Connection]:
-        with self._conn.begin():
-            self._dialect.begin_read(self._conn)
-            yield self._conn
+        try:
+            with self._conn.begin():
+                self._dialect.begin_read(self._conn)
+                yield self._conn
+        except sa_exc.DBAPIError as error:
+            unreachable = self._dialect.unreachable(error)
+            if unreachable is not None:
+                raise unreachable from None
+            raise
 
     @contextmanager
     def _write(self) -> Iterator[sa.Connection]:
@@ -261,7 +272,10 @@ class Store:
                 raise failure from None
             raise
         finally:
-            self._conn.info["write"] = False
+            # An invalidated connection (the server went away) would try to
+            # connect again to reach its info, and fail over the error above.
+            if not self._conn.invalidated:
+                self._conn.info["write"] = False
 
     # ---- writing -----------------------------------------------------------
     def add_run(self, run: RunRecords, origin: str, label: str | None = None) -> str:

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.pool import NullPool
 
-from ctxbench.errors import StoreError, StoreWriteError
+from ctxbench.errors import StoreError, StoreUnreachable, StoreWriteError
 from ctxbench.store_schema import APPLICATION_ID, SQLITE_MAGIC
 
 CONNECT_TIMEOUT_S = 15
@@ -77,6 +77,10 @@ class Dialect:
 
     def write_failure(self, error: BaseException) -> StoreWriteError | None:
         """A StoreWriteError for a failed write the user can act on, else None."""
+        return None
+
+    def unreachable(self, error: BaseException) -> StoreUnreachable | None:
+        """A StoreUnreachable when ERROR says the server cannot be reached, else None."""
         return None
 
 
@@ -254,14 +258,26 @@ class PostgreSQLDialect(Dialect):
         conn.execute(sa.text(f"SET LOCAL lock_timeout = {milliseconds}"))
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": APPLICATION_ID})
 
+    def unreachable(self, error: BaseException) -> StoreUnreachable | None:
+        original = getattr(error, "orig", error)
+        state = getattr(original, "sqlstate", None)
+        lost = state is None and isinstance(error, sa_exc.OperationalError)
+        # 08: connection exception; 57: operator intervention (a shutdown).
+        if not (lost or (state or "").startswith(("08", "57"))):
+            return None
+        return StoreUnreachable(
+            f"store {self.location} cannot be reached ({first_line(original)}); "
+            "check that its server is up and the --db URL"
+        )
+
     def write_failure(self, error: BaseException) -> StoreWriteError | None:
         original = getattr(error, "orig", error)
         state = getattr(original, "sqlstate", None)
         if state is None:
             if isinstance(error, sa_exc.OperationalError):
                 return StoreWriteError(
-                    f"store {self.location}: the connection failed during the write "
-                    f"({first_line(original)}); nothing of this run was written: "
+                    f"store {self.location} cannot be reached: the connection failed during "
+                    f"the write ({first_line(original)}); nothing of this run was written: "
                     "store it again when the server is back",
                     reason="gone",
                 )
@@ -288,7 +304,7 @@ class PostgreSQLDialect(Dialect):
             )
         if state.startswith("08") or state.startswith("57"):  # connection, shutdown
             return StoreWriteError(
-                f"store {self.location}: the server went away during the write "
+                f"store {self.location} cannot be reached: the server went away during the write "
                 f"({first_line(original)}); nothing of this run was written: "
                 "store it again when the server is back",
                 reason="gone",
