@@ -16,6 +16,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -119,6 +120,20 @@ def _fake_engine(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("FAKE_ENGINE_RECORDS", str(fixture_path("run_a.jsonl")))
 
 
+def _after_the_engine(monkeypatch, action: Callable[[], object]) -> None:
+    """`run` does ACTION once the engine's records are in, before it stores them."""
+    import ctxbench.commands.run as run_command
+
+    stream = run_command.stream_engine_run
+
+    def stream_then_act(*args, **kwargs):
+        records = stream(*args, **kwargs)
+        action()
+        return records
+
+    monkeypatch.setattr(run_command, "stream_engine_run", stream_then_act)
+
+
 def _kept_for_import(stderr: str, directory: Path) -> Path:
     """The run's records are in the spool, and the message says how to store them."""
     spools = list(directory.glob(".ctxbench-unstored-*.jsonl"))
@@ -149,16 +164,7 @@ def test_store_deleted_during_a_run_keeps_the_measured_run(tmp_path, monkeypatch
     _fake_engine(tmp_path, monkeypatch)
     db = tmp_path / "s.db"
     Store.open(db).close()
-    import ctxbench.commands.run as run_command
-
-    stream = run_command.stream_engine_run
-
-    def stream_then_delete(*args, **kwargs):
-        records = stream(*args, **kwargs)
-        db.unlink()
-        return records
-
-    monkeypatch.setattr(run_command, "stream_engine_run", stream_then_delete)
+    _after_the_engine(monkeypatch, db.unlink)
     result = invoke("run", "--db", str(db))
     assert result.exit_code == 1
     assert_one_error_line(result.stderr, "was deleted")
@@ -374,16 +380,7 @@ def test_postgresql_server_stopped_mid_run_is_one_line_and_keeps_the_records(tmp
         Store.open(url).close()
         _fake_engine(tmp_path, monkeypatch)
         monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the spool's directory
-        import ctxbench.commands.run as run_command
-
-        stream = run_command.stream_engine_run
-
-        def stream_then_stop_the_server(*args, **kwargs):
-            records = stream(*args, **kwargs)
-            server.stop()
-            return records
-
-        monkeypatch.setattr(run_command, "stream_engine_run", stream_then_stop_the_server)
+        _after_the_engine(monkeypatch, server.stop)
         result = invoke("run", "--db", url)
     finally:
         server.stop()
