@@ -1,7 +1,8 @@
-"""What ``ctxbench explain`` prints of a run's decompositions (``ctxbench.explain``):
-the figures a reader asked for (probe globs, family names, params), the
-headline switches first, each part with its share of the median, and what the
-run could not separate or explain, in words.
+"""What ``ctxbench explain`` prints of a run's decompositions, in words.
+
+From ``ctxbench.explain``: the figures a reader asked for (probe globs,
+family names, params), the headline switches first, each part with its share
+of the median, and what the run could not separate or explain.
 
 A part's share is printed only for parts that are a share (``explain`` keeps
 every standing part between 0 and the median); the differences that came out

@@ -1,5 +1,6 @@
-"""Why the large differences in a run's summary are there, one line each, from
-figures of the same run (``ctxbench.explain``'s parts); and the words the
+"""Why the large differences in a run's summary are there, one line each.
+
+From figures of the same run (``ctxbench.explain``'s parts); and the words the
 summary uses, defined where they first appear.
 
 * ``why_lines(explained, rungs)``: another CPU against the same CPU (how much
