@@ -161,7 +161,7 @@ def cost_lines(costs: list[FilterCost]) -> list[str]:
                         f"would add {_signed(c.expected_ns)}"
                     )
         if c.beyond_noise is False:
-            text += "; within this run's noise: the two medians' 95% intervals overlap"
+            text += "; within this run's noise: the two medians' confidence intervals overlap"
         if c.status != "ok":
             text += " [suspect: see the records' verdicts]"
         lines.append(head + text)
