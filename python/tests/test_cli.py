@@ -22,6 +22,7 @@ from conftest import fixture_path, real_run
 from ctxbench import riscv as riscv_lab
 from ctxbench.cli import cli
 from ctxbench.errors import StoreError
+from ctxbench.records import record_problem
 from ctxbench.riscv import tools as riscv_tools
 from ctxbench.store import Store
 
@@ -508,3 +509,40 @@ def test_a_run_the_store_refuses_is_kept_for_import(db, fake_engine, monkeypatch
 def test_a_stored_run_leaves_no_spool(db, fake_engine):
     assert invoke("run", "--db", db).exit_code == 0
     assert list(Path(db).parent.glob(".ctxbench-unstored-*")) == []
+
+
+# ---- run --repeat -------------------------------------------------------------------
+
+
+def test_run_repeat_stores_one_run_with_every_repeat(db, fake_engine, tmp_path):
+    json_out = tmp_path / "repeated.jsonl"
+    result = invoke(
+        "run", "syscall.getpid", "syscall.getppid", "--repeat", "2", "--db", db,
+        "--json", str(json_out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    runs = [json.loads(line) for line in fake_engine.read_text().splitlines()]
+    measured = [args for args in runs if args[0] == "run" and "--dry-run" not in args]
+    # Two engine processes, the second over the selection in reverse.
+    assert [args[1:3] for args in measured] == [
+        ["syscall.getpid", "syscall.getppid"],
+        ["syscall.getppid", "syscall.getpid"],
+    ]
+    assert "repeat 2 of 2" in result.stderr
+    with Store.open(db) as store:
+        assert len(store.runs()) == 1
+        stored = store.load("latest")
+    assert stored.env["options"]["repeat"] == 2
+    assert {r["probe"] for r in stored.results} == {"syscall.getpid", "syscall.getppid"}
+    for record in stored.results:
+        assert record_problem(record) is None
+        assert record["repeats"]["count"] == 2
+        assert len(record["samples"]) == sum(run["n"] for run in record["repeats"]["runs"])
+    assert [json.loads(line) for line in json_out.read_text().splitlines()] == stored.records.all()
+
+
+def test_run_repeat_with_host_is_refused(db, fake_engine):
+    result = invoke("run", "syscall.getpid", "--repeat", "2", "--host", "somewhere", "--db", db)
+    assert result.exit_code == 2
+    assert "--repeat is not supported with --host" in result.stderr
+    assert not fake_engine.exists()  # refused before the engine ran

@@ -6,6 +6,7 @@ import errno
 import fnmatch
 import sqlite3
 import sys
+from dataclasses import replace
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,13 @@ from ctxbench.console import EXIT_BROKEN_PIPE, discard_stdout, say
 from ctxbench.errors import BadInput, CtxbenchError, EngineError, OutputError
 from ctxbench.output_files import check_output_path, check_writable, write_report
 from ctxbench.records import group_run, shared_unsupported_reason
+from ctxbench.repeats import (
+    DEFAULT_REPEATS,
+    MAX_REPEATS,
+    QUICK_REPEATS,
+    merge_repeats,
+    repeat_selectors,
+)
 from ctxbench.run_lifecycle import (
     LineFile,
     Spool,
@@ -139,6 +147,14 @@ def _db_hint(db: Path | None, store: Store) -> str:
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="An ssh_config file for --host (ssh -F).",
 )
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1, max=MAX_REPEATS),
+    help="Run the selection in N separate engine processes, one after another (even ones "
+    "in reverse order), stored as one run: each figure over all of them with a hierarchical "
+    f"bootstrap interval, each repeat's figure kept; compare then judges by their spread "
+    f"(default {DEFAULT_REPEATS}, {QUICK_REPEATS} with --quick).",
+)
 def run(
     probes: tuple[str, ...],
     quick: bool,
@@ -159,6 +175,7 @@ def run(
     show_all: bool,
     hosts: tuple[str, ...],
     ssh_config: Path | None,
+    repeat: int | None,
 ) -> int:
     """Run probes (default: the whole suite), store the run, print its summary.
 
@@ -177,6 +194,11 @@ def run(
         raise click.UsageError(
             "--json takes one run; with --host, export each stored run (`ctxbench export RUN`)"
         )
+    if hosts and repeat is not None and repeat > 1:
+        raise click.UsageError(
+            "--repeat is not supported with --host yet; run each host without --repeat"
+        )
+    count = repeat if repeat is not None else (QUICK_REPEATS if quick else DEFAULT_REPEATS)
     with open_store(db) as store:
         engine = find_engine()
         selectors = _resolve_selectors(probes, list_probes(engine)) if probes else []
@@ -196,23 +218,24 @@ def run(
         )
         # The engine's own selection rules check the choices (axis values,
         # parameters, presets) before anything runs or is stored.
-        plan_variants(options, engine)
+        variants = plan_variants(options, engine)
         if hosts:
             return run_on_hosts(
                 store, list(hosts), options, label, ssh_config, report_path, show_all
             )
-        engine_run = EngineRun(options, engine=engine)
         copy = open_copy(json_path)
         with StopSignals() as stop:
             with Spool(store.spool_dir, store_location=store.location) as spool:
-                records = stream_engine_run(engine_run, copy, spool, stop)
-                for problem in engine_run.problems[:5]:
+                records, engine_runs = _measure(options, engine, variants, count, copy, spool, stop)
+                problems = [problem for each in engine_runs for problem in each.problems]
+                failure = next((f for each in engine_runs if (f := each.failure())), None)
+                interrupted = any(each.interrupted for each in engine_runs)
+                for problem in problems[:5]:
                     say(f"ctxbench: warning: {problem}")
                 if not any(r["kind"] == "env" for r in records):
-                    failure = engine_run.failure()
                     if failure is not None:
                         raise failure
-                    if stop.received is not None or engine_run.interrupted:
+                    if stop.received is not None or interrupted:
                         say("interrupted before the engine wrote anything; nothing stored")
                         return stop.exit_code
                     raise EngineError("the engine wrote no env record; nothing stored")
@@ -240,17 +263,56 @@ def run(
             )
     if side_failure is not None:
         raise side_failure
-    if engine_run.problems:
+    if problems:
         raise EngineError(
-            f"{len(engine_run.problems)} engine output line(s) were not valid records "
-            f"(first: {engine_run.problems[0]}); the valid ones were stored"
+            f"{len(problems)} engine output line(s) were not valid records "
+            f"(first: {problems[0]}); the valid ones were stored"
         )
-    failure = engine_run.failure()
     if failure is not None:
         raise EngineError(f"{failure}; the finished results were stored as a partial run")
-    if stop.received is not None or engine_run.interrupted:
+    if stop.received is not None or interrupted:
         return stop.exit_code
     return EXIT_BROKEN_PIPE if stdout_closed else 0
+
+
+def _measure(
+    options: RunOptions,
+    engine: Path,
+    variants: list[dict[str, Any]],
+    count: int,
+    copy: LineFile | None,
+    spool: Spool,
+    stop: StopSignals,
+) -> tuple[list[dict[str, Any]], list[EngineRun]]:
+    """The run's records and the engine runs that made them: one engine
+    process, or COUNT of them (``--repeat``) merged into one run
+    (``repeats.merge_repeats``). A repeat that fails or is stopped ends the
+    repeats; what was measured until then is the run."""
+    if count == 1:
+        engine_run = EngineRun(options, engine=engine)
+        return stream_engine_run(engine_run, copy, spool, stop), [engine_run]
+    # The probes in the selection's order, reversed for even repeats (a
+    # preset keeps its own order).
+    probes = list(dict.fromkeys(variant["probe"] for variant in variants))
+    repeats, engine_runs = [], []
+    for number in range(1, count + 1):
+        if stop.received is not None:
+            break
+        selectors = options.selectors if options.preset else repeat_selectors(probes, number)
+        engine_run = EngineRun(replace(options, selectors=selectors), engine=engine)
+        engine_runs.append(engine_run)
+        say(f"repeat {number} of {count}")
+        records = stream_engine_run(engine_run, None, spool, stop)
+        if any(record["kind"] == "env" for record in records):
+            repeats.append(records)
+        if engine_run.interrupted or engine_run.failure() is not None:
+            break
+    merged = merge_repeats(repeats, asked=count) if repeats else []
+    if copy is not None:
+        for record in merged:
+            copy.write(record)
+        copy.close()
+    return merged, engine_runs
 
 
 def _show_stored_run(
