@@ -13,11 +13,24 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
+from typing import Any
 
-from ctxbench.explain import BARE_SYSCALL, IDLE_PART, Explained, Explanation, Part, time_text
+from ctxbench.errors import BadInput
+from ctxbench.explain import (
+    BARE_SYSCALL,
+    IDLE_PART,
+    Explained,
+    Explanation,
+    Part,
+    explain,
+    time_text,
+)
 from ctxbench.explain_phases import render_traced
 from ctxbench.filter_cost import cost_lines
 from ctxbench.records import param_value
+from ctxbench.riscv.answer import is_lab_run, lab_dict
+from ctxbench.riscv.catalog import CALLS
+from ctxbench.riscv.report import explain_lines
 
 # ---- choosing what to show ------------------------------------------------------------
 # The headline switches, in this order: a thread switch on one CPU, the same
@@ -162,3 +175,66 @@ def render_text(explained: Explained, shown: list[Explanation] | None = None, mo
     elif narrowed and not shown:
         lines.append("no switch figure of this run matches")
     return "\n".join(lines) + "\n"
+
+
+# ---- a run, narrowed ------------------------------------------------------------------------
+def parse_params(choices: Sequence[str]) -> dict[str, str]:
+    """``--param NAME=VALUE`` choices as a dict; BadInput naming the fix otherwise."""
+    params = {}
+    for choice in choices:
+        name, equals, value = choice.partition("=")
+        if not equals or not name or not value:
+            raise BadInput(f"--param {choice}: give NAME=VALUE (e.g. --param cpus=cross)")
+        params[name] = value
+    return params
+
+
+def _lab_calls(globs: Sequence[str]) -> list[str]:
+    """The lab's calls the globs name (every call without one)."""
+    if not globs:
+        return list(CALLS)
+    return [c for c in CALLS if any(fnmatch.fnmatchcase(f"riscv.ecall.{c}", g) or g == "riscv"
+                                    for g in globs)]  # fmt: skip
+
+
+def run_text(
+    results: list[dict[str, Any]],
+    run_id: str,
+    globs: Sequence[str] = (),
+    params: dict[str, str] | None = None,
+    show_all: bool = False,
+) -> str:
+    """What ``ctxbench explain`` prints of one run: a RISC-V lab run's calls split
+    per simulator, an engine run's switch figures (``narrow``)."""
+    if is_lab_run(results):
+        lines = [f"# where an ecall round trip goes, RISC-V trap lab run {run_id}"]
+        lines += explain_lines(results, _lab_calls(globs))
+        return "\n".join(lines) + "\n"
+    explained = explain(results, run_id)
+    shown, more = narrow(explained, globs, params, show_all)
+    return render_text(explained, shown, more)
+
+
+def run_dict(
+    results: list[dict[str, Any]],
+    run_id: str,
+    globs: Sequence[str] = (),
+    params: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``explain --json``: the decompositions the globs and params name (all of
+    them without), or a lab run's splits (``lab_dict``)."""
+    if is_lab_run(results):
+        data = lab_dict(results)
+        calls = set(_lab_calls(globs))
+        for target in data["targets"].values():
+            target["calls"] = {c: v for c, v in target["calls"].items() if c in calls}
+        return {"run_id": run_id, "lab": data}
+    explained = explain(results, run_id)
+    shown, _ = narrow(explained, globs, params, show_all=True)
+    data = explained.as_dict()
+    keep = {id(e) for e in shown}
+    data["explanations"] = [
+        d for e, d in zip(explained.explanations, data["explanations"], strict=True)
+        if id(e) in keep
+    ]  # fmt: skip
+    return data

@@ -7,12 +7,11 @@ from typing import Any
 
 import click
 
-from ctxbench import tables
+from ctxbench import explain_view, run_choice, tables
+from ctxbench import riscv as riscv_lab
 from ctxbench.commands.db import db_option, open_store
-from ctxbench.console import new_console
-from ctxbench.explain import explain as explain_run
+from ctxbench.console import new_console, say
 from ctxbench.explain_phases import render_trace_detail
-from ctxbench.explain_view import render_text as render_explanation
 from ctxbench.store_schema import StoredRun
 
 
@@ -39,8 +38,11 @@ def print_run(stored: StoredRun, show_all: bool = False, title: str | None = Non
     console = new_console()
     console.print(title or _run_header(stored), markup=False)
     console.print()
-    for line in run_lines(summarize([stored]), console.width):
-        console.print(line)
+    if riscv_lab.is_lab_run(stored.results):
+        console.print(riscv_lab.format_report(stored.results), markup=False, end="")
+    else:
+        for line in run_lines(summarize([stored]), console.width):
+            console.print(line)
     for part in tables.matrix_sections(stored.results):
         console.print(part)
     console.print()
@@ -69,10 +71,12 @@ def print_run(stored: StoredRun, show_all: bool = False, title: str | None = Non
 )
 def show(run_ref: str, db: str | None, as_json: bool, show_all: bool) -> None:
     """One run, answers first: what things cost, same vs other CPU, where a
-    switch's time goes, verdicts in words (--all: then every result).
-    RUN: a run id, a unique prefix, 'latest', or a label."""
+    switch's time goes, verdicts in words (--all: then every result); a RISC-V
+    lab run: the lab's answer. RUN: a run id, a unique prefix, 'latest', or a label."""
     with open_store(db, create=False) as store:
-        stored = store.load(run_ref)
+        stored, note = run_choice.pick(store, run_ref)
+    if note:
+        say(note)
     if as_json:
         click.echo(json.dumps(_run_json(stored), indent=2, allow_nan=False))
         return
@@ -83,17 +87,30 @@ def _run_json(stored: StoredRun) -> dict[str, Any]:
     from ctxbench.summary import summarize
     from ctxbench.summary_view import as_dict
 
-    return {
+    data = {
         "schema": 1,
         "kind": "stored_run",
         "run": stored.info.as_dict(),
         "summary": as_dict(summarize([stored]).runs[0]),
         "records": stored.records.all(),
     }
+    if riscv_lab.is_lab_run(stored.results):
+        data["lab"] = riscv_lab.lab_dict(stored.results)
+    return data
 
 
 @click.command()
-@click.argument("run_ref", metavar="[RUN]", default="latest")
+@click.argument("words", nargs=-1, metavar="[RUN] [PROBE-GLOB]...")
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Only the figures with this parameter value (repeatable), e.g. cpus=cross.",
+)
+@click.option(
+    "--all", "show_all", is_flag=True, help="Every switch figure, not only the headline ones."
+)
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the decomposition as JSON.")
 @click.option(
@@ -103,15 +120,30 @@ def _run_json(stored: StoredRun) -> dict[str, Any]:
     help="Print every traced pass in full instead (run --trace): each phase's median, interval, "
     "count, and the events recorded in it.",
 )
-def explain(run_ref: str, db: str | None, as_json: bool, trace_detail: bool) -> None:
-    """Where the time of each switch goes, from figures measured in RUN (default: latest)."""
+def explain(
+    words: tuple[str, ...],
+    params: tuple[str, ...],
+    show_all: bool,
+    db: str | None,
+    as_json: bool,
+    trace_detail: bool,
+) -> None:
+    """Where the time of each switch goes, from figures measured in RUN (default:
+    the latest run explain can use): the headline switches and a count of the
+    rest (--all: every one), or the figures PROBE-GLOB and --param name; on a
+    RISC-V lab run, each ecall's parts per simulator."""
+    chosen = explain_view.parse_params(params)
     with open_store(db, create=False) as store:
-        stored = store.load(run_ref)
+        run_ref, globs = run_choice.run_and_globs(store, words)
+        stored, note = run_choice.pick(store, run_ref, run_choice.wants_lab(globs))
+    if note:
+        say(note)
     if trace_detail and not as_json:
         click.echo(render_trace_detail(stored.results), nl=False)
         return
-    explained = explain_run(stored.results, stored.run_id)
     if as_json:
-        click.echo(json.dumps(explained.as_dict(), indent=2, sort_keys=True))
+        data = explain_view.run_dict(stored.results, stored.run_id, globs, chosen)
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
     else:
-        click.echo(render_explanation(explained), nl=False)
+        text = explain_view.run_text(stored.results, stored.run_id, globs, chosen, show_all)
+        click.echo(text, nl=False)

@@ -21,7 +21,7 @@ One module per job:
 and ``report`` on a stored lab run read it through ``answer``.
 """
 
-from ctxbench.riscv.answer import is_lab_run, lab_answer, lab_parts
+from ctxbench.riscv.answer import is_lab_run, lab_answer, lab_dict, lab_parts
 from ctxbench.riscv.lab import LabRun, LabUnavailable, run_lab
 from ctxbench.riscv.report import format_report
 from ctxbench.riscv.simulators import SIMULATORS
@@ -35,6 +35,7 @@ __all__ = [
     "format_report",
     "is_lab_run",
     "lab_answer",
+    "lab_dict",
     "lab_parts",
     "run_lab",
 ]

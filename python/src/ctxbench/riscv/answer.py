@@ -297,3 +297,23 @@ def lab_answer(records: Iterable[dict[str, Any]]) -> list[str]:
             lines.append(cold)
         lines.append(UNITS_SENTENCE)
     return lines
+
+
+def lab_dict(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The answer and every call's split per simulator, as plain data
+    (``show --json``'s ``lab``; schema/show.schema.json)."""
+    records = list(records)
+    targets = measured(lab_targets(records))
+    return {
+        "answer": lab_answer(records),
+        "targets": {
+            target.name: {
+                "unit": target.unit,
+                "calls": {
+                    call: {"total": split.total, "parts": split.parts, "notes": list(split.notes)}
+                    for call, split in target_parts(target).items()
+                },
+            }
+            for target in targets
+        },
+    }
