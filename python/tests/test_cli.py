@@ -11,6 +11,7 @@ import copy
 import csv
 import inspect
 import io
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -546,3 +547,18 @@ def test_run_repeat_with_host_is_refused(db, fake_engine):
     assert result.exit_code == 2
     assert "--repeat is not supported with --host" in result.stderr
     assert not fake_engine.exists()  # refused before the engine ran
+
+
+def test_run_passes_the_schedule_and_host_reference_to_the_engine(db, fake_engine):
+    result = invoke(
+        "run", "syscall.getpid", "--interleave", "rounds", "--rounds", "3", "--seed", "7",
+        "--host-reference", "off", "--repeat", "2", "--db", db,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    calls = [json.loads(line) for line in fake_engine.read_text().splitlines()]
+    measured = [args for args in calls if args[0] == "run" and "--dry-run" not in args]
+    for args, seed in zip(measured, ("7", "8"), strict=True):
+        pairs = dict(itertools.pairwise(args))
+        assert pairs["--interleave"] == "rounds" and pairs["--rounds"] == "3"
+        assert pairs["--host-reference"] == "off"
+        assert pairs["--seed"] == seed  # each repeat its own order

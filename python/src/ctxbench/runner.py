@@ -166,6 +166,10 @@ class RunOptions:
     hold_idle: bool = False
     retries: int | None = None  # re-measurements after host interference
     trace: bool = False  # each switch variant again with the kernel's tracepoints recorded
+    interleave: str | None = None  # off | rounds: how the engine schedules the variants' samples
+    rounds: int | None = None  # rounds per variant with interleave=rounds
+    seed: int | None = None  # seed of the rounds' order
+    host_reference: str | None = None  # on | off: judge samples by the host reference
 
     def engine_args(self, dry_run: bool = False) -> list[str]:
         """``ctxbench-engine run`` with these options: the run itself (JSON Lines
@@ -193,6 +197,14 @@ class RunOptions:
             args.append("--hold-idle")
         if self.trace:
             args.append("--trace")
+        for option, value in (
+            ("--interleave", self.interleave),
+            ("--rounds", self.rounds),
+            ("--seed", self.seed),
+            ("--host-reference", self.host_reference),
+        ):
+            if value is not None:
+                args += [option, str(value)]
         if dry_run:
             return [*args, "--dry-run"]
         # --die-with-parent: the engine runs in its own session, where no

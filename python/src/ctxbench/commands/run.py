@@ -148,6 +148,30 @@ def _db_hint(db: Path | None, store: Store) -> str:
     help="An ssh_config file for --host (ssh -F).",
 )
 @click.option(
+    "--interleave",
+    metavar="off|rounds",
+    help="off: the engine measures each variant whole, one after the other; rounds: it "
+    "splits every variant's samples into rounds and visits the variants in a seeded random "
+    "order each round, so a slow spell of the host falls on many variants a little "
+    "(default: the engine's).",
+)
+@click.option(
+    "--rounds", type=click.IntRange(min=1), help="Rounds per variant with --interleave rounds."
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    help="Seed of the rounds' order with --interleave rounds (default: drawn and recorded); "
+    "with --repeat, repeat k uses SEED + k - 1.",
+)
+@click.option(
+    "--host-reference",
+    metavar="on|off",
+    help="on: time a reference loop before each sample and set aside the samples the host "
+    "slowed (both figures kept); off: take no reference, set nothing aside "
+    "(default: the engine's).",
+)
+@click.option(
     "--repeat",
     type=click.IntRange(min=1, max=MAX_REPEATS),
     help="Run the selection in N separate engine processes, one after another (even ones "
@@ -175,6 +199,10 @@ def run(
     show_all: bool,
     hosts: tuple[str, ...],
     ssh_config: Path | None,
+    interleave: str | None,
+    rounds: int | None,
+    seed: int | None,
+    host_reference: str | None,
     repeat: int | None,
 ) -> int:
     """Run probes (default: the whole suite), store the run, print its summary.
@@ -215,6 +243,10 @@ def run(
             retries=retries,
             hold_idle=hold_idle,
             trace=trace,
+            interleave=interleave,
+            rounds=rounds,
+            seed=seed,
+            host_reference=host_reference,
         )
         # The engine's own selection rules check the choices (axis values,
         # parameters, presets) before anything runs or is stored.
@@ -275,6 +307,9 @@ def run(
     return EXIT_BROKEN_PIPE if stdout_closed else 0
 
 
+SEEDS = 2**32  # the engine's --seed is a 32-bit number
+
+
 def _measure(
     options: RunOptions,
     engine: Path,
@@ -299,7 +334,8 @@ def _measure(
         if stop.received is not None:
             break
         selectors = options.selectors if options.preset else repeat_selectors(probes, number)
-        engine_run = EngineRun(replace(options, selectors=selectors), engine=engine)
+        seed = None if options.seed is None else (options.seed + number - 1) % SEEDS
+        engine_run = EngineRun(replace(options, selectors=selectors, seed=seed), engine=engine)
         engine_runs.append(engine_run)
         say(f"repeat {number} of {count}")
         records = stream_engine_run(engine_run, None, spool, stop)
