@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from conftest import real_run
-from ctxbench import fmt, stats, summary_view, tables
+from ctxbench import fmt, machines_view, stats, summary_view, tables
 from ctxbench.records import group_run, record_problem
 from ctxbench.report import render
 from ctxbench.store import Store
@@ -123,7 +123,7 @@ def _rendered(table, width: int) -> str:
 def test_compare_and_the_report_say_it(store):
     a = _stored(store, "run_a.jsonl")
     b = store.load(store.add_run(real_run("run_b.jsonl"), origin="import"))
-    text = summary_view.plain(summary_view.machine_lines(summarize([a, b]), 200))
+    text = summary_view.plain(machines_view.machine_lines(summarize([a, b]), 200))
     assert f"A: {WORDS}" in text
     assert "B: " + WORDS not in text
     page = render([a, b])

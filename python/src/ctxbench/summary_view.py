@@ -1,4 +1,4 @@
-"""The summary of runs (``ctxbench.summary``) as terminal text and as JSON: answers first.
+"""The summary of a run (``ctxbench.summary``) as terminal text and as JSON: answers first.
 
 What the summary holds is decided in ``summary``; this module only lays it
 out in aligned lines for a terminal of WIDTH columns (80 at the least: every
@@ -11,9 +11,7 @@ drops unless ``fmt.styled`` allows it.
   cheapest first, its terms defined below it), why its large differences
   are there, the same CPU vs another CPU table per switch primitive, where the time of one
   switch goes (``explain``), and the verdicts in sentences;
-* two or more runs: the runs, one line per key figure with the ratio, its CI
-  and the decision in words (``compare.describe``), the environment
-  differences that plausibly explain them, and the summary line per run.
+* two or more runs: in ``machines_view``.
 
 ``as_dict`` gives the same summary as plain data for ``show --json``.
 """
@@ -27,20 +25,17 @@ from typing import Any
 
 from rich.text import Text
 
-from ctxbench import fmt, noise
-from ctxbench.compare import FASTER, SLOWER, describe
-from ctxbench.compare import summary_lines as comparison_summary_lines
+from ctxbench import fmt
 from ctxbench.explain import Explanation
-from ctxbench.records import params_key, variant_name
-from ctxbench.summary_data import Machines, Point, RunSummary, Summary
+from ctxbench.records import variant_name
+from ctxbench.summary_data import Point, RunSummary, Summary
 from ctxbench.tables import STATUS_STYLE
 
 MIN_WIDTH = 80
 NAMES_SHOWN = 3  # results named per shared verdict before "and N more"
-ENV_VALUE_LIMIT = 60  # characters of an environment value in 80 columns
 
 
-def _line(*parts: str | tuple[str, str]) -> Text:
+def styled_line(*parts: str | tuple[str, str]) -> Text:
     """A line from plain strings and (text, style) pairs. The layout fits the
     width it was given (80 at the least); on a narrower terminal rich folds a
     line rather than cut a figure off."""
@@ -53,16 +48,16 @@ def _line(*parts: str | tuple[str, str]) -> Text:
     return line
 
 
-def _wrapped(text: str, width: int, indent: int, style: str = "") -> list[Text]:
+def wrapped_lines(text: str, width: int, indent: int, style: str = "") -> list[Text]:
     pad = " " * indent
     lines = textwrap.wrap(
         text, width=width, initial_indent=pad, subsequent_indent=pad, break_on_hyphens=False
     )
-    return [_line((line, style)) for line in lines]
+    return [styled_line((line, style)) for line in lines]
 
 
-def _heading(text: str) -> Text:
-    return _line((text, "bold"))
+def heading_line(text: str) -> Text:
+    return styled_line((text, "bold"))
 
 
 def _status(status: str) -> tuple[str, str]:
@@ -89,7 +84,9 @@ def ladder_lines(run: RunSummary, width: int) -> list[Text]:
     log-scale bar of the median (the ladder drawn) and the probe variant."""
     if not run.ladder:
         return [
-            _line("no figure of the cost ladder in this run (`ctxbench list` shows the probes)")
+            styled_line(
+                "no figure of the cost ladder in this run (`ctxbench list` shows the probes)"
+            )
         ]
     rows = [
         (rung.label, _cell_median(rung.point), _ci(rung.point), rung.point) for rung in run.ladder
@@ -103,11 +100,11 @@ def ladder_lines(run: RunSummary, width: int) -> list[Text]:
     wide = used + 2 + max(len(n) for n in names) <= width
     scale = _log_scale([p.median for *_, p in rows if p.unit == "ns" and p.median])
     drawn = wide and scale is not None and used + 4 + LADDER_BAR + max(map(len, names)) <= width
-    lines = [_heading("What one operation costs here: median, CI of the median, verdict")]
+    lines = [heading_line("What one operation costs here: median, CI of the median, verdict")]
     if drawn and scale is not None:
         low, high = (_decade(decade) for decade in scale)
         ruler = f"{low} … {high}, log scale"
-        lines.append(_line((" " * (used + 2) + ruler, "dim")))
+        lines.append(styled_line((" " * (used + 2) + ruler, "dim")))
     for (label, median, ci, point), name in zip(rows, names, strict=True):
         parts: list[str | tuple[str, str]] = [
             f"  {label:<{label_w}}  {median:>{median_w}}  {ci:>{ci_w}}  ",
@@ -119,12 +116,12 @@ def ladder_lines(run: RunSummary, width: int) -> list[Text]:
             parts.append((_bar(point, scale).ljust(LADDER_BAR + 2), "cyan"))
         if wide:
             parts.append((name, "dim"))
-        lines.append(_line(*parts))
+        lines.append(styled_line(*parts))
         aside = fmt.set_aside(point.result, with_figure=True)
         if aside:
-            lines += _wrapped(aside, width, 4, "dim")
+            lines += wrapped_lines(aside, width, 4, "dim")
     for words in run.terms:
-        lines += _wrapped(words, width, 2, "dim")
+        lines += wrapped_lines(words, width, 2, "dim")
     return lines
 
 
@@ -132,9 +129,9 @@ def why_lines(run: RunSummary, width: int) -> list[Text]:
     """The ladder's large differences, one line each, from the run's own parts."""
     if not run.why:
         return []
-    lines = [_heading("Why")]
+    lines = [heading_line("Why")]
     for sentence in run.why:
-        lines += _wrapped(sentence, width, 2)
+        lines += wrapped_lines(sentence, width, 2)
     return lines
 
 
@@ -207,10 +204,10 @@ def same_vs_cross_lines(run: RunSummary, width: int) -> list[Text]:
         return "  " + "  ".join(out)
 
     lines = [
-        _heading("Same CPU vs another CPU, per switch primitive: median per switch"),
-        _line((join(heads), "dim")),
+        heading_line("Same CPU vs another CPU, per switch primitive: median per switch"),
+        styled_line((join(heads), "dim")),
     ]
-    lines += [_line(join(row)) for row in rows]
+    lines += [styled_line(join(row)) for row in rows]
     unmatched: dict[str, list[str]] = {}
     for row in run.same_vs_cross:
         if row.no_ratio:
@@ -218,7 +215,7 @@ def same_vs_cross_lines(run: RunSummary, width: int) -> list[Text]:
                 " ".join(filter(None, (row.primitive, row.between)))
             )
     for words, names in unmatched.items():
-        lines += _wrapped(f"{', '.join(names)}: {words}", width, 2, "dim")
+        lines += wrapped_lines(f"{', '.join(names)}: {words}", width, 2, "dim")
     return lines
 
 
@@ -227,8 +224,8 @@ def explanation_lines(explanation: Explanation | None, label: str, width: int) -
         return []
     name = variant_name(explanation.probe, explanation.params)
     lines = [
-        _heading(f"Where the time goes: {label} ({fmt.value(explanation.median_ns, 'ns')})"),
-        *_wrapped(name + ("" if explanation.status == "ok" else f" [{explanation.status}]"),
+        heading_line(f"Where the time goes: {label} ({fmt.value(explanation.median_ns, 'ns')})"),
+        *wrapped_lines(name + ("" if explanation.status == "ok" else f" [{explanation.status}]"),
                   width, 2, "dim"),
     ]  # fmt: skip
     for part in explanation.parts:
@@ -236,13 +233,13 @@ def explanation_lines(explanation: Explanation | None, label: str, width: int) -
         head = f"  {fmt.value(part.ns, 'ns'):>10} {share:4.0f}%  "
         text = f"{part.name}: {part.source}"
         wrapped = textwrap.wrap(text, width=width - len(head), break_on_hyphens=False)
-        lines.append(_line(head + wrapped[0]))
-        lines += [_line(" " * len(head) + more) for more in wrapped[1:]]
+        lines.append(styled_line(head + wrapped[0]))
+        lines += [styled_line(" " * len(head) + more) for more in wrapped[1:]]
     for words in explanation.not_explained:
-        lines += _wrapped(f"not explained: {words}", width, 2, "yellow")
+        lines += wrapped_lines(f"not explained: {words}", width, 2, "yellow")
     for note in explanation.notes:
-        lines += _wrapped(f"note: {note}", width, 2, "yellow")
-    lines += _wrapped(
+        lines += wrapped_lines(f"note: {note}", width, 2, "yellow")
+    lines += wrapped_lines(
         "`ctxbench explain` gives every switch of the run and what it could not separate.",
         width,
         2,
@@ -254,7 +251,7 @@ def explanation_lines(explanation: Explanation | None, label: str, width: int) -
 def verdict_lines(run: RunSummary, width: int) -> list[Text]:
     counts = run.verdicts.counts
     head = "Verdicts: " + ", ".join(f"{n} {status}" for status, n in counts.items())
-    lines = [_heading(head)]
+    lines = [heading_line(head)]
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for note in run.verdicts.notes:
         key = (note.point.status, note.sentences)
@@ -271,12 +268,12 @@ def verdict_lines(run: RunSummary, width: int) -> list[Text]:
             break_on_hyphens=False,
         )
         first = wrapped[0]
-        lines.append(_line("  ", _status(status), first[2 + len(status) :]))
-        lines += [_line(line) for line in wrapped[1:]]
+        lines.append(styled_line("  ", _status(status), first[2 + len(status) :]))
+        lines += [styled_line(line) for line in wrapped[1:]]
         for sentence in sentences:
-            lines += _wrapped(sentence, width, 4)
+            lines += wrapped_lines(sentence, width, 4)
     if not run.verdicts.notes:
-        lines.append(_line("  every result is ok"))
+        lines.append(styled_line("  every result is ok"))
     return lines
 
 
@@ -284,7 +281,7 @@ def sandbox_lines(run: RunSummary, width: int) -> list[Text]:
     """Warnings first: what sat on every system call of the run."""
     lines: list[Text] = []
     for warning in run.sandbox:
-        lines += _wrapped(f"warning: {warning}", width, 0, "yellow")
+        lines += wrapped_lines(f"warning: {warning}", width, 0, "yellow")
     return lines
 
 
@@ -318,161 +315,6 @@ def _explained_label(run: RunSummary) -> str:
         if rung.point.probe == explanation.probe and rung.point.params == explanation.params:
             return rung.label
     return "switch"
-
-
-# ---- two or more runs ---------------------------------------------------------------
-def machine_lines(summary: Summary, width: int) -> list[Text]:
-    """The runs, each key figure of run A's ladder against every other run, the
-    environment differences of interest, and the comparison's summary lines."""
-    machines = summary.machines
-    if machines is None:
-        return []
-    width = max(width, MIN_WIDTH)
-    lines = [_heading("Runs (A is the reference)")]
-    options = machines.comparison.options
-    for index, run in enumerate(summary.runs):
-        measured = fmt.run_options(options[index]) if index < len(options) else "?"
-        lines += _wrapped(f"{run.name}; {measured}", width, 2)
-    lines += [Text(""), *_figure_lines(machines, width)]
-    lines += [Text(""), *_other_difference_lines(machines, width)]
-    lines += [Text(""), *_env_lines(machines, width)]
-    lines.append(Text(""))
-    for line in comparison_summary_lines(machines.comparison):
-        lines += _wrapped(line, width, 0)
-    return lines
-
-
-def _figure_lines(machines: Machines, width: int) -> list[Text]:
-    if not machines.figures:
-        return [_line("no key figure of run A is in the other runs")]
-    letters = [fmt.run_letter(i) for i in range(len(machines.others) + 1)]
-    heading = _heading(
-        f"Key figures against A: ratio, {machines.comparison.level:.0%} interval, "
-        "judged by repeats, history or within-run"
-    )
-    medians = [
-        [fmt.value(f.reference_median, f.unit)] + [fmt.value(c.median, f.unit) for c in f.cells]
-        for f in machines.figures
-    ]
-    label_w = max(len(f.label) for f in machines.figures)
-    median_w = max(len(m) for row in medians for m in row)
-    head = f"  {'':<{label_w}}" + "".join(f"  {letter:>{median_w}}" for letter in letters)
-    lines = [heading, _line((head, "dim"))]
-    for figure, row in zip(machines.figures, medians, strict=True):
-        start = f"  {figure.label:<{label_w}}" + "".join(f"  {m:>{median_w}}" for m in row)
-        verdicts = [_cell_words(cell) for cell in figure.cells]
-        if len(verdicts) > 1:  # several runs against A: say which each line is about
-            verdicts = [
-                (text if text.startswith(f"{letter} ran ") else f"{letter}: {text}", style)
-                for letter, (text, style) in zip(letters[1:], verdicts, strict=True)
-            ]
-        together = start + "  " + "; ".join(text for text, _ in verdicts)
-        if len(together) <= width:
-            parts: list[str | tuple[str, str]] = [start + "  "]
-            for number, (text, style) in enumerate(verdicts):
-                parts += (["; "] if number else []) + [(text, style)]
-            lines.append(_line(*parts))
-        else:
-            lines.append(_line(start))
-            for text, style in verdicts:
-                lines += _wrapped(text, width, 4, style)
-        for letter, cell in zip(letters, figure.row.cells if figure.row else [], strict=False):
-            aside = fmt.set_aside(cell.result) if cell.result else None
-            if aside:
-                lines += _wrapped(f"{letter}: {aside}", width, 4, "dim")
-    return lines
-
-
-def _other_difference_lines(machines: Machines, width: int) -> list[Text]:
-    """The comparable rows outside the key figures that got meaningfully slower
-    or faster: a difference elsewhere is not hidden by the summary."""
-    comparison = machines.comparison
-    keys = {(f.probe, params_key(f.params)) for f in machines.figures}
-    found = []
-    for row in comparison.rows:
-        if (row.probe, params_key(row.params)) in keys:
-            continue
-        for index, cell in enumerate(row.cells[1:], start=1):
-            if cell.excluded or cell.decision not in (SLOWER, FASTER):
-                continue
-            words = describe(
-                cell.difference,
-                row.unit,
-                comparison.min_effect,
-                fmt.run_letter(index),
-                judged_by=cell.noise,
-            )
-            p = cell.difference.u_test if cell.difference else None
-            found.append(
-                (
-                    f"{variant_name(row.probe, row.params)}: {words}"
-                    + (f", {fmt.p_value(p.p_value)}" if p else "")
-                    + f", {noise.words(cell.noise, short=True)}",
-                    "red" if cell.decision == SLOWER else "green",
-                )
-            )
-    if not found:
-        return _wrapped(
-            "No other comparable row differs meaningfully (whole interval beyond "
-            f"{comparison.min_effect:.0%}).",
-            width,
-            0,
-        )
-    lines = [
-        _heading(f"Other rows that differ (whole interval beyond {comparison.min_effect:.0%})")
-    ]
-    for text, style in found:
-        lines += _wrapped(text, width, 2, style)
-    return lines
-
-
-def _cell_words(cell: Any) -> tuple[str, str]:
-    """'B ran 1.94× (1.24–3.96) slower than A, p = 0.031', styled by the decision."""
-    if cell.excluded:
-        return f"{cell.words}, not comparable: {'; '.join(cell.excluded)}", "yellow"
-    if cell.note and cell.ratio is None:
-        return cell.note, "dim"
-    p = f", {fmt.p_value(cell.p_value)}" if cell.p_value is not None else ""
-    source = f", {noise.words(cell.noise, short=True)}" if cell.noise else ""
-    style = {"slower": "red", "faster": "green"}.get(cell.decision or "", "dim")
-    return cell.words + p + source, style
-
-
-def _env_lines(machines: Machines, width: int) -> list[Text]:
-    if not machines.env:
-        return _wrapped(
-            "The environments do not differ in kernel, CPU, virtualization, idle driver, "
-            "mitigations, clocksource or sandbox (seccomp, tracer, auditing).",
-            width,
-            0,
-        )
-    lines = [_heading("What differs between the environments (what may explain the figures)")]
-    limit = max(ENV_VALUE_LIMIT, width - 30)
-    for difference in machines.env:
-        lines.append(_line("  ", (difference.label, "yellow")))
-        values = ["—" if value is None else value for value in difference.values]
-        for index, shown in enumerate(_clipped_apart(values, limit)):
-            lines += _wrapped(f"{fmt.run_letter(index)}: {shown}", width, 4)
-    return lines
-
-
-def _clipped_apart(values: list[str], limit: int) -> list[str]:
-    """Long values cut to LIMIT characters where they start to differ, so two
-    values that share a long beginning do not print the same."""
-    if all(len(value) <= limit for value in values):
-        return values
-    start = 0
-    while all(len(value) > start for value in values) and len({v[start] for v in values}) == 1:
-        start += 1
-    start = max(0, start - limit // 3)  # a little of what they share, for context
-
-    def clip(value: str) -> str:
-        head = "…" if start else ""
-        piece = value[start : start + limit - len(head)]
-        tail = "…" if start + len(piece) < len(value) else ""
-        return head + (piece[: len(piece) - len(tail)] if tail else piece) + tail
-
-    return [clip(value) for value in values]
 
 
 def plain(lines: list[Text]) -> str:

@@ -128,8 +128,8 @@ def _print_comparison(
     that differ, the environment differences of interest, the summary line,
     the matrices per pair class; with SHOW_ALL then the legend, the whole
     environment diff and every row."""
+    from ctxbench.machines_view import machine_lines
     from ctxbench.summary import summarize
-    from ctxbench.summary_view import machine_lines
 
     summary = summarize(runs, compare_options=options)
     assert summary.machines is not None  # two runs or more
