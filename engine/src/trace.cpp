@@ -177,8 +177,8 @@ std::unique_ptr<TraceSession> TraceSession::open(const std::vector<int>& cpus, s
   Impl& impl = *session->impl_;
   impl.page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   // Each CPU's ring holds the whole traced pass (it is read afterwards);
-  // 64 MiB in all, at most 16 MiB a CPU.
-  std::size_t pages = 4096;
+  // 64 MiB in all, at most 32 MiB a CPU.
+  std::size_t pages = 8192;
   while (pages > 64 && pages * impl.page * cpus.size() > (64u << 20)) pages /= 2;
   session->ring_bytes_ = pages * impl.page;
 
