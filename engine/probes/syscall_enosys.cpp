@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
 #include <string>
 
+#include "sandbox.hpp"
 #include "workloads.hpp"
 
 namespace {
@@ -27,14 +27,9 @@ using namespace ctx;
 // 2025) and below x86_64's x32 bit (0x40000000).
 constexpr long unused_syscall_number = 100000;
 
-// "Seccomp:" of /proc/self/status: 0 none, 1 strict, 2 filter; -1 unknown.
-int seccomp_mode() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("Seccomp:", 0) == 0) return std::stoi(line.substr(8));
-  return -1;
-}
+// "Seccomp:" of the calling thread (filters belong to threads): 0 none,
+// 1 strict, 2 filter; -1 unknown.
+int seccomp_mode() { return read_process_sandbox("/proc/thread-self/status").seccomp_mode.value_or(-1); }
 
 Support answers_enosys(const Params&) {
   errno = 0;
