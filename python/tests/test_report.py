@@ -83,7 +83,7 @@ def test_comparison_report(store_with_runs):
     page = render(runs, title="A vs B")
     assert "<title>A vs B</title>" in page
     assert 'id="comparison"' in page
-    assert "ratio to run A with bootstrap CI" in page
+    assert "ratio to run A with its interval" in page
     assert "environment keys differ" in page
 
 

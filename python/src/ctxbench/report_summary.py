@@ -34,7 +34,7 @@ def row_label(row: Any) -> str:
 def comparison_figure(
     figures: Figures,
     comparison: Comparison,
-    title: str = "ratio to run A with bootstrap CI",
+    title: str = "ratio to run A with its interval",
     labels_of: dict[int, str] | None = None,
 ) -> Figure | None:
     """Ratios to run A with their CI; LABELS_OF (id of a row -> label) names
@@ -368,7 +368,7 @@ def _machines_figure(figures: Figures, machines: Machines) -> Figure | None:
     subset = replace(machines.key_comparison, rows=[row for _, row in chosen])
     labels = {id(row): esc(f.label) for f, row in chosen}
     return comparison_figure(
-        figures, subset, "key figures: ratio to run A with bootstrap CI", labels
+        figures, subset, "key figures: ratio to run A with its interval", labels
     )
 
 
