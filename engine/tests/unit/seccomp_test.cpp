@@ -52,6 +52,23 @@ TEST(Seccomp, AnAllowProgramWithListedCallsLeavesTheOthersToTheCache) {
   EXPECT_TRUE(answered_by_cache(filter.program, SYS_write, native_audit_arch()));
 }
 
+TEST(Seccomp, TheRecordNamesWhichOfTheProbesCallsTheCacheAnswers) {
+  const SeccompFilter filter = build_seccomp_filter("allow", {SYS_read});
+  nlohmann::json derived = nlohmann::json::object();
+  describe_filter(filter, {{"read", SYS_read}, {"write", SYS_write}}, derived);
+  EXPECT_EQ(derived["seccomp_rules"], 0);
+  EXPECT_EQ(derived["seccomp_instructions"], 5);
+  EXPECT_EQ(derived["seccomp_calls"], 2);
+  EXPECT_EQ(derived["seccomp_calls_cached"], 1);
+  const std::string cache = derived["seccomp_cache"];
+  EXPECT_NE(cache.find("can answer write"), std::string::npos) << cache;
+  EXPECT_NE(cache.find("runs on every read call"), std::string::npos) << cache;
+  nlohmann::json none = nlohmann::json::object();
+  describe_filter(build_seccomp_filter("allow"), {{"read", SYS_read}, {"write", SYS_write}}, none);
+  EXPECT_EQ(none["seccomp_calls_cached"], 0);
+  EXPECT_NE(none["seccomp_cache"].get<std::string>().find("runs on every call"), std::string::npos);
+}
+
 TEST(Seccomp, TheProfileIsBuiltWithLibseccompOrSaysItWasBuiltWithout) {
   if (!have_libseccomp()) {
     try {
