@@ -145,12 +145,17 @@ def test_explain_trace_without_a_traced_pass_says_how_to_get_one(tmp_path):
     assert "ctxbench run --trace" in shown.stdout
 
 
-def test_the_report_shows_the_traced_phases(tmp_path):
+def traced_report(tmp_path):
+    """The HTML report of the recorded traced run, and the run as stored."""
     store = Store.open(tmp_path / "t.db")
     store.add_run(real_run("traced.jsonl"), origin="import")
     stored = store.load("latest")
     store.close()
-    page = render([stored])
+    return render([stored]).replace("&#39;", "'"), stored
+
+
+def test_the_report_shows_the_traced_phases(tmp_path):
+    page, stored = traced_report(tmp_path)
     section = page[page.index('<section id="explain">') :]
     same = next(r for r in stored.results if r["params"].get("cpus") == "same")
     assert f"kernel events ({same['trace']['switches']['matched']} switches followed)" in section
@@ -199,3 +204,11 @@ def test_the_traced_pass_says_where_the_tasks_ran():
     assert {p.name: p.ns for p in processes.parts}["address-space switch"] == 200.0
     # Sightings that disagree say nothing.
     assert measured_placement(any_pipe("threads", 1.0, [0, 1], [0, 0])) is None
+
+
+def test_the_summary_waterfall_draws_the_phases_of_a_traced_figure(tmp_path):
+    page, _ = traced_report(tmp_path)
+    summary = page[: page.index('<section id="explain">')]
+    assert "(the kernel's events)" in summary
+    assert "not attributed by the events" in summary
+    assert "the bars are the traced pass's phases" in summary

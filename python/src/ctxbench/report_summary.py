@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from ctxbench import fmt, noise
 from ctxbench.compare import Comparison, describe
+from ctxbench.explain import Explanation
 from ctxbench.records import params_key, params_text
 from ctxbench.report_figures import (
     PALETTE,
@@ -130,6 +131,7 @@ def comparison_figure(
 SAME_COLOR, CROSS_COLOR = "#1f77b4", "#ff7f0e"
 LADDER_MIN_SPAN = (1.0, 1e6)  # the ladder's axis covers at least 1 ns to 1 ms
 REMAINDER_LABEL = "<i>unexplained remainder</i><br>(wake-up and switch, not separated)"
+REMAINDER_LABEL_TRACED = "<i>not attributed by the events</i>"
 
 
 def _time_tick(ns: float) -> str:
@@ -325,26 +327,43 @@ def _same_vs_cross_figure(figures: Figures, run: RunSummary) -> Figure | None:
     return figures.make(title, figure, 420)
 
 
+def _waterfall_bars(explanation: Explanation) -> tuple[list[str], list[float], list[str], str]:
+    """The bars of the featured switch's waterfall: the traced pass's phases
+    (corrected for the events recorded in them) and what they leave of the
+    median, when the figure has a traced pass; else the subtraction parts."""
+    traced = explanation.traced
+    if traced is not None and traced.status == "ok" and traced.rest_ns is not None:
+        names = [esc(p.name) for p in traced.phases] + [REMAINDER_LABEL_TRACED]
+        values = [
+            p.corrected_ns if p.corrected_ns is not None else p.typical_ns for p in traced.phases
+        ]
+        values.append(traced.rest_ns)
+        hover = [
+            esc(
+                f"{p.name}: {p.words} (median {fmt.value(p.median_ns, 'ns')} in {p.count} switches)"
+            )
+            for p in traced.phases
+        ] + [esc("the untraced median less the phases")]
+        return names, values, hover, " (the kernel's events)"
+    names = [REMAINDER_LABEL if is_remainder(p.name) else esc(p.name) for p in explanation.parts]
+    hover = [esc(p.name + ": " + p.source) for p in explanation.parts]
+    return names, [p.ns for p in explanation.parts], hover, ""
+
+
 def _waterfall_figure(figures: Figures, run: RunSummary) -> Figure | None:
     """The featured switch's decomposition (ctxbench.explain), parts adding up to the median."""
     explanation = run.explanation
     if explanation is None:
         return None
-    names = []
-    for part in explanation.parts:
-        names.append(REMAINDER_LABEL if is_remainder(part.name) else esc(part.name))
+    names, values, hover, source = _waterfall_bars(explanation)
     figure = go.Figure(
         go.Waterfall(
             x=[*names, "measured median"],
-            y=[*(part.ns for part in explanation.parts), explanation.median_ns],
-            measure=["relative"] * len(explanation.parts) + ["total"],
-            text=[
-                esc(fmt.value(v, "ns"))
-                for v in (*(p.ns for p in explanation.parts), explanation.median_ns)
-            ],
+            y=[*values, explanation.median_ns],
+            measure=["relative"] * len(values) + ["total"],
+            text=[esc(fmt.value(v, "ns")) for v in (*values, explanation.median_ns)],
             textposition="outside",
-            hovertext=[esc(p.name + ": " + p.source) for p in explanation.parts]
-            + [esc("the median of " + explanation.probe)],
+            hovertext=[*hover, esc("the median of " + explanation.probe)],
             hovertemplate="%{hovertext}<extra></extra>",
             connector={"line": {"color": "#888", "dash": "dot"}},
             increasing={"marker": {"color": "#4c78a8"}},
@@ -355,7 +374,8 @@ def _waterfall_figure(figures: Figures, run: RunSummary) -> Figure | None:
     figure.update_yaxes(title="ns per switch", rangemode="tozero")
     figure.update_xaxes(type="category")
     title = (
-        f"where the time of {explanation.probe} ({fmt.params(explanation.params)}) goes, {run.name}"
+        f"where the time of {explanation.probe} ({fmt.params(explanation.params)}) goes"
+        f"{source}, {run.name}"
     )
     return figures.make(title, figure, 400)
 
