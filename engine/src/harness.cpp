@@ -33,8 +33,19 @@ std::uint64_t calibrate_batch(const std::function<double(std::uint64_t)>& timed_
   timed_run(1);
   std::uint64_t iterations = 1;
   for (;;) {
-    const double elapsed = timed_run(iterations);
-    if (elapsed >= target_ns || iterations >= max_iterations) return iterations;
+    double elapsed = timed_run(iterations);
+    if (iterations >= max_iterations) return iterations;
+    if (elapsed >= target_ns) {
+      // One batch that reached the target may have been stretched by a
+      // moment the CPU was taken from it (another task, or the hypervisor
+      // running another vCPU): a few iterations would then be taken for the
+      // whole batch, and every sample would be too short to time. So the
+      // count is timed again and kept when that batch also lasts half the
+      // target; otherwise calibration goes on from the shorter timing.
+      const double again = timed_run(iterations);
+      if (again >= target_ns / 2) return iterations;
+      elapsed = again;
+    }
     // Predict the count that reaches the target with 40% head-room, but grow
     // at most tenfold while a batch is still under a tenth of the target
     // (one slow first batch must not make the next one enormous).
@@ -501,9 +512,7 @@ void keep_better_attempt(Result& r, Result&& again) {
       again.verdict.status == Status::failed) {
     in.no_more_attempts = true;
     r.duration_s += again.duration_s;
-    r.notes.push_back(
-        "a re-measurement after host interference failed: " +
-        (again.verdict.reasons.empty() ? std::string("no samples") : again.verdict.reasons.front().second));
+    r.notes.push_back(failed_remeasurement_note(again));
     return;
   }
   std::vector<InterferenceAttempt> attempts = std::move(in.attempts);
@@ -515,7 +524,7 @@ void keep_better_attempt(Result& r, Result&& again) {
     // except the note of a failed re-measurement, which stays true.
     std::vector<std::string> failed_notes;
     for (auto& note : r.notes)
-      if (note.starts_with("a re-measurement after host interference failed")) failed_notes.push_back(note);
+      if (note.starts_with(failed_remeasurement_prefix)) failed_notes.push_back(note);
     std::string run_id = std::move(r.run_id);  // the run's, not the attempt's, as its place and schedule
     const std::size_t variant_index = r.variant_index;
     again.trace = std::move(r.trace);  // the variant's traced pass, whichever attempt is kept
@@ -538,31 +547,7 @@ void close_interference(Result& r, const HarnessOptions& options) {
   // The best was fixed when the run started: every attempt was judged by it.
   const double best = options.reference->best_ns();
   in.best_ns = best;
-  const auto& attempts = in.attempts;
-  const std::size_t kept = in.kept;
-  if (attempts.size() > 1) {
-    std::string medians;
-    for (std::size_t i = 0; i < attempts.size(); ++i)
-      medians += fmt::format("{}{}: {:.4g} (reference {:.2f}x)", i == 0 ? "" : ", ", i + 1, attempts[i].median,
-                             attempts[i].reference_median_ns / best);
-    r.notes.push_back(fmt::format(
-        "host interference: the reference loop ran over {:.2f}x its best while this variant was measured, so it was "
-        "measured {} times and attempt {} is kept (its reference ran fastest); medians by attempt: {}",
-        slowed_ratio, attempts.size(), kept + 1, medians));
-  }
-  if (!r.set_aside.empty())
-    r.notes.push_back(
-        fmt::format("host interference: {} (their reference ran over {:.2f}x its best; each was taken "
-                    "again; the samples are in set_aside)",
-                    set_aside_statement(r.samples, r.set_aside, r.unit), slowed_ratio));
-  if (r.baseline && !r.baseline->set_aside.empty())
-    r.notes.push_back(fmt::format("host interference, baseline: {}",
-                                  set_aside_statement(r.baseline->samples, r.baseline->set_aside, r.baseline->unit)));
-  if (slowed(attempts[kept], best))
-    r.notes.push_back(
-        fmt::format("host interference: the CPU was slowed during the kept attempt too (reference {:.2f}x "
-                    "its best): the figure carries it",
-                    attempts[kept].reference_median_ns / best));
+  for (auto& note : interference_notes(r)) r.notes.push_back(std::move(note));
 }
 
 namespace {

@@ -11,6 +11,9 @@
 // cost. lmbench's linearity search is more thorough but costs seconds per
 // probe; the prediction reaches the target in a few steps, and the
 // quantization check below flags a sample that still came out too short.
+// The batch that reaches the target is timed again, and its count kept only
+// when that one lasts half the target too (one stretched batch would fix a
+// count far too small).
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -211,9 +211,7 @@ Result Scheduler::merged(const Pending& pending) const {
   r.schedule = schedule_record(variants_[pending.index]);
   if (pending.rounds.size() > 1 && r.interference && harness_.retries > 0 &&
       slowed(r.interference->attempts.front(), harness_.reference ? harness_.reference->best_ns() : 0))
-    r.notes.push_back(
-        "host interference: measured in interleaved rounds, a slowed variant is not measured again (its rounds "
-        "were already spread over the run)");
+    r.notes.push_back(rounds_not_remeasured_note());
   return r;
 }
 
@@ -341,12 +339,11 @@ void Scheduler::write_unfinished_locked() {
     if (schedule_.interleave) {
       if (p.rounds.empty()) continue;
       r = merged(p);
-      r.notes.push_back(fmt::format("the run ended after {} of this variant's {} rounds; the record holds those",
-                                    p.rounds.size(),
-                                    rounds_for(*variants_[p.index].probe, harness_.samples, schedule_)));
+      r.notes.push_back(
+          ended_early_note(p.rounds.size(), rounds_for(*variants_[p.index].probe, harness_.samples, schedule_)));
     } else {
       r = std::move(p.result);
-      r.notes.push_back("the run ended before this variant was measured again; its attempts so far are kept");
+      r.notes.push_back(ended_early_note(0, 0));
     }
     close_interference(r, harness_);
     try {

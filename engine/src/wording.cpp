@@ -35,6 +35,54 @@ std::string unstable_detail(const Stability& stability, const Result& r) {
   return detail;
 }
 
+std::vector<std::string> interference_notes(const Result& r) {
+  std::vector<std::string> notes;
+  const Interference& in = *r.interference;
+  const double best = in.best_ns;
+  const auto& attempts = in.attempts;
+  const std::size_t kept = in.kept;
+  if (attempts.size() > 1) {
+    std::string medians;
+    for (std::size_t i = 0; i < attempts.size(); ++i)
+      medians += fmt::format("{}{}: {:.4g} (reference {:.2f}x)", i == 0 ? "" : ", ", i + 1, attempts[i].median,
+                             attempts[i].reference_median_ns / best);
+    notes.push_back(fmt::format(
+        "host interference: the reference loop ran over {:.2f}x its best while this variant was measured, so it was "
+        "measured {} times and attempt {} is kept (its reference ran fastest); medians by attempt: {}",
+        slowed_ratio, attempts.size(), kept + 1, medians));
+  }
+  if (!r.set_aside.empty())
+    notes.push_back(
+        fmt::format("host interference: {} (their reference ran over {:.2f}x its best; each was taken "
+                    "again; the samples are in set_aside)",
+                    set_aside_statement(r.samples, r.set_aside, r.unit), slowed_ratio));
+  if (r.baseline && !r.baseline->set_aside.empty())
+    notes.push_back(fmt::format("host interference, baseline: {}",
+                                set_aside_statement(r.baseline->samples, r.baseline->set_aside, r.baseline->unit)));
+  if (!attempts.empty() && slowed(attempts[kept], best))
+    notes.push_back(fmt::format(
+        "host interference: the CPU was slowed during the kept attempt too (reference {:.2f}x its best): the figure "
+        "carries it",
+        attempts[kept].reference_median_ns / best));
+  return notes;
+}
+
+std::string failed_remeasurement_note(const Result& failed_attempt) {
+  return fmt::format("{}: {}", failed_remeasurement_prefix,
+                     failed_attempt.verdict.reasons.empty() ? std::string("no samples")
+                                                            : failed_attempt.verdict.reasons.front().second);
+}
+
+std::string rounds_not_remeasured_note() {
+  return "host interference: measured in interleaved rounds, a slowed variant is not measured again (its rounds "
+         "were already spread over the run)";
+}
+
+std::string ended_early_note(std::size_t done, int rounds) {
+  if (rounds == 0) return "the run ended before this variant was measured again; its attempts so far are kept";
+  return fmt::format("the run ended after {} of this variant's {} rounds; the record holds those", done, rounds);
+}
+
 std::string nonpositive_detail(double baseline, double median) {
   return fmt::format(
       "the baseline ({:.1f} ns) is not below the result ({:.1f} ns): the figure is the primitive's own cost, and the "

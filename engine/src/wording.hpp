@@ -24,6 +24,22 @@ std::string unstable_detail(const Stability& stability, const Result& r);
 // A baseline that is not below the figure it would be subtracted from.
 std::string nonpositive_detail(double baseline, double median);
 
+// The notes a record measured with the host reference carries
+// (host_reference.hpp): re-measured, samples set aside (the result's and the
+// baseline's, both figures), still slowed. `r.interference->best_ns` is set.
+std::vector<std::string> interference_notes(const Result& r);
+
+// A re-measurement after host interference that failed: the note begins with
+// the prefix, and gives the failure's first reason.
+inline constexpr const char* failed_remeasurement_prefix = "a re-measurement after host interference failed";
+std::string failed_remeasurement_note(const Result& failed_attempt);
+
+// Interleaved rounds: a slowed variant is not measured again.
+std::string rounds_not_remeasured_note();
+// A run that ended early, for a variant not finished: after `done` of its
+// `rounds` rounds, or (rounds 0) before its re-measurement.
+std::string ended_early_note(std::size_t done, int rounds);
+
 // A variant measured in rounds whose round `round` (from 2) was unsupported
 // or failed: the record is that round's.
 std::string round_failed_note(int round);

@@ -16,6 +16,14 @@ SCHEMA = json.loads((REPO / "schema" / "record.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "measures: runs real probes and asserts what load can change (switch counts, set-aside "
+        "samples, phases); ctest runs these alone (engine_system_measuring, RUN_SERIAL)",
+    )
+
+
 @pytest.fixture(scope="session")
 def engine():
     path = os.environ.get("CTXBENCH_ENGINE", str(REPO / "build" / "engine" / "ctxbench-engine"))

@@ -10,6 +10,8 @@ import pytest
 
 from conftest import parse_records, results
 
+pytestmark = pytest.mark.measures
+
 
 def run_json(engine, *args, timeout=300):
     proc = subprocess.run(

@@ -5,7 +5,11 @@ those of the same probes run by name with the same parameters, field by field
 import json
 import subprocess
 
+import pytest
+
 from conftest import parse_records, results
+
+pytestmark = pytest.mark.measures
 
 PRESET = "fibers-vs-threads"
 # Fewer laps than the preset's 1,000,000 keep the test short; the same

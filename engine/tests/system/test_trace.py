@@ -14,6 +14,8 @@ from test_unprivileged import as_nobody
 
 from conftest import as_other_user, parse_records, results
 
+pytestmark = pytest.mark.measures
+
 TRACEFS = pathlib.Path("/sys/kernel/tracing")
 PIPE_SAME = ["switch.pipe", "--param", "between=threads", "--param", "policy=normal"]
 QUICK = ["--quick", "--retries", "0", "--samples", "3"]
