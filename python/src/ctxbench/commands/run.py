@@ -101,7 +101,8 @@ def _db_hint(db: Path | None, store: Store) -> str:
     type=click.IntRange(min=0, max=10),
     help="Measure a variant again, up to N times, when a reference loop of system calls timed "
     "before each sample ran slowed (the host took the CPU's time); keep the attempt whose "
-    "reference ran fastest (default 2, 1 with --quick; 0 only records it).",
+    "reference ran fastest; a sample taken while it ran slowed is set aside and taken again "
+    "(default 2, 1 with --quick; 0 records the reference and takes nothing again).",
 )
 @click.option(
     "--hold-idle",
