@@ -16,7 +16,7 @@ import pytest
 
 from conftest import real_run
 from ctxbench.explain import explain
-from ctxbench.explain_view import headline, render_text
+from ctxbench.explain_view import headline, render_text, run_dict, run_text
 from ctxbench.filter_cost import cost_lines, filter_costs
 
 
@@ -156,3 +156,24 @@ def test_explain_json_carries_each_filters_cost(results):
     assert [d["added_ns"] for d in as_json["seccomp"]] == [c.added_ns for c in costs]
     assert [d["per_call_ns"] for d in as_json["seccomp"]] == [c.per_call_ns for c in costs]
     assert {d["mode"] for d in as_json["seccomp"]} == {"allow", "profile"}
+
+
+def test_explain_as_the_cli_prints_it_keeps_the_section_beside_the_headline(results):
+    # By default explain prints the headline switches only; the filter's costs stay.
+    text = run_text(results, "run")
+    assert "more switch figure" in text
+    assert "what a seccomp filter adds" in text
+    assert text.count(", allow: ") == len([c for c in filter_costs(results) if c.mode == "allow"])
+
+
+def test_globs_and_params_narrow_the_section_too(results):
+    text = run_text(results, "run", ["syscall.*"], {"seccomp": "allow"})
+    costs = [line for line in text.splitlines() if ", allow: " in line or ", profile: " in line]
+    assert [line.split(",")[0].strip() for line in costs] == ["syscall.getppid", "syscall.read"]
+    assert "no switch figure of this run matches" not in text
+    assert "what a seccomp filter adds" not in run_text(results, "run", ["switch.futex"])
+    data = run_dict(results, "run", ["syscall.read"])
+    assert {(d["probe"], d["mode"]) for d in data["seccomp"]} == {
+        ("syscall.read", "allow"),
+        ("syscall.read", "profile"),
+    }

@@ -26,7 +26,7 @@ from ctxbench.explain import (
     time_text,
 )
 from ctxbench.explain_phases import render_traced
-from ctxbench.filter_cost import cost_lines
+from ctxbench.filter_cost import FilterCost, cost_lines
 from ctxbench.records import param_value
 from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.riscv.catalog import CALLS
@@ -75,12 +75,26 @@ def headline(explanations: Sequence[Explanation]) -> list[Explanation]:
     return found
 
 
-def _matches(e: Explanation, patterns: Sequence[str], params: dict[str, str]) -> bool:
+def _matches(
+    probe: str, values: dict[str, Any], patterns: Sequence[str], params: dict[str, str]
+) -> bool:
+    """A figure of PROBE with params VALUES against the globs and --param choices."""
     if patterns and not any(
-        fnmatch.fnmatchcase(e.probe, p) or e.probe.split(".")[0] == p for p in patterns
+        fnmatch.fnmatchcase(probe, p) or probe.split(".")[0] == p for p in patterns
     ):
         return False
-    return all(param_value(e.params.get(k)) == v for k, v in params.items())
+    return all(param_value(values.get(k)) == v for k, v in params.items())
+
+
+def narrow_costs(
+    explained: Explained, patterns: Sequence[str] = (), params: dict[str, str] | None = None
+) -> list[FilterCost]:
+    """The seccomp figures (filter_cost) the globs and params name; all without."""
+    return [
+        c
+        for c in explained.seccomp
+        if _matches(c.probe, {**c.params, "seccomp": c.mode}, patterns, params or {})
+    ]
 
 
 def narrow(
@@ -93,7 +107,9 @@ def narrow(
     are. PATTERNS (probe globs or family names) and PARAMS (name -> value)
     narrow to the matching figures, all of them; with neither, only the
     headline ones unless SHOW_ALL (else every figure, if none is a headline)."""
-    chosen = [e for e in explained.explanations if _matches(e, patterns, params or {})]
+    chosen = [
+        e for e in explained.explanations if _matches(e.probe, e.params, patterns, params or {})
+    ]
     first = headline(chosen)
     ranked = first + [e for e in chosen if not any(e is h for h in first)]
     if patterns or params or show_all or not first:
@@ -127,11 +143,19 @@ def explanation_lines(e: Explanation) -> list[str]:
     return lines
 
 
-def render_text(explained: Explained, shown: list[Explanation] | None = None, more: int = 0) -> str:
+def render_text(
+    explained: Explained,
+    shown: list[Explanation] | None = None,
+    more: int = 0,
+    costs: list[FilterCost] | None = None,
+) -> str:
     """The decomposition in words, one block per switch figure (SHOWN: those
-    of ``narrow``, MORE: how many it left out)."""
+    of ``narrow``, MORE: how many it left out), then what a seccomp filter
+    adds (COSTS: those of ``narrow_costs``; None: all, unless SHOWN narrows)."""
     shown = explained.explanations if shown is None else shown
     narrowed = shown is not explained.explanations
+    if costs is None:
+        costs = [] if narrowed else explained.seccomp
     lines: list[str] = []
     if explained.run_id:
         lines.append(f"# where the time goes, run {explained.run_id}")
@@ -164,15 +188,15 @@ def render_text(explained: Explained, shown: list[Explanation] | None = None, mo
             lines.append(f"  fork from a minimal static parent: {time_text(f.minimal_parent_ns)}")
         for note in f.notes:
             lines.append(f"  note: {note}")
-    if explained.seccomp and not narrowed:
-        lines += ["", *cost_lines(explained.seccomp)]
+    if costs:
+        lines += ["", *cost_lines(costs)]
     if explained.unexplained and not narrowed:
         lines.append("")
         lines.append("not explained (no figure in this run):")
         lines.extend(f"  {u}" for u in explained.unexplained)
     if not explained.explanations and not explained.fork and not explained.seccomp:
         lines.append("this run holds no switch or fork figure to explain")
-    elif narrowed and not shown:
+    elif narrowed and not shown and not costs:
         lines.append("no switch figure of this run matches")
     return "\n".join(lines) + "\n"
 
@@ -212,7 +236,7 @@ def run_text(
         return "\n".join(lines) + "\n"
     explained = explain(results, run_id)
     shown, more = narrow(explained, globs, params, show_all)
-    return render_text(explained, shown, more)
+    return render_text(explained, shown, more, narrow_costs(explained, globs, params))
 
 
 def run_dict(
@@ -237,4 +261,8 @@ def run_dict(
         d for e, d in zip(explained.explanations, data["explanations"], strict=True)
         if id(e) in keep
     ]  # fmt: skip
+    costs = {id(c) for c in narrow_costs(explained, globs, params)}
+    data["seccomp"] = [
+        d for c, d in zip(explained.seccomp, data["seccomp"], strict=True) if id(c) in costs
+    ]
     return data
