@@ -16,7 +16,7 @@ from conftest import REPO, real_run
 from ctxbench import noise, stats
 from ctxbench.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
 from ctxbench.export import comparison_dict
-from ctxbench.gate import gate
+from ctxbench.gate import gate, gate_lines
 from ctxbench.machine_history import history_runs, machine_key, variant_history
 from ctxbench.records import group_run, params_key
 from ctxbench.store import Store
@@ -171,6 +171,9 @@ def test_a_comparison_names_each_rows_source_and_the_json_is_valid(store):
     assert decisions == {"syscall.getpid": SLOWER, "syscall.getuid": NO_DIFFERENCE}
     judged = gate(comparison, 5)
     assert [v.row.probe for v in judged.regressions] == ["syscall.getpid"]
+    named = gate_lines(comparison, judged)[0]
+    assert named.startswith("slower by more than 5%: syscall.getpid: B ran 1.12× (")
+    assert named.endswith("judged by repeats (run-to-run spread 1.3%, 4 repeats)")
     data = comparison_dict(comparison, judged)
     jsonschema.Draft202012Validator(COMPARE_SCHEMA).validate(data)
     rows = {row["probe"]: row for row in data["rows"]}
