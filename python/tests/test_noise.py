@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from conftest import REPO, real_run
-from ctxbench import noise, stats
+from ctxbench import fmt, noise, stats
 from ctxbench.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
 from ctxbench.export import comparison_dict
 from ctxbench.gate import gate, gate_lines
@@ -247,3 +247,18 @@ def test_history_takes_earlier_runs_of_the_same_machine_only(store):
     other = [store.load("b"), store.load("cpu")]
     assert [run.run_id for run in history_runs(store, other)] == ["a", "old2", "old1"]
     assert [run.run_id for run in history_runs(store, other[::-1])] == []
+
+
+def test_repeats_are_shown_with_the_options_and_never_exclude_a_row(store):
+    def repeated(env):
+        env["options"]["repeat"] = 3
+
+    a = _run("run_a.jsonl", {"syscall.getpid": (100.0, None)}, repeated)
+    b = _run("run_b.jsonl", {"syscall.getpid": (100.0, None)})
+    runs = [store.load(store.add_run(run, origin="import")) for run in (a, b)]
+    comparison = compare_runs(runs)
+    assert comparison.rows[0].cells[1].excluded == ()
+    assert fmt.run_options(comparison.options[0]).endswith(", 3 repeats")
+    assert "repeats" not in fmt.run_options(comparison.options[1])
+    # One machine's history, with or without repeats.
+    assert machine_key(runs[0].env) == machine_key(runs[1].env)

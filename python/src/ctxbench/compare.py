@@ -40,6 +40,9 @@ COMPARABLE = ("ok", "suspect")
 DEFAULT_MIN_EFFECT = 0.05
 # Run options (env record) that change what a figure is.
 MEASUREMENT_OPTIONS = ("quick", "samples", "min_time_s", "warmup_samples")
+# Shown beside them, never a reason to exclude a row: repeats change how far a
+# figure can be trusted (its noise source), not what it measures.
+SHOWN_OPTIONS = (*MEASUREMENT_OPTIONS, "repeat")
 SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE = "slower", "faster", "no difference", "only in one run"
 
 
@@ -123,7 +126,7 @@ class Comparison:
     level: float
     alpha: float
     min_effect: float = DEFAULT_MIN_EFFECT
-    options: list[dict[str, Any]] = field(default_factory=list)  # per run: MEASUREMENT_OPTIONS
+    options: list[dict[str, Any]] = field(default_factory=list)  # per run: SHOWN_OPTIONS
     summaries: list[Summary] = field(default_factory=list)  # per run after the reference
     matrices: list[MatrixComparison] = field(default_factory=list)
 
@@ -213,9 +216,9 @@ def compare_runs(
 
 
 def run_options(env: dict[str, Any]) -> dict[str, Any]:
-    """The options of a run that change its figures (absent ones are unknown)."""
+    """The options of a run that change its figures, and its repeats (absent ones are unknown)."""
     options = env.get("options") or {}
-    return {name: options[name] for name in MEASUREMENT_OPTIONS if name in options}
+    return {name: options[name] for name in SHOWN_OPTIONS if name in options}
 
 
 def observed_placement(result: dict[str, Any]) -> str | None:

@@ -167,6 +167,8 @@ def run_options(options: dict[str, Any]) -> str:
         parts.append(f"batches >= {value(float(options['min_time_s']) * 1e9, 'ns')}")
     if "warmup_samples" in options:
         parts.append(f"{options['warmup_samples']} warm-up")
+    if options.get("repeat", 1) > 1:
+        parts.append(f"{options['repeat']} repeats")
     return ", ".join(parts)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ctxbench.compare import run_options
+from ctxbench.compare import MEASUREMENT_OPTIONS, run_options
 from ctxbench.records import params_key
 from ctxbench.store import Store, StoredRun
 
@@ -33,7 +33,9 @@ def machine_key(env: dict[str, Any]) -> tuple[str, ...]:
         str(cpu.get("model")),
         str(kernel.get("release")),
         json.dumps(env.get("sandbox"), sort_keys=True),
-        json.dumps(run_options(env), sort_keys=True),
+        json.dumps(
+            {k: v for k, v in run_options(env).items() if k in MEASUREMENT_OPTIONS}, sort_keys=True
+        ),
     )
 
 
