@@ -83,6 +83,14 @@ def fixture_path(name: str) -> Path:
     return FIXTURES / name
 
 
+# The RISC-V lab's recorded run (fixtures/README.md), in a directory of its own.
+LAB_FIXTURE = FIXTURES / "riscv" / "lab_run.jsonl"
+
+
+def lab_run() -> RunRecords:
+    return read_run_file(LAB_FIXTURE)
+
+
 def real_run(name: str = "run_a.jsonl") -> RunRecords:
     return read_run_file(fixture_path(name))
 

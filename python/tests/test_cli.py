@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import fixture_path, real_run
+from conftest import fixture_path, lab_run, real_run
 from ctxbench import riscv as riscv_lab
 from ctxbench.cli import cli
 from ctxbench.errors import StoreError
@@ -445,7 +445,7 @@ def _replaying_run_lab(records, calls):
 
 def test_riscv_stores_the_lab_records_as_a_run(db, monkeypatch):
     calls = []
-    replayed = real_run("riscv/lab_run.jsonl")
+    replayed = lab_run()
     monkeypatch.setattr(riscv_lab, "run_lab", _replaying_run_lab(replayed.all(), calls))
     result = invoke("riscv", "--sim", "spike", "--label", "lab", "--db", db)
     assert result.exit_code == 0, result.stderr

@@ -1,6 +1,6 @@
 """show, explain and report as a new user meets them (issue 25), on recorded runs:
 a fresh default engine run (fixtures/default_quick.jsonl, 14:02 UTC) and a
-RISC-V lab run recorded after it (fixtures/riscv/lab_run.jsonl, 14:06 UTC),
+RISC-V lab run recorded after it (conftest.LAB_FIXTURE, 14:06 UTC),
 so that `latest` is the lab run.
 
 What they establish: `explain switch.pipe` narrows to pipe switches, headline
@@ -16,11 +16,11 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from conftest import REPO, fixture_path, real_run
+from conftest import LAB_FIXTURE, REPO, fixture_path, lab_run, real_run
 from ctxbench.cli import cli
 
 ENGINE_RUN = real_run("default_quick.jsonl").run_id
-LAB_RUN = real_run("riscv/lab_run.jsonl").run_id
+LAB_RUN = lab_run().run_id
 
 
 def invoke(*args: str):
@@ -30,8 +30,8 @@ def invoke(*args: str):
 @pytest.fixture
 def db(tmp_path) -> str:
     path = str(tmp_path / "answers.db")
-    for name in ("default_quick.jsonl", "riscv/lab_run.jsonl"):
-        imported = invoke("import", str(fixture_path(name)), "--db", path)
+    for fixture in (fixture_path("default_quick.jsonl"), LAB_FIXTURE):
+        imported = invoke("import", str(fixture), "--db", path)
         assert imported.exit_code == 0, imported.stderr
     return path
 

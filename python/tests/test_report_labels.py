@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import real_run, require_chromium
+from conftest import lab_run, real_run, require_chromium
 from ctxbench.records import read_run_file
 from ctxbench.report import render
 from ctxbench.store import Store
@@ -77,7 +77,7 @@ def runs(tmp_path):
     with Store.open(str(tmp_path / "labels.db")) as store:
         fresh = store.load(store.add_run(real_run("default_quick.jsonl"), origin="import"))
         reference = store.load(store.add_run(read_run_file(REFERENCE), origin="import"))
-        lab = store.load(store.add_run(real_run("riscv/lab_run.jsonl"), origin="riscv"))
+        lab = store.load(store.add_run(lab_run(), origin="riscv"))
     return {"fresh": fresh, "reference": reference, "lab": lab}
 
 

@@ -1,4 +1,4 @@
-"""The RISC-V lab's answer, read from a recorded run (fixtures/riscv/lab_run.jsonl,
+"""The RISC-V lab's answer, read from a recorded run (python/tests/fixtures/riscv/lab_run.jsonl,
 see fixtures/README.md): runs anywhere, no simulator needed.
 
 What they establish: for every target, call and unit the parts of the split
