@@ -189,7 +189,7 @@ struct Sampled {
 
 Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& workload, Clock& clock,
                const TimerInfo& timer, const HarnessOptions& options, double ops_per_iteration,
-               const CycleCounter* cycles = nullptr) {
+               const CycleCounter* cycles = nullptr, std::uint64_t batch = 0) {
   Sampled out;
   if (cycles) out.kept_cycles = 0;
   auto timed = [&](std::uint64_t n) {
@@ -201,6 +201,7 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
     out.kept_switches.involuntary += after.involuntary - before.involuntary;
   };
   out.iterations_per_sample = probe.fixed_iterations ? probe.fixed_iterations(params) : 0;
+  if (out.iterations_per_sample == 0) out.iterations_per_sample = batch;  // an earlier round's calibration
   if (out.iterations_per_sample == 0)
     out.iterations_per_sample = calibrate_batch(timed, batch_target_ns(options, timer));
   for (int w = 0; w < options.warmup_samples; ++w) timed(out.iterations_per_sample);
@@ -341,7 +342,8 @@ std::optional<Baseline> measure_baseline(const ProbeDescriptor& probe, const Par
   // Sampled under the probe's rule: the corrected figure subtracts the
   // baseline's median from the probe's, so both must leave out the same
   // moments (a baseline sampled in a slow spell would lower it).
-  Sampled base = sample(probe, params, *baseline, clock, timer, options, probe.baseline_ops_per_iteration(params));
+  Sampled base = sample(probe, params, *baseline, clock, timer, options, probe.baseline_ops_per_iteration(params),
+                        nullptr, options.baseline_batch);
   baseline->finish();
   Baseline b;
   b.name = probe.baseline;
@@ -349,6 +351,7 @@ std::optional<Baseline> measure_baseline(const ProbeDescriptor& probe, const Par
   b.summary = summarize(base.per_op);
   b.value = b.summary->median;
   b.unit = Unit::ns;
+  b.iterations_per_sample = base.iterations_per_sample;
   b.samples = std::move(base.per_op);
   b.set_aside = std::move(base.set_aside);
   return b;
@@ -587,7 +590,9 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
             "default halt, which the latency request does not change; held and free measure the same idle path here");
     }
     CycleCounter cycles;
-    Sampled measured = sample(probe, params, *workload, clock, timer, options, ops_per_iteration, &cycles);
+    Sampled measured =
+        sample(probe, params, *workload, clock, timer, options, ops_per_iteration, &cycles, options.batch);
+    r.iterations_per_sample = measured.iterations_per_sample;
     const int main_cpu_end = current_cpu();
     const std::vector<TaskReport> partners = workload->finish();
     r.samples = measured.per_op;

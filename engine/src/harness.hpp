@@ -52,6 +52,10 @@ struct HarnessOptions {
   // until at least retry_gap_s has passed since the variant's last attempt.
   bool defer_retries = false;
   double retry_gap_s = 1.0;
+  // Iterations per sample of the probe and of its baseline when an earlier
+  // round of the same variant calibrated them (schedule.hpp); 0: calibrate.
+  std::uint64_t batch = 0;
+  std::uint64_t baseline_batch = 0;
 
   // --quick: fewer, shorter samples (the whole catalogue in well under 90 s).
   static HarnessOptions quick_run() {

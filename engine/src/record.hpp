@@ -62,8 +62,9 @@ struct Baseline {
   double value = 0;
   Unit unit = Unit::ns;
   std::optional<Summary> summary;
-  std::vector<double> samples;    // the kept samples the summary is over (not in the record)
-  std::vector<double> set_aside;  // samples set aside as host interference (not in the summary)
+  std::vector<double> samples;              // the kept samples the summary is over (not in the record)
+  std::uint64_t iterations_per_sample = 0;  // its calibrated batch (not in the record)
+  std::vector<double> set_aside;            // samples set aside as host interference (not in the summary)
 };
 
 struct Verdict {
@@ -130,6 +131,7 @@ struct Result {
   Unit unit = Unit::ns;
   std::string op;
   std::uint64_t ops_per_sample = 0;
+  std::uint64_t iterations_per_sample = 0;  // the calibrated batch (not in the record: ops_per_sample is)
   int warmup_samples = 0;
   std::vector<double> samples;
   std::vector<double> set_aside;  // samples set aside as host interference: not in `samples` nor the summary

@@ -307,6 +307,17 @@ void Scheduler::run_rounds() {
       const Variant& v = variants_[i];
       HarnessOptions options = harness_;
       options.samples = samples_in_round(harness_.samples, rounds_of[i], round);
+      {
+        // Later rounds take the batch sizes the first calibrated: every
+        // round's samples are batches of one size, and a round costs its
+        // samples and warm-up, not another calibration.
+        std::lock_guard guard(output_.lock());
+        if (!pending_[i].rounds.empty()) {
+          const Result& first = pending_[i].rounds.front();
+          options.batch = first.iterations_per_sample;
+          options.baseline_batch = first.baseline ? first.baseline->iterations_per_sample : 0;
+        }
+      }
       hooks_.announce(i, 1, round + 1);
       const bool last_round = round + 1 == rounds_of[i];
       Result part = hooks_.limited([&] {

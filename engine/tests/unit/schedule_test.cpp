@@ -188,6 +188,31 @@ TEST(Scheduler, InterleavedRoundsSpreadEachVariantOverTheRun) {
   EXPECT_EQ(indices, (std::set<std::size_t>{1, 2, 3}));
 }
 
+// Later rounds take the first round's batch size instead of calibrating
+// again: here the operation costs twice as much after the first round, and
+// the batches keep the first round's count.
+TEST(Scheduler, LaterRoundsKeepTheFirstRoundsBatch) {
+  StepClock clock;
+  std::uint64_t cost = 100;
+  ProbeDescriptor probe = cost_probe(clock, "test.a", 100);
+  probe.make = [&](Context&) { return std::make_unique<CostWork>(clock, cost); };
+  HarnessOptions harness;
+  harness.samples = 6;
+  harness.min_sample_s = 1e-5;
+  const std::vector<Variant> variants{{&probe, {}}};
+  const Ran whole = run_scheduled(variants, harness, ScheduleOptions{false, 3, 1}, clock);
+  ASSERT_EQ(whole.records.size(), 1u);
+  const auto calibrated = whole.records[0]["ops_per_sample"].get<std::uint64_t>();
+  ScheduleOptions rounds{true, 3, 1};
+  ProbeDescriptor dearer = probe;
+  int made = 0;
+  dearer.make = [&](Context&) { return std::make_unique<CostWork>(clock, made++ == 0 ? 100 : 200); };
+  const Ran interleaved = run_scheduled({{&dearer, {}}}, harness, rounds, clock);
+  ASSERT_EQ(interleaved.records.size(), 1u);
+  EXPECT_EQ(made, 3);
+  EXPECT_EQ(interleaved.records[0]["ops_per_sample"].get<std::uint64_t>(), calibrated);
+}
+
 // Not interleaved, a variant the host slowed waits while the variants after
 // it are measured, then is measured again; its record is written last.
 TEST(Scheduler, ASlowedVariantIsMeasuredAgainAfterTheOthers) {
