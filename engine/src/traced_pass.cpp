@@ -37,13 +37,15 @@ constexpr const char* correction_rule =
 
 // A short run: enough switches for the phases' distributions, few enough
 // that every CPU's ring holds them (32 MiB a CPU on two CPUs, about 100
-// bytes an event).
-HarnessOptions traced_options() {
+// bytes an event). A sample lasts long enough for about 500 switches at
+// twice the untraced figure, between 2 and 50 ms: a fixed 2 ms let one slow
+// first round trip across CPUs calibrate a cross-CPU sample to a single one.
+HarnessOptions traced_options(double untraced_ns_per_switch) {
   HarnessOptions options = HarnessOptions::quick_run();
   options.samples = 5;
   options.warmup_samples = 1;
-  options.min_sample_s = 0.002;
-  options.max_variant_s = 2;
+  options.min_sample_s = std::clamp(500 * 2 * untraced_ns_per_switch * 1e-9, 0.002, 0.05);
+  options.max_variant_s = 3;
   options.retries = 0;
   options.reference = nullptr;
   options.defer_retries = false;
@@ -165,7 +167,8 @@ void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Param
   // its calls would only fill the rings.
   ProbeDescriptor without_baseline = probe;
   without_baseline.make_baseline = nullptr;
-  const Result traced = run_variant(without_baseline, params, clock, timer, traced_options());
+  const Result traced = run_variant(without_baseline, params, clock, timer,
+                                    traced_options(untraced.summary ? untraced.summary->median : 0));
   session->disable();
   std::uint64_t lost = 0;
   bool full = false;
