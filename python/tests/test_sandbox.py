@@ -3,7 +3,7 @@
 The runs are real engine output (fixtures/run_a.jsonl, run_b.jsonl) whose env
 gets a sandbox block as the engine writes it; the engine's own test of the
 block (a filter installed by ctxbench-seccomp-exec) is in
-engine/tests/system/test_seccomp.py.
+engine/tests/system/test_sandbox.py.
 """
 
 from __future__ import annotations
