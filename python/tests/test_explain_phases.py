@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import fixture_path, real_run
+from ctxbench import fmt
 from ctxbench.cli import cli
 from ctxbench.explain import explain
 from ctxbench.explain_phases import measured_placement, render_traced, traced_view
@@ -88,7 +89,16 @@ def test_idle_exit_is_set_beside_the_free_minus_held_difference():
     phases[-1]["corrected_per_switch_ns"] = 42.0
     lines = render_traced(traced_view(r), idle_difference_ns=50.0)
     (idle,) = [line for line in lines if line.strip().startswith("idle exit:")]
-    assert "42.00 ns per switch" in idle and "50.00 ns" in idle and "3 switches" in idle
+    assert "42.00 ns per switch" in idle and "3 switches" in idle
+    # From the waking to the switch-in: every phase between the two marks.
+    (wake,) = [line for line in lines if line.strip().startswith("from the waking")]
+    between = [
+        p["corrected_per_switch_ns"]
+        for p in phases[:-1]
+        if (p["from"], p["to"]) in {("waking", "wakeup"), ("wakeup", "switch")}
+    ]
+    assert fmt.value(42.0 + sum(between), "ns") in wake
+    assert "50.00 ns" in wake
 
 
 def test_unsupported_says_why_and_keeps_the_subtraction_view():

@@ -49,6 +49,10 @@ PHASE_WORDS: dict[tuple[str, str], str] = {
 }
 
 
+# The marks from a waking to the switch-in, in the order they usually come.
+WAKE_TO_SWITCH = ("waking", "IPI entry", "poll wake", "wakeup", "IPI exit", "idle exit", "switch")
+
+
 @dataclass
 class TracedPhase:
     name: str  # "from → to"
@@ -77,6 +81,10 @@ class TracedView:
     explained_share: float | None = None  # corrected phases / untraced median
     idle_exit_ns: float | None = None  # corrected phases that end at the idle exit
     idle_exit_switches: int = 0
+    # corrected phases from the waking to the switch-in, when some switch had an
+    # idle exit: the wake-up, the interrupt reaching the idle CPU (a halted
+    # vCPU's exit to the host included), the idle exit and the way to the switch
+    wake_to_switch_ns: float | None = None
     lost: int = 0
     ring_full: bool = False
     rule: str = ""
@@ -130,6 +138,15 @@ def traced_view(record: dict[str, Any]) -> TracedView | None:
             p.corrected_ns if p.corrected_ns is not None else p.typical_ns for p in idle
         )
         view.idle_exit_switches = sum(p.count for p in idle)
+        inside = [
+            p
+            for p in phases
+            if p.name.split(" → ")[0] in WAKE_TO_SWITCH[:-1]
+            and p.name.split(" → ")[1] in WAKE_TO_SWITCH[1:]
+        ]
+        view.wake_to_switch_ns = sum(
+            p.corrected_ns if p.corrected_ns is not None else p.typical_ns for p in inside
+        )
     return view
 
 
@@ -174,6 +191,11 @@ def render_traced(view: TracedView, idle_difference_ns: float | None = None) -> 
         text = (
             f"    idle exit: {_ns(view.idle_exit_ns)} per switch in the phases ending at it "
             f"({view.idle_exit_switches} switches had one)"
+        )
+        lines.append(text)
+        text = (
+            f"    from the waking to the switch-in: {_ns(view.wake_to_switch_ns or 0)} per switch "
+            "(the interrupt reaching the idle CPU and its idle exit included)"
         )
         if idle_difference_ns is not None:
             text += f"; idle=free - idle=held measured {_ns(idle_difference_ns)}"
