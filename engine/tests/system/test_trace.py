@@ -3,6 +3,7 @@ root, says `unsupported` with the reason as nobody, and leaves no tracing
 state behind when the run is interrupted or killed. As root the test mounts
 tracefs where it is absent; without root and tracefs the live tests skip."""
 
+import contextlib
 import os
 import pathlib
 import signal
@@ -124,9 +125,13 @@ def test_no_tracing_state_left_when_the_run_is_stopped(engine, how):
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(4)  # into a variant or its traced pass
     fds = pathlib.Path(f"/proc/{proc.pid}/fd")
-    had_perf = any("perf_event" in os.readlink(f) for f in fds.iterdir() if f.exists())
+    had_perf = False
+    deadline = time.monotonic() + 60
+    while not had_perf and time.monotonic() < deadline and proc.poll() is None:
+        with contextlib.suppress(OSError):  # wait until the traced pass holds its perf events
+            had_perf = any("perf_event" in os.readlink(f) for f in fds.iterdir())
+        time.sleep(0.01)
     proc.send_signal(how)
     proc.communicate(timeout=60)
     assert proc.returncode == (130 if how == signal.SIGINT else -signal.SIGKILL)
