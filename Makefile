@@ -107,7 +107,10 @@ include riscv/riscv.mk
 run: python-run
 
 # pytest runs last so the closing line CI reads is pytest's summary. The lab's
-# tests ran in test-riscv (with every tool required) and the wheel's in
-# test-wheel (with the wheel built), so test-python skips them.
-test: PYTEST_ARGS = --ignore=python/tests/test_riscv_lab.py --ignore=python/tests/test_wheel_install.py
-test: lint test-engine test-asan test-cross test-riscv test-wheel test-python
+# tests ran in test-riscv (with every tool required), so test-python skips
+# them. The wheel's tests are `make test-wheel`, not part of `make test`: the
+# clean root is built from the Debian mirror and the static engines of three
+# archs are built for it, about 12 minutes on a 2-vCPU machine, which would
+# take CI past its 20 minutes; test-python skips them (no CTXBENCH_WHEEL).
+test: PYTEST_ARGS = --ignore=python/tests/test_riscv_lab.py
+test: lint test-engine test-asan test-cross test-riscv test-python
