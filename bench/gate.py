@@ -5,7 +5,9 @@ A' (identical) and B, which runs the same engine under a real slowdown
 applied to B alone. By default that is a seccomp filter that allows every
 system call but is evaluated on each one (`ctxbench-seccomp-exec allow --`,
 built with the engine): system calls and kernel-mediated switches pay for it,
-user-level switches (uswitch.*), which never enter the kernel, cannot. A'
+user-level switches (uswitch.*), which never enter the kernel, cannot
+(but uswitch.ucontext, whose swapcontext calls rt_sigprocmask, can: it is
+its own class). A'
 and B are taken in alternating order so a drift of the host falls on both.
 Then `ctxbench compare A A' --json` (A/A) and `compare A B --json` (A/B) at
 each threshold, and per row class (syscall, same-CPU switch, cross-CPU
@@ -49,7 +51,14 @@ from ctxbench.runner import find_engine  # noqa: E402
 DEFAULT_SELECTION = "syscall switch.pipe switch.futex uswitch"
 SECCOMP_EXEC = os.path.join(ROOT, "build", "engine", "ctxbench-seccomp-exec")
 UNTOUCHED = ("user-level",)  # classes a system-call slowdown cannot reach
-CLASSES = ("syscall", "same-CPU switch", "cross-CPU switch", "user-level", "other")
+CLASSES = (
+    "syscall",
+    "same-CPU switch",
+    "cross-CPU switch",
+    "user-level + syscall",
+    "user-level",
+    "other",
+)
 
 
 def ctxbench_command() -> list[str]:

@@ -54,11 +54,19 @@ def parse_config(text: str) -> tuple[str, list[str], dict[str, str]]:
     return name, args, env
 
 
+# User-level switches that make a system call on every switch: glibc's
+# swapcontext calls rt_sigprocmask (the record's op says so), so whatever
+# slows system calls reaches them.
+USER_LEVEL_WITH_SYSCALL = ("uswitch.ucontext",)
+
+
 def row_class(record: dict) -> str:
     family = record.get("family", "")
     cpus = record.get("params", {}).get("cpus")
     if family == "syscall":
         return "syscall"
+    if record["probe"] in USER_LEVEL_WITH_SYSCALL:
+        return "user-level + syscall"
     if family == "uswitch" or record["probe"].startswith("uswitch"):
         return "user-level"
     if record["probe"].startswith("switch.") and cpus == "same":

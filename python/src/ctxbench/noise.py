@@ -32,10 +32,10 @@ from ctxbench import stats
 
 REPEATS, HISTORY, WITHIN_RUN = "repeats", "history", "within-run"
 SOURCES = (REPEATS, HISTORY, WITHIN_RUN)
-# PROVISIONAL: 0.20 in log spread (a factor of e^0.20 = 1.22), the upper end
-# of the 5-20% run-to-run spread seen on the shared 2-vCPU KVM guest before
-# any measurement of this rule. The lead measures the final value with
-# bench/gate.py (docs/accuracy.md, "The floor"); change it only with that figure.
+# 0.20 in log terms (a factor of e^0.20 = 1.22): identical quick runs on the
+# quiet 2-vCPU KVM guest moved a variant's median by at most 0.078 (330 row
+# pairs), and loaded hours there moved them up to 20 %; docs/accuracy.md
+# ("The floor") has the figures and the command. Change it only with new ones.
 WITHIN_RUN_FLOOR = 0.20
 MIN_HISTORY_RUNS = 3
 MIN_REPEATS = 2

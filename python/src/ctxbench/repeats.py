@@ -27,9 +27,9 @@ from typing import Any
 from ctxbench import stats
 from ctxbench.records import params_key, run_end_record
 
-# PROVISIONAL: the repeat counts of the quick and the default suite are chosen
-# by measuring the run-to-run CV and bench/gate.py's rates (docs/accuracy.md);
-# until that is done a plain run is one engine process.
+# One engine process per suite: two would take the quick suite past its 30 s
+# on the 2-vCPU KVM guest, and bench/gate.py met its targets with one
+# (docs/accuracy.md, "Repeats").
 QUICK_REPEATS = 1
 DEFAULT_REPEATS = 1
 MAX_REPEATS = 20
