@@ -5,6 +5,7 @@
 #   make python-run   `pip install .` (builds the engine through CMake), then
 #                     `ctxbench run --quick` (the first answer, in seconds), then
 #                     the default suite, both stored, the latter in report.html
+#   make plotly-js    the report's chart library, from npm (scripts/plotly_js.sh)
 #   make test-python  pytest over python/tests (runs last in `make test`)
 .PHONY: venv python-install python-run test-python
 
@@ -23,13 +24,24 @@ $(VENV)/.stamp: pyproject.toml python/python.mk
 
 venv: $(VENV)/.stamp
 
+# The report's chart library (docs/report.md, "Size"): plotly.js's cartesian
+# bundle from npm, the plotly.js version the plotly package carries, checked
+# against this sha512 of its tarball. Kept in the package (ignored by git).
+PLOTLY_JS_VERSION := 4.1.1
+PLOTLY_JS_SHA512 := a3c1ab15ebac9dcc012316c1ca7449a58e29920541e9c68cf892e9c2b2d86dbb0eedd67c149f9254dd85afe2fb9221bf67ac383f93b426eb3f42be4479f1d57a
+PLOTLY_JS := python/src/ctxbench/assets/plotly-cartesian.min.js
+$(PLOTLY_JS): python/python.mk scripts/plotly_js.sh
+	scripts/plotly_js.sh $(PLOTLY_JS_VERSION) $(PLOTLY_JS_SHA512) $@
+.PHONY: plotly-js
+plotly-js: $(PLOTLY_JS)
+
 # `pip install .` builds the engine through scikit-build-core. Here it builds in
 # `make engine`'s tree with the same settings (Release, WERROR, tests on), so
 # what `make engine` compiled is not compiled again; a plain `pip install .`
 # uses build/pip/ instead (pyproject.toml). Build isolation is off: the venv
 # has scikit-build-core, and the system cmake/ninja are used.
 PY_ENGINE_BUILD ?= $(BUILD)/engine
-python-install: venv
+python-install: venv $(PLOTLY_JS)
 	$(PY) -m pip install -q --no-build-isolation \
 	  -C build-dir=$(PY_ENGINE_BUILD) -C cmake.define.CTXBENCH_TESTS=ON \
 	  -C cmake.define.CTXBENCH_WERROR=ON .
@@ -63,7 +75,7 @@ test-python: python-install
 .PHONY: wheel test-wheel
 WHEEL_DIR := $(BUILD)/wheel
 comma := ,
-wheel: engines venv
+wheel: engines venv $(PLOTLY_JS)
 	@scripts/deps.sh riscv || echo "wheel: no riscv64-unknown-elf-gcc, so no trap lab images in the wheel"
 	rm -rf $(WHEEL_DIR)/raw
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(WHEEL_DIR)/raw \

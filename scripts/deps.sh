@@ -2,7 +2,7 @@
 # Installs the Debian packages a part of ctxbench needs, once. As root it runs
 # apt-get for whatever is missing; as anyone else it names the missing
 # packages and the command to install them, and fails.
-#   scripts/deps.sh GROUP...   groups: engine cross riscv browser servers wheel
+#   scripts/deps.sh GROUP...   groups: engine cross riscv browser report servers wheel
 set -euo pipefail
 
 declare -A group
@@ -10,6 +10,8 @@ group[engine]="build-essential cmake ninja-build pkg-config libcli11-dev nlohman
 group[cross]="g++-aarch64-linux-gnu g++-riscv64-linux-gnu qemu-user"
 group[riscv]="gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf device-tree-compiler qemu-system-misc binutils-riscv64-unknown-elf"
 group[browser]="chromium"
+# The report's chart library comes from npm (scripts/plotly_js.sh).
+group[report]="npm"
 # make test-wheel: a minimal Debian root, and foreign engines run through binfmt.
 group[wheel]="debootstrap qemu-user-static binfmt-support"
 # The tests of `run --host` and of the PostgreSQL store start their own sshd and

@@ -1,9 +1,10 @@
 """The report's summary charts, drawn by a real browser at 1280x800: no two value
 labels overlap, and no error bar or point runs through a label. On the fresh
 default run (fixtures/default_quick.jsonl: wide intervals, suspect figures)
-alone and beside the reference run. Also what the page says of them: two runs
-of one machine are "Run vs run", and a family with two units is named with
-its unit in the navigation.
+alone and beside the reference run. Both pages are under 2 MB, and the chart
+library they carry (plotly.js's cartesian bundle) draws every trace type they
+use. Also what the page says of them: two runs of one machine are "Run vs
+run", and a family with two units is named with its unit in the navigation.
 
 It opens the pages in headless Debian Chromium through playwright, offline,
 as test_report.py does; without Chromium it skips (fails under CI).
@@ -11,13 +12,16 @@ as test_report.py does; without Chromium it skips (fails under CI).
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
+from plotly.offline.offline import get_plotlyjs_version
 
 from conftest import lab_run, real_run, require_chromium
 from ctxbench.records import read_run_file
-from ctxbench.report import render
+from ctxbench.report import chart_library, render
 from ctxbench.store import Store
 from ctxbench.summary import summarize
 
@@ -47,7 +51,9 @@ LABELS_JS = """() => {
 }"""
 
 
-def _charts(page_path: Path, profile: Path) -> list[dict]:
+def _charts(page_path: Path, profile: Path) -> tuple[list[dict], list[str]]:
+    """The summary charts' labels (LABELS_JS), and the trace types the page's
+    plotly.js can draw."""
     browser = require_chromium()
     playwright_api = pytest.importorskip("playwright.sync_api")
     with playwright_api.sync_playwright() as playwright:
@@ -67,7 +73,8 @@ def _charts(page_path: Path, profile: Path) -> list[dict]:
                 timeout=60_000,
             )
             page.wait_for_timeout(500)  # the last plots finish their text layout
-            return page.evaluate(LABELS_JS)
+            traces = page.evaluate("Object.keys(Plotly.PlotSchema.get().traces)")
+            return page.evaluate(LABELS_JS), traces
         finally:
             context.close()
 
@@ -85,13 +92,41 @@ def runs(tmp_path):
 def test_no_value_label_overlaps_or_is_struck(runs, tmp_path, which):
     page = tmp_path / "report.html"
     page.write_text(render([runs[name] for name in which]), "utf-8")
-    charts = _charts(page, tmp_path / "profile")
+    charts, _ = _charts(page, tmp_path / "profile")
     ladder = [chart for chart in charts if chart["kind"] == "ladder"]
     rungs = sum(len(run.ladder) for run in summarize([runs[name] for name in which]).runs)
     assert ladder and ladder[0]["labels"] == rungs, charts  # every rung labelled
     for chart in charts:
         assert chart["overlaps"] == [], chart
         assert chart["struck"] == [], chart
+
+
+# A report's size in bytes (issue 25): the default run's, and two runs', each.
+MAX_BYTES = 2_000_000
+
+
+@pytest.mark.parametrize("which", [("fresh",), ("fresh", "reference")], ids=["one", "two"])
+def test_the_page_is_under_2_mb_and_its_plotly_draws_every_trace_it_uses(runs, tmp_path, which):
+    html = render([runs[name] for name in which])
+    size = len(html.encode("utf-8"))
+    assert size < MAX_BYTES, f"{size} bytes; is the cartesian bundle there (make plotly-js)?"
+    used = {
+        trace["type"]
+        for figure in re.findall(r'data-plot="plot-\d+">(.*?)</script>', html, re.S)
+        for trace in json.loads(figure)["data"]
+    }
+    assert {"box", "bar", "scatter"} <= used  # distributions, the waterfall, the ladder
+    page = tmp_path / "report.html"
+    page.write_text(html, "utf-8")
+    _, drawable = _charts(page, tmp_path / "profile")
+    assert used <= set(drawable), used - set(drawable)
+    assert "waterfall" not in drawable  # the cartesian bundle, not the full one
+
+
+def test_the_page_carries_the_cartesian_bundle_of_plotlys_own_plotly_js():
+    # PLOTLY_JS_VERSION in python/python.mk follows the plotly package: bump both.
+    header = chart_library()[:200]
+    assert f"plotly.js (cartesian - minified) v{get_plotlyjs_version()}" in header, header
 
 
 def test_two_runs_of_one_machine_are_run_vs_run(runs, tmp_path):

@@ -54,7 +54,12 @@ def check_writable(path: Path | None, option: str) -> None:
 
 
 def write_report(runs: list[StoredRun], path: Path, title: str | None = None) -> None:
-    from ctxbench.report import render  # plotly is slow to import; only when needed
+    from ctxbench.report import has_cartesian_bundle, render  # plotly is slow to import
 
     write_text(path, render(runs, title=title), "report")
     say(f"report written to {path}")
+    if not has_cartesian_bundle():
+        say(
+            "note: this install lacks the report's trimmed chart library, so the report "
+            "carries plotly's full one (about 1.3 MB more); `make plotly-js` fetches it"
+        )

@@ -1,12 +1,15 @@
 """The report's plotting basics: figures as escaped JSON, axes, labels, colours.
 
 Labels given to plotly (which understands a few HTML tags) are HTML-escaped
-first; a figure travels as JSON with ``<``, ``>`` and ``&`` escaped.
+first; a figure travels as JSON with ``<``, ``>`` and ``&`` escaped. The
+plotly template (the page's look, 7 kB of JSON) travels once per page, not
+once per figure: the page puts it back into each layout.
 """
 
 from __future__ import annotations
 
 import html
+import json
 from dataclasses import dataclass
 from itertools import count
 from typing import Any
@@ -105,6 +108,21 @@ def unit_title(unit: str) -> str:
 class Figures:
     def __init__(self) -> None:
         self._ids = count(1)
+        self._template: Any = None
+
+    def template_json(self) -> Markup:
+        """The template every figure's layout shares (the page adds it back)."""
+        return script_json(json.dumps(self._template, separators=(",", ":")))
+
+    def _shared(self, figure_json: str) -> str:
+        """FIGURE_JSON without its template where it is the shared one."""
+        data = json.loads(figure_json)
+        template = data["layout"].get("template")
+        if self._template is None:
+            self._template = template
+        if template == self._template:
+            del data["layout"]["template"]
+        return json.dumps(data, separators=(",", ":"))
 
     def make(
         self, title: str, figure: go.Figure, height: int, legend_on_top: bool = False
@@ -124,6 +142,6 @@ class Figures:
         return Figure(
             id=f"plot-{next(self._ids)}",
             title=title,
-            json=script_json(pio.to_json(figure, validate=True, engine="json")),
+            json=script_json(self._shared(pio.to_json(figure, validate=True, engine="json"))),
             height=height,
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from itertools import accumulate
 from typing import Any
 
 import plotly.graph_objects as go
@@ -356,19 +357,20 @@ def _waterfall_figure(figures: Figures, run: RunSummary) -> Figure | None:
     if explanation is None:
         return None
     names, values, hover, source = _waterfall_bars(explanation)
+    # A waterfall drawn as bars that each start where the parts before it end
+    # (plotly's Waterfall trace is not in the cartesian bundle the page carries).
+    bases = list(accumulate(values[:-1], initial=0.0)) if values else []
+    colours = ["#4c78a8" if v >= 0 else "#54a24b" for v in values]
     figure = go.Figure(
-        go.Waterfall(
+        go.Bar(
             x=[*names, "measured median"],
             y=[*values, explanation.median_ns],
-            measure=["relative"] * len(values) + ["total"],
+            base=[*bases, 0.0],
+            marker={"color": [*colours, "#1d2330"]},
             text=[esc(fmt.value(v, "ns")) for v in (*values, explanation.median_ns)],
             textposition="outside",
             hovertext=[*hover, esc("the median of " + explanation.probe)],
             hovertemplate="%{hovertext}<extra></extra>",
-            connector={"line": {"color": "#888", "dash": "dot"}},
-            increasing={"marker": {"color": "#4c78a8"}},
-            decreasing={"marker": {"color": "#54a24b"}},
-            totals={"marker": {"color": "#1d2330"}},
         )
     )
     figure.update_yaxes(title="ns per switch", rangemode="tozero")
