@@ -12,6 +12,8 @@ as test_report.py does; without Chromium it skips (fails under CI).
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import re
 from pathlib import Path
@@ -20,6 +22,8 @@ import pytest
 from plotly.offline.offline import get_plotlyjs_version
 
 from conftest import lab_run, real_run, require_chromium
+from ctxbench import report
+from ctxbench.output_files import write_report
 from ctxbench.records import read_run_file
 from ctxbench.report import chart_library, render
 from ctxbench.store import Store
@@ -148,3 +152,15 @@ def test_a_lab_run_opens_with_the_labs_answer(runs):
     assert "None of the ladder" not in summary and "What things cost" not in summary
     # each call's parts per simulator, as a table
     assert summary.count('<table class="riscv-parts">') == 4
+
+
+def test_without_the_cartesian_bundle_the_page_carries_the_full_one_and_says_so(
+    runs, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(report, "_cartesian_bundle", lambda: tmp_path / "no-such-bundle.js")
+    write_report([runs["fresh"]], tmp_path / "full.html")
+    html = (tmp_path / "full.html").read_text("utf-8")
+    packed = html.split('<script type="application/octet-stream" id="plotly-js">')[1]
+    script = gzip.decompress(base64.b64decode(packed.split("</script>")[0])).decode("utf-8")
+    assert f"* plotly.js v{get_plotlyjs_version()}\n" in script[:100]
+    assert "`make plotly-js` fetches it" in capsys.readouterr().err
