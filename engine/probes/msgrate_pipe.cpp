@@ -12,7 +12,7 @@ namespace CTXBENCH_UNITY_ID {
 using namespace ctx;
 using namespace ctx::pingpong;
 
-void annotate_rate(Result& r) {
+void rate_figures(Result& r) {
   if (!r.summary) return;
   const double payload = r.numeric_params["payload"];
   r.derived["bytes_per_s_each_way"] = r.summary->median * payload;
@@ -38,10 +38,11 @@ const Registrar registrar({
     .make =
         [](Context& ctx) {
           const auto payload = static_cast<std::size_t>(ctx.param_int("payload"));
-          return std::make_unique<PingPong<FdChannel>>(ctx, Between::threads, FdChannel::pipes(payload), annotate_rate);
+          return std::make_unique<PingPong<FdChannel>>(ctx, Between::threads, FdChannel::pipes(payload), Annotator{});
         },
     .tasks = [](const Params&) { return 2; },
     .method = "eliben thread-pipe-msgpersec and perf bench sched pipe -T (ops/sec), with the payload as a knob",
+    .from_summary = rate_figures,
 });
 
 }  // namespace CTXBENCH_UNITY_ID

@@ -99,7 +99,8 @@ std::uint64_t serve(Channel& channel) {
 template <class Channel>
 class PingPong final : public Workload {
  public:
-  PingPong(Context& ctx, Between between, std::unique_ptr<Channel> channel, Annotator annotate = annotate_round_trip)
+  PingPong(Context& ctx, Between between, std::unique_ptr<Channel> channel,
+           Annotator annotate = annotate_switch_kinds_per_round_trip)
       : between_(between), channel_(std::move(channel)), annotate_(std::move(annotate)) {
     Channel* channel_ptr = channel_.get();
     partner_.emplace(
@@ -349,6 +350,7 @@ ProbeDescriptor switch_descriptor(const SwitchProbe& probe, ChannelFactory<Chann
       .method = probe.method,
       .syscalls_per_op =
           probe.syscalls_per_switch > 0 ? constant(probe.syscalls_per_switch) : std::function<double(const Params&)>(),
+      .from_summary = round_trip_figures,
       .syscalls = probe.syscalls,
   };
 }

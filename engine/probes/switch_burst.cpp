@@ -17,12 +17,16 @@ using namespace ctx::pingpong;
 
 std::uint64_t round_trips(const Params& p) { return std::max<std::uint64_t>(1, std::stoull(p.at("n")) / 2); }
 
-void annotate_burst(Result& r) {
-  annotate_round_trip(r);
+void burst_figures(Result& r) {
+  round_trip_figures(r);
   if (!r.summary) return;
   r.derived["min_ns_per_switch"] = r.summary->min;
   r.derived["min_ns_per_round_trip"] = r.summary->min * 2;  // one round trip = two switches
   if (r.baseline) r.derived["min_ns_per_switch_minus_baseline"] = r.summary->min - r.baseline->summary->min;
+}
+
+void annotate_burst(Result& r) {
+  annotate_switch_kinds_per_round_trip(r);
   r.notes.push_back("the figure is the minimum over the tries (summary.min): each sample is one burst");
 }
 
@@ -61,6 +65,7 @@ const Registrar registrar({
         },
     .method = "the classic two-process, two-pipe ping-pong run for a fixed number of switches and reported as "
               "the best of many tries (osbench's keep-the-minimum policy)",
+    .from_summary = burst_figures,
 });
 
 }  // namespace CTXBENCH_UNITY_ID

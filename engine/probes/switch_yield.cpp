@@ -57,7 +57,7 @@ class YieldPingPong final : public Workload {
     flags_->stop.store(true);
     return {partner_->join()};
   }
-  void annotate(Result& r) override { annotate_round_trip(r); }
+  void annotate(Result& r) override { annotate_switch_kinds_per_round_trip(r); }
 
  private:
   void release() {
@@ -90,6 +90,7 @@ const Registrar registrar({
     .method = "tsuna/contextswitch timetctxsw2 and context_switch2 --test=yield (SCHED_BATCH or SCHED_OTHER here, "
               "not SCHED_FIFO, so it runs unprivileged)",
     .syscalls_per_op = constant(1),  // one sched_yield per switch
+    .from_summary = round_trip_figures,
 });
 
 }  // namespace CTXBENCH_UNITY_ID

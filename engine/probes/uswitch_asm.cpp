@@ -47,7 +47,6 @@ class AsmPingPong final : public uswitch::UserSwitchWorkload {
     for (std::uint64_t i = 0; i < iterations; ++i) Switch(&main_, peer_, nullptr);  // there and back: two switches
   }
   void annotate_more(Result& r) override {
-    if (r.summary) r.derived["per_round_trip_ns"] = r.summary->median * 2;  // one round trip = two switches
     r.derived["abi"] = ctxbench_uswitch_abi();
     r.derived["saved_state"] =
         full_ ? fmt::format("callee-saved general registers + {}", ctxbench_uswitch_full_state_what())
@@ -127,6 +126,7 @@ const Registrar registrar({
                        "jump, all in user mode (x86 also reloads MXCSR and the x87 control word). No system call, no "
                        "kernel switch (checked). fpstate=full adds saving the whole FP/vector state, the cost an "
                        "ABI-only switch avoids; fpcontrol=differs makes every switch load a changed MXCSR/FPCR.",
+    .from_summary = round_trip_figures,
 });
 
 }  // namespace CTXBENCH_UNITY_ID

@@ -31,9 +31,6 @@ class FiberPingPong final : public uswitch::UserSwitchWorkload {
   void run(std::uint64_t iterations) override {
     for (std::uint64_t i = 0; i < iterations; ++i) peer_ = std::move(peer_).resume();  // there and back
   }
-  void annotate_more(Result& r) override {
-    if (r.summary) r.derived["per_round_trip_ns"] = r.summary->median * 2;  // one round trip = two switches
-  }
 
  private:
   bctx::fiber peer_;  // destroyed (its stack unwound by forced_unwind) with the workload
@@ -47,9 +44,6 @@ class FcontextPingPong final : public uswitch::UserSwitchWorkload {
   void run(std::uint64_t iterations) override {
     for (std::uint64_t i = 0; i < iterations; ++i)
       peer_ = bctx::detail::jump_fcontext(peer_, nullptr).fctx;  // there and back
-  }
-  void annotate_more(Result& r) override {
-    if (r.summary) r.derived["per_round_trip_ns"] = r.summary->median * 2;  // one round trip = two switches
   }
 
  private:
@@ -88,6 +82,7 @@ const Registrar registrar({
     .where_time_goes = "jump_fcontext saves the same callee-saved set and FP control words as uswitch.asm "
                        "(fpstate=abi) and swaps stacks; api=fiber adds the fiber object's bookkeeping around each "
                        "jump. No system call, no kernel switch (checked).",
+    .from_summary = round_trip_figures,
 });
 
 }  // namespace CTXBENCH_UNITY_ID

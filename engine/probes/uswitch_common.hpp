@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tasks.hpp"
+#include "workloads.hpp"
 
 namespace ctx::uswitch {
 

@@ -84,9 +84,6 @@ class CoroutinePingPong final : public uswitch::UserSwitchWorkload {
       left -= chunk;
     }
   }
-  void annotate_more(Result& r) override {
-    if (r.summary) r.derived["per_round_trip_ns"] = r.summary->median * 2;  // one round trip = two switches
-  }
 
  private:
   Court court_;
@@ -102,6 +99,7 @@ const Registrar registrar({
     .where_time_goes = "the suspending coroutine stores its resume point in its frame, await_suspend returns the "
                        "other handle and the compiler tail-calls its resume function: an indirect call, no stack "
                        "switch, no saved registers beyond what the compiler keeps in the frame, no kernel (checked).",
+    .from_summary = round_trip_figures,
 });
 
 }  // namespace CTXBENCH_UNITY_ID

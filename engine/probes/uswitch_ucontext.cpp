@@ -36,7 +36,6 @@ class UcontextPingPong final : public uswitch::UserSwitchWorkload {
     for (std::uint64_t i = 0; i < iterations; ++i) swapcontext(&main_, &peer_);  // there and back: two swaps
   }
   void annotate_more(Result& r) override {
-    if (r.summary) r.derived["per_round_trip_ns"] = r.summary->median * 2;  // one round trip = two switches
     r.notes.push_back(
         "each swapcontext makes one rt_sigprocmask system call (glibc saves and restores the signal mask); the "
         "baseline is that call alone, so the corrected figure is swapcontext's user-level part");
@@ -82,6 +81,7 @@ const Registrar registrar({
                        "x86_64, slow instructions) and MXCSR in the ucontext_t, and enters the kernel once per swap "
                        "for rt_sigprocmask, which dominates (the baseline is that call alone; a unit test counts "
                        "those calls with strace).",
+    .from_summary = round_trip_figures,
 });
 
 }  // namespace CTXBENCH_UNITY_ID

@@ -88,6 +88,8 @@ void add_to_totals(std::vector<Check>& totals, const Check& check) {
       check.observed.is_number()) {
     total->expected = total->expected.get<double>() + check.expected.get<double>();
     total->observed = total->observed.get<double>() + check.observed.get<double>();
+    const double expected = total->expected.get<double>();
+    total->ratio = expected > 0 ? std::optional<double>(total->observed.get<double>() / expected) : std::nullopt;
   }
   total->ok = total->ok && check.ok;
 }
@@ -245,7 +247,7 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
 }
 
 void add_switch_checks(const Expectation& expectation, double ops_total, double ops_all, const SwitchCount& main_delta,
-                       const std::vector<TaskReport>& partners, const Summary& summary, Result& r) {
+                       const std::vector<TaskReport>& partners, Result& r) {
   const double expected_main = ops_total * expectation.main_per_op;
   const auto observed_main = static_cast<double>(counted(main_delta, expectation.counter));
   double expected_all = expected_main, observed_all = observed_main;
@@ -284,12 +286,8 @@ void add_switch_checks(const Expectation& expectation, double ops_total, double 
     }
   r.derived["voluntary_switches_per_op"] = voluntary;
   r.derived["involuntary_switches_per_op"] = involuntary;
-  if (expected_all > 0 && observed_all > 0) {
-    const double per_expected = observed_all / expected_all;
-    r.derived["observed_switches_per_expected"] = per_expected;
-    // What one switch costs if every observed switch shares the time.
-    r.derived["per_observed_switch_ns"] = summary.median / per_expected;
-  }
+  // per_observed_switch_ns follows from this and the summary (derive_from_summary).
+  if (expected_all > 0 && observed_all > 0) r.derived["observed_switches_per_expected"] = observed_all / expected_all;
 }
 
 // A matrix probe that expects no switches spins on both sides (matrix.cacheline):
@@ -439,6 +437,25 @@ Result variant_header(const ProbeDescriptor& probe, const Params& params, const 
 }
 
 }  // namespace
+
+void derive_from_summary(const ProbeDescriptor& probe, bool counts_ticks, const TimerInfo& timer, Result& r) {
+  if (!r.summary) return;
+  // The median in ns per op: a rate probe's samples are ops per second.
+  double median_ns = r.summary->median;
+  if (probe.unit == Unit::msgs_per_s) {
+    std::vector<double> ns;
+    ns.reserve(r.samples.size());
+    for (const double v : r.samples) ns.push_back(1e9 / v);
+    median_ns = summarize(ns).median;
+    r.derived["median_ns_per_msg"] = median_ns;
+  }
+  if (counts_ticks) r.derived["tsc_ticks_per_op"] = median_ns / timer.ns_per_tick;
+  // What one switch costs if every observed switch shares the time.
+  if (const auto per_expected = r.derived.find("observed_switches_per_expected");
+      per_expected != r.derived.end() && per_expected->is_number() && per_expected->get<double>() > 0)
+    r.derived["per_observed_switch_ns"] = median_ns / per_expected->get<double>();
+  if (probe.from_summary) probe.from_summary(r);
+}
 
 Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,
                    const HarnessOptions& options) {
@@ -628,7 +645,7 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
     if (probe.expects) {
       if (auto expectation = probe.expects(params))
         add_switch_checks(*expectation, ops_total, static_cast<double>(measured.all_iterations) * ops_per_iteration,
-                          measured.kept_switches, partners, summary, r);
+                          measured.kept_switches, partners, r);
     }
     if (probe.matrix && !probe.expects) add_preemption_check(measured.kept_switches, partners, r);
     add_placement_check(placement, r);
@@ -641,7 +658,6 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
     if (r.baseline && summary.median - r.baseline->value <= 0)
       r.verdict.add(Status::suspect, Reason::nonpositive_after_baseline,
                     nonpositive_detail(r.baseline->value, summary.median));
-    if (clock.counts_ticks()) r.derived["tsc_ticks_per_op"] = summary.median / timer.ns_per_tick;
     if (measured.kept_cycles && ops_total > 0) {
       r.derived["core_cycles_per_op"] = static_cast<double>(*measured.kept_cycles) / ops_total;
       if (cycles.user_only()) r.derived["core_cycles_scope"] = "user mode only (perf_event_paranoid)";
@@ -653,11 +669,11 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
     r.set_aside = measured.set_aside;
     if (probe.unit == Unit::msgs_per_s) {
       // The samples were ns per message; the unit asked for is a rate.
-      r.derived["median_ns_per_msg"] = summary.median;
       for (double& v : r.samples) v = 1e9 / v;
       for (double& v : r.set_aside) v = 1e9 / v;
       r.summary = summarize(r.samples);
     }
+    derive_from_summary(probe, clock.counts_ticks(), timer, r);
     if (scope == Scope::variant && options.reference && !measured.reference_ns.empty()) {
       Interference in;
       in.reference = options.reference->describe();
@@ -824,7 +840,7 @@ void measure_matrix(const ProbeDescriptor& probe, const Params& params, Clock& c
   r.timer_corrected = true;
   r.derived["ops_executed"] = ops_executed;
   r.derived["cells"] = static_cast<double>(m.cells.size());
-  if (clock.counts_ticks()) r.derived["tsc_ticks_per_op"] = summary.median / timer.ns_per_tick;
+  derive_from_summary(probe, clock.counts_ticks(), timer, r);
   if (r.baseline && summary.median - r.baseline->value <= 0)
     r.verdict.add(Status::suspect, Reason::nonpositive_after_baseline,
                   fmt::format("the baseline ({:.1f} ns) is not below the matrix's median ({:.1f} ns)",

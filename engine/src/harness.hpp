@@ -82,6 +82,13 @@ std::uint64_t calibrate_batch(const std::function<double(std::uint64_t)>& timed_
 // Times one batch of `iterations` with `clock`; returns ns, timer-corrected.
 double time_batch(Clock& clock, const TimerInfo& timer, Workload& workload, std::uint64_t iterations);
 
+// The figures that are functions of r's summary, computed over the samples r
+// keeps: tsc_ticks_per_op (with a clock that counts ticks), median_ns_per_msg
+// (a rate probe), per_observed_switch_ns (from observed_switches_per_expected)
+// and the probe's own (ProbeDescriptor::from_summary). The one home of these
+// figures, for a variant measured whole and for merged rounds alike.
+void derive_from_summary(const ProbeDescriptor& probe, bool counts_ticks, const TimerInfo& timer, Result& r);
+
 // Runs one variant (a probe with one value per parameter) to a finished record;
 // with options.defer_retries, to its first attempt.
 Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& clock, const TimerInfo& timer,

@@ -152,6 +152,13 @@ struct ProbeDescriptor {
   // changed). Recorded as derived.syscalls_per_op; `ctxbench explain` prices
   // them at the run's bare-syscall cost (syscall.enosys).
   std::function<double(const Params&)> syscalls_per_op;
+  // The probe's figures that are functions of a record's summary (and
+  // baseline), e.g. derived.per_round_trip_ns = 2 x the median. The harness
+  // computes them (derive_from_summary) over the samples a record keeps: once
+  // for a variant measured whole, and again over the pooled samples when
+  // rounds are merged (merge_rounds), so no such figure is an average of the
+  // rounds'. Null: none.
+  std::function<void(Result&)> from_summary;
   // A CPU-pair matrix probe (see PairMatrixSpec); null for every other probe.
   std::optional<PairMatrixSpec> matrix;
   // The system calls one op makes, by name and number, for a probe with the

@@ -52,14 +52,16 @@ bool judged_again(Reason code) {
 }
 
 // Derived figures that are totals over the rounds; the others are per-op
-// figures, averaged over the rounds weighted by their samples.
+// figures, averaged over the rounds weighted by their samples, except those
+// that are functions of the summary, which `derive` computes again over the
+// pooled samples (derive_from_summary).
 bool is_total(const std::string& key) {
   return key == "ops_executed" || key == "ops_in_figure" || key == "involuntary_switches_measuring_task";
 }
 
 }  // namespace
 
-Result merge_rounds(std::vector<Result> rounds, double best_ns) {
+Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::function<void(Result&)>& derive) {
   if (rounds.empty()) throw std::invalid_argument("merge_rounds: no rounds");
   const int count = static_cast<int>(rounds.size());
   for (int k = 0; k < count; ++k)
@@ -148,10 +150,8 @@ Result merge_rounds(std::vector<Result> rounds, double best_ns) {
     expected_all += expected;
     observed_all += observed;
   }
-  if (expected_all > 0 && observed_all > 0) {
-    r.derived["observed_switches_per_expected"] = observed_all / expected_all;
-    r.derived["per_observed_switch_ns"] = summary.median / (observed_all / expected_all);
-  }
+  if (expected_all > 0 && observed_all > 0) r.derived["observed_switches_per_expected"] = observed_all / expected_all;
+  if (derive) derive(r);  // the figures that are functions of the summary, over the pooled samples
   r.stability = assess_stability(r.samples);
   if (r.stability && r.stability->unstable)
     r.verdict.add(Status::suspect, Reason::unstable, unstable_detail(*r.stability, r));
@@ -204,12 +204,16 @@ std::optional<OutputError> Scheduler::finish_locked(Result& result) {
   return std::nullopt;
 }
 
-Result Scheduler::merged(const Pending& pending) const {
-  Result r = merge_rounds(pending.rounds, harness_.reference ? harness_.reference->best_ns() : 0);
+Result Scheduler::merged(const Pending& pending) const { return merged(pending.index, pending.rounds); }
+
+Result Scheduler::merged(std::size_t index, const std::vector<Result>& rounds) const {
+  const ProbeDescriptor& probe = *variants_[index].probe;
+  Result r = merge_rounds(rounds, harness_.reference ? harness_.reference->best_ns() : 0,
+                          [&](Result& m) { derive_from_summary(probe, clock_.counts_ticks(), timer_, m); });
   r.run_id = run_id_;
-  r.variant_index = pending.index + 1;
-  r.schedule = schedule_record(variants_[pending.index]);
-  if (pending.rounds.size() > 1 && r.interference && harness_.retries > 0 &&
+  r.variant_index = index + 1;
+  r.schedule = schedule_record(variants_[index]);
+  if (rounds.size() > 1 && r.interference && harness_.retries > 0 &&
       slowed(r.interference->attempts.front(), harness_.reference ? harness_.reference->best_ns() : 0))
     r.notes.push_back(rounds_not_remeasured_note());
   return r;
@@ -320,9 +324,23 @@ void Scheduler::run_rounds() {
       }
       hooks_.announce(i, 1, round + 1);
       const bool last_round = round + 1 == rounds_of[i];
+      // After the last round, the traced pass (after_measured) runs on the
+      // merged record, so it compares with the pooled samples' median; the
+      // round is kept only once that is done, so a run ended meanwhile
+      // writes the rounds before it (write_unfinished_locked).
+      std::optional<Result> whole;
       Result part = hooks_.limited([&] {
         Result r = run_variant(*v.probe, v.params, clock_, timer_, options);
-        if (last_round && hooks_.after_measured) hooks_.after_measured(v, r);
+        if (!finished_badly(r) && last_round) {
+          std::vector<Result> all;
+          {
+            std::lock_guard guard(output_.lock());
+            all = pending_[i].rounds;
+          }
+          all.push_back(r);
+          whole = merged(i, all);
+          if (hooks_.after_measured) hooks_.after_measured(v, *whole);
+        }
         return r;
       });
       std::optional<OutputError> failed;
@@ -332,7 +350,7 @@ void Scheduler::run_rounds() {
         const bool last = finished_badly(part) || last_round;
         p.rounds.push_back(std::move(part));
         if (last) {
-          Result r = merged(p);
+          Result r = whole ? std::move(*whole) : merged(p);
           p.written = true;
           failed = finish_locked(r);
         }

@@ -59,8 +59,10 @@ int rounds_for(const ProbeDescriptor& probe, int samples, const ScheduleOptions&
 // they came from. A round that is unsupported or failed makes the record
 // that round's. Pure, given the rounds.
 // best_ns: the host reference's best (0 without one), to judge the pooled
-// reference times by.
-Result merge_rounds(std::vector<Result> rounds, double best_ns);
+// reference times by. derive: computes the figures that are functions of the
+// summary (derive_from_summary for the variant's probe) over the pooled
+// samples; may be empty.
+Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::function<void(Result&)>& derive);
 
 // What the scheduler needs from the command line around it.
 struct ScheduleHooks {
@@ -99,6 +101,7 @@ class Scheduler {
   // Closes the record's interference and writes it; the failure, if any.
   std::optional<OutputError> finish_locked(Result& result);
   Result merged(const Pending& pending) const;
+  Result merged(std::size_t index, const std::vector<Result>& rounds) const;
   nlohmann::json schedule_record(const Variant& variant) const;
 
   const std::vector<Variant>& variants_;

@@ -39,9 +39,9 @@ inline void annotate_switch_kinds_per_round_trip(Result& r) {
   }
 }
 
-inline void annotate_round_trip(Result& r) {
+// ProbeDescriptor::from_summary of a probe whose op is half a round trip.
+inline void round_trip_figures(Result& r) {
   if (r.summary) r.derived["per_round_trip_ns"] = r.summary->median * 2;  // one round trip = two switches
-  annotate_switch_kinds_per_round_trip(r);
 }
 
 }  // namespace ctx

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "fake_clocks.hpp"
+#include "workloads.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {
@@ -101,7 +102,7 @@ TEST(Schedule, RoundsMergeIntoOneRecordJudgedOverEverySample) {
   Result b = round_of({10, 10, 13}, 100, 110);
   b.set_aside = {30};
   b.verdict.add(Status::suspect, Reason::timer_quantization, "short batch");
-  const Result r = merge_rounds({a, b}, 0);
+  const Result r = merge_rounds({a, b}, 0, {});
   EXPECT_EQ(r.samples, (std::vector<double>{10, 11, 12, 10, 10, 13}));
   EXPECT_EQ(r.set_aside, std::vector<double>{30});
   ASSERT_TRUE(r.summary);
@@ -119,11 +120,62 @@ TEST(Schedule, RoundsMergeIntoOneRecordJudgedOverEverySample) {
   EXPECT_DOUBLE_EQ(r.duration_s, 2);
 }
 
+// The figures that are functions of the summary (2 x the median for
+// per_round_trip_ns, ticks per op, ns per observed switch, a rate's ns per
+// message) are those of the pooled samples, exactly as derive_from_summary
+// gives them for one record holding every sample; not the rounds' figures
+// averaged (31 ns for per_round_trip_ns here, where the pooled median gives 32).
+TEST(Schedule, MergedRoundsDeriveTheirFiguresFromThePooledSamples) {
+  TimerInfo timer = ctx::testing::fake_timer();
+  timer.ns_per_tick = 0.5;
+  for (const Unit unit : {Unit::ns, Unit::msgs_per_s}) {
+    SCOPED_TRACE(unit == Unit::ns ? "ns" : "msgs_per_s");
+    ProbeDescriptor probe;
+    probe.name = "test.cost";
+    probe.unit = unit;
+    probe.from_summary = round_trip_figures;
+    const auto derive = [&](Result& r) { derive_from_summary(probe, true, timer, r); };
+    auto scripted = [&](std::vector<double> samples, double expected, double observed) {
+      Result r = round_of(std::move(samples), expected, observed);
+      r.derived["observed_switches_per_expected"] = observed / expected;
+      derive(r);
+      return r;
+    };
+    const Result a = scripted({10, 11, 12}, 100, 80), b = scripted({20, 20, 30}, 100, 110);
+    const Result merged = merge_rounds({a, b}, 0, derive);
+
+    Result pooled;  // one record holding every sample
+    pooled.samples = {10, 11, 12, 20, 20, 30};
+    pooled.summary = summarize(pooled.samples);
+    pooled.derived["observed_switches_per_expected"] = 190.0 / 200.0;
+    derive(pooled);
+    ASSERT_TRUE(merged.summary);
+    EXPECT_DOUBLE_EQ(merged.summary->median, 16);
+    for (const char* key :
+         {"per_round_trip_ns", "tsc_ticks_per_op", "per_observed_switch_ns", "observed_switches_per_expected"}) {
+      SCOPED_TRACE(key);
+      ASSERT_TRUE(merged.derived.contains(key));
+      EXPECT_DOUBLE_EQ(merged.derived[key].get<double>(), pooled.derived[key].get<double>());
+    }
+    EXPECT_DOUBLE_EQ(merged.derived["per_round_trip_ns"].get<double>(), 32);
+    if (unit == Unit::ns) {
+      EXPECT_DOUBLE_EQ(merged.derived["tsc_ticks_per_op"].get<double>(), 32);  // 16 ns at 0.5 ns a tick
+      EXPECT_DOUBLE_EQ(merged.derived["per_observed_switch_ns"].get<double>(), 16 / 0.95);
+      EXPECT_FALSE(merged.derived.contains("median_ns_per_msg"));
+    } else {  // samples are messages per second: the ns figures come from 1e9 / sample
+      ASSERT_TRUE(merged.derived.contains("median_ns_per_msg"));
+      EXPECT_DOUBLE_EQ(merged.derived["median_ns_per_msg"].get<double>(),
+                       pooled.derived["median_ns_per_msg"].get<double>());
+      EXPECT_DOUBLE_EQ(merged.derived["median_ns_per_msg"].get<double>(), (1e9 / 12 + 1e9 / 20) / 2);
+    }
+  }
+}
+
 TEST(Schedule, AFailedRoundMakesTheRecordThatRounds) {
   Result a = round_of({10, 11, 12}, 100, 100);
   Result failed;
   failed.verdict.add(Status::failed, Reason::child_failed, "the partner died");
-  const Result r = merge_rounds({a, failed}, 0);
+  const Result r = merge_rounds({a, failed}, 0, {});
   EXPECT_EQ(r.verdict.status, Status::failed);
   EXPECT_TRUE(r.samples.empty());
   ASSERT_EQ(r.notes.size(), 1u);
@@ -137,7 +189,7 @@ struct Ran {
 };
 
 Ran run_scheduled(const std::vector<Variant>& variants, const HarnessOptions& harness, const ScheduleOptions& schedule,
-                  StepClock& clock) {
+                  StepClock& clock, std::function<void(const Variant&, Result&)> after_measured = {}) {
   Ran ran;
   std::FILE* memory = tmpfile();
   if (!memory) throw std::runtime_error("tmpfile");
@@ -149,8 +201,7 @@ Ran run_scheduled(const std::vector<Variant>& variants, const HarnessOptions& ha
     Scheduler scheduler(
         variants, harness, schedule, clock, timer, output, "test-run-0001",
         {[&](std::size_t index, std::size_t attempt, int round) { ran.announced.emplace_back(index, attempt, round); },
-         [](const std::function<Result()>& measure) { return measure(); },
-         {},
+         [](const std::function<Result()>& measure) { return measure(); }, std::move(after_measured),
          [](const OutputError& failure) { throw failure; }});
     scheduler.run();
   }
@@ -211,6 +262,37 @@ TEST(Scheduler, LaterRoundsKeepTheFirstRoundsBatch) {
   ASSERT_EQ(interleaved.records.size(), 1u);
   EXPECT_EQ(made, 3);
   EXPECT_EQ(interleaved.records[0]["ops_per_sample"].get<std::uint64_t>(), calibrated);
+}
+
+// What runs after a variant is measured (the traced pass) sees the merged
+// record: every round's samples and their median, not the last round's, so
+// its untraced median is the record's. Here later rounds cost three times
+// the first, so the last round's median is not the pooled one.
+TEST(Scheduler, TheTracedPassSeesTheMergedRounds) {
+  StepClock clock;
+  ProbeDescriptor probe = cost_probe(clock, "test.a", 100);
+  probe.from_summary = round_trip_figures;
+  int made = 0;
+  probe.make = [&](Context&) { return std::make_unique<CostWork>(clock, made++ == 0 ? 100 : 300); };
+  HarnessOptions harness;
+  harness.samples = 7;
+  harness.min_sample_s = 1e-5;
+  int passes = 0;
+  const Ran ran =
+      run_scheduled({{&probe, {}}}, harness, ScheduleOptions{true, 3, 1}, clock, [&](const Variant&, Result& r) {
+        ++passes;
+        r.derived["seen_samples"] = static_cast<double>(r.samples.size());
+        r.derived["seen_median"] = r.summary->median;
+      });
+  EXPECT_EQ(made, 3);
+  EXPECT_EQ(passes, 1);
+  ASSERT_EQ(ran.records.size(), 1u);
+  const auto& record = ran.records[0];
+  const double median = record["summary"]["median"].get<double>();
+  ASSERT_TRUE(record["derived"].contains("seen_samples") && record["derived"].contains("seen_median"));
+  EXPECT_EQ(record["derived"]["seen_samples"].get<double>(), 7);
+  EXPECT_DOUBLE_EQ(record["derived"]["seen_median"].get<double>(), median);
+  EXPECT_DOUBLE_EQ(record["derived"]["per_round_trip_ns"].get<double>(), 2 * median);
 }
 
 // Not interleaved, a variant the host slowed waits while the variants after
