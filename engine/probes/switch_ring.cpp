@@ -224,8 +224,10 @@ const Registrar registrar({
           Expectation e = switch_expectation(p, "read");
           e.main_per_op = 1 / std::stod(p.at("procs"));  // the measuring task sleeps once per lap
           e.partner_per_handoff = 1;
-          e.why = "every process in the ring switches out once per lap (N hops): a sleep in read" +
-                  std::string(p.at("policy") == "normal" ? " or a preemption by the task it woke" : "");
+          e.why = "every process in the ring switches out once per lap (N hops): a sleep in read, or a preemption " +
+                  std::string(p.at("policy") == "normal" ? "by the task it woke"
+                                                         : "while another task wants the CPU (read then finds the "
+                                                           "token waiting)");
           return std::optional<Expectation>(e);
         },
     .supported = ring_supported,

@@ -6,9 +6,10 @@
 // round again. The measuring thread is one of the N; one of its iterations
 // is a lap, N hand-offs, and one op is one hand-off: one kernel context
 // switch from one thread to the next, with the futex calls that cause it.
-// Every thread should sleep once per lap: the kernel's voluntary switch
-// counts are checked against that (policy batch keeps a woken thread from
-// preempting its waker, so each switch is the waker going to sleep).
+// Every thread leaves the CPU once per lap: the kernel's switch counts (both
+// kinds) are checked against that. Policy batch keeps a woken thread from
+// preempting its waker, so on a quiet CPU each switch is the waker going to
+// sleep; while another task wants the CPU a tick may preempt it instead.
 #include <fmt/format.h>
 
 #include <atomic>
@@ -89,10 +90,14 @@ const Registrar registrar({
         [](const Params& p) {
           const double n = thread_count(p);
           const bool normal = p.at("policy") == "normal";
+          // Both counters, under either policy: see switch_expectation.
           return std::optional<Expectation>(Expectation{
-              normal ? Counter::any : Counter::voluntary, 1.0 / n, 1,
-              fmt::format("each of the {} threads sleeps in FUTEX_WAIT once per lap of {} hand-offs", n, n) +
-                  (normal ? " (under normal, a woken thread may preempt its waker first)" : "")});
+              Counter::any, 1.0 / n, 1,
+              fmt::format("each of the {} threads leaves the CPU once per lap of {} hand-offs: a sleep in FUTEX_WAIT",
+                          n, n) +
+                  (normal ? " or a preemption by the thread it woke"
+                          : ", or, while another task wants the CPU, a preemption after which it finds the baton "
+                            "back")});
         },
     .supported =
         [](const Params& p) {

@@ -94,6 +94,15 @@ void add_to_totals(std::vector<Check>& totals, const Check& check) {
   total->ok = total->ok && check.ok;
 }
 
+long counted_switches(const SwitchCount& c, Counter counter) {
+  switch (counter) {
+    case Counter::voluntary: return c.voluntary;
+    case Counter::involuntary: return c.involuntary;
+    case Counter::any: return c.voluntary + c.involuntary;
+  }
+  return c.voluntary;
+}
+
 std::optional<std::pair<Reason, std::string>> judge_switches(double expected, double observed, Check& check) {
   check.expected = expected;
   check.observed = observed;
@@ -168,15 +177,6 @@ class CycleCounter {
   std::string error_;
 };
 
-long counted(const SwitchCount& c, Counter counter) {
-  switch (counter) {
-    case Counter::voluntary: return c.voluntary;
-    case Counter::involuntary: return c.involuntary;
-    case Counter::any: return c.voluntary + c.involuntary;
-  }
-  return c.voluntary;
-}
-
 struct Sampled {
   std::vector<double> per_op;
   std::uint64_t iterations_per_sample = 0;
@@ -249,7 +249,7 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
 void add_switch_checks(const Expectation& expectation, double ops_total, double ops_all, const SwitchCount& main_delta,
                        const std::vector<TaskReport>& partners, Result& r) {
   const double expected_main = ops_total * expectation.main_per_op;
-  const auto observed_main = static_cast<double>(counted(main_delta, expectation.counter));
+  const auto observed_main = static_cast<double>(counted_switches(main_delta, expectation.counter));
   double expected_all = expected_main, observed_all = observed_main;
   Check main_check;
   main_check.name = fmt::format("{}_switches.measuring_task", counter_name(expectation.counter));
@@ -261,7 +261,7 @@ void add_switch_checks(const Expectation& expectation, double ops_total, double 
     double expected = 0, observed = 0;
     for (const auto& p : partners) {
       expected += static_cast<double>(p.handoffs) * expectation.partner_per_handoff;
-      observed += static_cast<double>(counted({p.voluntary, p.involuntary}, expectation.counter));
+      observed += static_cast<double>(counted_switches({p.voluntary, p.involuntary}, expectation.counter));
     }
     Check partner_check;
     partner_check.name = fmt::format("{}_switches.partners", counter_name(expectation.counter));

@@ -22,6 +22,7 @@
 
 #include "host_reference.hpp"
 #include "registry.hpp"
+#include "tasks.hpp"
 #include "timer.hpp"
 
 namespace ctx {
@@ -111,6 +112,9 @@ void close_interference(Result& r, const HarnessOptions& options);
 // Adds `check` to the one of the same name in `totals` (expected and observed
 // summed where both are numbers; ok while every part is ok), or appends it.
 void add_to_totals(std::vector<Check>& totals, const Check& check);
+
+// The switches of `counter`'s kind in `c` (both kinds for Counter::any).
+long counted_switches(const SwitchCount& c, Counter counter);
 
 // Verdict from observed vs expected switches (pure, tested on known counts).
 // Fills `check`; returns the reason when outside 90%..110%.

@@ -203,9 +203,13 @@ ParamSpec max_pairs_param();
 ParamSpec seccomp_param();  // how many CPU pairs a matrix probe measures before it samples
 
 // The expectation of a two-task ping-pong where one op is one switch: each
-// task switches once per round trip (two ops). Under policy batch each switch
-// is a voluntary sleep in `wait`; under normal the wakee may preempt its
-// waker, so both counters together are checked.
+// task leaves the CPU once per round trip (two ops), and both counters
+// together are checked under either policy. Under normal the wakee may
+// preempt its waker. Under batch it does not, so on a quiet CPU each switch is
+// a voluntary sleep in `wait`; but while another task wants the CPU a tick may
+// preempt a task between its post and its wait, and the wait then finds the
+// token without sleeping: the switch is involuntary, still one per round trip
+// (the split is in derived.*_switches_per_round_trip).
 Expectation switch_expectation(const Params& params, const std::string& wait);
 
 // Checks a descriptor is complete; returns what is missing ("" when complete).

@@ -40,12 +40,19 @@ def test_switch_pipe_between_processes_on_one_cpu_switches(engine):
             r["verdict"],
         )
         checks = {c["name"]: c for c in r["checks"]}
-        # batch: every switch is a sleep; normal: a sleep or a preemption.
-        kind = "voluntary" if policy == "batch" else "voluntary+involuntary"
-        measuring = checks[f"{kind}_switches.measuring_task"]
-        assert measuring["observed"] >= 0.95 * measuring["expected"]
-        partners = checks[f"{kind}_switches.partners"]
-        assert partners["observed"] >= 0.95 * partners["expected"]
+        # On one CPU the partner runs only while the measuring task is off
+        # it, so under either policy and whatever else runs there each task
+        # leaves the CPU once per round trip at least: asleep in read, or
+        # preempted (by the task it woke under normal; under batch by a tick
+        # while another task wants the CPU, after which its read finds the
+        # token without sleeping). Both kinds are counted, in the kept samples.
+        measuring = checks["voluntary+involuntary_switches.measuring_task"]
+        assert measuring["observed"] >= measuring["expected"], (policy, measuring)
+        # A partner over its whole life: its first read may find the start
+        # barrier's token already there (once per round where rounds are on).
+        partners = checks["voluntary+involuntary_switches.partners"]
+        starts = r.get("schedule", {}).get("rounds", 1)
+        assert partners["observed"] >= partners["expected"] - starts, (policy, partners)
         assert r["baseline"]["name"] and r["baseline"]["value"] > 0
         # Reported per switch (the op) and per round trip (two switches), with
         # the kinds of switch per round trip and the system calls per op.
@@ -53,16 +60,13 @@ def test_switch_pipe_between_processes_on_one_cpu_switches(engine):
         assert r["derived"]["per_round_trip_ns"] == pytest.approx(2 * r["summary"]["median"])
         d = r["derived"]
         total = d["voluntary_switches_per_round_trip"] + d["involuntary_switches_per_round_trip"]
-        assert total >= 2 * 0.95  # two tasks leave the CPU once each per round trip
+        assert total >= 2 - 1e-9, (policy, d)  # two tasks leave the CPU once each per round trip
         assert d["syscalls_per_op"] == 2  # one write and one read per switch
         # Both tasks stayed on the one CPU they were pinned to.
         cpus = r["placement"]["cpus"]
         assert len(cpus) == 2 and cpus[0] == cpus[1]
         assert r["placement"]["observed_start"] == cpus
         assert r["placement"]["observed_end"] == cpus
-    # Under batch both switches of a round trip are sleeps.
-    batch = by_policy["batch"]["derived"]
-    assert batch["voluntary_switches_per_round_trip"] >= 2 * 0.95
 
 
 @pytest.mark.skipif(

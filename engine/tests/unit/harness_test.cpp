@@ -152,6 +152,38 @@ TEST(Verdict, TooFewAndTooManyAreNamed) {
   ASSERT_TRUE(none.has_value());
 }
 
+// Counts recorded by `ctxbench-engine run --json switch.pipe --between
+// processes --cpus same --quick --interleave rounds` beside `stress-ng --cpu
+// 2` (Intel Xeon 2-vCPU KVM guest, 2026-11-25): under policy=batch the
+// measuring task made 11500 round trips in its kept samples and left the CPU
+// 5838 times asleep and 5662 times preempted (a tick between its write and its
+// read; the read then found the token without sleeping). It left the CPU once
+// per round trip, as the partner needs; the sleeps alone were 51%, which the
+// voluntary-only rule called too_few_switches ("part of the figure is a call
+// cost"), wrongly.
+TEST(Verdict, ABatchSwitchPreemptedUnderLoadStillCounts) {
+  const Expectation batch = switch_expectation({{"policy", "batch"}}, "read");
+  const Expectation normal = switch_expectation({{"policy", "normal"}}, "read");
+  EXPECT_EQ(batch.counter, Counter::any);
+  EXPECT_EQ(normal.counter, Counter::any);
+  const double expected = 11500 * batch.main_per_op * 2;  // ops = two per round trip
+  const SwitchCount loaded{5838, 5662};
+  Check check;
+  check.name = "voluntary+involuntary_switches.measuring_task";
+  EXPECT_FALSE(judge_switches(expected, static_cast<double>(counted_switches(loaded, batch.counter)), check));
+  EXPECT_TRUE(check.ok);
+  // The sleeps alone are short by half: what the old rule judged.
+  EXPECT_EQ(counted_switches(loaded, Counter::voluntary), 5838);
+  auto sleeps_only = judge_switches(expected, static_cast<double>(counted_switches(loaded, Counter::voluntary)), check);
+  ASSERT_TRUE(sleeps_only.has_value());
+  EXPECT_EQ(sleeps_only->first, Reason::too_few_switches);
+  // A waiter that neither slept nor was preempted (it spun, or found the
+  // token because the partner ran elsewhere) is still too few.
+  auto spun = judge_switches(expected, static_cast<double>(counted_switches({3000, 400}, batch.counter)), check);
+  ASSERT_TRUE(spun.has_value());
+  EXPECT_EQ(spun->first, Reason::too_few_switches);
+}
+
 TEST(Verdict, StatusOnlyWorsens) {
   Verdict v;
   v.add(Status::suspect, Reason::migrated, "moved");

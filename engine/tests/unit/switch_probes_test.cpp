@@ -33,9 +33,10 @@ using namespace ctx;
 using namespace ctx::testing;
 
 // The two-task ping-pongs, from the registry: every switch probe with threads
-// or processes as partners (`between`) whose every hand-off is a sleep in its
-// wait (voluntary switches under policy batch). A new one is tested without
-// an edit.
+// or processes as partners (`between`) whose every hand-off makes a task
+// leave the CPU, asleep in its wait or preempted (both counters checked; not
+// switch.yield, whose switches are involuntary only). A new one is tested
+// without an edit.
 std::vector<std::string> ping_pong_probes() {
   std::vector<std::string> names;
   for (const auto* p : family_probes("switch")) {
@@ -45,7 +46,7 @@ std::vector<std::string> ping_pong_probes() {
     Params params = default_params(*p);
     params["policy"] = "batch";
     const auto expectation = p->expects(params);
-    if (expectation && expectation->counter == Counter::voluntary) names.push_back(p->name);
+    if (expectation && expectation->counter == Counter::any) names.push_back(p->name);
   }
   if (names.empty()) throw std::logic_error("no ping-pong probe in the registry");
   return names;
@@ -85,15 +86,15 @@ std::vector<pid_t> children() {
 // with EPIPE, not kill the test.
 const bool sigpipe_ignored = signal(SIGPIPE, SIG_IGN) != SIG_ERR;
 
-// Every hand-off was a sleep, or, on a busy machine, some were preempted
-// first (a task preempted between its write and its read finds the token
-// already there and does not sleep): a shortfall must come with preemptions.
-void expect_switched(const Result& r, const Check* check) {
+// On one CPU the partner runs only while the measuring task is off it, so the
+// measuring task leaves the CPU at least once per hand-off it waits for,
+// whatever else runs there: asleep in its wait or, on a busy machine,
+// preempted between its post and its wait (the wait then finds the token and
+// does not sleep). Both kinds together are the check, so it holds under load.
+// (How many more it may leave, preempted by others, load decides: not asserted.)
+void expect_switched(const Check* check) {
   ASSERT_NE(check, nullptr);
-  if (check->ok) return;
-  const double involuntary = r.derived.value("involuntary_switches_measuring_task", 0.0);
-  EXPECT_GT(involuntary, 0) << check->name << " ratio " << check->ratio.value_or(-1) << " with no preemption";
-  EXPECT_GE(check->observed.get<double>() + involuntary, 0.9 * check->expected.get<double>()) << check->name;
+  EXPECT_GE(check->observed.get<double>(), check->expected.get<double>()) << check->name;
 }
 
 bool no_children_left() {
@@ -112,16 +113,17 @@ TEST(SwitchProbes, EveryPromisedProbeIsRegisteredAndComplete) {
   }
 }
 
-// Same CPU, SCHED_BATCH: every hand-off is a sleep, so the voluntary counts
-// match, and the record has its baseline and its round trip.
+// Same CPU, SCHED_BATCH: every hand-off makes the measuring task leave the
+// CPU (a sleep on a quiet CPU), and the record has its baseline and its round
+// trip.
 TEST(SwitchProbes, PingPongsSwitchOncePerHandOffOnOneCpu) {
   for (const auto& name : ping_pong_probes()) {
     for (const char* between : {"threads", "processes"}) {
       const Result r = run(name, {{"between", between}, {"cpus", "same"}, {"policy", "batch"}});
       SCOPED_TRACE(name + " " + between + " " + reasons(r));
       ASSERT_TRUE(r.verdict.status == Status::ok || r.verdict.status == Status::suspect);
-      expect_switched(r, find_check(r, "voluntary_switches.measuring_task"));
-      ASSERT_NE(find_check(r, "voluntary_switches.partners"), nullptr);
+      expect_switched(find_check(r, "voluntary+involuntary_switches.measuring_task"));
+      ASSERT_NE(find_check(r, "voluntary+involuntary_switches.partners"), nullptr);
       ASSERT_TRUE(r.baseline.has_value());
       EXPECT_GT(r.baseline->value, 0);
       ASSERT_TRUE(r.derived.contains("per_round_trip_ns"));
@@ -283,8 +285,8 @@ TEST(SwitchProbes, RingSwitchesOncePerLapPerProcess) {
   const Result r = run("switch.ring", {{"procs", "3"}, {"size_kib", "4"}, {"cpus", "same"}, {"policy", "batch"}});
   SCOPED_TRACE(reasons(r));
   ASSERT_TRUE(r.verdict.status == Status::ok || r.verdict.status == Status::suspect);
-  expect_switched(r, find_check(r, "voluntary_switches.measuring_task"));
-  ASSERT_NE(find_check(r, "voluntary_switches.partners"), nullptr);
+  expect_switched(find_check(r, "voluntary+involuntary_switches.measuring_task"));
+  ASSERT_NE(find_check(r, "voluntary+involuntary_switches.partners"), nullptr);
   EXPECT_EQ(r.observed_start.size(), 3u);
   ASSERT_TRUE(r.baseline.has_value());
   EXPECT_EQ(r.derived["ring_working_set_kib"].get<double>(), 12);
