@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 JOBS ?= $(shell nproc)
 CMAKE_GEN := -G Ninja
 
-.PHONY: all run test deps-engine engine engine-asan test-engine test-asan cross test-cross engines lint format docs
+.PHONY: all run test deps-engine engine engine-asan test-engine test-asan cross test-cross engines lint format docs reference-run
 
 all: engine
 
@@ -88,18 +88,35 @@ lint: venv engine
 	@echo "clang-format check"; clang-format --dry-run --Werror $$(git ls-files 'engine/*.cpp' 'engine/*.hpp' 'engine/*.h')
 	$(VENV)/bin/ruff check python bench scripts engine/tests
 	$(VENV)/bin/ruff format --check python bench scripts engine/tests
-	@echo "docs/probes.md is current"; $(BUILD)/engine/ctxbench-engine docs probes --figures docs/data/reference-run.jsonl | diff -u docs/probes.md - \
+	@echo "docs/probes.md is current"; $(BUILD)/engine/ctxbench-engine docs probes --figures $(REFERENCE_RUN) | diff -u docs/probes.md - \
 	  || { echo "docs/probes.md is stale: run 'make docs'"; exit 1; }
 	@$(BUILD)/engine/ctxbench-engine docs probe-names | diff -u schema/probe-names.json - \
 	  || { echo "schema/probe-names.json is stale: run 'make docs'"; exit 1; }
+	@echo "docs/reproductions.md is current"; $(PY) bench/reproductions.py --from $(REFERENCE_RUN) | diff -u docs/reproductions.md - \
+	  || { echo "docs/reproductions.md is stale: run 'make docs'"; exit 1; }
 
 format: venv
 	clang-format -i $$(git ls-files 'engine/*.cpp' 'engine/*.hpp' 'engine/*.h')
 	$(VENV)/bin/ruff format python bench scripts engine/tests
 
-docs: engine
-	$(BUILD)/engine/ctxbench-engine docs probes --figures docs/data/reference-run.jsonl > docs/probes.md
+# The generated docs: docs/probes.md and docs/reproductions.md take their
+# figures from the reference run, schema/probe-names.json from the catalogue.
+REFERENCE_RUN := docs/data/reference-run.jsonl
+docs: engine venv
+	$(BUILD)/engine/ctxbench-engine docs probes --figures $(REFERENCE_RUN) > docs/probes.md
+	$(PY) bench/reproductions.py --from $(REFERENCE_RUN) > docs/reproductions.md
 	$(BUILD)/engine/ctxbench-engine docs probe-names > schema/probe-names.json
+
+# A new reference run (the whole catalogue, default settings; minutes, on a
+# quiet machine: nothing else running), then what is cut from it: the docs
+# and the golden output of `ctxbench show` on it (python/tests/golden/
+# show_reference_*.txt; review the diffs). Written to a temporary file first,
+# so a failed or interrupted run leaves the old one.
+reference-run: engine venv
+	$(BUILD)/engine/ctxbench-engine run --out $(REFERENCE_RUN).new
+	mv $(REFERENCE_RUN).new $(REFERENCE_RUN)
+	$(MAKE) docs
+	CTXBENCH_UPDATE_GOLDEN=1 $(PY) -m pytest -q -p no:cacheprovider python/tests/test_fmt.py -k show_reference
 
 include python/python.mk
 include riscv/riscv.mk
