@@ -66,12 +66,17 @@ void check_stop() {
 }
 }  // namespace
 
-double time_batch(Clock& clock, const TimerInfo& timer, Workload& workload, std::uint64_t iterations) {
+double time_batch(Clock& clock, const TimerInfo& timer, Workload& workload, std::uint64_t iterations,
+                  TimedBatch* readings) {
   check_stop();
   workload.prepare(iterations);
   const std::uint64_t start = clock.now();
   workload.run(iterations);
   const std::uint64_t end = clock.now();
+  if (readings) {
+    readings->start = start;
+    readings->end = end;
+  }
   workload.after(iterations);
   check_stop();
   // One read's cost falls inside [start, end]: subtract it once per batch.
@@ -191,12 +196,13 @@ struct Sampled {
 
 Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& workload, Clock& clock,
                const TimerInfo& timer, const HarnessOptions& options, double ops_per_iteration,
-               const CycleCounter* cycles = nullptr, std::uint64_t batch = 0) {
+               const CycleCounter* cycles = nullptr, std::uint64_t batch = 0,
+               std::vector<TimedBatch>* kept_batches = nullptr) {
   Sampled out;
   if (cycles) out.kept_cycles = 0;
-  auto timed = [&](std::uint64_t n) {
+  auto timed = [&](std::uint64_t n, TimedBatch* readings = nullptr) {
     out.all_iterations += n;
-    return time_batch(clock, timer, workload, n);
+    return time_batch(clock, timer, workload, n, readings);
   };
   auto add_switches = [&](const SwitchCount& before, const SwitchCount& after) {
     out.kept_switches.voluntary += after.voluntary - before.voluntary;
@@ -222,7 +228,9 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
     // (outside its timing), so they count the kept samples alone.
     const SwitchCount before = thread_switches();
     const auto cycles_before = cycles ? cycles->read_value() : std::nullopt;
-    const double per_op = timed(out.iterations_per_sample) / ops;
+    TimedBatch readings;
+    readings.ops = ops;
+    const double per_op = timed(out.iterations_per_sample, &readings) / ops;
     const auto cycles_after = cycles ? cycles->read_value() : std::nullopt;
     const SwitchCount after = thread_switches();
     if (spare > 0 && reference_ns > slowed_ratio * options.reference->best_ns()) {
@@ -231,6 +239,7 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
     } else {
       if (options.reference) out.reference_ns.push_back(reference_ns);
       out.per_op.push_back(per_op);
+      if (kept_batches) kept_batches->push_back(readings);
       out.total_iterations += out.iterations_per_sample;
       add_switches(before, after);
       if (cycles_before && cycles_after && out.kept_cycles)
@@ -607,8 +616,8 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
             "default halt, which the latency request does not change; held and free measure the same idle path here");
     }
     CycleCounter cycles;
-    Sampled measured =
-        sample(probe, params, *workload, clock, timer, options, ops_per_iteration, &cycles, options.batch);
+    Sampled measured = sample(probe, params, *workload, clock, timer, options, ops_per_iteration, &cycles,
+                              options.batch, options.kept_batches);
     r.iterations_per_sample = measured.iterations_per_sample;
     const int main_cpu_end = current_cpu();
     const std::vector<TaskReport> partners = workload->finish();

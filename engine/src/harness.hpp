@@ -57,6 +57,9 @@ struct HarnessOptions {
   // round of the same variant calibrated them (schedule.hpp); 0: calibrate.
   std::uint64_t batch = 0;
   std::uint64_t baseline_batch = 0;
+  // When set, the probe's kept samples as timed batches (clock readings and
+  // operations), in the order taken; the baseline's are not recorded.
+  std::vector<TimedBatch>* kept_batches = nullptr;
 
   // --quick: fewer, shorter samples (the whole catalogue in well under 90 s).
   static HarnessOptions quick_run() {
@@ -81,7 +84,9 @@ std::uint64_t calibrate_batch(const std::function<double(std::uint64_t)>& timed_
                               std::uint64_t max_iterations = 1ull << 40);
 
 // Times one batch of `iterations` with `clock`; returns ns, timer-corrected.
-double time_batch(Clock& clock, const TimerInfo& timer, Workload& workload, std::uint64_t iterations);
+// With `readings`, its start and end are the clock's two readings.
+double time_batch(Clock& clock, const TimerInfo& timer, Workload& workload, std::uint64_t iterations,
+                  TimedBatch* readings = nullptr);
 
 // The figures that are functions of r's summary, computed over the samples r
 // keeps: tsc_ticks_per_op (with a clock that counts ticks), median_ns_per_msg

@@ -281,8 +281,7 @@ int run_command(const RunOptions& o) {
   Scheduler scheduler(variants, harness, schedule, *clock, timer, output, run_id,
                       {announce, limited,
                        [&](const Variant& v, Result& r) {
-                         if (o.trace && wants_traced_pass(*v.probe, r))
-                           add_traced_pass(r, *v.probe, v.params, *clock, timer);
+                         if (o.trace && wants_traced_pass(*v.probe, r)) add_traced_pass(r, *v.probe, v.params, *clock);
                        },
                        [&](const OutputError& failure) {
                          monitor.end_now(output_exit_code(failure.error),

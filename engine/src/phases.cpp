@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace ctx {
@@ -19,6 +20,7 @@ enum Mark : int {
   wakeup,
   ipi_exit,
   idle_exit,
+  other_task,
   switch_in,
   call_exit,
   next_call,
@@ -52,6 +54,86 @@ struct CpuMarks {
   int poll_wake_cpu = -1;  // where the waker ran
 };
 
+// The median batch, or the middle two of an even count, in time order: the
+// batches whose time per operation is the median.
+std::vector<TimedBatch> median_batches(const std::vector<TimedBatch>& all) {
+  std::vector<TimedBatch> sorted = all;
+  const auto per_op = [](const TimedBatch& b) {
+    return b.ops > 0 ? static_cast<double>(b.end - b.start) / b.ops : 0.0;
+  };
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [&](const TimedBatch& x, const TimedBatch& y) { return per_op(x) < per_op(y); });
+  const std::size_t n = sorted.size();
+  std::vector<TimedBatch> middle(sorted.begin() + static_cast<std::ptrdiff_t>((n - 1) / 2),
+                                 sorted.begin() + static_cast<std::ptrdiff_t>(n / 2 + 1));
+  std::sort(middle.begin(), middle.end(), [](const TimedBatch& x, const TimedBatch& y) { return x.start < y.start; });
+  return middle;
+}
+
+// The tiling (phases.hpp): every chain's phases as intervals, each instant of
+// the median batches given to the earliest-starting interval that covers it.
+Tiling tile(const std::vector<Chain>& chains, const std::vector<TimedBatch>& all) {
+  const std::vector<TimedBatch> batches = median_batches(all);
+  struct Interval {
+    std::uint64_t from, to;
+    std::pair<int, int> phase;
+    std::size_t chain;
+  };
+  std::vector<Interval> intervals;
+  for (std::size_t c = 0; c < chains.size(); ++c) {
+    const Chain& chain = chains[c];
+    if (!chain.done) continue;
+    for (std::size_t i = 1; i < chain.marks.size(); ++i)
+      intervals.push_back(
+          {chain.marks[i - 1].ts, chain.marks[i].ts, {chain.marks[i - 1].mark, chain.marks[i].mark}, c});
+  }
+  std::sort(intervals.begin(), intervals.end(),
+            [](const Interval& x, const Interval& y) { return x.from != y.from ? x.from < y.from : x.to < y.to; });
+  // Time of [from, to) inside the batches.
+  auto inside = [&](std::uint64_t from, std::uint64_t to) {
+    std::uint64_t ns = 0;
+    for (const auto& b : batches) {
+      const std::uint64_t lo = std::max(from, b.start), hi = std::min(to, b.end);
+      if (hi > lo) ns += hi - lo;
+    }
+    return ns;
+  };
+  Tiling tiling;
+  tiling.samples = all.size();
+  tiling.batches = batches.size();
+  for (const auto& b : batches) {
+    tiling.switches += b.ops;
+    if (b.end > b.start) tiling.batch_ns += static_cast<double>(b.end - b.start);
+  }
+  std::map<std::pair<int, int>, std::uint64_t> ns;
+  std::set<std::size_t> reaching;
+  std::uint64_t covered_until = 0;
+  for (const auto& iv : intervals) {
+    const std::uint64_t from = std::max(iv.from, covered_until);
+    if (from > iv.from) tiling.overlap_ns += static_cast<double>(inside(iv.from, std::min(from, iv.to)));
+    if (from >= iv.to) continue;
+    if (const std::uint64_t t = inside(from, iv.to); t > 0) {
+      ns[iv.phase] += t;
+      reaching.insert(iv.chain);
+    }
+    covered_until = iv.to;
+  }
+  tiling.chains = reaching.size();
+  if (tiling.switches > 0) tiling.traced_per_switch_ns = tiling.batch_ns / tiling.switches;
+  std::uint64_t covered_ns = 0;  // at most the batches' time: the intervals counted are disjoint and inside them
+  for (const auto& [phase, t] : ns) {
+    covered_ns += t;
+    TiledPhase p;
+    p.from = mark_names[phase.first];
+    p.to = mark_names[phase.second];
+    p.per_switch_ns = tiling.switches > 0 ? static_cast<double>(t) / tiling.switches : 0;
+    p.share = tiling.batch_ns > 0 ? static_cast<double>(t) / tiling.batch_ns : 0;
+    tiling.phases.push_back(std::move(p));
+  }
+  if (tiling.batch_ns > 0) tiling.covered_share = static_cast<double>(covered_ns) / tiling.batch_ns;
+  return tiling;
+}
+
 }  // namespace
 
 std::set<int> variant_tasks(const std::vector<TraceEvent>& events, int seed) {
@@ -61,7 +143,8 @@ std::set<int> variant_tasks(const std::vector<TraceEvent>& events, int seed) {
   return tasks;
 }
 
-PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, std::optional<double> event_cost_ns) {
+PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, std::optional<double> event_cost_ns,
+                             const std::vector<TimedBatch>& batches) {
   const std::set<int> ours = variant_tasks(events, seed);
   auto is_ours = [&](std::int64_t tid) { return tid > 0 && ours.count(static_cast<int>(tid)) > 0; };
   PhaseReport report;
@@ -72,6 +155,12 @@ PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, st
   std::unordered_map<int, std::size_t> awaiting_next;  // task -> done chain waiting for the task's next call
   std::map<int, CpuMarks> cpu_marks;
   std::unordered_map<int, bool> left_in_call;  // task -> it was switched out inside a call (else preempted in user)
+  struct Away {
+    int task;             // one of ours, switched out inside a call
+    std::uint64_t entry;  // that call's entry
+    std::uint64_t ts;     // when a task not of the variant (or idle) got its CPU
+  };
+  std::map<int, Away> away;  // CPU -> since one of ours gave it to other work
 
   // A chain that `starter` begins at `entry` is the next call of the chain
   // that last switched `starter` in.
@@ -110,13 +199,12 @@ PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, st
         if (!is_ours(e.tid)) break;
         if (const auto it = pending.find(e.tid); it != pending.end()) {
           Chain& chain = chains[it->second];
-          if (chain.switched) {
-            chain.marks.push_back({e.ts, call_exit, e.cpu});
-            chain.done = true;
-            awaiting_next[e.tid] = it->second;
-          } else {
-            ++report.without_switch;  // woken before it slept: no switch to follow
-          }
+          // Woken before it slept: no switch, but the chain goes on to the
+          // task's next call all the same (it is part of the ping-pong).
+          if (!chain.switched) ++report.without_switch;
+          chain.marks.push_back({e.ts, call_exit, e.cpu});
+          chain.done = true;
+          awaiting_next[e.tid] = it->second;
           pending.erase(it);
         }
         open_call.erase(e.tid);
@@ -144,13 +232,27 @@ PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, st
       case TraceKind::sched_switch: {
         const int prev = static_cast<int>(e.a), next = static_cast<int>(e.b);
         if (is_ours(prev)) left_in_call[prev] = open_call.count(prev) > 0;
-        if (!is_ours(next)) break;
+        if (!is_ours(next)) {
+          // One of ours gave the CPU away inside a call to a task that is not
+          // the variant's (or to idle): what runs until one of ours comes back
+          // is other work, a phase of the hand-over.
+          if (const auto call = open_call.find(prev); is_ours(prev) && call != open_call.end())
+            away[e.cpu] = {prev, call->second, e.ts};
+          break;
+        }
+        const auto gone = away.find(e.cpu);
+        std::optional<Away> left;
+        if (gone != away.end()) {
+          left = gone->second;
+          away.erase(gone);
+        }
         if (const auto it = pending.find(next); it != pending.end()) {
           Chain& chain = chains[it->second];
           if (chain.switched) break;
           chain.switched = true;
           chain.switch_cpu = e.cpu;
           chain.marks.push_back({e.ts, switch_in, e.cpu});
+          if (left && left->ts > chain.waking_ts) chain.marks.push_back({left->ts, other_task, e.cpu});
           if (e.cpu != chain.waker_cpu) {
             // What happened on the wakee's CPU between the waking and the switch.
             const CpuMarks& m = cpu_marks[e.cpu];
@@ -163,7 +265,21 @@ PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, st
           end_at_switch_in(it->second);
           break;
         }
-        // No wake-up: a task that stays runnable gave the CPU away in a call (yield).
+        // No wake-up: a task that stays runnable gets the CPU from one of ours
+        // that gave it away in a call, at once (yield) or after other work.
+        if (!is_ours(prev) && left && left->task != next && open_call.count(left->task)) {
+          link_next_call(left->task, left->entry, e.cpu);
+          Chain chain;
+          chain.wakee = next;
+          chain.waker_cpu = e.cpu;
+          chain.switch_cpu = e.cpu;
+          chain.switched = true;
+          chain.direct = true;
+          chain.marks = {{left->entry, call_entry, e.cpu}, {left->ts, other_task, e.cpu}, {e.ts, switch_in, e.cpu}};
+          start_chain(std::move(chain));
+          end_at_switch_in(chains.size() - 1);
+          break;
+        }
         const auto call = open_call.find(prev);
         if (!is_ours(prev) || call == open_call.end()) break;
         link_next_call(prev, call->second, e.cpu);
@@ -206,10 +322,11 @@ PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, st
   std::vector<double> periods;
   for (auto& chain : chains) {
     if (!chain.done) continue;
+    std::stable_sort(chain.marks.begin(), chain.marks.end());
+    if (!chain.switched) continue;  // in the tiling only
     ++report.matched;
     if (chain.direct) ++report.direct;
     if (chain.switch_cpu != chain.waker_cpu) ++report.cross_cpu;
-    std::stable_sort(chain.marks.begin(), chain.marks.end());
     for (std::size_t i = 1; i < chain.marks.size(); ++i) {
       const MarkAt &from = chain.marks[i - 1], &to = chain.marks[i];
       Durations& d = durations[{from.mark, to.mark}];
@@ -240,6 +357,7 @@ PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, st
     }
     report.phases.push_back(std::move(stat));
   }
+  if (!batches.empty()) report.tiling = tile(chains, batches);
   return report;
 }
 

@@ -12,20 +12,34 @@
 //   poll wake    cross-CPU: sched_wake_idle_without_ipi (the idle target polls)
 //   wakeup       sched_wakeup of the wakee (on the run queue)
 //   idle exit    cross-CPU: power:cpu_idle exit on the wakee's CPU
+//   other task   the wakee's CPU given, after the waking, to a task that is
+//                  not the variant's (or to idle) by one of ours inside a call
 //   switch       sched_switch to the wakee
 //   call exit    sys_exit of the wakee's call that slept
 //   next call    call entry of the next switch the wakee starts
 //
 // A switch to a task that needs no wake-up (it is runnable: it yielded, or
 // it was preempted after an earlier wake-up) starts at the entry of the call
-// in which the task before it gave up the CPU and goes straight to the
-// switch. A task that was preempted in user mode (switched out outside a
+// in which the task before it gave up the CPU and goes to the switch,
+// straight or through other work (the CPU given to a task not of the
+// variant, or to idle: the other task mark). A task that was preempted in user mode (switched out outside a
 // call) returns to user mode at the switch: its chain has no call exit. A
 // phase is the time between two consecutive marks of one chain;
 // the chain from call entry to next call covers the switch's whole period,
-// so the phases partition it. Only the variant's tasks count: the task that
-// started the trace and every task forked or cloned from it while traced
-// (sched_process_fork).
+// so the phases partition it. A wake-up of a task that had not yet slept
+// (no switch) is a chain too, call entry to next call without a switch: it
+// is not a switch, but its time is part of the ping-pong.
+//
+// The tiling: the woken task's next call is the call entry of the next chain,
+// so consecutive chains follow each other along the ping-pong's critical path,
+// across CPUs (one clock for every CPU). Over the traced run's timed batches
+// (their start and end on the events' clock) each instant belongs to the
+// phase of the chain that covers it, or to no chain: what the events do not
+// attribute. The batches tiled are the median one (the middle two of an even
+// count), the traced counterpart of a figure that is a median of samples. Shares of the batches' time, so between 0 and
+// 1 and summing to at most 1 by construction; chains that overlap (they should not) are counted once, and the overlap
+// is said. Only the variant's tasks count: the task that started the trace and every task forked or cloned from it
+// while traced (sched_process_fork).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +49,7 @@
 #include <vector>
 
 #include "stats.hpp"
+#include "timer.hpp"
 
 namespace ctx {
 
@@ -62,8 +77,9 @@ struct TraceEvent {
 };
 
 // Mark names, in the order they usually come (ties are broken by it).
-inline constexpr const char* mark_names[] = {"call entry", "waking",    "IPI entry", "poll wake", "wakeup",
-                                             "IPI exit",   "idle exit", "switch",    "call exit", "next call"};
+inline constexpr const char* mark_names[] = {"call entry", "waking",    "IPI entry", "poll wake",
+                                             "wakeup",     "IPI exit",  "idle exit", "other task",
+                                             "switch",     "call exit", "next call"};
 
 struct PhaseStat {
   std::string from, to;
@@ -78,6 +94,25 @@ struct PhaseStat {
   std::optional<double> corrected_per_switch_ns;
 };
 
+// A phase's part of the traced run's timed batches.
+struct TiledPhase {
+  std::string from, to;
+  double per_switch_ns = 0;  // its time inside the batches / the batches' operations (switches)
+  double share = 0;          // its time inside the batches / the batches' time
+};
+
+struct Tiling {
+  std::size_t samples = 0;          // the traced run's kept samples (batches) given
+  std::size_t batches = 0;          // of them, tiled: the median one, or the middle two of an even count
+  double switches = 0;              // the tiled batches' operations, as the harness counted them
+  double batch_ns = 0;              // the tiled batches' time, summed
+  double traced_per_switch_ns = 0;  // batch_ns / switches: the traced median, before the timer's correction
+  double covered_share = 0;         // the tiled time some chain covers / batch_ns (the shares summed)
+  double overlap_ns = 0;            // chain time counted once where two chains overlapped
+  std::size_t chains = 0;           // chains that reached into a batch
+  std::vector<TiledPhase> phases;   // ordered by their marks, as PhaseReport::phases
+};
+
 struct PhaseReport {
   std::size_t tasks = 0;                // the variant's tasks seen
   std::size_t woken = 0;                // wake-ups of a task by a task, in a call
@@ -90,6 +125,7 @@ struct PhaseReport {
   double attributed_per_switch_ns = 0;  // sum of the phases' mean_per_switch_ns
   double typical_per_switch_ns = 0;     // sum of the phases' typical_per_switch_ns
   std::optional<double> corrected_per_switch_ns;  // sum of their corrected_per_switch_ns
+  std::optional<Tiling> tiling;                   // when the traced batches were given
 };
 
 // The tasks that belong to the variant: `seed` and its descendants.
@@ -97,8 +133,11 @@ std::set<int> variant_tasks(const std::vector<TraceEvent>& events, int seed);
 
 // Events must be in time order (ties in any order). With `event_cost_ns`
 // (the measured cost of recording one event) each phase is also given less
-// the cost of the events recorded inside it, from its typical figure.
+// the cost of the events recorded inside it, from its typical figure. With
+// `batches` (the traced run's kept samples, readings in ns on the events'
+// clock, in time order and disjoint) the report has the tiling.
 PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed,
-                             std::optional<double> event_cost_ns = std::nullopt);
+                             std::optional<double> event_cost_ns = std::nullopt,
+                             const std::vector<TimedBatch>& batches = {});
 
 }  // namespace ctx

@@ -65,4 +65,12 @@ bool cycle_timer_readable();
 
 std::uint64_t monotonic_raw_ns();
 
+// One timed batch: the clock's readings around it (ticks) and the operations
+// it made. The traced pass times on CLOCK_MONOTONIC_RAW, the clock of the
+// kernel's event timestamps, so its batches place the events in time.
+struct TimedBatch {
+  std::uint64_t start = 0, end = 0;
+  double ops = 0;
+};
+
 }  // namespace ctx

@@ -35,6 +35,16 @@ constexpr const char* correction_rule =
     "untraced_explained_share = the corrected phases' sum / the untraced median; the rest is the untraced median "
     "less that sum";
 
+constexpr const char* tiling_rule =
+    "the traced run's kept samples are timed on CLOCK_MONOTONIC_RAW, the events' clock, and the median one is "
+    "tiled (the middle two of an even count: the traced counterpart of a median figure); each chain (a call "
+    "entry through the hand-over to the woken task's next call, which is the next chain's call entry) is cut "
+    "into intervals between consecutive marks, and each instant of the tiled time is given to the phase of "
+    "the chain covering it (the earliest-starting one where two overlap, the overlap said), or to none. A "
+    "phase's share is its time over the tiled time; per_switch_ns is its time over the tiled switches "
+    "(operations). covered_share, the shares' sum, is at most 1; what it leaves is the traced time no chain "
+    "covers (switches not followed, events lost, gaps between chains)";
+
 // A short run: enough switches for the phases' distributions, few enough
 // that every CPU's ring holds them (32 MiB a CPU on two CPUs, about 100
 // bytes an event). A sample lasts long enough for about 500 switches at
@@ -122,6 +132,22 @@ nlohmann::json trace_block(const PhaseReport& report, const std::optional<Summar
       {"correction_rule", correction_rule},
   };
   const bool both = traced && untraced_median && traced->median > 0 && *untraced_median > 0;
+  if (report.tiling) {
+    const Tiling& t = *report.tiling;
+    nlohmann::json tiled = nlohmann::json::array();
+    for (const auto& p : t.phases)
+      tiled.push_back({{"from", p.from}, {"to", p.to}, {"per_switch_ns", p.per_switch_ns}, {"share", p.share}});
+    block["tiling"] = {{"rule", tiling_rule},
+                       {"samples", t.samples},
+                       {"batches", t.batches},
+                       {"switches", t.switches},
+                       {"batch_ns", t.batch_ns},
+                       {"traced_per_switch_ns", t.traced_per_switch_ns},
+                       {"covered_share", t.covered_share},
+                       {"overlap_ns", t.overlap_ns},
+                       {"chains", t.chains},
+                       {"phases", tiled}};
+  }
   block["overhead_ratio"] = both ? nlohmann::json(traced->median / *untraced_median) : nlohmann::json(nullptr);
   block["untraced_explained_share"] = report.corrected_per_switch_ns && untraced_median && *untraced_median > 0
                                           ? nlohmann::json(*report.corrected_per_switch_ns / *untraced_median)
@@ -138,8 +164,7 @@ nlohmann::json trace_block(const PhaseReport& report, const std::optional<Summar
   return block;
 }
 
-void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Params& params, Clock& clock,
-                     const TimerInfo& timer) {
+void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Params& params, Clock& clock) {
   std::vector<int> cpus;
   std::string why;
   const auto requested = params.find("cpus");
@@ -167,8 +192,14 @@ void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Param
   // its calls would only fill the rings.
   ProbeDescriptor without_baseline = probe;
   without_baseline.make_baseline = nullptr;
-  const Result traced = run_variant(without_baseline, params, clock, timer,
-                                    traced_options(untraced.summary ? untraced.summary->median : 0));
+  // Timed on the events' clock, so the kept samples' batches place the
+  // events in time (the tiling, phases.hpp).
+  MonotonicRawClock raw_clock;
+  const TimerInfo raw_timer = characterize(raw_clock, 2000);
+  std::vector<TimedBatch> batches;
+  HarnessOptions options = traced_options(untraced.summary ? untraced.summary->median : 0);
+  options.kept_batches = &batches;
+  const Result traced = run_variant(without_baseline, params, raw_clock, raw_timer, options);
   session->disable();
   std::uint64_t lost = 0;
   bool full = false;
@@ -182,7 +213,7 @@ void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Param
                                                                           : traced.verdict.reasons.front().second));
   } else {
     const double event_cost_ns = std::max(0.0, (recorded_ns - plain_ns) / 2);  // a call records two events
-    const PhaseReport report = analyze_switches(events, seed, event_cost_ns);
+    const PhaseReport report = analyze_switches(events, seed, event_cost_ns, batches);
     block =
         trace_block(report, traced.summary,
                     untraced.summary ? std::optional<double>(untraced.summary->median) : std::nullopt, event_cost_ns);

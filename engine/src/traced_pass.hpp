@@ -21,8 +21,9 @@ namespace ctx {
 bool wants_traced_pass(const ProbeDescriptor& probe, const Result& untraced);
 
 // Runs the traced pass and sets untraced.trace (schema: record.trace).
-void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Params& params, Clock& clock,
-                     const TimerInfo& timer);
+// The traced run is timed on CLOCK_MONOTONIC_RAW (the events' clock); `clock`
+// times the event cost's getppid loops.
+void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Params& params, Clock& clock);
 
 // The block for a finished analysis (pure; unit-tested).
 nlohmann::json trace_block(const PhaseReport& report, const std::optional<Summary>& traced,

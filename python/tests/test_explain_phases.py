@@ -14,10 +14,15 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import fixture_path, real_run
-from ctxbench import fmt
 from ctxbench.cli import cli
 from ctxbench.explain import explain
-from ctxbench.explain_phases import measured_placement, render_traced, traced_view
+from ctxbench.explain_phases import (
+    compare_idle,
+    idle_text,
+    measured_placement,
+    render_traced,
+    traced_view,
+)
 from ctxbench.explain_view import render_text
 from ctxbench.report import render
 from ctxbench.runner import RunOptions
@@ -41,18 +46,82 @@ def test_every_switch_record_has_a_trace_block_that_validates(traced):
         assert r["trace"]["status"] in ("ok", "unsupported", "failed")
 
 
-def test_view_sums_the_corrected_phases_and_names_the_rest(traced):
-    for r in switch_records(traced):
-        view = traced_view(r)
+def test_each_phase_is_its_share_of_the_traced_samples_times_the_untraced_median(traced):
+    views = [(r, traced_view(r)) for r in switch_records(traced)]
+    assert any(v.status == "ok" for _, v in views)
+    for r, view in views:
         if view.status != "ok":
             continue
-        corrected = sum(p.corrected_ns for p in view.phases)
-        assert corrected == pytest.approx(r["trace"]["corrected_per_switch_ns"])
-        assert view.rest_ns == pytest.approx(r["summary"]["median"] - corrected)
-        assert view.explained_share == pytest.approx(corrected / r["summary"]["median"])
-        assert view.overhead_ratio == pytest.approx(
-            r["trace"]["traced_summary"]["median"] / r["summary"]["median"]
-        )
+        median = r["summary"]["median"]
+        tiling = r["trace"]["tiling"]
+        for p, t in zip(view.phases, tiling["phases"], strict=True):
+            assert p.ns == pytest.approx(t["share"] * median)
+            # the same as its traced time scaled by untraced / traced mean
+            assert p.ns == pytest.approx(
+                t["per_switch_ns"] * median / tiling["traced_per_switch_ns"]
+            )
+            assert 0 <= p.ns <= median
+        assert view.rest_ns == pytest.approx(median * (1 - tiling["covered_share"]))
+        assert 0 <= view.rest_ns <= median * (1 + 1e-9)
+        assert view.overhead_ratio == pytest.approx(r["trace"]["traced_summary"]["median"] / median)
+
+
+def tiled_record(covered: list[float], median: float = 1000.0, mean: float = 2000.0):
+    """A switch record whose traced pass's phases have the given shares."""
+    names = [("call entry", "waking"), ("waking", "wakeup"), ("wakeup", "switch")]
+    return {
+        "kind": "result",
+        "probe": "switch.pipe",
+        "family": "switch",
+        "unit": "ns",
+        "params": {"between": "threads", "cpus": "same", "idle": "free", "policy": "normal"},
+        "summary": {"median": median, "median_ci": {"low": median - 10, "high": median + 10}},
+        "baseline": None,
+        "derived": {},
+        "verdict": {"status": "ok", "reasons": []},
+        "trace": {
+            "status": "ok",
+            "switches": {"matched": 10, "cross_cpu": 0, "direct": 0, "without_switch": 0},
+            "phases": [],
+            "traced_summary": {"median": mean},
+            "tiling": {
+                "rule": "r",
+                "samples": 5,
+                "batches": 1,
+                "switches": 50,
+                "batch_ns": 50 * mean,
+                "traced_per_switch_ns": mean,
+                "covered_share": sum(covered),
+                "overlap_ns": 0,
+                "chains": 50,
+                "phases": [
+                    {"from": f, "to": t, "per_switch_ns": share * mean, "share": share}
+                    for (f, t), share in zip(names, covered, strict=False)
+                ],
+            },
+        },
+    }
+
+
+def test_what_the_chains_do_not_cover_is_the_rest_and_can_be_large():
+    # Tracing doubled the figure (2000 against 1000 ns): the phases are
+    # scaled by half; the chains covered 40% of the tiled sample, so 60% is left.
+    view = traced_view(tiled_record([0.1, 0.1, 0.2]))
+    assert [p.ns for p in view.phases] == pytest.approx([100.0, 100.0, 200.0])
+    assert [p.traced_ns for p in view.phases] == pytest.approx([200.0, 200.0, 400.0])
+    assert view.scale == pytest.approx(0.5)
+    assert view.rest_ns == pytest.approx(600.0)
+    text = "\n".join(render_traced(view))
+    assert "60%  not attributed by the events" in text
+    assert "the phases explain 40% of the untraced figure" in text
+
+
+def test_a_traced_pass_before_the_tiling_is_not_set_against_the_figure(traced):
+    r = copy.deepcopy(next(r for r in switch_records(traced) if r["trace"]["status"] == "ok"))
+    del r["trace"]["tiling"]
+    view = traced_view(r)
+    assert view.status == "not tiled" and "trace.tiling" in view.reason
+    assert render_traced(view) == [f"  traced pass: not tiled: {view.reason}"]
 
 
 def test_the_phases_follow_the_kernel_order_of_a_wake_up(traced):
@@ -76,29 +145,65 @@ def test_explain_shows_the_phases_and_a_rest_the_events_cannot_attribute(traced)
     assert "are not separated by this run" not in text
 
 
-def test_idle_exit_is_set_beside_the_free_minus_held_difference():
-    (r,) = [
-        r
-        for r in switch_records(real_run("traced.jsonl").results)
-        if r["params"] == {"between": "threads", "cpus": "same", "idle": "free", "policy": "normal"}
-        and r["probe"] == "switch.pipe"
-    ]
-    r = copy.deepcopy(r)
-    phases = r["trace"]["phases"]
-    phases.append({**phases[0], "from": "IPI exit", "to": "idle exit", "count": 3})
-    phases[-1]["corrected_per_switch_ns"] = 42.0
-    lines = render_traced(traced_view(r), idle_difference_ns=50.0)
-    (idle,) = [line for line in lines if line.strip().startswith("idle exit:")]
-    assert "42.00 ns per switch" in idle and "3 switches" in idle
-    # From the waking to the switch-in: every phase between the two marks.
-    (wake,) = [line for line in lines if line.strip().startswith("from the waking")]
-    between = [
-        p["corrected_per_switch_ns"]
-        for p in phases[:-1]
-        if (p["from"], p["to"]) in {("waking", "wakeup"), ("wakeup", "switch")}
-    ]
-    assert fmt.value(42.0 + sum(between), "ns") in wake
-    assert "50.00 ns" in wake
+def idle_pair(free_shares, held_shares, free_median, held_median):
+    """An idle=free cross-CPU pipe record and its idle=held twin, each traced
+    at its untraced median (an overhead ratio of 1)."""
+    free = tiled_record([], free_median, free_median)
+    held = tiled_record([], held_median, held_median)
+    names = [("waking", "IPI entry"), ("IPI exit", "idle exit"), ("idle exit", "switch")]
+    for record, shares, idle, median in (
+        (free, free_shares, "free", free_median),
+        (held, held_shares, "held", held_median),
+    ):
+        record["params"] = {**record["params"], "cpus": "cross", "idle": idle}
+        record["trace"]["tiling"]["phases"] = [
+            {"from": f, "to": t, "per_switch_ns": s * median, "share": s}
+            for (f, t), s in zip(names, shares, strict=True)
+        ]
+        record["trace"]["tiling"]["covered_share"] = sum(shares)
+    return free, held
+
+
+def test_the_idle_exit_is_set_beside_idle_free_minus_idle_held():
+    # Events: waking → switch-in 0.8 x 10 us free, 0.5 x 4 us held: 8 - 2 = 6 us.
+    free, held = idle_pair([0.5, 0.1, 0.2], [0.3, 0.0, 0.2], 10000.0, 4000.0)
+    view = traced_view(free)
+    assert view.idle_exit_ns == pytest.approx(1000.0)  # the phase ending at the idle exit
+    comparison = compare_idle(free, held, view)
+    assert comparison.events_ns == pytest.approx(6000.0)
+    assert comparison.subtraction_ns == pytest.approx(6000.0)
+    # the subtraction's interval from the medians' intervals (each +-10 ns)
+    assert (comparison.low_ns, comparison.high_ns) == pytest.approx((5980.0, 6020.0))
+    assert comparison.agree
+    # Through explain: the free figure's lines say both and whether they agree.
+    (e,) = [e for e in explain([free, held]).explanations if e.params["idle"] == "free"]
+    text = "\n".join(render_traced(e.traced))
+    assert "idle exit: 1.000 µs per switch" in text
+    assert "difference 6.000 µs; idle=free - idle=held measured 6.000 µs" in text
+    assert "they agree" in text
+
+
+def test_the_idle_comparison_takes_the_events_as_traced():
+    # Traced twice as slow as untraced, both: scaled, the events would say
+    # 6 us like the subtraction whatever they saw; as traced they say 12 us.
+    free, held = idle_pair([0.5, 0.1, 0.2], [0.3, 0.0, 0.2], 10000.0, 4000.0)
+    for record in (free, held):
+        tiling = record["trace"]["tiling"]
+        tiling["traced_per_switch_ns"] *= 2
+        for p in tiling["phases"]:
+            p["per_switch_ns"] *= 2
+    comparison = compare_idle(free, held, traced_view(free))
+    assert comparison.events_ns == pytest.approx(12000.0)
+    assert comparison.agree is False
+
+
+def test_an_idle_exit_the_events_do_not_see_disagrees():
+    # The same medians, but the events put the same waking → switch-in on both.
+    free, held = idle_pair([0.2, 0.0, 0.0], [0.5, 0.0, 0.0], 10000.0, 4000.0)
+    comparison = compare_idle(free, held, traced_view(free))
+    assert comparison.events_ns == pytest.approx(0.0)
+    assert comparison.agree is False
+    assert "they disagree" in idle_text(comparison)
 
 
 def test_unsupported_says_why_and_keeps_the_subtraction_view():

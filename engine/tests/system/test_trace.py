@@ -70,6 +70,15 @@ def test_same_cpu_switches_are_followed_into_phases(engine):
     )
     names = {(p["from"], p["to"]) for p in t["phases"]}
     assert ("call entry", "waking") in names and ("waking", "wakeup") in names
+    # The tiling: the phases over the median traced sample's own time, read
+    # on the events' clock (the same readings give the traced samples).
+    tiling = t["tiling"]
+    assert tiling["samples"] == t["traced_summary"]["n"]
+    assert tiling["batches"] == 2 - tiling["samples"] % 2
+    assert tiling["traced_per_switch_ns"] == pytest.approx(t["traced_summary"]["median"], rel=1e-3)
+    assert 0 <= tiling["covered_share"] <= 1
+    assert tiling["covered_share"] == pytest.approx(sum(p["share"] for p in tiling["phases"]))
+    assert tiling["chains"] > 0
     # The record's figure is the untraced measurement's.
     assert t["untraced_median"] == r["summary"]["median"]
     assert t["overhead_ratio"] == pytest.approx(

@@ -231,6 +231,33 @@ TEST(RunVariant, PerOpFiguresAreExactWithAFakeClock) {
   EXPECT_GE(static_cast<double>(r.ops_per_sample) * 50.0, 1e4);
 }
 
+// The traced pass places the events in the kept samples' batches: their
+// clock readings and operations, the probe's only (not the baseline's).
+TEST(RunVariant, KeptBatchesAreTheSamplesClockReadings) {
+  FakeClock clock(10);
+  const TimerInfo timer = fake_timer();
+  ProbeDescriptor probe = fixed_probe(clock, 100, 2);
+  probe.baseline = "a fake baseline costing 20 ns per op";
+  probe.baseline_ops_per_iteration = constant(1);
+  probe.make_baseline = [&](Context&) { return std::make_unique<FixedCostWork>(clock, 20); };
+  std::vector<TimedBatch> batches;
+  HarnessOptions options;
+  options.samples = 4;
+  options.min_sample_s = 1e-5;
+  options.kept_batches = &batches;
+  const Result r = run_variant(probe, {}, clock, timer, options);
+  ASSERT_EQ(r.samples.size(), 4u);
+  ASSERT_EQ(batches.size(), 4u);
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    EXPECT_DOUBLE_EQ(batches[i].ops, static_cast<double>(r.ops_per_sample));
+    // The work (50 ns an op) and the second read (10 ns) lie between the two readings.
+    EXPECT_EQ(batches[i].end - batches[i].start, static_cast<std::uint64_t>(batches[i].ops * 50 + 10));
+    if (i > 0) {
+      EXPECT_GT(batches[i].start, batches[i - 1].end);
+    }
+  }
+}
+
 TEST(RunVariant, ThrowingWorkloadBecomesAFailedRecord) {
   FakeClock clock(10);
   TimerInfo timer;

@@ -230,5 +230,225 @@ TEST(Phases, YieldSwitchesHaveNoWakeUp) {
   EXPECT_DOUBLE_EQ(r.period->median, 600);
 }
 
+// ---- the tiling: the phases over the traced run's timed batches ----------
+
+const ctx::TiledPhase* tiled(const PhaseReport& r, const std::string& from, const std::string& to) {
+  if (!r.tiling) return nullptr;
+  const auto& phases = r.tiling->phases;
+  const auto it = std::find_if(phases.begin(), phases.end(),
+                               [&](const ctx::TiledPhase& p) { return p.from == from && p.to == to; });
+  return it == phases.end() ? nullptr : &*it;
+}
+
+double shares(const PhaseReport& r) {
+  double sum = 0;
+  for (const auto& p : r.tiling->phases) sum += p.share;
+  return sum;
+}
+
+// The three chains of the recorded same-CPU stream follow each other (each
+// ends at the call entry that starts the next): over a batch from the first
+// call entry to the last call exit they cover every instant.
+TEST(Tiling, ChainsThatFollowEachOtherCoverTheBatch) {
+  const PhaseReport r = analyze_switches(same_cpu, 31807, std::nullopt, {{10, 6240, 3}});
+  ASSERT_TRUE(r.tiling.has_value());
+  const ctx::Tiling& t = *r.tiling;
+  EXPECT_EQ(t.batches, 1u);
+  EXPECT_DOUBLE_EQ(t.batch_ns, 6230);
+  EXPECT_DOUBLE_EQ(t.traced_per_switch_ns, 6230.0 / 3);
+  EXPECT_DOUBLE_EQ(t.covered_share, 1.0);
+  EXPECT_DOUBLE_EQ(shares(r), 1.0);
+  EXPECT_DOUBLE_EQ(t.overlap_ns, 0);
+  EXPECT_EQ(t.chains, 3u);
+  // call entry -> waking: 314 ns in the first chain, 310 in the third.
+  EXPECT_DOUBLE_EQ(tiled(r, "call entry", "waking")->per_switch_ns, (314.0 + 310) / 3);
+  EXPECT_DOUBLE_EQ(tiled(r, "call entry", "waking")->share, (314.0 + 310) / 6230);
+  // The straight-back switch: 31807's read to the switch, then 31814 in user mode to its write.
+  EXPECT_DOUBLE_EQ(tiled(r, "call entry", "switch")->per_switch_ns, (3398.0 - 2858) / 3);
+  EXPECT_DOUBLE_EQ(tiled(r, "switch", "next call")->per_switch_ns, (4540.0 - 3398) / 3);
+}
+
+// Time of the batch outside every chain is not attributed, and a batch that
+// starts or ends inside a phase takes only its part of it.
+TEST(Tiling, TimeOutsideTheChainsIsLeftAndBatchesCutPhases) {
+  const PhaseReport wide = analyze_switches(same_cpu, 31807, std::nullopt, {{0, 7000, 3}});
+  EXPECT_DOUBLE_EQ(wide.tiling->covered_share, 6230.0 / 7000);
+  // Two batches, the first ending inside waking -> wakeup, the second starting inside call exit -> next call.
+  const PhaseReport cut = analyze_switches(same_cpu, 31807, std::nullopt, {{0, 500, 1}, {2000, 3000, 1}});
+  EXPECT_DOUBLE_EQ(cut.tiling->batch_ns, 1500);
+  EXPECT_DOUBLE_EQ(cut.tiling->switches, 2);
+  EXPECT_DOUBLE_EQ(tiled(cut, "waking", "wakeup")->per_switch_ns, (500.0 - 324) / 2);
+  EXPECT_DOUBLE_EQ(tiled(cut, "call exit", "next call")->per_switch_ns, (2858.0 - 2000) / 2);
+  EXPECT_DOUBLE_EQ(tiled(cut, "call entry", "switch")->per_switch_ns, (3000.0 - 2858) / 2);
+  EXPECT_EQ(tiled(cut, "wakeup", "switch"), nullptr);  // 794..1357 lies between the batches
+  EXPECT_DOUBLE_EQ(cut.tiling->covered_share, (500.0 - 10 + 1000) / 1500);
+}
+
+// The events of one switch lost (31807's switch back to 31814): its chain
+// is never started, the chain before it has no next call, and the time
+// between them is left to the rest: a large share, not spread over the phases.
+TEST(Tiling, AMissingSwitchLeavesItsTimeUnattributed) {
+  std::vector<TraceEvent> lost = same_cpu;
+  std::erase_if(lost, [](const TraceEvent& e) { return e.ts == 3398; });
+  const PhaseReport r = analyze_switches(lost, 31807, std::nullopt, {{10, 6240, 3}});
+  // Covered: the first chain 10..1807 (to its call exit), the last 4540..6240.
+  EXPECT_DOUBLE_EQ(r.tiling->covered_share, ((1807.0 - 10) + (6240 - 4540)) / 6230);
+  EXPECT_LT(r.tiling->covered_share, 0.6);
+  EXPECT_NEAR(shares(r), r.tiling->covered_share, 1e-12);
+}
+
+// Two ping-pongs at once (four tasks on three CPUs): their chains overlap in
+// time, which the chain of one ping-pong never does; the overlap is counted
+// once and said, so the shares never sum past the batch.
+TEST(Tiling, OverlappingChainsAreCountedOnce) {
+  const std::vector<TraceEvent> events = {
+      {0, 0, 50, K::fork, 50, 51},         {0, 0, 50, K::fork, 50, 52},         {0, 0, 50, K::fork, 50, 53},
+      {100, 0, 50, K::sys_enter, 1, 0},    {150, 2, 52, K::sys_enter, 1, 0},    {200, 0, 50, K::waking, 51, 0},
+      {250, 2, 52, K::waking, 53, 0},      {260, 2, 52, K::wakeup, 53, 0},      {270, 0, 50, K::wakeup, 51, 0},
+      {300, 1, 0, K::sched_switch, 0, 51}, {350, 3, 0, K::sched_switch, 0, 53}, {400, 1, 51, K::sys_exit, 0, 0},
+      {450, 3, 53, K::sys_exit, 0, 0},     {650, 3, 53, K::sys_enter, 1, 0},    {700, 3, 53, K::waking, 52, 0},
+      {900, 1, 51, K::sys_enter, 1, 0},    {950, 1, 51, K::waking, 50, 0},
+  };
+  const PhaseReport r = analyze_switches(events, 50, std::nullopt, {{100, 1000, 2}});
+  EXPECT_EQ(r.matched, 2u);
+  // 51's chain covers 100..900, 53's 150..650 lies inside it.
+  EXPECT_DOUBLE_EQ(r.tiling->overlap_ns, 650.0 - 150);
+  EXPECT_DOUBLE_EQ(r.tiling->covered_share, 800.0 / 900);
+  EXPECT_LE(shares(r), 1.0);
+  for (const auto& p : r.tiling->phases) EXPECT_GE(p.share, 0.0);
+}
+
+// A task woken before it slept makes no switch, but its chain is part of the
+// ping-pong's time: in the tiling, not among the switches followed.
+TEST(Tiling, AWakeUpWithoutASwitchIsTiledToo) {
+  const std::vector<TraceEvent> events = with_fork(
+      {
+          {100, 0, 50, K::sys_enter, 202, 0},
+          {200, 0, 50, K::waking, 51, 1},
+          {300, 1, 50, K::wakeup, 51, 1},
+          {400, 1, 51, K::sys_exit, 202, 0},
+          {500, 1, 51, K::sys_enter, 202, 0},
+          {550, 1, 51, K::waking, 50, 0},
+      },
+      50, 51);
+  const PhaseReport r = analyze_switches(events, 50, std::nullopt, {{100, 500, 1}});
+  EXPECT_EQ(r.matched, 0u);
+  EXPECT_EQ(r.without_switch, 1u);
+  EXPECT_TRUE(r.phases.empty());
+  EXPECT_DOUBLE_EQ(r.tiling->covered_share, 1.0);
+  EXPECT_DOUBLE_EQ(tiled(r, "wakeup", "call exit")->share, 0.25);
+}
+
+// Across CPUs the chain goes from the waker's CPU to the wakee's, on one
+// clock: the interrupt and the switch on CPU 1 are phases of the same tiling.
+TEST(Tiling, ACrossCpuChainTilesOverBothCpus) {
+  const std::vector<TraceEvent> events = with_fork(
+      {
+          {10, 0, 31910, K::sys_enter, 1, 0},
+          {39101, 0, 31910, K::waking, 31926, 1},
+          {56133, 0, 31910, K::wakeup, 31926, 1},
+          {57782, 0, 31910, K::sys_exit, 1, 0},
+          {74911, 1, 31908, K::ipi_entry, 0, 0},
+          {75882, 1, 31908, K::ipi_exit, 0, 0},
+          {76900, 1, 31908, K::sched_switch, 31908, 31926},
+          {78100, 1, 31926, K::sys_exit, 0, 0},
+      },
+      31910, 31926);
+  const PhaseReport r = analyze_switches(events, 31910, std::nullopt, {{10, 78100, 1}});
+  EXPECT_DOUBLE_EQ(r.tiling->covered_share, 1.0);
+  EXPECT_DOUBLE_EQ(tiled(r, "wakeup", "IPI entry")->per_switch_ns, 74911.0 - 56133);
+  EXPECT_DOUBLE_EQ(tiled(r, "IPI exit", "switch")->share, (76900.0 - 75882) / (78100 - 10));
+}
+
+// The figure is a median of samples, so the tiling is the median sample's:
+// a sample that another task's long run stretched is not tiled, nor is the
+// fastest.
+TEST(Tiling, TheMedianSampleIsTiled) {
+  // 1 switch each: 10..1000 (990 ns), 1000..4000 (3000 ns, stretched), 4000..6240 (2240 ns).
+  const PhaseReport r =
+      analyze_switches(same_cpu, 31807, std::nullopt, {{10, 1000, 1}, {1000, 4000, 1}, {4000, 6240, 1}});
+  EXPECT_EQ(r.tiling->samples, 3u);
+  EXPECT_EQ(r.tiling->batches, 1u);
+  EXPECT_DOUBLE_EQ(r.tiling->traced_per_switch_ns, 2240);
+  EXPECT_DOUBLE_EQ(r.tiling->covered_share, 1.0);
+  EXPECT_EQ(tiled(r, "call entry", "switch"), nullptr);  // 2858..3398 is in the stretched sample
+  // An even count: the middle two together.
+  const PhaseReport even = analyze_switches(same_cpu, 31807, std::nullopt,
+                                            {{10, 1000, 1}, {1000, 4000, 1}, {4000, 6240, 1}, {6300, 6400, 1}});
+  EXPECT_EQ(even.tiling->batches, 2u);
+  EXPECT_DOUBLE_EQ(even.tiling->traced_per_switch_ns, (990.0 + 2240) / 2);
+}
+
+// Recorded (pipe between processes on one CPU, under other sessions' load):
+// 9356 blocks in its read and the CPU goes to another session's task (6519)
+// for 2.37 ms before 9347, runnable, gets it back. The hand-over is a chain
+// through other work: call entry, other task, switch.
+const std::vector<TraceEvent> via_other_task = with_fork(
+    {
+        {490076, 0, 9356, K::sys_exit, 0, 0},
+        {490355, 0, 9356, K::sys_enter, 1, 0},
+        {490661, 0, 9356, K::waking, 9347, 0},
+        {491074, 0, 9356, K::wakeup, 9347, 0},
+        {491326, 0, 9356, K::sys_exit, 1, 0},
+        {491610, 0, 9356, K::sys_enter, 0, 0},
+        {492094, 0, 9356, K::sched_switch, 9356, 9347},
+        {492787, 0, 9347, K::sys_exit, 0, 0},
+        {493250, 0, 9347, K::sys_enter, 1, 0},
+        {493605, 0, 9347, K::waking, 9356, 0},
+        {493981, 0, 9347, K::wakeup, 9356, 0},
+        {494230, 0, 9347, K::sys_exit, 1, 0},
+        {494541, 0, 9347, K::sched_switch, 9347, 9356},
+        {495247, 0, 9356, K::sys_exit, 0, 0},
+        {495716, 0, 9356, K::sys_enter, 1, 0},
+        {496025, 0, 9356, K::sys_exit, 1, 0},
+        {496341, 0, 9356, K::sys_enter, 0, 0},
+        {497720, 0, 9356, K::sched_switch, 9356, 6519},
+        {2868726, 0, 6519, K::sched_switch, 6519, 9347},
+        {2872127, 0, 9347, K::sys_enter, 0, 0},
+        {2873257, 0, 9347, K::sys_exit, 0, 0},
+        {2873588, 0, 9347, K::sys_enter, 1, 0},
+        {2874284, 0, 9347, K::waking, 9356, 0},
+    },
+    9347, 9356);
+
+TEST(Tiling, AHandOverThroughAnotherTaskIsAChainWithItsOtherWork) {
+  const PhaseReport r = analyze_switches(via_other_task, 9347, std::nullopt, {{490355, 2873588, 3}});
+  EXPECT_EQ(r.direct, 1u);
+  EXPECT_DOUBLE_EQ(phase(r, "call entry", "other task")->summary.median, 497720.0 - 496341);
+  EXPECT_DOUBLE_EQ(phase(r, "other task", "switch")->summary.median, 2868726.0 - 497720);
+  // 9347 was preempted in user mode: from the switch to its next call.
+  EXPECT_DOUBLE_EQ(phase(r, "switch", "next call")->summary.median, 2873588.0 - 2868726);
+  EXPECT_DOUBLE_EQ(r.tiling->covered_share, 1.0);
+  EXPECT_DOUBLE_EQ(tiled(r, "other task", "switch")->share, (2868726.0 - 497720) / (2873588 - 490355));
+  // Without the mark the same stream left a gap of 2.38 ms: the chain before
+  // ended at 9356's call exit, the next began at 9347's write.
+}
+
+// A woken task whose CPU goes to other work first: the waker blocks, another
+// task runs, then the wakee.
+TEST(Tiling, AWokenTaskBehindOtherWorkHasTheOtherTaskMark) {
+  const std::vector<TraceEvent> events = with_fork(
+      {
+          {100, 0, 50, K::sys_enter, 1, 0},
+          {200, 0, 50, K::waking, 51, 0},
+          {300, 0, 50, K::wakeup, 51, 0},
+          {400, 0, 50, K::sys_exit, 1, 0},
+          {500, 0, 50, K::sys_enter, 0, 0},
+          {600, 0, 50, K::sched_switch, 50, 77},
+          {5600, 0, 77, K::sched_switch, 77, 51},
+          {5900, 0, 51, K::sys_exit, 0, 0},
+          {6000, 0, 51, K::sys_enter, 1, 0},
+          {6100, 0, 51, K::waking, 50, 0},
+      },
+      50, 51);
+  const PhaseReport r = analyze_switches(events, 50, std::nullopt, {{100, 6000, 1}});
+  EXPECT_EQ(r.matched, 1u);
+  EXPECT_DOUBLE_EQ(phase(r, "wakeup", "other task")->summary.median, 300);
+  EXPECT_DOUBLE_EQ(phase(r, "other task", "switch")->summary.median, 5000);
+  EXPECT_DOUBLE_EQ(r.tiling->covered_share, 1.0);
+}
+
+TEST(Tiling, NoBatchesNoTiling) { EXPECT_FALSE(analyze_switches(same_cpu, 31807).tiling.has_value()); }
+
 }  // namespace CTXBENCH_UNITY_ID
 }  // namespace

@@ -45,7 +45,7 @@ from typing import Any
 from scipy import stats as sps
 
 from ctxbench import fmt
-from ctxbench.explain_phases import TracedView, measured_placement, traced_view
+from ctxbench.explain_phases import TracedView, compare_idle, measured_placement, traced_view
 from ctxbench.filter_cost import FilterCost, filter_costs
 
 BARE_SYSCALL = "syscall.enosys"
@@ -294,6 +294,7 @@ def _explain_one(
         missing.append("address-space switch: the ring runs processes only, no thread twin")
 
     # Waking an idle CPU: idle=free against idle=held, all else equal.
+    held = None
     if params.get("cpus") == "cross" and params.get("idle", "free") == "free" and "idle" in params:
         held = by_key.get(_key({**r, "params": {**params, "idle": "held"}}))
         if held is not None:
@@ -353,6 +354,8 @@ def _explain_one(
             "noise adds up, so nothing is left for the scheduler"
         )
     traced = traced_view(r)
+    if held is not None and traced is not None and traced.status == "ok":
+        traced.idle = compare_idle(r, held, traced)
     if traced is None or traced.status != "ok":
         missing.append(
             "inside the rest: the wake-up (enqueue, and for cross-CPU an IPI) and the switch "

@@ -4,17 +4,21 @@ A switch record made with ``ctxbench run --trace`` carries a ``trace`` block
 (schema/record.schema.json): the variant ran again while the kernel's
 tracepoints were recorded, and every switch between its tasks was followed
 from the waker's call entry through waking, wake-up, interrupt, idle exit and
-switch to the woken task's next call. This module turns that block into
-lines under the figure that ``ctxbench explain`` shows.
+switch to the woken task's next call, which starts the next switch. The
+engine lays those chains over the traced run's median timed sample
+(``tiling``): each instant of it belongs to one phase of one chain, or to
+none.
 
-The phases are measured under tracing, which slows them: each recorded event
-costs time (``event_cost_ns``, measured in the same pass). The figures shown
-are the engine's corrected ones: a phase's typical share of a switch (its
-median x the share of switches that had it) less the cost of the events
-recorded inside it. What the corrected phases do not cover of the untraced
-median is shown as the rest the events cannot attribute; it is negative where
-the correction left more than the untraced figure. Nothing here is estimated:
-every number comes from the record.
+The rule that sets them against the untraced figure, here and only here: a
+phase is its share of the median traced sample's time times the untraced
+median (the same as its traced time per switch scaled by untraced / traced:
+both figures are medians of samples). The shares sum to at most 1, so no
+phase is negative or above the figure, and the rest, the untraced median
+less the scaled phases, is the tiled time that no chain covers: switches the
+events did not let the engine follow, lost events, gaps. The scaling
+assumes tracing slowed every phase in the same proportion; it slows those
+with more events more (``events_per_switch``), so their share is somewhat
+overstated. Nothing here is estimated: every number comes from the record.
 """
 
 from __future__ import annotations
@@ -23,6 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench import fmt
+
+SCALING_RULE = (
+    "each phase is its share of the median traced sample's time (chains laid end to end over "
+    "it, on the events' clock) times the untraced median; the rest is what no chain covers"
+)
 
 # What each phase is, in words, for the phases a ping-pong shows.
 PHASE_WORDS: dict[tuple[str, str], str] = {
@@ -43,6 +52,12 @@ PHASE_WORDS: dict[tuple[str, str], str] = {
     ("waking", "poll wake"): "the wake-up of a polling idle CPU",
     ("switch", "call exit"): "the switch itself and the woken task's call returning",
     ("call exit", "next call"): "return to user mode, and user work up to the next call",
+    ("call entry", "other task"): "the call until its CPU went to a task outside the variant "
+    "(or idle)",
+    ("wakeup", "other task"): "the waker finishing its call until the CPU went to a task "
+    "outside the variant (or idle)",
+    ("other task", "switch"): "tasks outside the variant (or idle) ran on the CPU first",
+    ("wakeup", "call exit"): "woken before it slept: its call returning without a switch",
     ("call entry", "switch"): "a call that gives the CPU to a task already runnable",
     ("switch", "next call"): "the switch to a task preempted in user mode, and its user work "
     "up to its next call",
@@ -57,11 +72,30 @@ WAKE_TO_SWITCH = ("waking", "IPI entry", "poll wake", "wakeup", "IPI exit", "idl
 class TracedPhase:
     name: str  # "from → to"
     words: str
-    count: int
-    median_ns: float
-    typical_ns: float  # median x count / matched
-    corrected_ns: float | None  # typical less the recorded events' cost
-    events_per_switch: float
+    share: float  # of the tiled (median) traced sample's time (0..1)
+    traced_ns: float  # per switch as measured under tracing
+    ns: float  # share x the untraced median
+    count: int = 0  # switches that had it (0: only in chains without a switch)
+    median_ns: float | None = None  # its median duration where it occurred
+    events_per_switch: float | None = None
+
+
+@dataclass
+class IdleComparison:
+    """The idle target's cost two ways, for an idle=free cross-CPU figure:
+    the events' waking → switch-in per switch with idle free less with idle
+    held, as measured under tracing, against idle=free − idle=held of the
+    untraced medians, whose interval comes from the two medians' intervals.
+    Not scaled: scaled by each figure's own median, the two would agree by
+    construction wherever the waking → switch-in is most of both figures."""
+
+    events_ns: float  # free's waking → switch-in less held's, traced
+    free_ns: float
+    held_ns: float
+    subtraction_ns: float
+    low_ns: float | None
+    high_ns: float | None
+    agree: bool | None  # events_ns inside [low, high]; None without the intervals
 
 
 @dataclass
@@ -72,22 +106,25 @@ class TracedView:
     matched: int = 0
     cross_cpu: int = 0
     direct: int = 0
+    without_switch: int = 0
     traced_median_ns: float | None = None
+    traced_tiled_ns: float | None = None  # the tiled (median) samples' time / their switches
     untraced_median_ns: float | None = None
-    overhead_ratio: float | None = None
-    event_cost_ns: float | None = None
-    corrected_sum_ns: float | None = None
-    rest_ns: float | None = None  # untraced median less the corrected phases
-    explained_share: float | None = None  # corrected phases / untraced median
-    idle_exit_ns: float | None = None  # corrected phases that end at the idle exit
+    overhead_ratio: float | None = None  # traced median / untraced median
+    scale: float | None = None  # untraced median / traced_tiled_ns
+    covered_share: float = 0.0  # the phases' shares summed (0..1)
+    rest_ns: float | None = None  # untraced median less the scaled phases
+    overlap_ns: float = 0.0
+    idle_exit_ns: float | None = None  # scaled phases that end at the idle exit
     idle_exit_switches: int = 0
-    # corrected phases from the waking to the switch-in, when some switch had an
-    # idle exit: the wake-up, the interrupt reaching the idle CPU (a halted
-    # vCPU's exit to the host included), the idle exit and the way to the switch
+    # scaled phases from the waking to the switch-in: the wake-up, the interrupt
+    # reaching the target CPU (a halted vCPU's exit to the host included), its
+    # idle exit and the way to the switch
     wake_to_switch_ns: float | None = None
+    idle: IdleComparison | None = None  # set by explain for idle=free cross-CPU figures
     lost: int = 0
     ring_full: bool = False
-    rule: str = ""
+    rule: str = SCALING_RULE
 
 
 def traced_view(record: dict[str, Any]) -> TracedView | None:
@@ -97,57 +134,95 @@ def traced_view(record: dict[str, Any]) -> TracedView | None:
         return None
     if block.get("status") != "ok":
         return TracedView(status=block.get("status", "?"), reason=block.get("reason"))
-    switches = block.get("switches") or {}
-    matched = int(switches.get("matched", 0))
-    phases = [
-        TracedPhase(
-            name=f"{p['from']} → {p['to']}",
-            words=PHASE_WORDS.get((p["from"], p["to"]), ""),
-            count=int(p["count"]),
-            median_ns=float(p["summary"]["median"]),
-            typical_ns=float(p["typical_per_switch_ns"]),
-            corrected_ns=p.get("corrected_per_switch_ns"),
-            events_per_switch=float(p["events_per_switch"]),
+    tiling = block.get("tiling")
+    if not tiling:
+        return TracedView(
+            status="not tiled",
+            reason="recorded by an engine whose traced pass did not lay its phases over the "
+            "timed samples (no trace.tiling): run it again with this ctxbench to set them "
+            "against the figure",
         )
-        for p in block.get("phases", [])
-    ]
-    untraced = (record.get("summary") or {}).get("median")
+    switches = block.get("switches") or {}
+    untraced = float((record.get("summary") or {})["median"])
+    stats = {(p["from"], p["to"]): p for p in block.get("phases", [])}
+    matched = int(switches.get("matched", 0))
+    phases = []
+    for t in tiling["phases"]:
+        key = (t["from"], t["to"])
+        stat = stats.get(key)
+        phases.append(
+            TracedPhase(
+                name=f"{t['from']} → {t['to']}",
+                words=PHASE_WORDS.get(key, ""),
+                share=float(t["share"]),
+                traced_ns=float(t["per_switch_ns"]),
+                ns=float(t["share"]) * untraced,
+                count=int(stat["count"]) if stat else 0,
+                median_ns=float(stat["summary"]["median"]) if stat else None,
+                events_per_switch=float(stat["events_per_switch"]) if stat else None,
+            )
+        )
     traced = (block.get("traced_summary") or {}).get("median")
-    corrected = block.get("corrected_per_switch_ns")
-    idle = [p for p in phases if p.name.endswith("→ idle exit")]
+    mean = float(tiling["traced_per_switch_ns"])
+    covered = float(tiling["covered_share"])
     view = TracedView(
         status="ok",
         phases=phases,
         matched=matched,
         cross_cpu=int(switches.get("cross_cpu", 0)),
         direct=int(switches.get("direct", 0)),
+        without_switch=int(switches.get("without_switch", 0)),
         traced_median_ns=traced,
+        traced_tiled_ns=mean,
         untraced_median_ns=untraced,
         overhead_ratio=traced / untraced if traced and untraced else None,
-        event_cost_ns=block.get("event_cost_ns"),
-        corrected_sum_ns=corrected,
+        scale=untraced / mean if mean > 0 else None,
+        covered_share=covered,
+        # = the untraced median less the phases (their shares sum to covered_share)
+        rest_ns=untraced * (1 - covered),
+        overlap_ns=float(tiling["overlap_ns"]),
         lost=int(block.get("lost", 0)),
         ring_full=bool(block.get("ring_full", False)),
-        rule=block.get("correction_rule", ""),
     )
-    if corrected is not None and untraced:
-        view.rest_ns = untraced - corrected
-        view.explained_share = corrected / untraced
+    idle = [p for p in phases if p.name.endswith("→ idle exit")]
     if idle:
-        view.idle_exit_ns = sum(
-            p.corrected_ns if p.corrected_ns is not None else p.typical_ns for p in idle
-        )
+        view.idle_exit_ns = sum(p.ns for p in idle)
         view.idle_exit_switches = sum(p.count for p in idle)
-        inside = [
-            p
-            for p in phases
-            if p.name.split(" → ")[0] in WAKE_TO_SWITCH[:-1]
-            and p.name.split(" → ")[1] in WAKE_TO_SWITCH[1:]
-        ]
-        view.wake_to_switch_ns = sum(
-            p.corrected_ns if p.corrected_ns is not None else p.typical_ns for p in inside
-        )
+    view.wake_to_switch_ns = wake_to_switch(phases)
     return view
+
+
+def wake_to_switch(phases: list[TracedPhase], *, traced: bool = False) -> float:
+    """The phases between the waking and the switch-in, scaled (or as traced)."""
+    return sum(
+        p.traced_ns if traced else p.ns
+        for p in phases
+        if p.name.split(" → ")[0] in WAKE_TO_SWITCH[:-1]
+        and p.name.split(" → ")[1] in WAKE_TO_SWITCH[1:]
+    )
+
+
+def compare_idle(
+    free: dict[str, Any], held: dict[str, Any], free_view: TracedView | None
+) -> IdleComparison | None:
+    """The idle target's cost from the events of an idle=free record and its
+    idle=held twin, against the difference of their untraced medians; None
+    unless both have tiled phases."""
+    held_view = traced_view(held)
+    if free_view is None or free_view.status != "ok" or not held_view or held_view.status != "ok":
+        return None
+    free_ns = wake_to_switch(free_view.phases, traced=True)
+    held_ns = wake_to_switch(held_view.phases, traced=True)
+    free_summary, held_summary = free["summary"], held["summary"]
+    subtraction = float(free_summary["median"]) - float(held_summary["median"])
+    free_ci, held_ci = free_summary.get("median_ci"), held_summary.get("median_ci")
+    low = high = None
+    if free_ci and held_ci:
+        low = float(free_ci["low"]) - float(held_ci["high"])
+        high = float(free_ci["high"]) - float(held_ci["low"])
+    events = free_ns - held_ns
+    agree = low <= events <= high if low is not None and high is not None else None
+    return IdleComparison(events, free_ns, held_ns, subtraction, low, high, agree)
 
 
 def _ns(value: float) -> str:
@@ -159,66 +234,76 @@ def render_traced(view: TracedView, idle_difference_ns: float | None = None) -> 
     """Lines (indented two spaces) for one figure's traced pass."""
     if view.status != "ok":
         return [f"  traced pass: {view.status}: {view.reason}"]
-    lines = []
     head = f"  traced pass, from the kernel's events ({view.matched} switches followed"
     if view.cross_cpu:
         head += f", {view.cross_cpu} across CPUs"
-    head += "):"
-    lines.append(head)
-    if view.traced_median_ns is not None and view.untraced_median_ns:
+    if view.without_switch:
+        head += f"; {view.without_switch} woken before they slept"
+    lines = [head + "):"]
+    base = view.untraced_median_ns or 0.0
+    if view.traced_median_ns is not None and view.overhead_ratio is not None:
         lines.append(
-            f"    traced figure {_ns(view.traced_median_ns)} against the untraced "
-            f"{_ns(view.untraced_median_ns)} ({view.overhead_ratio:.2f}x); one recorded event "
-            f"costs {_ns(view.event_cost_ns or 0)}"
+            f"    traced figure {_ns(view.traced_median_ns)} against the untraced {_ns(base)} "
+            f"({view.overhead_ratio:.2f}x): the median traced sample's phases, scaled by "
+            f"untraced / traced = {view.scale or 0:.3g}"
         )
-    base = view.untraced_median_ns or 0
     for p in view.phases:
-        shown = p.corrected_ns if p.corrected_ns is not None else p.typical_ns
-        share = 100 * shown / base if base else 0
         words = f": {p.words}" if p.words else ""
+        seen = f"; median {_ns(p.median_ns)} in {p.count} switches" if p.median_ns else ""
         lines.append(
-            f"    {_ns(shown):>10} {share:5.0f}%  {p.name}{words} "
-            f"(median {_ns(p.median_ns)} in {p.count} switches)"
+            f"    {_ns(p.ns):>10} {100 * p.share:5.0f}%  {p.name}{words} "
+            f"(traced {_ns(p.traced_ns)} per switch{seen})"
         )
     if view.rest_ns is not None and base:
         lines.append(
             f"    {_ns(view.rest_ns):>10} {100 * view.rest_ns / base:5.0f}%  "
-            "not attributed by the events: the untraced median less the phases above"
+            "not attributed by the events: the median traced sample's time no switch's chain covers"
         )
-        share = 100 * (view.explained_share or 0)
-        lines.append(f"    the phases explain {share:.0f}% of the untraced figure")
+        lines.append(
+            f"    the phases explain {100 * view.covered_share:.0f}% of the untraced figure"
+        )
+    if view.overlap_ns:
+        lines.append(
+            f"    note: chains overlapped for {_ns(view.overlap_ns)} of the tiled time, "
+            "counted once"
+        )
     if view.idle_exit_ns is not None:
-        text = (
+        lines.append(
             f"    idle exit: {_ns(view.idle_exit_ns)} per switch in the phases ending at it "
             f"({view.idle_exit_switches} switches had one)"
         )
-        lines.append(text)
-        text = (
-            f"    from the waking to the switch-in: {_ns(view.wake_to_switch_ns or 0)} per switch "
-            "(the interrupt reaching the idle CPU and its idle exit included)"
-        )
-        if idle_difference_ns is not None:
-            text += f"; idle=free - idle=held measured {_ns(idle_difference_ns)}"
-        lines.append(text)
+    if view.idle is not None:
+        lines.append("    " + idle_text(view.idle))
     elif idle_difference_ns is not None:
         lines.append(
-            "    idle exit: no switch of the traced pass woke an idle CPU (power:cpu_idle showed "
-            f"no exit before a switch-in); idle=free - idle=held measured {_ns(idle_difference_ns)}"
+            f"    idle=free - idle=held measured {_ns(idle_difference_ns)}; the idle=held "
+            "figure has no tiled traced pass to set the events beside it"
         )
     if view.lost or view.ring_full:
         lines.append("    note: a ring buffer filled up; the switches after it were not followed")
-    lines.append(
-        "    rule: each phase is its median x the share of switches that had it, less the cost "
-        "of the events recorded inside it"
-    )
+    lines.append(f"    rule: {view.rule}")
     return lines
+
+
+def idle_text(c: IdleComparison) -> str:
+    """The idle target's cost from the events beside idle=free − idle=held."""
+    text = (
+        f"waking an idle CPU, from the events (as traced): waking → switch-in "
+        f"{_ns(c.free_ns)} per switch with idle free, {_ns(c.held_ns)} with idle held, "
+        f"difference {_ns(c.events_ns)}; idle=free - idle=held measured {_ns(c.subtraction_ns)}"
+    )
+    if c.low_ns is None or c.high_ns is None:
+        return text + " (no interval to judge agreement)"
+    verdict = "they agree" if c.agree else "they disagree"
+    return f"{text} ({_ns(c.low_ns)}..{_ns(c.high_ns)} from the two medians' intervals): {verdict}"
 
 
 def render_trace_detail(results: list[dict[str, Any]]) -> str:
     """``ctxbench explain --trace``: every traced pass of a run in full, one
     block per switch figure: how it was recorded, the switches followed, and
     each phase's distribution (median with its interval, p90, count) beside
-    its typical, event and corrected figures per switch."""
+    its traced time per switch, its share of the samples and the events
+    recorded inside it."""
     lines: list[str] = []
     for r in results:
         block = r.get("trace")
@@ -239,27 +324,42 @@ def render_trace_detail(results: list[dict[str, Any]]) -> str:
         )
         if block.get("missing_events"):
             lines.append(f"  not on this kernel: {', '.join(block['missing_events'])}")
+        tiling = block.get("tiling")
+        if not tiling:
+            lines.append("  (recorded before the tiling: no shares of the samples' time)")
+            continue
+        lines.append(
+            f"  tiled: the median {tiling['batches']} of {tiling['samples']} traced samples, "
+            f"{tiling['switches']:.0f} switches, {_ns(tiling['traced_per_switch_ns'])} per "
+            f"switch; the chains cover {100 * tiling['covered_share']:.1f}% of their time"
+        )
         lines.append(
             f"  {'phase':<28} {'n':>6} {'median':>10} {'95% CI':>21} {'p90':>10} "
-            f"{'typical':>10} {'events':>6} {'corrected':>10}"
+            f"{'events':>6} {'traced':>10} {'share':>6}"
         )
-        for p in block["phases"]:
-            s = p["summary"]
-            ci = s.get("median_ci")
-            ci_text = f"{_ns(ci['low'])}..{_ns(ci['high'])}" if ci else "-"
-            corrected = p.get("corrected_per_switch_ns")
+        stats = {(p["from"], p["to"]): p for p in block["phases"]}
+        for t in tiling["phases"]:
+            p = stats.get((t["from"], t["to"]))
+            name = f"{t['from']} → {t['to']}"
+            if p:
+                s = p["summary"]
+                ci = s.get("median_ci")
+                ci_text = f"{_ns(ci['low'])}..{_ns(ci['high'])}" if ci else "-"
+                seen = (
+                    f"{p['count']:>6} {_ns(s['median']):>10} {ci_text:>21} {_ns(s['p90']):>10} "
+                    f"{p['events_per_switch']:>6.2f}"
+                )
+            else:
+                seen = f"{'-':>6} {'-':>10} {'-':>21} {'-':>10} {'-':>6}"
             lines.append(
-                f"  {p['from'] + ' → ' + p['to']:<28} {p['count']:>6} {_ns(s['median']):>10} "
-                f"{ci_text:>21} {_ns(s['p90']):>10} {_ns(p['typical_per_switch_ns']):>10} "
-                f"{p['events_per_switch']:>6.2f} "
-                f"{_ns(corrected) if corrected is not None else '-':>10}"
+                f"  {name:<28} {seen} {_ns(t['per_switch_ns']):>10} {100 * t['share']:5.1f}%"
             )
         if block.get("period"):
             lines.append(
                 f"  period (call entry → next call): median {_ns(block['period']['median'])} "
                 f"over {block['period']['n']} switches"
             )
-        lines.append(f"  rule: {block.get('correction_rule', '')}")
+        lines.append(f"  rule: {tiling['rule']}")
     if not lines:
         return (
             "this run has no traced pass: run the switch probes with `ctxbench run --trace` "
@@ -273,18 +373,18 @@ def traced_line(view: TracedView) -> str:
     what they leave of the untraced median."""
     if view.status != "ok":
         return f"traced pass {view.status}: {view.reason}"
-    phases = " + ".join(
-        f"{_ns(p.corrected_ns if p.corrected_ns is not None else p.typical_ns)} {p.name}"
-        for p in view.phases
-    )
+    phases = " + ".join(f"{_ns(p.ns)} {p.name}" for p in view.phases)
     text = f"kernel events ({view.matched} switches followed): {phases}"
-    if view.rest_ns is not None and view.explained_share is not None:
+    if view.rest_ns is not None:
         text += (
             f"; not attributed {_ns(view.rest_ns)} (the phases explain "
-            f"{100 * view.explained_share:.0f}% of the untraced median)"
+            f"{100 * view.covered_share:.0f}% of the untraced median)"
         )
     if view.overhead_ratio is not None and view.traced_median_ns is not None:
-        text += f"; traced figure {_ns(view.traced_median_ns)} ({view.overhead_ratio:.2f}x)"
+        text += (
+            f"; traced figure {_ns(view.traced_median_ns)} ({view.overhead_ratio:.2f}x), "
+            "phases scaled by untraced / traced"
+        )
     return text
 
 

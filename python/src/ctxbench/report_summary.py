@@ -330,21 +330,18 @@ def _same_vs_cross_figure(figures: Figures, run: RunSummary) -> Figure | None:
 
 def _waterfall_bars(explanation: Explanation) -> tuple[list[str], list[float], list[str], str]:
     """The bars of the featured switch's waterfall: the traced pass's phases
-    (corrected for the events recorded in them) and what they leave of the
-    median, when the figure has a traced pass; else the subtraction parts."""
+    (each its share of the traced samples times the median, explain_phases)
+    and what they leave of the median, when the figure has a traced pass;
+    else the subtraction parts."""
     traced = explanation.traced
     if traced is not None and traced.status == "ok" and traced.rest_ns is not None:
         names = [esc(p.name) for p in traced.phases] + [REMAINDER_LABEL_TRACED]
-        values = [
-            p.corrected_ns if p.corrected_ns is not None else p.typical_ns for p in traced.phases
-        ]
+        values = [p.ns for p in traced.phases]
         values.append(traced.rest_ns)
         hover = [
-            esc(
-                f"{p.name}: {p.words} (median {fmt.value(p.median_ns, 'ns')} in {p.count} switches)"
-            )
+            esc(f"{p.name}: {p.words} ({fmt.value(p.traced_ns, 'ns')} per switch traced)")
             for p in traced.phases
-        ] + [esc("the untraced median less the phases")]
+        ] + [esc("the median traced sample's time no switch's chain covers, scaled")]
         return names, values, hover, " (the kernel's events)"
     names = [REMAINDER_LABEL if is_remainder(p.name) else esc(p.name) for p in explanation.parts]
     hover = [esc(p.name + ": " + p.source) for p in explanation.parts]
