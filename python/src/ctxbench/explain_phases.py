@@ -58,6 +58,11 @@ PHASE_WORDS: dict[tuple[str, str], str] = {
     "outside the variant (or idle)",
     ("other task", "switch"): "tasks outside the variant (or idle) ran on the CPU first",
     ("wakeup", "call exit"): "woken before it slept: its call returning without a switch",
+    ("waking", "call exit"): "woken before it slept: its call returning without a switch",
+    ("waking", "switch"): "the wake-up until the woken task is switched in (no wake-up event "
+    "between)",
+    ("waking", "other task"): "the waker's call until the CPU went to a task outside the "
+    "variant (or idle)",
     ("call entry", "switch"): "a call that gives the CPU to a task already runnable",
     ("switch", "next call"): "the switch to a task preempted in user mode, and its user work "
     "up to its next call",
