@@ -24,8 +24,12 @@ enum Mark : int {
   switch_in,
   call_exit,
   next_call,
+  // Not marks of a chain: the tiling's phase for time between chains when
+  // one of the variant's tasks was on a CPU (phases.hpp).
+  between_switches,
+  variant_ran,
 };
-static_assert(std::size(mark_names) == next_call + 1);
+static_assert(std::size(mark_names) == variant_ran + 1);
 
 struct MarkAt {
   std::uint64_t ts;
@@ -72,7 +76,54 @@ std::vector<TimedBatch> median_batches(const std::vector<TimedBatch>& all) {
 
 // The tiling (phases.hpp): every chain's phases as intervals, each instant of
 // the median batches given to the earliest-starting interval that covers it.
-Tiling tile(const std::vector<Chain>& chains, const std::vector<TimedBatch>& all) {
+using Span = std::pair<std::uint64_t, std::uint64_t>;  // [first, second)
+
+// When one of the variant's tasks was on a CPU, merged over the CPUs, in
+// time order: a task is on a CPU from the switch that brings it in to the
+// switch that takes it out, where that switch names it as the task leaving
+// (otherwise an event between was lost, and the span is dropped); a span
+// still open at the end ends at the CPU's last recorded event.
+std::vector<Span> variant_on_cpu(const std::vector<TraceEvent>& events, const std::set<int>& ours) {
+  struct Current {
+    int task = -1;
+    std::uint64_t since = 0;
+  };
+  std::map<int, Current> current;
+  std::map<int, std::uint64_t> last;
+  std::vector<Span> spans;
+  for (const auto& e : events) {
+    last[e.cpu] = e.ts;
+    if (e.kind != TraceKind::sched_switch) continue;
+    Current& c = current[e.cpu];
+    if (c.task >= 0 && c.task == e.a && e.ts > c.since) spans.push_back({c.since, e.ts});
+    c = ours.count(static_cast<int>(e.b)) ? Current{static_cast<int>(e.b), e.ts} : Current{};
+  }
+  for (const auto& [cpu, c] : current)
+    if (c.task >= 0 && last[cpu] > c.since) spans.push_back({c.since, last[cpu]});
+  std::sort(spans.begin(), spans.end());
+  std::vector<Span> merged;
+  for (const auto& s : spans) {
+    if (!merged.empty() && s.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, s.second);
+    else
+      merged.push_back(s);
+  }
+  return merged;
+}
+
+// Time of [from, to) inside the spans (sorted, disjoint).
+std::uint64_t overlap(const std::vector<Span>& spans, std::uint64_t from, std::uint64_t to) {
+  std::uint64_t ns = 0;
+  auto it =
+      std::lower_bound(spans.begin(), spans.end(), from, [](const Span& s, std::uint64_t t) { return s.second <= t; });
+  for (; it != spans.end() && it->first < to; ++it) {
+    const std::uint64_t lo = std::max(from, it->first), hi = std::min(to, it->second);
+    if (hi > lo) ns += hi - lo;
+  }
+  return ns;
+}
+
+Tiling tile(const std::vector<Chain>& chains, const std::vector<TimedBatch>& all, const std::vector<Span>& ran) {
   const std::vector<TimedBatch> batches = median_batches(all);
   struct Interval {
     std::uint64_t from, to;
@@ -108,6 +159,7 @@ Tiling tile(const std::vector<Chain>& chains, const std::vector<TimedBatch>& all
   std::map<std::pair<int, int>, std::uint64_t> ns;
   std::set<std::size_t> reaching;
   std::uint64_t covered_until = 0;
+  std::vector<Span> covered;  // the chain time counted: disjoint, in time order
   for (const auto& iv : intervals) {
     const std::uint64_t from = std::max(iv.from, covered_until);
     if (from > iv.from) tiling.overlap_ns += static_cast<double>(inside(iv.from, std::min(from, iv.to)));
@@ -116,7 +168,25 @@ Tiling tile(const std::vector<Chain>& chains, const std::vector<TimedBatch>& all
       ns[iv.phase] += t;
       reaching.insert(iv.chain);
     }
+    covered.push_back({from, iv.to});
     covered_until = iv.to;
+  }
+  // Between chains: the time one of the variant's tasks was on a CPU is a
+  // hand-over without a wake-up (the partner had not slept), its own phase;
+  // the time none was is left.
+  for (const auto& b : batches) {
+    std::uint64_t cursor = b.start;
+    auto gap = [&](std::uint64_t to) {
+      if (to > cursor)
+        if (const std::uint64_t t = overlap(ran, cursor, to); t > 0) ns[{between_switches, variant_ran}] += t;
+    };
+    auto it = std::lower_bound(covered.begin(), covered.end(), b.start,
+                               [](const Span& c, std::uint64_t t) { return c.second <= t; });
+    for (; it != covered.end() && it->first < b.end; ++it) {
+      gap(std::min(it->first, b.end));
+      cursor = std::max(cursor, it->second);
+    }
+    gap(b.end);
   }
   tiling.chains = reaching.size();
   if (tiling.switches > 0) tiling.traced_per_switch_ns = tiling.batch_ns / tiling.switches;
@@ -357,7 +427,7 @@ PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, st
     }
     report.phases.push_back(std::move(stat));
   }
-  if (!batches.empty()) report.tiling = tile(chains, batches);
+  if (!batches.empty()) report.tiling = tile(chains, batches, variant_on_cpu(events, ours));
   return report;
 }
 

@@ -34,12 +34,19 @@
 // so consecutive chains follow each other along the ping-pong's critical path,
 // across CPUs (one clock for every CPU). Over the traced run's timed batches
 // (their start and end on the events' clock) each instant belongs to the
-// phase of the chain that covers it, or to no chain: what the events do not
-// attribute. The batches tiled are the median one (the middle two of an even
-// count), the traced counterpart of a figure that is a median of samples. Shares of the batches' time, so between 0 and
-// 1 and summing to at most 1 by construction; chains that overlap (they should not) are counted once, and the overlap
-// is said. Only the variant's tasks count: the task that started the trace and every task forked or cloned from it
-// while traced (sched_process_fork).
+// phase of the chain that covers it; between chains, to "between switches →
+// a task of the variant ran" when one of the variant's tasks was on a CPU
+// (a hand-over with no wake-up at all: the data or the futex word was there
+// before the partner waited), by the switches that brought it in and took
+// it out (a span whose switch-out does not name the task is dropped: an
+// event was lost); else to nothing: what the events do not attribute. The
+// batches tiled are the median one (the middle two of an even count), the
+// traced counterpart of a figure that is a median of samples. Shares of the
+// batches' time, so between 0 and 1 and summing to at most 1 by
+// construction; chains that overlap (they should not) are counted once, and
+// the overlap is said. Only the variant's tasks count: the task that
+// started the trace and every task forked or cloned from it while traced
+// (sched_process_fork).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -77,9 +84,20 @@ struct TraceEvent {
 };
 
 // Mark names, in the order they usually come (ties are broken by it).
-inline constexpr const char* mark_names[] = {"call entry", "waking",    "IPI entry", "poll wake",
-                                             "wakeup",     "IPI exit",  "idle exit", "other task",
-                                             "switch",     "call exit", "next call"};
+// The last two name the tiling's phase between chains, not marks.
+inline constexpr const char* mark_names[] = {"call entry",
+                                             "waking",
+                                             "IPI entry",
+                                             "poll wake",
+                                             "wakeup",
+                                             "IPI exit",
+                                             "idle exit",
+                                             "other task",
+                                             "switch",
+                                             "call exit",
+                                             "next call",
+                                             "between switches",
+                                             "a task of the variant ran"};
 
 struct PhaseStat {
   std::string from, to;

@@ -271,8 +271,11 @@ TEST(Tiling, ChainsThatFollowEachOtherCoverTheBatch) {
 // Time of the batch outside every chain is not attributed, and a batch that
 // starts or ends inside a phase takes only its part of it.
 TEST(Tiling, TimeOutsideTheChainsIsLeftAndBatchesCutPhases) {
+  // 0..10 is before any event; after the last chain's call exit (6240) 31807
+  // is on the CPU until its last event (6662): a task of the variant ran.
   const PhaseReport wide = analyze_switches(same_cpu, 31807, std::nullopt, {{0, 7000, 3}});
-  EXPECT_DOUBLE_EQ(wide.tiling->covered_share, 6230.0 / 7000);
+  EXPECT_DOUBLE_EQ(wide.tiling->covered_share, (6230.0 + 6662 - 6240) / 7000);
+  EXPECT_DOUBLE_EQ(tiled(wide, "between switches", "a task of the variant ran")->share, (6662.0 - 6240) / 7000);
   // Two batches, the first ending inside waking -> wakeup, the second starting inside call exit -> next call.
   const PhaseReport cut = analyze_switches(same_cpu, 31807, std::nullopt, {{0, 500, 1}, {2000, 3000, 1}});
   EXPECT_DOUBLE_EQ(cut.tiling->batch_ns, 1500);
@@ -311,9 +314,10 @@ TEST(Tiling, OverlappingChainsAreCountedOnce) {
   };
   const PhaseReport r = analyze_switches(events, 50, std::nullopt, {{100, 1000, 2}});
   EXPECT_EQ(r.matched, 2u);
-  // 51's chain covers 100..900, 53's 150..650 lies inside it.
+  // 51's chain covers 100..900, 53's 150..650 lies inside it; after it, 51
+  // is on CPU 1 up to that CPU's last event (950).
   EXPECT_DOUBLE_EQ(r.tiling->overlap_ns, 650.0 - 150);
-  EXPECT_DOUBLE_EQ(r.tiling->covered_share, 800.0 / 900);
+  EXPECT_DOUBLE_EQ(r.tiling->covered_share, (800.0 + 50) / 900);
   EXPECT_LE(shares(r), 1.0);
   for (const auto& p : r.tiling->phases) EXPECT_GE(p.share, 0.0);
 }
@@ -446,6 +450,35 @@ TEST(Tiling, AWokenTaskBehindOtherWorkHasTheOtherTaskMark) {
   EXPECT_DOUBLE_EQ(phase(r, "wakeup", "other task")->summary.median, 300);
   EXPECT_DOUBLE_EQ(phase(r, "other task", "switch")->summary.median, 5000);
   EXPECT_DOUBLE_EQ(r.tiling->covered_share, 1.0);
+}
+
+// A hand-over with no wake-up at all: 50 writes while 51 is still running
+// (no waking), 51 reads the data without sleeping. No chain marks it; the
+// time one of the variant's tasks was on a CPU between chains is its own
+// phase, and the time neither was (both switched out: a wake-up the events
+// missed) is left.
+TEST(Tiling, BetweenChainsTheVariantRunningIsAttributedAndNothingElse) {
+  const std::vector<TraceEvent> events = with_fork(
+      {
+          {50, 0, 0, K::sched_switch, 0, 50},
+          {60, 1, 0, K::sched_switch, 0, 51},
+          {100, 0, 50, K::sys_enter, 1, 0},
+          {200, 0, 50, K::waking, 51, 1},
+          {250, 1, 50, K::wakeup, 51, 1},
+          {300, 1, 51, K::sys_exit, 0, 0},  // woken before it slept: the first chain ends here
+          {320, 0, 50, K::sched_switch, 50, 0},
+          {350, 1, 51, K::sched_switch, 51, 0},
+          {450, 0, 0, K::sched_switch, 0, 50},  // no wake-up of 50 recorded
+          {600, 0, 50, K::sys_enter, 1, 0},
+          {650, 0, 50, K::waking, 51, 1},
+          {660, 1, 50, K::wakeup, 51, 1},
+          {700, 1, 51, K::sys_exit, 0, 0},
+      },
+      50, 51);
+  const PhaseReport r = analyze_switches(events, 50, std::nullopt, {{100, 700, 2}});
+  // Chains 100..300 and 600..700; 300..350 both ran, 450..600 50 ran; 350..450 neither.
+  EXPECT_DOUBLE_EQ(tiled(r, "between switches", "a task of the variant ran")->per_switch_ns, (50.0 + 150) / 2);
+  EXPECT_DOUBLE_EQ(r.tiling->covered_share, (200.0 + 200 + 100) / 600);
 }
 
 TEST(Tiling, NoBatchesNoTiling) { EXPECT_FALSE(analyze_switches(same_cpu, 31807).tiling.has_value()); }

@@ -58,6 +58,9 @@ PHASE_WORDS: dict[tuple[str, str], str] = {
     "outside the variant (or idle)",
     ("other task", "switch"): "tasks outside the variant (or idle) ran on the CPU first",
     ("wakeup", "call exit"): "woken before it slept: its call returning without a switch",
+    ("between switches", "a task of the variant ran"): "hand-overs with no wake-up at all (the "
+    "data or the futex word was there before the partner waited): no chain marks them, the "
+    "variant's tasks ran on their CPUs",
     ("waking", "call exit"): "woken before it slept: its call returning without a switch",
     ("waking", "switch"): "the wake-up until the woken task is switched in (no wake-up event "
     "between)",
