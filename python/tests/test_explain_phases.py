@@ -197,6 +197,16 @@ def test_the_idle_comparison_takes_the_events_as_traced():
     assert comparison.agree is False
 
 
+def test_a_free_figure_whose_target_never_idled_says_so():
+    free, held = idle_pair([0.5, 0.0, 0.0], [0.5, 0.0, 0.0], 10000.0, 4000.0)
+    for record in (free, held):
+        record["trace"]["tiling"]["phases"] = record["trace"]["tiling"]["phases"][:1]
+    (e,) = [e for e in explain([free, held]).explanations if e.params["idle"] == "free"]
+    text = "\n".join(render_traced(e.traced))
+    assert "idle exit: none in the traced switches" in text
+    assert "waking an idle CPU, from the events" in text
+
+
 def test_an_idle_exit_the_events_do_not_see_disagrees():
     # The same medians, but the events put the same waking → switch-in on both.
     free, held = idle_pair([0.2, 0.0, 0.0], [0.5, 0.0, 0.0], 10000.0, 4000.0)

@@ -280,6 +280,11 @@ def render_traced(view: TracedView, idle_difference_ns: float | None = None) -> 
             f"    idle exit: {_ns(view.idle_exit_ns)} per switch in the phases ending at it "
             f"({view.idle_exit_switches} switches had one)"
         )
+    elif view.idle is not None:
+        lines.append(
+            "    idle exit: none in the traced switches (no power:cpu_idle exit between a waking "
+            "and its switch-in: the target CPU was not idle)"
+        )
     if view.idle is not None:
         lines.append("    " + idle_text(view.idle))
     elif idle_difference_ns is not None:
@@ -346,7 +351,12 @@ def render_trace_detail(results: list[dict[str, Any]]) -> str:
             f"{'events':>6} {'traced':>10} {'share':>6}"
         )
         stats = {(p["from"], p["to"]): p for p in block["phases"]}
-        for t in tiling["phases"]:
+        # every phase seen, the tiled ones with their traced time and share
+        tiled = {(t["from"], t["to"]): t for t in tiling["phases"]}
+        missing = {"per_switch_ns": 0.0, "share": 0.0}
+        keys = list(tiled) + [k for k in stats if k not in tiled]
+        for key in keys:
+            t = {"from": key[0], "to": key[1], **tiled.get(key, missing)}
             p = stats.get((t["from"], t["to"]))
             name = f"{t['from']} → {t['to']}"
             if p:
