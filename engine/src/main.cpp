@@ -129,7 +129,9 @@ int run_command(const RunOptions& o) {
     else
       schedule.seed = std::random_device{}();
     if ((!o.rounds.empty() || !o.seed.empty()) && !schedule.interleave)
-      throw UsageError("--rounds and --seed schedule interleaved rounds; add --interleave rounds or drop them");
+      throw UsageError(
+          "--rounds and --seed schedule interleaved rounds, which --interleave off turns off; drop one "
+          "or the other");
     if (!o.host_reference.empty() && o.host_reference != "on" && o.host_reference != "off")
       throw UsageError(
           fmt::format("--host-reference: '{}' is not on or off; give --host-reference on or off", o.host_reference));

@@ -30,7 +30,7 @@
 namespace ctx {
 
 // `--interleave off|rounds` when not given; `--rounds` when not given.
-inline constexpr bool interleave_by_default = false;  // docs/accuracy.md: why off
+inline constexpr bool interleave_by_default = true;  // docs/accuracy.md: why rounds
 inline constexpr int rounds_by_default = 5;
 
 struct ScheduleOptions {

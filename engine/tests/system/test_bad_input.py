@@ -27,7 +27,10 @@ def usage(engine, *args):
         (["run", "--retries", "-1", "syscall.getpid"], ["--retries", "'-1'"]),
         (["run", "--host-reference", "maybe", "syscall.getpid"], ["--host-reference", "on or off"]),
         (["run", "--interleave", "sideways", "syscall.getpid"], ["--interleave", "off or rounds"]),
-        (["run", "--rounds", "3", "syscall.getpid"], ["--rounds", "--interleave rounds"]),
+        (
+            ["run", "--interleave", "off", "--rounds", "3", "syscall.getpid"],
+            ["--rounds", "--interleave off"],
+        ),
         (
             ["run", "--interleave", "rounds", "--rounds", "0", "syscall.getpid"],
             ["--rounds", "from 1"],

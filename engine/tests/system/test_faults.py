@@ -148,7 +148,9 @@ def test_killed_child_fails_its_record_and_the_run_continues(engine):
 def test_sigint_keeps_finished_records_and_reaps_children(engine):
     become_subreaper()
     run = Engine(
-        engine, "switch.pipe", "--between", "processes", "--samples", "300", "--min-time", "0.01"
+        engine,
+        *("switch.pipe", "--between", "processes", "--interleave", "off"),
+        *("--samples", "300", "--min-time", "0.01"),
     )
     run.wait_for(
         lambda r: any('"kind":"result"' in line for line in r.out) and children_of(r.proc.pid)
@@ -159,6 +161,38 @@ def test_sigint_keeps_finished_records_and_reaps_children(engine):
     assert records[0]["kind"] == "env"
     assert len(results(records)) >= 1
     assert records[-1]["kind"] == "run_end" and records[-1]["interrupted"] is True
+    assert leftover_children() == 0
+
+
+def test_sigint_in_rounds_keeps_the_rounds_taken_and_reaps_children(engine):
+    """In interleaved rounds (the default) a variant's record is written after
+    its last round; interrupted, every variant begun is written with the rounds
+    it had, and says so."""
+    become_subreaper()
+    run = Engine(
+        engine,
+        *("switch.pipe", "--between", "processes", "--rounds", "3"),
+        *("--samples", "300", "--min-time", "0.01"),
+    )
+    # A second round begun: every variant has one round done.
+    run.wait_for(lambda r: any(p["round"] == 2 for p in r.progress()) and children_of(r.proc.pid))
+    run.proc.send_signal(signal.SIGINT)
+    code, records = run.finish()
+    assert code == 130
+    assert records[-1]["kind"] == "run_end" and records[-1]["interrupted"] is True
+    begun = {p["index"] for p in run.progress()}
+    written = results(records)
+    assert {r["variant_index"] for r in written} == begun
+    for r in written:
+        assert r["schedule"]["interleave"] == "rounds" and r["schedule"]["rounds"] == 3
+    # The variants whose rounds were not all taken (at least the one whose
+    # second round was under way) say so, and hold the samples they had.
+    early = [
+        r for r in written if any(n.startswith("the run ended after") for n in r.get("notes", []))
+    ]
+    assert early
+    for r in early:
+        assert 0 < len(r["samples"]) < 300
     assert leftover_children() == 0
 
 
@@ -220,13 +254,30 @@ HELD = ["switch.pipe", "--between", "processes", "--cpus", "cross", "--param", "
 HELD += ["--param", "policy=normal"]
 
 
-@pytest.mark.parametrize("kind", list(devices()))
-def test_idle_hold_is_released_when_its_variant_ends(engine, tmp_path, kind):
+def start_held(engine, tmp_path, kind, *args):
+    """Runs HELD and args with the latency device of `kind`; its path and the run."""
     if not two_cpus():
         pytest.skip("cpus=cross needs two allowed CPUs")
     become_subreaper()
     path, env = latency_device(kind, tmp_path)
-    run = HeldEngine(engine, env, *HELD, "syscall.getpid", "--samples", "300", "--min-time", "0.01")
+    return path, HeldEngine(engine, env, *HELD, *args)
+
+
+@pytest.mark.parametrize("kind", list(devices()))
+def test_idle_hold_is_released_when_its_variant_ends(engine, tmp_path, kind):
+    # Each variant measured whole, in the selection's order: the held one first.
+    path, run = start_held(
+        engine,
+        tmp_path,
+        kind,
+        "syscall.getpid",
+        "--interleave",
+        "off",
+        "--samples",
+        "300",
+        "--min-time",
+        "0.01",
+    )
     # While the held variant runs, the engine (and no child of it) holds the request.
     run.wait_for(lambda r: holders(path) != [])
     assert holders(path) == [run.proc.pid]
@@ -247,12 +298,58 @@ def test_idle_hold_is_released_when_its_variant_ends(engine, tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", list(devices()))
+def test_idle_hold_is_released_after_each_round(engine, tmp_path, kind):
+    """In interleaved rounds (the default) a held variant takes the request in
+    each of its rounds and releases it when the round ends: whenever the other
+    variant's round follows one of the held variant's, nothing holds it."""
+    path, run = start_held(
+        engine,
+        tmp_path,
+        kind,
+        "syscall.getpid",
+        "--rounds",
+        "3",
+        "--samples",
+        "300",
+        "--min-time",
+        "0.01",
+    )
+    seen, held_rounds, released = 0, 0, 0
+    while True:
+        # One progress line at a time: each announces a round about to start.
+        run.wait_for(lambda r, n=seen: len(r.progress()) > n or r.proc.poll() is not None)
+        lines = run.progress()
+        if len(lines) == seen:
+            break  # the run ended
+        seen = len(lines)
+        if lines[-1]["probe"] == "switch.pipe":
+            # Its round takes the request once its partner is forked; only the engine holds it.
+            run.wait_for(lambda r: holders(path) != [])
+            assert holders(path) == [run.proc.pid]
+            if kind == "real":
+                assert effective_latency_us() == 0
+            held_rounds += 1
+        elif seen >= 2 and lines[-2]["probe"] == "switch.pipe":
+            assert holders(path) == [], lines[-2:]  # the held round ended and let go
+            released += 1
+    code, records = run.finish()
+    assert code == 0, "".join(run.err)
+    assert [p["round"] for p in lines if p["probe"] == "switch.pipe"] == [1, 2, 3]
+    # Every round of the held variant held; with 3 rounds of each variant,
+    # some round of getpid follows one of switch.pipe's (the seed drawn).
+    assert held_rounds == 3 and released >= 1
+    assert holders(path) == []
+    (held,) = [r for r in results(records) if r["probe"] == "switch.pipe"]
+    assert held["schedule"]["interleave"] == "rounds" and held["schedule"]["rounds"] == 3
+    assert held["derived"]["idle_latency_bound_us"] == 0
+    if kind == "real":
+        assert effective_latency_us() > 0
+    assert leftover_children() == 0
+
+
+@pytest.mark.parametrize("kind", list(devices()))
 def test_idle_hold_is_released_on_ctrl_c(engine, tmp_path, kind):
-    if not two_cpus():
-        pytest.skip("cpus=cross needs two allowed CPUs")
-    become_subreaper()
-    path, env = latency_device(kind, tmp_path)
-    run = HeldEngine(engine, env, *HELD, "--samples", "100000", "--min-time", "0.05")
+    path, run = start_held(engine, tmp_path, kind, "--samples", "100000", "--min-time", "0.05")
     run.wait_for(lambda r: holders(path) == [r.proc.pid])
     run.proc.send_signal(signal.SIGINT)
     run.finish()

@@ -154,7 +154,7 @@ def _db_hint(db: Path | None, store: Store) -> str:
     help="off: the engine measures each variant whole, one after the other; rounds: it "
     "splits every variant's samples into rounds and visits the variants in a seeded random "
     "order each round, so a slow spell of the host falls on many variants a little "
-    "(default: the engine's).",
+    "(default: the engine's, rounds).",
 )
 @click.option(
     "--rounds", type=click.IntRange(min=1), help="Rounds per variant with --interleave rounds."
