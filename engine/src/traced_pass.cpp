@@ -32,8 +32,9 @@ constexpr const char* correction_rule =
     "event_cost_ns x the events recorded inside it on the CPU where it ends (its start event counted, its end "
     "event not), taken the same way (median count x switches that had it / matched switches). "
     "event_cost_ns is getppid's time with its two syscall events recorded less its time without, halved. "
-    "untraced_explained_share = the corrected phases' sum / the untraced median; the rest is the untraced median "
-    "less that sum";
+    "untraced_explained_share = the corrected phases' sum / the untraced median. These figures are kept for "
+    "reference: the corrected phases over-explain a same-CPU switch (tracing costs more than its per-event cost), "
+    "and explain sets the phases against the figure by the tiling instead (tiling.rule)";
 
 constexpr const char* tiling_rule =
     "the traced run's kept samples are timed on CLOCK_MONOTONIC_RAW, the events' clock, and the median one is "
