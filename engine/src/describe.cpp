@@ -128,6 +128,18 @@ bool at_default_axes(const ProbeDescriptor& probe, const nlohmann::json& record)
   return true;
 }
 
+// A value run only beside the defaults (policy=batch beside cpus=same) is not
+// the probe's default variant.
+bool only_run_beside(const ProbeDescriptor& probe, const nlohmann::json& record) {
+  for (const auto& spec : probe.params) {
+    const auto& defaults = default_values(spec);
+    if (!spec.also_runs || defaults.empty() || !record["params"].contains(spec.name)) continue;
+    if (std::find(defaults.begin(), defaults.end(), param_text(record["params"][spec.name])) == defaults.end())
+      return true;
+  }
+  return false;
+}
+
 // "Where the time goes" in one family, generated from its probes'
 // descriptors (what one op is, its unit, where its time goes) and the
 // reference run's records of their default placements, cheapest first, each
@@ -142,10 +154,17 @@ std::string where_the_time_goes(const std::string& family, const std::vector<con
   };
   std::vector<Row> rows;
   std::set<std::string> measured;
-  for (const auto* p : probes)
+  for (const auto* p : probes) {
+    // The default variants; a run that has none of them (recorded under
+    // older defaults) gives what it measured at the default placement.
+    std::vector<const nlohmann::json*> found, beside;
     for (const auto& r : reference) {
       if (r.value("kind", "") != "result" || r.value("probe", "") != p->name || r["summary"].is_null()) continue;
-      if (!at_default_axes(*p, r)) continue;
+      if (at_default_axes(*p, r)) (only_run_beside(*p, r) ? beside : found).push_back(&r);
+    }
+    if (found.empty()) found = beside;
+    for (const auto* record : found) {
+      const auto& r = *record;
       measured.insert(p->name);
       Row row{p->name,
               params_text(r["params"]),
@@ -156,12 +175,15 @@ std::string where_the_time_goes(const std::string& family, const std::vector<con
       if (!r["corrected"].is_null()) row.net = r["corrected"]["median"].get<double>();
       rows.push_back(row);
     }
+  }
   std::stable_sort(rows.begin(), rows.end(),
                    [](const Row& a, const Row& b) { return std::tie(a.unit, a.median) < std::tie(b.unit, b.median); });
   std::string out = fmt::format("\n### Where the time goes in `{}` (generated)\n\n", family);
   if (!rows.empty()) {
     out +=
-        "Medians from the reference run at each probe's default placement, cheapest first; *x cheapest* is the "
+        "Medians from the reference run at each probe's default placement, of its default variants (a variant run "
+        "only beside them, as the batch policy, only where the run has no default one), cheapest first; *x "
+        "cheapest* is the "
         "ratio to the cheapest of the same unit, *net* the median minus the probe's baseline.\n\n"
         "| probe | params | median | x cheapest | net |\n|---|---|---|---|---|\n";
     for (const auto& row : rows) {

@@ -86,6 +86,30 @@ TEST(Registry, GeneratedFilesAreCurrent) {
   }
 }
 
+// The "where the time goes" table lists a probe's default variants at its
+// default placement; a variant run only beside them (policy=batch beside
+// cpus=same) stands in only where the run has no default one.
+TEST(Registry, WhereTheTimeGoesShowsTheDefaultVariants) {
+  const auto run = reference_run();
+  if (run.empty()) GTEST_SKIP() << "no docs/data/reference-run.jsonl";
+  auto pipe = [](const std::string& policy, double median) {
+    return nlohmann::json{{"kind", "result"},
+                          {"probe", "switch.pipe"},
+                          {"params", {{"between", "threads"}, {"cpus", "same"}, {"policy", policy}}},
+                          {"unit", "ns"},
+                          {"summary", {{"median", median}}},
+                          {"corrected", nullptr},
+                          {"verdict", {{"status", "ok"}}}};
+  };
+  const std::string normal_row = "| `switch.pipe` | between=threads cpus=same policy=normal |";
+  const std::string batch_row = "| `switch.pipe` | between=threads cpus=same policy=batch |";
+  const std::string both = probes_markdown({run.front(), pipe("normal", 1500), pipe("batch", 1100)});
+  EXPECT_NE(both.find(normal_row), std::string::npos);
+  EXPECT_EQ(both.find(batch_row), std::string::npos);
+  const std::string batch_only = probes_markdown({run.front(), pipe("batch", 1100)});
+  EXPECT_NE(batch_only.find(batch_row), std::string::npos);
+}
+
 TEST(Record, RoundTripKeepsEveryField) {
   Result r;
   r.run_id = "20260101T000000Z-00000000";
