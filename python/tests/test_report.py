@@ -392,7 +392,7 @@ def test_machine_vs_machine_highlights_environment_differences(store_with_runs):
     assert "virtualization.detected" in keys
     assert all(
         key.split(".")[0]
-        in {"cpu", "kernel", "virtualization", "frequency", "mitigations", "clocksource"}
+        in {"cpu", "kernel", "virtualization", "sandbox", "frequency", "mitigations", "clocksource"}
         for key in keys
     )
     # Run options differ (a full run against --quick): every ratio is marked.
