@@ -322,6 +322,13 @@ def test_run_unknown_probe(db, fake_engine):
     assert not Path(db).exists() or Store.open(db).runs() == []
 
 
+def test_run_misspelled_family_suggests_the_family_first(db, fake_engine):
+    result = invoke("run", "syscal", "--db", db)
+    assert result.exit_code == 2
+    line = one_error_line(result)
+    assert "unknown probe 'syscal'; did you mean syscall," in line, line
+
+
 def test_run_bad_output_paths(db, fake_engine, tmp_path):
     missing = invoke("run", "--report", str(tmp_path / "no" / "r.html"), "--db", db)
     assert missing.exit_code == 2 and "does not exist" in one_error_line(missing)

@@ -61,7 +61,11 @@ def _resolve_selectors(selectors: tuple[str, ...], probes: list[dict[str, Any]])
         if any(ch in selector for ch in "*?[") and fnmatch.filter(names, selector):
             resolved.append(selector)
             continue
-        close = get_close_matches(selector, names, n=3, cutoff=0.6)
+        # A family is a selector too ('syscal' means the family 'syscall'):
+        # the families come first among the suggestions, then the probes.
+        close = get_close_matches(selector, sorted(families), n=1, cutoff=0.6)
+        close += [n for n in get_close_matches(selector, names, n=3, cutoff=0.6) if n not in close]
+        close = close[:3]
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise BadInput(f"unknown probe '{selector}'{hint} (`ctxbench list` shows the probes)")
     return resolved
