@@ -61,7 +61,9 @@ PHASE_WORDS: dict[tuple[str, str], str] = {
     ("between switches", "a task of the variant ran"): "hand-overs with no wake-up at all (the "
     "data or the futex word was there before the partner waited): no chain marks them, the "
     "variant's tasks ran on their CPUs",
-    ("waking", "call exit"): "woken before it slept: its call returning without a switch",
+    ("waking", "call exit"): "its call returning with no wake-up or switch-in recorded "
+    "between (woken before it slept, or its CPU recorded nothing while idle: "
+    "docs/tracing.md)",
     ("waking", "switch"): "the wake-up until the woken task is switched in (no wake-up event "
     "between)",
     ("waking", "other task"): "the waker's call until the CPU went to a task outside the "
