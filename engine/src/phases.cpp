@@ -258,6 +258,20 @@ PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, st
     pending[chains.back().wakee] = chains.size() - 1;
   };
 
+  // A hand-over with no wake-up: the CPU goes straight to a runnable task of
+  // the variant, switched in at once, its chain done at the switch-in.
+  auto start_direct_chain = [&](int wakee, int cpu, std::vector<MarkAt> marks) {
+    Chain chain;
+    chain.wakee = wakee;
+    chain.waker_cpu = cpu;
+    chain.switch_cpu = cpu;
+    chain.switched = true;
+    chain.direct = true;
+    chain.marks = std::move(marks);
+    start_chain(std::move(chain));
+    end_at_switch_in(chains.size() - 1);
+  };
+
   for (const auto& e : events) {
     if (is_ours(e.tid)) seen.insert(e.tid);
     switch (e.kind) {
@@ -339,29 +353,14 @@ PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, st
         // that gave it away in a call, at once (yield) or after other work.
         if (!is_ours(prev) && left && left->task != next && open_call.count(left->task)) {
           link_next_call(left->task, left->entry, e.cpu);
-          Chain chain;
-          chain.wakee = next;
-          chain.waker_cpu = e.cpu;
-          chain.switch_cpu = e.cpu;
-          chain.switched = true;
-          chain.direct = true;
-          chain.marks = {{left->entry, call_entry, e.cpu}, {left->ts, other_task, e.cpu}, {e.ts, switch_in, e.cpu}};
-          start_chain(std::move(chain));
-          end_at_switch_in(chains.size() - 1);
+          start_direct_chain(
+              next, e.cpu, {{left->entry, call_entry, e.cpu}, {left->ts, other_task, e.cpu}, {e.ts, switch_in, e.cpu}});
           break;
         }
         const auto call = open_call.find(prev);
         if (!is_ours(prev) || call == open_call.end()) break;
         link_next_call(prev, call->second, e.cpu);
-        Chain chain;
-        chain.wakee = next;
-        chain.waker_cpu = e.cpu;
-        chain.switch_cpu = e.cpu;
-        chain.switched = true;
-        chain.direct = true;
-        chain.marks = {{call->second, call_entry, e.cpu}, {e.ts, switch_in, e.cpu}};
-        start_chain(std::move(chain));
-        end_at_switch_in(chains.size() - 1);
+        start_direct_chain(next, e.cpu, {{call->second, call_entry, e.cpu}, {e.ts, switch_in, e.cpu}});
         break;
       }
       case TraceKind::wake_idle_poll:
