@@ -29,7 +29,8 @@ def result(probe, median, params=None, baseline=None, status="ok", family=None, 
         "family": family or probe.split(".")[0],
         "unit": "ns",
         "params": params or {},
-        "summary": {"median": median},
+        # a tight interval (1%): the two figures of a part are measured apart
+        "summary": {"median": median, "median_ci": {"low": median * 0.99, "high": median * 1.01}},
         "baseline": {"name": "the same calls in one task", "summary": {"median": baseline}}
         if baseline is not None
         else None,

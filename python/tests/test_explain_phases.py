@@ -294,7 +294,7 @@ def any_pipe(between: str, median: float, start: list[int], end: list[int], trac
         "family": "switch",
         "unit": "ns",
         "params": {"between": between, "cpus": "any", "policy": "normal", "idle": "free"},
-        "summary": {"median": median},
+        "summary": {"median": median, "median_ci": {"low": median * 0.99, "high": median * 1.01}},
         "baseline": None,
         "derived": {},
         "placement": {"requested": "any", "cpus": [], "observed_start": start, "observed_end": end},

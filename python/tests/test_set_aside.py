@@ -105,9 +105,16 @@ def store(tmp_path):
 @pytest.mark.parametrize("samples_kept", [True, False])
 def test_the_terminal_summary_and_the_table_say_it(store, samples_kept):
     run = _stored(store, "run_a.jsonl", samples_kept)
-    text = summary_view.plain(summary_view.run_lines(summarize([run]), 120))
-    assert WORDS in text
-    assert ("with them" if samples_kept else "their median 5.000 µs") in text
+    lines = summary_view.run_lines(summarize([run]), 120)
+    text = summary_view.plain(lines)
+    # One line per rung: the count is a column ('4/14') with its note under the
+    # ladder, not a second line under the rung.
+    ladder = text.split("\n\n")[0].splitlines()
+    (rung,) = [line for line in ladder if " 4/14 " in line]
+    assert "samples set aside" not in ladder[ladder.index(rung) + 1]
+    assert not any(WORDS in line for line in ladder)
+    assert any(line.strip().startswith("set aside: n/m of the samples") for line in ladder)
+    assert "set aside, verdict" in ladder[0]
     for width in (200, 80):  # the wide table and the narrow one
         table = tables.results_table(run.results, width=width)
         shown = _rendered(table, width)

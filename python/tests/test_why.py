@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import copy
 import tempfile
+from pathlib import Path
 
 import pytest
 
 from conftest import real_run
-from ctxbench.records import RunRecords
+from ctxbench.records import RunRecords, read_run_file
 from ctxbench.store import Store
 from ctxbench.summary import summarize
 from ctxbench.summary_view import plain, run_lines
 
 DEFAULT_QUICK = "default_quick.jsonl"
+REFERENCE = str(Path(__file__).resolve().parents[2] / "docs" / "data" / "reference-run.jsonl")
 
 
 def stored(run: RunRecords):
@@ -59,24 +61,75 @@ def test_the_ladder_is_cheapest_first_and_defines_idle_held():
     assert "thread switch, cross CPU, idle held" in ladder and "idle held: while" in ladder
 
 
-def test_why_another_cpu_is_slower_when_holding_idle_did_not_help():
-    # Recorded: idle held (69.99 µs) was no faster than idle free (67.28 µs).
+def test_why_states_no_idle_share_where_the_intervals_overlap():
+    # Recorded: idle held 69.99 µs (56.43–71.24) against idle free 67.28 µs (52.39–70.77):
+    # the intervals overlap, so no share, and the line says what is known instead.
     text = _text(real_run(DEFAULT_QUICK))
-    why = text.split("Why\n")[1].split("\n\n")[0]
-    assert why.startswith("  Another CPU: a thread switch takes 67.28 µs against 946.8 ns")
-    assert "did not make it faster here (69.99 µs with idle held)" in why
-    assert "%" not in why.split("Processes:")[0]  # no share where none was measured
+    why = " ".join(text.split("Why\n")[1].split("\n\n")[0].split())
+    assert why.startswith("Another CPU: a thread switch takes 67.28 µs against 946.8 ns")
+    assert "on one CPU, 71.1× (CI " in why  # the ratio with its interval
+    cross = why.split("Processes:")[0]
+    assert "idle free 67.28 µs, CI 52.39–70.77 µs; idle held 69.99 µs, CI 56.43–71.24 µs" in cross
+    assert "the two intervals overlap, so this run cannot say how much" in cross
+    assert "%" not in cross  # no share where the run calls it noise
     assert "address-space switch is 108.0 ns of it (10%)" in why
 
 
-def test_why_another_cpu_is_slower_names_the_idle_share():
+def test_why_names_the_idle_share_on_the_recorded_run_where_they_are_apart():
+    # The reference run: idle free 28.59 µs (10.08–31.18, unstable: its interval carries
+    # the spread), idle held 2.342 µs (2.261–2.371): apart, so the share stands.
+    summary = summarize([stored(read_run_file(Path(REFERENCE)))]).runs[0]
+    (cross,) = [line for line in summary.why if line.startswith("Another CPU")]
+    assert "; 26.25 µs of it (92%) is waking an idle CPU (idle free 28.59 µs" in cross
+    assert "28.59 µs (suspect) against 983.0 ns" in cross  # the suspect side marked, kept
+
+
+def test_why_names_the_idle_share():
     run = _with_held_median(real_run(DEFAULT_QUICK), 5000.0)
     summary = summarize([stored(run)]).runs[0]
     (cross,) = [line for line in summary.why if line.startswith("Another CPU")]
     free = next(r.point.median for r in summary.ladder if r.key == "cross_switch")
     # 62.28 µs of 67.28: the share of the whole cross-CPU figure
     assert f"; 62.28 µs of it ({100 * (free - 5000.0) / free:.0f}%) is waking an idle CPU" in cross
-    assert cross.endswith("(67.28 µs with idle free, 5.000 µs with idle held).")
+    assert cross.endswith("idle held 5.000 µs, CI 4.950–5.050 µs).")
+
+
+def _with_held(run: RunRecords, change) -> RunRecords:
+    results = copy.deepcopy(run.results)
+    for result in results:
+        if result["probe"] == "switch.pipe" and result["params"].get("idle") == "held":
+            change(result)
+    return RunRecords(env=run.env, results=results, end=run.end)
+
+
+def test_why_states_no_idle_share_with_no_cpuidle_driver_or_a_suspect_side():
+    apart = _with_held_median(real_run(DEFAULT_QUICK), 5000.0)
+
+    def no_driver(result):
+        result["derived"]["cpuidle_driver"] = "none"
+
+    def preempted(result):
+        result["verdict"] = {
+            "status": "suspect",
+            "reasons": [{"code": "too_many_switches", "detail": "preempted"}],
+        }
+
+    for change, words in (
+        (no_driver, "no cpuidle driver is active here"),
+        (preempted, "a side is suspect for a reason that says it measured something else"),
+    ):
+        summary = summarize([stored(_with_held(apart, change))]).runs[0]
+        (cross,) = [line for line in summary.why if line.startswith("Another CPU")]
+        assert words in cross and "%" not in cross
+        # explain says the same (one rule): the part is not among the parts
+        cross_rung = next(r for r in summary.ladder if r.key == "cross_switch")
+        (explanation,) = [
+            e
+            for e in summary.explained.explanations
+            if (e.probe, e.params) == (cross_rung.point.probe, cross_rung.point.params)
+        ]
+        assert "waking an idle CPU" not in {p.name for p in explanation.parts}
+        assert any(w.startswith("waking an idle CPU: idle=free") for w in explanation.not_explained)
 
 
 def test_without_idle_held_the_line_says_it_was_not_measured():

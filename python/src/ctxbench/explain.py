@@ -22,7 +22,18 @@ The parts, when the run holds the figures they need:
 - refilling the cache: for a ring hop, the fitted slope of the corrected
   figure over the working set (``size_kib``) times that working set.
 
-A difference can come out below zero, or larger than the figure it should
+A part that is the difference of two records (the address-space switch,
+waking an idle CPU) is a share only when the run says it holds (``withheld``,
+the one rule ``show``, ``explain``, the summary's "Why" and the report all
+go by): the two figures' intervals of the median do not overlap, neither is
+suspect for a reason that says it measured something else (every reason but
+``unstable``, whose spread the interval already carries), and, for the idle
+share, a cpuidle driver is active (with none, holding the latency request
+cannot change the idle path). Otherwise the part moves to ``not_explained``
+with what is known (both figures and their intervals) and why it is not a
+share, its reason code in ``Explanation.withheld``.
+
+A difference can also come out below zero, or larger than the figure it should
 be part of: the two figures disagree (noise, placement, or a primitive that
 did not switch). Such a part is never shown as a share: it moves to
 ``not_explained`` with words that name the two figures, and the remainder is
@@ -74,6 +85,8 @@ class Explanation:
     # differences that came out below zero or above the median, in words
     not_explained: list[str] = field(default_factory=list)
     traced: TracedView | None = None  # the traced pass's phases (explain_phases)
+    # parts measured but not a share (withheld): part name -> WITHHELD code
+    withheld: dict[str, str] = field(default_factory=dict)
 
     @property
     def total_ns(self) -> float:
@@ -164,6 +177,88 @@ def _is_switch(record: dict[str, Any]) -> bool:
     return record.get("family") == "switch" and record.get("unit") == "ns"
 
 
+# ---- the one rule: is the difference of two figures a share? ----------------------------
+OVERLAP = "overlap"  # their intervals of the median overlap
+NO_IDLE_DRIVER = "no_idle_driver"  # idle share with no cpuidle driver active
+SUSPECT = "suspect"  # a figure is suspect for a reason that says it measured something else
+# The verdict reasons after which a figure still measures what it names: its
+# interval of the median already carries the spread.
+SPREAD_ONLY = frozenset({"unstable"})
+
+
+def _interval(record: dict[str, Any], corrected: bool) -> tuple[float, float] | None:
+    """The record's interval of the median (less its baseline when CORRECTED)."""
+    ci = (record.get("summary") or {}).get("median_ci") or {}
+    if ci.get("low") is None or ci.get("high") is None:
+        return None
+    shift = (_baseline(record) or 0.0) if corrected else 0.0
+    return float(ci["low"]) - shift, float(ci["high"]) - shift
+
+
+def _not_measuring(record: dict[str, Any]) -> list[str]:
+    """The reason codes of a record's verdict that say it measured something else."""
+    codes = dict.fromkeys(r["code"] for r in record.get("verdict", {}).get("reasons", []))
+    return [code for code in codes if code not in SPREAD_ONLY]
+
+
+def share_withheld(
+    first: dict[str, Any], second: dict[str, Any], *, corrected: bool = False, idle: bool = False
+) -> str | None:
+    """Why the difference of two records of one run is not a share (OVERLAP,
+    NO_IDLE_DRIVER, SUSPECT), or None when it holds. IDLE: the difference is
+    idle=free less idle=held; CORRECTED: of the figures less their baselines."""
+    if idle and any(
+        (rec.get("derived") or {}).get("cpuidle_driver") == "none" for rec in (first, second)
+    ):
+        return NO_IDLE_DRIVER
+    if any(_not_measuring(rec) for rec in (first, second)):
+        return SUSPECT
+    a, b = _interval(first, corrected), _interval(second, corrected)
+    if a is None or b is None or (a[0] <= b[1] and b[0] <= a[1]):
+        return OVERLAP
+    return None
+
+
+def _figure_text(label: str, record: dict[str, Any], value: float, corrected: bool) -> str:
+    """'idle=free 26.27 µs (20.70–36.21 µs)': a figure with its interval."""
+    ci = _interval(record, corrected)
+    inside = f" ({fmt.interval(ci[0], ci[1], 'ns')})" if ci else ""
+    return f"{label} {time_text(value)}{inside}"
+
+
+def _withheld_words(
+    code: str,
+    part: Part,
+    sides: tuple[tuple[str, dict[str, Any], float], tuple[str, dict[str, Any], float]],
+    corrected: bool,
+) -> str:
+    """What is known of a withheld part (both figures) and why it is not a share."""
+    (label_a, rec_a, value_a), (label_b, rec_b, value_b) = sides
+    known = (
+        f"{_figure_text(label_a, rec_a, value_a, corrected)} against "
+        f"{_figure_text(label_b, rec_b, value_b, corrected)}"
+    )
+    if code == NO_IDLE_DRIVER:
+        return (
+            f"{part.name}: {known}, but no cpuidle driver is active, so holding the latency "
+            "request cannot change the idle path: the difference is noise here, not a share"
+        )
+    if code == SUSPECT:
+        named = [
+            f"{label} ({', '.join(code.replace('_', ' ') for code in _not_measuring(rec))})"
+            for label, rec, _ in sides
+            if _not_measuring(rec)
+        ]
+        return (
+            f"{part.name}: {known}, but {' and '.join(named)} is suspect for a reason that "
+            "says it measured something else, so their difference is not a share"
+        )
+    return (
+        f"{part.name}: {known}: the intervals overlap, so their difference "
+        f"({time_text(part.ns)}) is within this run's noise, not a share"
+    )
+
+
 # ---- the decomposition -------------------------------------------------------------------
 def explain(results: list[dict[str, Any]], run_id: str | None = None) -> Explained:
     """Decomposes every measured switch figure of one run's result records."""
@@ -205,6 +300,7 @@ def _explain_one(
     used: list[dict[str, Any]] = [r]  # every record a part is built from
     disagree: dict[str, str] = {}  # part name -> its two figures, when it comes out below 0
     unlike: list[str] = []  # differences of two records measured under different placements
+    withheld: dict[str, tuple[str, str]] = {}  # part name -> (code, words): not a share
 
     # Kernel entry/exit of the system calls the switch makes.
     calls = derived.get("syscalls_per_op")
@@ -283,6 +379,14 @@ def _explain_one(
                     f"({time_text(theirs)}){held_text}",
                 )
             )
+            assert mine_record is not None
+            code = share_withheld(mine_record, twin, corrected=True)
+            if code is not None:
+                sides = (
+                    ("corrected between=processes", mine_record, mine),
+                    ("between=threads", twin, theirs),
+                )
+                withheld[parts[-1].name] = (code, _withheld_words(code, parts[-1], sides, True))
             disagree[parts[-1].name] = (
                 f"between=threads ({time_text(theirs)}, corrected) measured higher than "
                 f"between=processes ({time_text(mine)}){held_text}: the address-space share is "
@@ -308,12 +412,10 @@ def _explain_one(
                     f"idle=free ({time_text(median)}) - idle=held ({time_text(held_median)})",
                 )
             )
-            driver = (held.get("derived") or {}).get("cpuidle_driver")
-            if driver == "none":
-                notes.append(
-                    "no cpuidle driver is active, so holding the latency request cannot change "
-                    "the idle path: the idle share is expected to be noise here"
-                )
+            code = share_withheld(r, held, idle=True)
+            if code is not None:
+                sides = (("idle=free", r, median), ("idle=held", held, held_median))
+                withheld[IDLE_PART] = (code, _withheld_words(code, parts[-1], sides, False))
             disagree[parts[-1].name] = (
                 f"idle=held ({time_text(held_median)}) measured higher than idle=free "
                 f"({time_text(median)}): holding the CPUs out of deep idle saved nothing "
@@ -342,10 +444,16 @@ def _explain_one(
         elif float(size) > 0:
             missing.append("cache refill: fewer than two working-set sizes measured for this ring")
 
-    parts, not_explained = _standing(parts, disagree, median, _switched_too_little(r))
-    not_explained += unlike
+    not_explained = [words for _, words in withheld.values()]
+    parts = [part for part in parts if part.name not in withheld]
+    parts, standing_words = _standing(parts, disagree, median, _switched_too_little(r))
+    not_explained += standing_words + unlike
     rest = median - sum(p.ns for p in parts)
-    if rest >= 0:
+    if rest >= 0 and not parts:
+        parts.append(
+            Part(REST, rest, "the whole measured median: no part of it is measured apart here")
+        )
+    elif rest >= 0:
         parts.append(Part(REST, rest, "the measured median less every part above"))
     else:
         not_explained.append(
@@ -380,6 +488,7 @@ def _explain_one(
         notes,
         not_explained,
         traced,
+        {name: code for name, (code, _) in withheld.items()},
     )
 
 

@@ -108,31 +108,44 @@ def corrected(result: dict[str, Any]) -> str:
     return text + " (≤0!)" if corrected.get("nonpositive") else text
 
 
+def set_aside_count(result: dict[str, Any]) -> tuple[int, int] | None:
+    """(set aside, taken in all) of the samples set aside as host interference;
+    None when none were. Records that keep only the count (the interference
+    block's kept attempt) give that count."""
+    kept = len(result.get("samples") or [])
+    count = len((result.get("set_aside") or {}).get("samples") or [])
+    if not count:
+        count = int(_kept_attempt(result).get("set_aside") or 0)
+    return (count, kept + count) if count else None
+
+
+def _kept_attempt(result: dict[str, Any]) -> dict[str, Any]:
+    interference = result.get("interference") or {}
+    attempts = interference.get("attempts") or []
+    index = interference.get("kept", 0)
+    return attempts[index] if 0 <= index < len(attempts) else {}
+
+
 def set_aside(result: dict[str, Any], with_figure: bool = False) -> str | None:
     """Samples set aside as host interference, in words: '4 of 30 samples set
     aside as host interference; 1.31 µs with them' (``with_figure``: '1.10 µs,
     4 of 30 ...'); None when none were. Records that keep only the count (the
     interference block's kept attempt) give the count and the set-aside median."""
+    counted = set_aside_count(result)
+    if counted is None:
+        return None
+    count, total = counted
     unit = result["unit"]
-    kept = len(result.get("samples") or [])
     block = result.get("set_aside") or {}
-    count, tail = len(block.get("samples") or []), ""
-    if count:
+    tail = ""
+    if block.get("samples"):
         with_them = (block.get("summary_with_them") or {}).get("median")
         tail = f"; {value(with_them, unit)} with them" if with_them is not None else ""
-    else:
-        interference = result.get("interference") or {}
-        attempts = interference.get("attempts") or []
-        index = interference.get("kept", 0)
-        attempt = attempts[index] if 0 <= index < len(attempts) else {}
-        count = int(attempt.get("set_aside") or 0)
-        if attempt.get("set_aside_median") is not None:
-            tail = f" (their median {value(attempt['set_aside_median'], unit)})"
-    if not count:
-        return None
+    elif _kept_attempt(result).get("set_aside_median") is not None:
+        tail = f" (their median {value(_kept_attempt(result)['set_aside_median'], unit)})"
     figure = (result.get("summary") or {}).get("median")
     head = f"{value(figure, unit)}, " if with_figure and figure is not None else ""
-    return f"{head}{count} of {kept + count} samples set aside as host interference{tail}"
+    return f"{head}{count} of {total} samples set aside as host interference{tail}"
 
 
 def verdict(result: dict[str, Any]) -> str:
@@ -184,6 +197,15 @@ def factor(value: float) -> str:
 
 def ratio(low: float, point: float, high: float) -> str:
     return f"{factor(point)}× [{factor(low)}, {factor(high)}]"
+
+
+def ratio_interval(interval: Any) -> str:
+    """A ratio with its interval in words: '29.1× (CI 10.2–32.9×)'; '' for None
+    (INTERVAL: a stats.RatioInterval)."""
+    if interval is None:
+        return ""
+    low, point, high = (number(x, 3) for x in (interval.low, interval.ratio, interval.high))
+    return f"{point}× (CI {low}–{high}×)"
 
 
 def run_letter(index: int) -> str:

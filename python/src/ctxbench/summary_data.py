@@ -9,6 +9,7 @@ from ctxbench import fmt
 from ctxbench.compare import Comparison, Row
 from ctxbench.explain import Explained, Explanation
 from ctxbench.noise import Noise
+from ctxbench.stats import RatioInterval, bootstrap_ratio_of_medians
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,17 @@ class Point:
     @property
     def params_text(self) -> str:
         return fmt.params(self.params)
+
+
+def ratio(reference: Point | None, other: Point | None) -> RatioInterval | None:
+    """OTHER's median over REFERENCE's, with the percentile bootstrap interval of
+    their samples (ctxbench.stats); None unless both have samples to resample."""
+    if reference is None or other is None:
+        return None
+    first, second = reference.result.get("samples"), other.result.get("samples")
+    if not first or not second:
+        return None
+    return bootstrap_ratio_of_medians(first, second)
 
 
 @dataclass(frozen=True)

@@ -79,9 +79,22 @@ def _ci(point: Point) -> str:
 
 
 # ---- one run ---------------------------------------------------------------------
+def _aside_cell(point: Point) -> str:
+    """'1/31': samples set aside as host interference of those taken; '' for none."""
+    counted = fmt.set_aside_count(point.result)
+    return f"{counted[0]}/{counted[1]}" if counted else ""
+
+
+SET_ASIDE_NOTE = (
+    "set aside: n/m of the samples were taken while the host slowed the CPU, set aside "
+    "and taken again (`ctxbench show RUN --all` gives each figure with them)"
+)
+
+
 def ladder_lines(run: RunSummary, width: int) -> list[Text]:
-    """Label, median, CI of the median, verdict; on a wide terminal also a
-    log-scale bar of the median (the ladder drawn) and the probe variant."""
+    """Label, median, CI of the median, samples set aside, verdict: one line per
+    rung; on a wide terminal also a log-scale bar of the median (the ladder drawn)
+    and the probe variant."""
     if not run.ladder:
         return [
             styled_line(
@@ -89,27 +102,39 @@ def ladder_lines(run: RunSummary, width: int) -> list[Text]:
             )
         ]
     rows = [
-        (rung.label, _cell_median(rung.point), _ci(rung.point), rung.point) for rung in run.ladder
+        (rung.label, _cell_median(rung.point), _ci(rung.point), _aside_cell(rung.point), rung.point)
+        for rung in run.ladder
     ]
     label_w = max(len(r[0]) for r in rows)
     median_w = max(len(r[1]) for r in rows)
     ci_w = max(len(r[2]) for r in rows)
+    aside_w = max(len(r[3]) for r in rows)  # its heading may reach over the CI column
     status_w = len("unsupported")
-    used = 2 + label_w + 2 + median_w + 2 + ci_w + 2 + status_w
+    used = 2 + label_w + 2 + median_w + 2 + ci_w + 2 + (aside_w + 2 if aside_w else 0) + status_w
     names = [variant_name(p.probe, p.params) for *_, p in rows]
     wide = used + 2 + max(len(n) for n in names) <= width
     scale = _log_scale([p.median for *_, p in rows if p.unit == "ns" and p.median])
     drawn = wide and scale is not None and used + 4 + LADDER_BAR + max(map(len, names)) <= width
-    lines = [heading_line("What one operation costs here: median, CI of the median, verdict")]
+    heading = "What one operation costs here: median, CI of the median, " + (
+        "set aside, verdict" if aside_w else "verdict"
+    )
+    lines = [heading_line(heading)]
+    ruler = ""
     if drawn and scale is not None:
         low, high = (_decade(decade) for decade in scale)
         ruler = f"{low} … {high}, log scale"
-        lines.append(styled_line((" " * (used + 2) + ruler, "dim")))
-    for (label, median, ci, point), name in zip(rows, names, strict=True):
+    if aside_w or ruler:
+        head = f"{'set aside' if aside_w else '':>{used - status_w - 2}}"
+        if ruler:
+            head = head.ljust(used + 2) + ruler
+        lines.append(styled_line((head, "dim")))
+    for (label, median, ci, aside, point), name in zip(rows, names, strict=True):
         parts: list[str | tuple[str, str]] = [
             f"  {label:<{label_w}}  {median:>{median_w}}  {ci:>{ci_w}}  ",
-            _status(point.status),
         ]
+        if aside_w:
+            parts.append((f"{aside:>{aside_w}}  ", "dim"))
+        parts.append(_status(point.status))
         if wide:
             parts.append(" " * (status_w - len(point.status) + 2))
         if drawn and scale is not None:
@@ -117,9 +142,8 @@ def ladder_lines(run: RunSummary, width: int) -> list[Text]:
         if wide:
             parts.append((name, "dim"))
         lines.append(styled_line(*parts))
-        aside = fmt.set_aside(point.result, with_figure=True)
-        if aside:
-            lines += wrapped_lines(aside, width, 4, "dim")
+    if aside_w:
+        lines += wrapped_lines(SET_ASIDE_NOTE.replace("RUN", run.run_id), width, 2, "dim")
     for words in run.terms:
         lines += wrapped_lines(words, width, 2, "dim")
     return lines
