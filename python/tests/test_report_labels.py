@@ -1,5 +1,6 @@
 """The report's summary charts, drawn by a real browser at 1280x800: no two value
-labels overlap, and no error bar or point runs through a label. On the fresh
+labels overlap, no error bar or point runs through a label, and no text (a
+legend, a tick, a label) lies over an axis title. On the fresh
 default run (fixtures/default_quick.jsonl: wide intervals, suspect figures)
 alone and beside the reference run. Both pages are under 2 MB, and the chart
 library they carry (plotly.js's cartesian bundle) draws every trace type they
@@ -24,7 +25,7 @@ from plotly.offline.offline import get_plotlyjs_version
 from conftest import lab_run, real_run, require_chromium
 from ctxbench import report
 from ctxbench.output_files import write_report
-from ctxbench.records import read_run_file
+from ctxbench.records import RunRecords, read_run_file
 from ctxbench.report import chart_library, render
 from ctxbench.store import Store
 from ctxbench.summary import summarize
@@ -33,13 +34,13 @@ REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "data" / "reference-r
 
 # Per summary chart: its value labels (scatter text, bar text), and what each
 # collides with (another label, an error bar, a visible point marker).
-LABELS_JS = """() => {
+LABELS_JS = """(PLOTS) => {
   const box = e => { const r = e.getBoundingClientRect();
                      return {x0: r.left, y0: r.top, x1: r.right, y1: r.bottom}; };
   const hit = (a, b) => a.x0 < b.x1 - 1 && b.x0 < a.x1 - 1 && a.y0 < b.y1 - 1 && b.y0 < a.y1 - 1;
   const seen = (e) => parseFloat(getComputedStyle(e).opacity || '1') > 0
                       && parseFloat(e.style.opacity || '1') > 0;
-  return Array.from(document.querySelectorAll('#summary .plot')).map(plot => {
+  return Array.from(document.querySelectorAll(PLOTS)).map(plot => {
     const labels = Array.from(plot.querySelectorAll('g.textpoint text, text.bartext'))
       .filter(e => e.textContent.trim() && e.getBoundingClientRect().width > 0)
       .map(e => ({text: e.textContent, box: box(e)}));
@@ -50,14 +51,29 @@ LABELS_JS = """() => {
       if (hit(a.box, b.box)) overlaps.push([a.text, b.text]);
     }));
     labels.forEach(l => marks.forEach(m => { if (hit(l.box, m)) struck.push(l.text); }));
-    return {kind: plot.dataset.summary, labels: labels.length, overlaps, struck};
+    // No other text (legend, ticks, value labels, annotations) over an axis title.
+    const titles = Array.from(plot.querySelectorAll('g.g-xtitle text, g.g-ytitle text'))
+      .filter(e => e.textContent.trim()).map(e => ({text: e.textContent, box: box(e)}));
+    const texts = Array.from(plot.querySelectorAll('text'))
+      .filter(e => e.textContent.trim() && e.getBoundingClientRect().width > 0
+                   && !e.closest('g.g-xtitle, g.g-ytitle'))
+      .map(e => ({text: e.textContent, box: box(e)}));
+    const onTitles = [];
+    titles.forEach(t => texts.forEach(o => {
+      if (hit(t.box, o.box)) onTitles.push([t.text, o.text]);
+    }));
+    return {kind: plot.dataset.summary, labels: labels.length, overlaps, struck,
+            titles: titles.length, onTitles};
   });
 }"""
 
 
-def _charts(page_path: Path, profile: Path) -> tuple[list[dict], list[str]]:
+def _charts(
+    page_path: Path, profile: Path, every_plot: bool = False
+) -> tuple[list[dict], list[str]]:
     """The summary charts' labels (LABELS_JS), and the trace types the page's
-    plotly.js can draw."""
+    plotly.js can draw. EVERY_PLOT: every section opened and every plot of the
+    page drawn and checked, not only the summary's."""
     browser = require_chromium()
     playwright_api = pytest.importorskip("playwright.sync_api")
     with playwright_api.sync_playwright() as playwright:
@@ -76,9 +92,18 @@ def _charts(page_path: Path, profile: Path) -> tuple[list[dict], list[str]]:
                 "document.querySelectorAll('#summary .plot .main-svg').length > 0",
                 timeout=60_000,
             )
+            plots = "#summary .plot"
+            if every_plot:
+                plots = ".plot"
+                page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+                page.wait_for_function(
+                    "Array.from(document.querySelectorAll('.plot'))"
+                    ".every(p => p.querySelector('.main-svg'))",
+                    timeout=120_000,
+                )
             page.wait_for_timeout(500)  # the last plots finish their text layout
             traces = page.evaluate("Object.keys(Plotly.PlotSchema.get().traces)")
-            return page.evaluate(LABELS_JS), traces
+            return page.evaluate(LABELS_JS, plots), traces
         finally:
             context.close()
 
@@ -103,6 +128,17 @@ def test_no_value_label_overlaps_or_is_struck(runs, tmp_path, which):
     for chart in charts:
         assert chart["overlaps"] == [], chart
         assert chart["struck"] == [], chart
+
+
+def test_no_text_lies_over_an_axis_title_on_any_plot(runs, tmp_path):
+    # Issue 30: a legend below the plot covered the x-axis title. Every plot of a
+    # two-run page (legends are drawn where there are two runs), every section open.
+    page = tmp_path / "report.html"
+    page.write_text(render([runs["fresh"], runs["reference"]]), "utf-8")
+    charts, _ = _charts(page, tmp_path / "profile", every_plot=True)
+    assert sum(chart["titles"] for chart in charts) > 10  # the check saw the axis titles
+    for chart in charts:
+        assert chart["onTitles"] == [], chart  # no legend, tick or label over an axis title
 
 
 # A report's size in bytes (issue 25): the default run's, and two runs', each.
@@ -164,3 +200,32 @@ def test_without_the_cartesian_bundle_the_page_carries_the_full_one_and_says_so(
     script = gzip.decompress(base64.b64decode(packed.split("</script>")[0])).decode("utf-8")
     assert f"* plotly.js v{get_plotlyjs_version()}\n" in script[:100]
     assert "`make plotly-js` fetches it" in capsys.readouterr().err
+
+
+def test_run_vs_run_never_says_not_in_this_run_for_a_figure_it_plots(runs, tmp_path):
+    # Issue 30: two runs differing only in `laps`; the ladder plots B's fiber, so the
+    # Run vs run table compares it (and says B ran another variant), never "not in this run".
+    reference = runs["reference"]
+    results = []
+    for result in reference.results:
+        if result["probe"] == "uswitch.boost_fiber":
+            result = {**result, "params": {**result["params"], "laps": 100000}}
+        results.append(result)
+    other = RunRecords(env=reference.env, results=results, end=reference.records.end)
+    with Store.open(str(tmp_path / "laps.db")) as store:
+        b = store.load(store.add_run(other, origin="import"))
+    summary = summarize([reference, b])
+    plotted = {rung.label for rung in summary.runs[1].ladder}
+    assert "Boost.Fiber yield" in plotted
+    figures = {f.label: f for f in summary.machines.figures}
+    for label in plotted & set(figures):
+        (cell,) = figures[label].cells
+        assert cell.note != "not in this run", label
+        assert cell.median is not None, label
+    fiber = figures["Boost.Fiber yield"].cells[0]
+    assert fiber.variant == "uswitch.boost_fiber fibers=4 laps=100000"
+    assert fiber.ratio == pytest.approx(1.0)
+    html = render([reference, b])
+    table = html.split('<table class="machines">')[1].split("</table>")[0]
+    assert "not in this run" not in table
+    assert "B ran another variant: uswitch.boost_fiber fibers=4 laps=100000" in table

@@ -124,17 +124,15 @@ class Figures:
             del data["layout"]["template"]
         return json.dumps(data, separators=(",", ":"))
 
-    def make(
-        self, title: str, figure: go.Figure, height: int, legend_on_top: bool = False
-    ) -> Figure:
-        """LEGEND_ON_TOP: above the plot, where a legend below would cover the axis title."""
+    def make(self, title: str, figure: go.Figure, height: int) -> Figure:
+        """The legend sits above the plot: below it, it would cover the x-axis title."""
+        shown = figure.layout.showlegend
+        legend = bool(shown) if shown is not None else len(figure.data) > 1
         figure.update_layout(
             height=height,
-            margin={"l": 10, "r": 20, "t": 40 + 40 * legend_on_top, "b": 40},
+            margin={"l": 10, "r": 20, "t": 40 + 40 * legend, "b": 40},
             template="plotly_white",
-            legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"}
-            if legend_on_top
-            else {"orientation": "h", "y": -0.12},
+            legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
             font={"family": "system-ui, sans-serif", "size": 12},
         )
         figure.update_yaxes(automargin=True)

@@ -126,7 +126,7 @@ def comparison_figure(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels
     )
     height = max(260, 150 + rows_height(labels))
-    return figures.make(title, figure, height, legend_on_top=True)
+    return figures.make(title, figure, height)
 
 
 SAME_COLOR, CROSS_COLOR = "#1f77b4", "#ff7f0e"

@@ -65,7 +65,7 @@ from typing import Any
 from ctxbench import fmt, sandbox
 from ctxbench.compare import compare_runs, describe
 from ctxbench.explain import REST, Explained, Explanation, explain
-from ctxbench.records import STATUSES, RunRecords, params_key, summary_value
+from ctxbench.records import STATUSES, RunRecords, params_key, summary_value, variant_name
 from ctxbench.store_schema import StoredRun
 from ctxbench.summary_data import (
     EnvDifference,
@@ -291,18 +291,47 @@ def variant_key(result: dict[str, Any]) -> tuple[str, str]:
     return result["probe"], params_key(params)
 
 
-def _key_figure_runs(runs: list[StoredRun], keys: set[tuple[str, str]]) -> list[StoredRun]:
-    """Each run reduced to the variants of KEYS, their params written one way (variant_key)."""
+def _key_figure_runs(
+    runs: list[StoredRun], keys: set[tuple[str, str]], stand_ins: list[dict[tuple[str, str], Any]]
+) -> list[StoredRun]:
+    """Each run reduced to the variants of KEYS, their params written one way
+    (variant_key). STAND_INS, per run: the record that stands for a key figure
+    the run did not measure in run A's variant (its own rung of that figure),
+    written under A's variant so that the row compares what the ladder draws."""
     reduced = []
-    for run in runs:
+    for run, stand_in in zip(runs, stand_ins, strict=True):
         results = []
         for result in run.results:
             probe, key = variant_key(result)
             if (probe, key) in keys:
                 results.append({**result, "params": json.loads(key)})
+        for (_probe, key), result in stand_in.items():
+            results.append({**result, "params": json.loads(key)})
         records = RunRecords(env=run.env, results=results, end=run.records.end)
         reduced.append(StoredRun(info=run.info, records=records))
     return reduced
+
+
+def _stand_ins(
+    runs: list[StoredRun], summaries: list[RunSummary]
+) -> list[dict[tuple[str, str], Any]]:
+    """Per run: run A's key figures this run did not measure in A's variant but
+    drew in its own (its ladder's rung of the same figure), keyed by A's variant."""
+    reference = {rung.key: variant_key(rung.point.result) for rung in summaries[0].ladder}
+    out: list[dict[tuple[str, str], Any]] = []
+    for run, summary in zip(runs, summaries, strict=True):
+        have = {variant_key(result) for result in run.results if _measured(result)}
+        found = {}
+        for rung in summary.ladder:
+            theirs = reference.get(rung.key)
+            if theirs is not None and theirs not in have:
+                found[theirs] = rung.point.result
+        out.append(found)
+    return out
+
+
+def _variant_of(result: dict[str, Any] | None) -> str | None:
+    return None if result is None else variant_name(result["probe"], result["params"])
 
 
 def machines(runs: list[StoredRun], summaries: list[RunSummary], **options: Any) -> Machines:
@@ -310,9 +339,9 @@ def machines(runs: list[StoredRun], summaries: list[RunSummary], **options: Any)
     the environment differences that plausibly explain them."""
     comparison = compare_runs(runs, **options)
     reference = summaries[0].ladder
-    key_comparison = compare_runs(
-        _key_figure_runs(runs, {variant_key(rung.point.result) for rung in reference}), **options
-    )
+    stand_ins = _stand_ins(runs, summaries)
+    keys = {variant_key(rung.point.result) for rung in reference}
+    key_comparison = compare_runs(_key_figure_runs(runs, keys, stand_ins), **options)
     rows = {(row.probe, params_key(row.params)): row for row in key_comparison.rows}
     figures = []
     for rung in reference:
@@ -343,6 +372,7 @@ def machines(runs: list[StoredRun], summaries: list[RunSummary], **options: Any)
                     excluded=cell.excluded,
                     noise=cell.noise,
                     note=cell.note or (difference.why_not if difference else None),
+                    variant=_variant_of(stand_ins[index].get(variant_key(rung.point.result))),
                 )
             )
         figures.append(

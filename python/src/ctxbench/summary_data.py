@@ -107,6 +107,8 @@ class MachineCell:
     excluded: tuple[str, ...]
     note: str | None  # why there is no ratio
     noise: Noise | None = None  # what judged the difference (repeats, history, within-run)
+    # the run's own variant, where it did not measure run A's and its ladder drew this one
+    variant: str | None = None
 
 
 @dataclass(frozen=True)
