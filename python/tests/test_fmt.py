@@ -168,3 +168,24 @@ def test_three_runs_say_which_run_each_line_is_about(tmp_path, monkeypatch):
     first = next(i for i, line in enumerate(lines) if line.startswith("  vDSO clock_gettime"))
     assert lines[first + 1].startswith("    B: not significant")
     assert lines[first + 2].startswith("    C ran ") and "slower than A" in lines[first + 2]
+
+
+def test_the_timer_is_stated_where_corrected_figures_are_shown(tmp_path, monkeypatch):
+    # Issue 30.2: source, cost per read, and what was subtracted per operation.
+    results = [r for r in real_run("run_a.jsonl").results if r["probe"] == "syscall.getppid"]
+    (line,) = fmt.timer(results)
+    timer = results[0]["timer"]
+    per_op = timer["overhead_ns"] / results[0]["ops_per_sample"]
+    assert line.startswith(f"timer: {timer['source']}, {fmt.value(timer['overhead_ns'], 'ns')}")
+    assert "per read, subtracted once per sample: " in line
+    assert line.endswith(f"{fmt._small(per_op)} per operation")
+    assert "e-" not in line  # never in e-notation
+    monkeypatch.setenv("COLUMNS", "80")
+    db = str(tmp_path / "timer.db")
+    CliRunner().invoke(cli, ["import", str(fixture_path("run_a.jsonl")), "--db", db])
+    shown = CliRunner().invoke(cli, ["show", "latest", "--db", db, "--all"]).output
+    ladder, table = shown.split("\n\n")[1], shown.split("every result")[1]
+    assert "timer: rdtscp" in " ".join(ladder.split())  # under the ladder
+    assert "timer: rdtscp" in " ".join(table.split())  # under the table of every result
+    assert "corrected" not in table  # the column is 'less baseline': '—' means no baseline
+    assert "less base" in table

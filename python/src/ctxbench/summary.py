@@ -25,6 +25,7 @@ API (stable; later changes only add)::
                                        have it, in A's order
       .why: list[str]                  the ladder's large differences, one line each (why.py)
       .terms: list[str]                definitions of the words the ladder uses
+      .timer: list[str]                the timer the ladder's figures were corrected for
       .same_vs_cross: list[SameVsCross]
       .explained: Explained | None     explain(run.results) when it explains anything
       .explanation: Explanation | None the switch drawn as a waterfall (WATERFALL_PREFERENCE)
@@ -49,7 +50,8 @@ API (stable; later changes only add)::
     MachineFigure key, label, probe, params, unit, reference_median,
                cells: list[MachineCell] (one per other run), row (of key_comparison)
     MachineCell median, ratio, ci_low, ci_high, p_value, significant, decision,
-               words (compare.describe), excluded (why not comparable), note
+               words (compare.describe), excluded (why not comparable), note,
+               variant (the other run's own variant where it did not measure A's)
     EnvDifference key, label, values (one per run, None where absent)
 
 The rules (which record stands for a rung, ``REASON_SENTENCES``) live in
@@ -272,6 +274,7 @@ def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) ->
         sandbox=sandbox.warnings(run.env),
         why=why_lines(explained, rungs),
         terms=terms([rung.label for rung in rungs]),
+        timer=fmt.timer([rung.point.result for rung in rungs]),
     )
 
 

@@ -92,6 +92,8 @@ class RunSummary:
     why: list[str] = field(default_factory=list)  # the ladder's large differences, in words
     terms: list[str] = field(default_factory=list)  # definitions of the ladder's terms
     sandbox: list[str] = field(default_factory=list)
+    # the timer the ladder's figures were corrected for, in words (fmt.timer)
+    timer: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,8 @@ def ladder_lines(run: RunSummary, width: int) -> list[Text]:
         lines.append(styled_line(*parts))
     if aside_w:
         lines += wrapped_lines(SET_ASIDE_NOTE.replace("RUN", run.run_id), width, 2, "dim")
+    for words in run.timer:
+        lines += wrapped_lines(words, width, 2, "dim")
     for words in run.terms:
         lines += wrapped_lines(words, width, 2, "dim")
     return lines
@@ -375,6 +377,7 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
         ],
         "why": list(run.why),
         "terms": list(run.terms),
+        "timer": list(run.timer),
         "same_vs_cross": [
             {
                 "probe": row.probe,

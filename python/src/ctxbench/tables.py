@@ -39,9 +39,7 @@ def _with_set_aside(text: Text, result: dict[str, Any]) -> Text:
     return text
 
 
-NARROW = (
-    140  # below this width: params under the probe, p99 under the median, baseline under corrected
-)
+NARROW = 140  # below this width: params under the probe, p99 under the median, baseline below
 
 
 def results_table(
@@ -68,7 +66,7 @@ def _wide_results_table(results: list[dict[str, Any]], title: str | None) -> Tab
     table.add_column("p99", justify="right", no_wrap=True)
     table.add_column("CI of median", justify="right", no_wrap=True)
     table.add_column("baseline", justify="right", no_wrap=True)
-    table.add_column("corrected", justify="right", no_wrap=True)
+    table.add_column("less baseline", justify="right", no_wrap=True)
     table.add_column("verdict", overflow="fold")
     for result in results:
         summary = result.get("summary") or {}
@@ -91,7 +89,7 @@ def _narrow_results_table(results: list[dict[str, Any]], title: str | None) -> T
     table.add_column("probe\nparams", overflow="fold", ratio=1, min_width=18)
     table.add_column("median\np99", justify="right", no_wrap=True)
     table.add_column("CI of\nmedian", justify="right", no_wrap=True)
-    table.add_column("corrected\nbaseline", justify="right", no_wrap=True)
+    table.add_column("less base\nbaseline", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for result in results:
         summary = result.get("summary") or {}

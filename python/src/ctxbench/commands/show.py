@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Any
 
 import click
 
-from ctxbench import explain_view, run_choice, tables
+from ctxbench import explain_view, fmt, run_choice, tables
 from ctxbench import riscv as riscv_lab
 from ctxbench.commands.db import db_option, open_store
 from ctxbench.console import new_console, say
@@ -53,6 +54,11 @@ def print_run(stored: StoredRun, show_all: bool = False, title: str | None = Non
         )
         return
     console.print(tables.results_table(stored.results, title="every result", width=console.width))
+    for words in fmt.timer(stored.results):
+        indented = textwrap.fill(
+            words, console.width - 1, initial_indent="  ", subsequent_indent="  "
+        )
+        console.print(indented, markup=False)
     for note in tables.verdict_notes(stored.results):
         console.print(f"  {note}", markup=False)
 
