@@ -241,6 +241,11 @@ nlohmann::json capture_environment(const std::string& run_id, const TimerInfo& t
         fmt::format("the engine is traced by process {} (TracerPid): a tracer that stops on system calls "
                     "(strace) adds its stops to every one",
                     sandbox["tracer_pid"].dump()));
+  if (sandbox["tracepoints"]["recording"] == true)
+    notes.push_back(
+        fmt::format("{} tracepoint event(s) are enabled in tracefs ({}) and recording: every switch or "
+                    "system call that fires one writes an event, and the figures include it",
+                    sandbox["tracepoints"]["enabled"].dump(), sandbox["tracepoints"]["source"].get<std::string>()));
   env["sandbox"] = sandbox;
   env["libc"] = {{"name", "glibc"}, {"version", gnu_get_libc_version()}};
   env["compiler"] = {{"id", "gcc"}, {"version", __VERSION__}};

@@ -1,6 +1,7 @@
 #include "sandbox.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <linux/audit.h>
 #include <linux/netlink.h>
 #include <sys/socket.h>
@@ -10,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+
+#include "topology.hpp"
 
 namespace ctx {
 
@@ -132,11 +135,65 @@ nlohmann::json sandbox_json(const ProcessSandbox& process, const std::string& st
   return sandbox;
 }
 
+namespace {
+
+// Events listed in a set_event file (one "system:event" per line); nullopt when
+// it cannot be read (tracefs is root-only on most systems).
+std::optional<int> enabled_events(const std::string& set_event) {
+  std::ifstream in(set_event);
+  if (!in) return std::nullopt;
+  int count = 0;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line.front() != '#') ++count;
+  if (in.bad()) return std::nullopt;
+  return count;
+}
+
+bool tracing_on(const std::string& buffer) {
+  std::ifstream in(buffer + "/tracing_on");
+  int on = 0;
+  return static_cast<bool>(in >> on) && on != 0;
+}
+
+}  // namespace
+
+nlohmann::json tracepoints_json(const std::vector<std::string>& roots) {
+  std::vector<std::string> problems;
+  for (const auto& root : roots) {
+    errno = 0;
+    const auto top = enabled_events(root + "/set_event");
+    if (!top) {
+      const int error = errno;
+      problems.push_back(fmt::format("{}/set_event: {}", root, std::strerror(error ? error : ENOENT)));
+      continue;
+    }
+    // The top-level buffer and each instance are separate buffers, each with
+    // its own events and its own tracing_on.
+    int enabled = *top;
+    bool recording = *top > 0 && tracing_on(root);
+    for (const auto& name : list_dir(root + "/instances")) {
+      const std::string instance = root + "/instances/" + name;
+      const auto events = enabled_events(instance + "/set_event");
+      if (!events) continue;
+      enabled += *events;
+      recording = recording || (*events > 0 && tracing_on(instance));
+    }
+    return {{"source", root}, {"enabled", enabled}, {"recording", recording}};
+  }
+  return {{"source", nullptr},
+          {"enabled", nullptr},
+          {"recording", nullptr},
+          {"why", fmt::format("no readable set_event ({}): tracefs is not mounted or not readable here (root only)",
+                              fmt::join(problems, "; "))}};
+}
+
 nlohmann::json capture_sandbox() {
   // Filters belong to threads: the calling thread is the one that measures.
   std::string path = "/proc/thread-self/status";
   if (access(path.c_str(), R_OK) != 0) path = "/proc/self/status";
-  return sandbox_json(read_process_sandbox(path), path, audit_json());
+  nlohmann::json sandbox = sandbox_json(read_process_sandbox(path), path, audit_json());
+  sandbox["tracepoints"] = tracepoints_json({"/sys/kernel/tracing", "/sys/kernel/debug/tracing"});
+  return sandbox;
 }
 
 }  // namespace ctx

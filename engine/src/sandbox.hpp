@@ -5,11 +5,15 @@
 // syscall auditing sends each call through the kernel's audit path (the audit
 // status and rule count, asked over the audit netlink socket, which needs
 // CAP_AUDIT_CONTROL in the initial PID namespace; otherwise "unknown" and
-// why). Only reads; never changes a setting.
+// why), and the kernel's tracepoints enabled through tracefs slow every
+// switch and, for the syscall events, every call (the events enabled in
+// set_event at the top level and in each instance, and whether a buffer with
+// events is recording: tracing_on). Only reads; never changes a setting.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ctx {
 
@@ -30,6 +34,12 @@ std::string seccomp_mode_name(std::optional<int> mode);
 nlohmann::json capture_sandbox();
 // The block from given parts (pure; the audit part as audit_json returns it).
 nlohmann::json sandbox_json(const ProcessSandbox& process, const std::string& status_path, nlohmann::json audit);
+// The tracepoints enabled through tracefs under the first of `roots` that has a
+// set_event file: {"source", "enabled", "recording"}; {"source": null,
+// "enabled": null, "recording": null, "why"} when none can be read. Events
+// opened with perf_event_open (perf record, the engine's traced pass) do not
+// show in set_event and are not counted.
+nlohmann::json tracepoints_json(const std::vector<std::string>& roots);
 // Syscall auditing: {"state": enabled|disabled|locked|unknown, "rules", "auditd_pid", "why"}.
 nlohmann::json audit_json();
 

@@ -35,6 +35,10 @@ UNFILTERED = {
         "why": "the kernel refused the audit status request (Operation not permitted)",
     },
 }
+TRACING = {
+    **UNFILTERED,
+    "tracepoints": {"source": "/sys/kernel/tracing", "enabled": 2, "recording": True},
+}
 FILTERED = {
     **UNFILTERED,
     "seccomp": {"mode": "filter", "filters": 1, "source": "/proc/thread-self/status"},
@@ -70,6 +74,48 @@ def test_the_schema_takes_the_block_and_refuses_a_mode_it_does_not_know():
     env["sandbox"] = {**copy.deepcopy(FILTERED), "extra": 1}
     with pytest.raises(RecordError):
         validate(env)
+
+
+def test_the_schema_takes_tracepoints_and_refuses_what_it_does_not_know():
+    env = copy.deepcopy(real_run("run_a.jsonl").env)
+    env["sandbox"] = copy.deepcopy(TRACING)
+    validate(env)
+    unknown = {"source": None, "enabled": None, "recording": None, "why": "not mounted"}
+    env["sandbox"]["tracepoints"] = unknown
+    validate(env)
+    env["sandbox"]["tracepoints"] = {**unknown, "instances": 3}
+    with pytest.raises(RecordError):
+        validate(env)
+    env["sandbox"]["tracepoints"] = {
+        "source": "/sys/kernel/tracing",
+        "enabled": -1,
+        "recording": False,
+    }
+    with pytest.raises(RecordError):
+        validate(env)
+
+
+def test_recording_tracepoints_give_a_warning_and_enabled_but_stopped_ones_none():
+    [line] = sandbox.warnings({"sandbox": TRACING})
+    assert "2 tracepoint event(s)" in line and "recording" in line
+    stopped = copy.deepcopy(TRACING)
+    stopped["tracepoints"]["recording"] = False
+    assert sandbox.warnings({"sandbox": stopped}) == []
+
+
+def test_the_environment_diff_names_the_tracepoints_that_differ():
+    a = with_sandbox(
+        "run_a.jsonl",
+        {
+            **UNFILTERED,
+            "tracepoints": {"source": "/sys/kernel/tracing", "enabled": 0, "recording": False},
+        },
+    ).env
+    b = with_sandbox("run_b.jsonl", TRACING).env
+    diff = env_diff([a, b])
+    assert diff.values["sandbox.tracepoints.enabled"] == ["0", "2"]
+    assert diff.values["sandbox.tracepoints.recording"] == ["no", "yes"]
+    assert {"sandbox.tracepoints.enabled", "sandbox.tracepoints.recording"} <= set(diff.differing)
 
 
 def test_a_filter_tracer_or_audit_rules_give_one_warning_each():

@@ -26,6 +26,37 @@ def test_a_plain_engine_runs_unfiltered_and_untraced(engine):
     assert audit["state"] in ("enabled", "disabled", "locked", "unknown")
     if audit["state"] == "unknown":
         assert audit["why"]
+    tracepoints = sandbox["tracepoints"]
+    if tracepoints["enabled"] is None:
+        assert tracepoints["why"] and tracepoints["recording"] is None
+    else:
+        assert tracepoints["source"] and isinstance(tracepoints["recording"], bool)
+
+
+def test_scheduler_tracepoints_recording_in_an_instance_are_counted(engine, tmp_path):
+    tracefs = pathlib.Path("/sys/kernel/tracing")
+    if not (tracefs / "set_event").exists():
+        pytest.skip(
+            "tracefs is not mounted at /sys/kernel/tracing (as root: mount -t tracefs nodev it)"
+        )
+    before = env_of([engine, "env", "--json"])["sandbox"]["tracepoints"]
+    instance = tracefs / "instances" / f"ctxbench-test-{tmp_path.name[-12:]}"
+    try:
+        instance.mkdir()
+    except PermissionError:
+        pytest.skip("tracefs instances need root")
+    try:
+        (instance / "set_event").write_text("sched:sched_switch\nsched:sched_wakeup\n")
+        (instance / "tracing_on").write_text("1\n")
+        env = env_of([engine, "env", "--json"])
+    finally:
+        (instance / "tracing_on").write_text("0\n")
+        (instance / "set_event").write_text("\n")
+        instance.rmdir()
+    during = env["sandbox"]["tracepoints"]
+    assert during["enabled"] == before["enabled"] + 2
+    assert during["recording"] is True
+    assert any("tracepoint event(s) are enabled" in note for note in env["notes"])
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")

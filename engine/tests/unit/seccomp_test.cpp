@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 
 #include <cstddef>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -169,6 +170,33 @@ TEST(Seccomp, AStatusFileGivesModeFiltersAndTracer) {
   const auto missing = read_process_sandbox(path + ".absent");
   EXPECT_FALSE(missing.seccomp_mode);
   EXPECT_EQ(sandbox_json(missing, path + ".absent", {})["seccomp"]["mode"], "unknown");
+}
+
+TEST(Seccomp, TracepointsCountEveryBufferAndRecordingNeedsOneThatIsOn) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "tracefs";
+  fs::remove_all(root);
+  fs::create_directories(root / "instances" / "a");
+  fs::create_directories(root / "instances" / "b");
+  std::ofstream(root / "set_event") << "";
+  std::ofstream(root / "tracing_on") << "1\n";
+  std::ofstream(root / "instances" / "a" / "set_event") << "sched:sched_switch\nsched:sched_wakeup\n";
+  std::ofstream(root / "instances" / "a" / "tracing_on") << "0\n";
+  std::ofstream(root / "instances" / "b" / "set_event") << "";
+  std::ofstream(root / "instances" / "b" / "tracing_on") << "1\n";
+  auto block = tracepoints_json({(root / "absent").string(), root.string()});
+  EXPECT_EQ(block["source"], root.string());
+  EXPECT_EQ(block["enabled"], 2);
+  EXPECT_EQ(block["recording"], false);  // a's events are enabled, its buffer is off
+  std::ofstream(root / "instances" / "a" / "tracing_on") << "1\n";
+  EXPECT_EQ(tracepoints_json({root.string()})["recording"], true);
+  std::ofstream(root / "set_event") << "raw_syscalls:sys_enter\n";
+  EXPECT_EQ(tracepoints_json({root.string()})["enabled"], 3);
+  const auto none = tracepoints_json({(root / "absent").string()});
+  EXPECT_TRUE(none["enabled"].is_null());
+  EXPECT_TRUE(none["recording"].is_null());
+  EXPECT_NE(none["why"].get<std::string>().find("set_event"), std::string::npos);
+  fs::remove_all(root);
 }
 
 }  // namespace CTXBENCH_UNITY_ID

@@ -1,8 +1,10 @@
 """What the environment record says sits on every system call of the run.
 
 The engine's env record carries a ``sandbox`` block (schema/record.schema.json):
-the measuring task's seccomp mode and filter count, its tracer, and the
-kernel's syscall auditing where it could be read. A run measured under a
+the measuring task's seccomp mode and filter count, its tracer, the
+kernel's syscall auditing where it could be read, and the tracepoints enabled
+through tracefs (an enabled event fires on every switch or call that passes
+it). A run measured under a
 filter, a tracer or auditing pays for it in every system-call and kernel-switch
 figure; these warnings say so where the run's figures are shown. A record from
 an engine before the block has no warnings (nothing is known, nothing is said).
@@ -37,5 +39,12 @@ def warnings(env: dict[str, Any]) -> list[str]:
         out.append(
             f"syscall auditing was on with {audit['rules']} rule(s): system calls may take "
             "the kernel's audit path"
+        )
+    tracepoints = sandbox.get("tracepoints") or {}
+    if tracepoints.get("recording"):
+        out.append(
+            f"{tracepoints.get('enabled')} tracepoint event(s) were enabled in tracefs and "
+            "recording: every switch or system call that fires one writes an event, so the "
+            "switch figures include it"
         )
     return out
