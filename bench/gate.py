@@ -1,70 +1,114 @@
-"""How good `compare --fail-above` is: false alarms on identical runs, detections of a slowdown.
+"""How good `compare --fail-above` is: a confusion matrix of identical and slowed pairs.
 
-Each pair takes three quick runs of one selection into a temporary store: A,
-A' (identical) and B, which runs the same engine under a real slowdown
-applied to B alone. By default that is a seccomp filter that allows every
-system call but is evaluated on each one (`ctxbench-seccomp-exec allow --`,
-built with the engine): system calls and kernel-mediated switches pay for it,
-user-level switches (uswitch.*), which never enter the kernel, cannot
-(but uswitch.ucontext, whose swapcontext calls rt_sigprocmask, can: it is
-its own class). A'
-and B are taken in alternating order so a drift of the host falls on both.
-Then `ctxbench compare A A' --json` (A/A) and `compare A B --json` (A/B) at
-each threshold, and per row class (syscall, same-CPU switch, cross-CPU
-switch, user-level, other):
+Each pair takes quick runs of one selection (`ctxbench run SELECTION --quick`
+plus --run-args): A, A' (identical) and one run B per slowdown mechanism,
+each applied to its B alone:
 
-* A/A false alarms: pairs in which a row of the class failed the gate;
-* A/B detections: pairs in which a row of the class failed the gate
-  (for the classes the slowdown reaches);
-* A/B untouched flagged: rows the slowdown cannot reach (user-level) that
-  failed the gate anyway: those are false alarms too.
+* ``seccomp``: a seccomp filter that allows every system call but is
+  evaluated on each one (`ctxbench-seccomp-exec allow --`, built with the
+  engine). It slows what enters the kernel; user-level switches and the
+  vDSO's clock reads never do (untouched).
+* ``sched``: the scheduler's tracepoints recorded while B runs, in a tracefs
+  instance of this script's own (sched_switch, sched_wakeup, sched_waking
+  into its ring buffer): every context switch and wake-up pays for an
+  event, a system call that does not switch does not. Untouched: the system
+  calls other than sched_yield, and the user-level switches.
 
-The store keeps every run, so later pairs are judged by the machine's
-history once it has three earlier runs (as a user's store would); the
-noise source of each judged row is counted and printed.
+A' and the B runs are taken in turn, the order rotating from pair to pair,
+so a drift of the host falls on all of them. --history K first takes K runs
+that make the machine's history in the store (as a CI store would have);
+then every A and A' joins it, so later pairs are judged by a longer history.
+B runs never join it (a user's store would not hold a slowed run as the
+machine's usual): each A/B comparison is made in a copy of the history
+store with B added. With --load, a `stress-ng --cpu 1` runs beside every
+run (started before the first run, stopped after the last, and on any exit
+of this script).
 
-Usage: python3 bench/gate.py [--pairs K] [--selection 'PROBES...']
-           [--slow-b 'CMD PREFIX'] [--fail-above 10,5] [--run-args '...'] [--keep DIR]
-Prints a table; never used by tests (speed and noise live in bench/).
+Judging (`compare`'s own code: compare_runs, the machine's history, gate)
+per threshold: how many A/A and A/B gates passed, failed or were
+inconclusive; per row class, A/A rows judged (slower or not slower) and the
+median detectable slowdown; per mechanism and class, the pairs whose gate
+called a row of the class slower, the median B/A ratio, and the untouched
+rows called slower (false alarms too). Every row of every comparison is
+counted as judged or inconclusive.
+
+--keep DIR keeps every run's records (DIR/*.jsonl) and a manifest;
+--replay DIR judges a kept directory again without measuring, so a change
+of the gate's rules is measured on the same runs.
+
+Usage: python3 bench/gate.py [--pairs K] [--history K] [--load]
+           [--mechanisms seccomp,sched] [--selection 'PROBES...']
+           [--fail-above 10] [--run-args '...'] [--keep DIR | --replay DIR]
+Prints tables; never used by tests (speed and noise live in bench/).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
+import shutil
+import signal
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
 
 from run_to_run_cv import row_class
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python", "src"))
 
+from ctxbench.compare import compare_runs, time_ratio  # noqa: E402
+from ctxbench.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, gate  # noqa: E402
+from ctxbench.machine_history import variant_history  # noqa: E402
+from ctxbench.records import read_run_file  # noqa: E402
 from ctxbench.runner import find_engine  # noqa: E402
+from ctxbench.store import Store  # noqa: E402
 
 DEFAULT_SELECTION = "syscall switch.pipe switch.futex uswitch"
 SECCOMP_EXEC = os.path.join(ROOT, "build", "engine", "ctxbench-seccomp-exec")
-UNTOUCHED = ("user-level",)  # classes a system-call slowdown cannot reach
+TRACEFS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
+SCHED_EVENTS = ("sched_switch", "sched_wakeup", "sched_waking")
+MECHANISMS = ("seccomp", "sched")
 CLASSES = (
     "syscall",
+    "vDSO call",
     "same-CPU switch",
     "cross-CPU switch",
     "user-level + syscall",
     "user-level",
     "other",
 )
+VDSO = ("syscall.clock_gettime_vdso", "syscall.gettimeofday_vdso")
+# Rows a mechanism cannot reach: calling one slower is a false alarm.
+UNTOUCHED = {
+    "seccomp": ("vDSO call", "user-level"),
+    "sched": ("syscall", "vDSO call", "user-level", "user-level + syscall"),
+}
+# ... except these, which may switch (to a CPU hog beside them, under --load).
+MAY_SWITCH = ("syscall.sched_yield",)
 
 
+def gate_class(row: dict) -> str:
+    if row["probe"] in VDSO:
+        return "vDSO call"
+    return row_class(row)
+
+
+def untouched(mechanism: str, row: dict) -> bool:
+    return gate_class(row) in UNTOUCHED[mechanism] and row["probe"] not in MAY_SWITCH
+
+
+# ---- measuring ----------------------------------------------------------------------
 def ctxbench_command() -> list[str]:
-    venv = os.path.join(ROOT, ".venv", "bin", "ctxbench")
-    if os.access(venv, os.X_OK):
-        return [venv]
     return [sys.executable, "-m", "ctxbench"]
 
 
@@ -76,10 +120,10 @@ def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def slowed_engine(prefix: list[str], directory: str) -> str:
+def wrapped_engine(prefix: list[str], directory: str) -> str:
     """A wrapper that runs the real engine under PREFIX, for CTXBENCH_ENGINE."""
     engine = str(find_engine())
-    path = os.path.join(directory, "slowed-engine")
+    path = os.path.join(directory, "seccomp-engine")
     with open(path, "w", encoding="utf-8") as script:
         script.write("#!/bin/sh\n")
         script.write(f'exec {shlex.join(prefix)} {shlex.quote(engine)} "$@"\n')
@@ -87,138 +131,346 @@ def slowed_engine(prefix: list[str], directory: str) -> str:
     return path
 
 
-def run(selection: list[str], db: str, args: list[str], env: dict[str, str], out: str) -> str:
-    """One quick run into DB, its records also in OUT; its run id."""
+def tracefs() -> str | None:
+    return next((path for path in TRACEFS if os.path.isdir(os.path.join(path, "instances"))), None)
+
+
+@contextlib.contextmanager
+def sched_tracing() -> Iterator[None]:
+    """The scheduler's switch and wake-up events recorded into a tracefs
+    instance of this process's own, removed on the way out."""
+    base = tracefs()
+    if base is None:
+        raise RuntimeError("no tracefs")
+    instance = os.path.join(base, "instances", f"ctxbench-gate-{os.getpid()}")
+    os.mkdir(instance)
+    try:
+        for event in SCHED_EVENTS:
+            _write(os.path.join(instance, "events", "sched", event, "enable"), "1")
+        _write(os.path.join(instance, "tracing_on"), "1")
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            _write(os.path.join(instance, "tracing_on"), "0")
+        for event in SCHED_EVENTS:
+            with contextlib.suppress(OSError):
+                _write(os.path.join(instance, "events", "sched", event, "enable"), "0")
+        os.rmdir(instance)
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="ascii") as handle:
+        handle.write(text)
+
+
+@contextlib.contextmanager
+def cpu_hog(load: bool) -> Iterator[None]:
+    """`stress-ng --cpu 1` in a session of its own for the block, killed with its
+    children however the block ends."""
+    if not load:
+        yield
+        return
+    hog = subprocess.Popen(
+        ["stress-ng", "--cpu", "1", "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        time.sleep(1.0)
+        if hog.poll() is not None:
+            raise RuntimeError(f"stress-ng exited {hog.returncode} at once")
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(hog.pid, signal.SIGTERM)
+        try:
+            hog.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(hog.pid, signal.SIGKILL)
+            hog.wait()
+
+
+def run_once(selection: list[str], args: list[str], env: dict[str, str], directory: str,
+             name: str) -> str:  # fmt: skip
+    """One quick run, its records in DIRECTORY/NAME.jsonl; that path."""
+    out = os.path.join(directory, f"{name}.jsonl")
+    db = os.path.join(directory, "measure.db")
     command = [*ctxbench_command(), "run", *selection, "--quick", "--db", db, "--json", out, *args]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0:
-        sys.exit(f"gate: {shlex.join(command)} exited {done.returncode}:\n{done.stderr}")
-    with open(out, encoding="utf-8") as handle:
+        raise RuntimeError(f"{shlex.join(command)} exited {done.returncode}:\n{done.stderr}")
+    return out
+
+
+def measure(options: argparse.Namespace, directory: str) -> dict:
+    """Take every run into DIRECTORY; the manifest (also written there)."""
+    selection = shlex.split(options.selection)
+    run_args = shlex.split(options.run_args)
+    plain = environment()
+    seccomp = environment({"CTXBENCH_ENGINE": wrapped_engine([SECCOMP_EXEC, "allow", "--"],
+                                                             directory)})  # fmt: skip
+    manifest: dict = {
+        "selection": options.selection,
+        "run_args": options.run_args,
+        "load": options.load,
+        "mechanisms": options.mechanisms,
+        "history": [],
+        "pairs": [],
+        "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+    }
+    walls: dict[str, list[float]] = defaultdict(list)
+
+    def take(kind: str, name: str) -> str:
+        started = time.monotonic()
+        if kind == "sched":
+            with sched_tracing():
+                path = run_once(selection, run_args, plain, directory, name)
+        else:
+            env = seccomp if kind == "seccomp" else plain
+            path = run_once(selection, run_args, env, directory, name)
+        walls[kind].append(time.monotonic() - started)
+        return os.path.basename(path)
+
+    started = time.monotonic()
+    with cpu_hog(options.load):
+        for k in range(options.history):
+            manifest["history"].append(take("plain", f"history-{k + 1}"))
+        for pair in range(1, options.pairs + 1):
+            runs = {"A": take("plain", f"{pair}-A")}
+            order = ["same", *options.mechanisms]
+            shift = (pair - 1) % len(order)
+            for kind in order[shift:] + order[:shift]:
+                runs[kind] = take("plain" if kind == "same" else kind, f"{pair}-{kind}")
+            manifest["pairs"].append(runs)
+            print(f"pair {pair}/{options.pairs} measured ({time.monotonic() - started:.0f} s)",
+                  file=sys.stderr)  # fmt: skip
+    manifest["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    manifest["wall_s"] = {kind: statistics.median(w) for kind, w in walls.items()}
+    with open(os.path.join(directory, "manifest.json"), "w", encoding="utf-8") as handle:
+        json.dump(manifest, handle, indent=2)
+    return manifest
+
+
+# ---- judging ----------------------------------------------------------------------------
+def judge(directory: str, manifest: dict, thresholds: list[float], allow: float) -> dict:
+    """Every comparison of the kept runs, judged by compare's own code."""
+    work = tempfile.mkdtemp(prefix="ctxbench-gate-judge-")
+    history_db = os.path.join(work, "history.db")
+    tallies: dict = {
+        "gates": defaultdict(Counter),  # (percent, kind) -> outcome counts
+        "rows": defaultdict(Counter),  # (percent, kind, class) -> outcome counts
+        "detectable": defaultdict(list),  # (percent, kind, class) -> detectable slowdowns
+        "ratios": defaultdict(list),  # (kind, class) -> B/A time ratios
+        "caught": defaultdict(Counter),  # (percent, kind) -> pairs with a class row slower
+        "untouched_slower": defaultdict(list),  # (percent, kind) -> variants
+        "aa_slower": defaultdict(list),  # percent -> variants called slower in A/A
+        "sources": Counter(),
+    }
+    try:
+        with Store.open(history_db) as store:
+            for name in manifest["history"]:
+                store.add_run(read_run_file(Path(directory, name)), origin="import")
+        for runs in manifest["pairs"]:
+            with Store.open(history_db) as store:
+                for kind in ("A", "same"):
+                    store.add_run(read_run_file(Path(directory, runs[kind])),
+                                  origin="import")  # fmt: skip
+            for kind in ["same", *manifest["mechanisms"]]:
+                db = history_db
+                if kind != "same":
+                    db = os.path.join(work, f"with-{kind}.db")
+                    shutil.copyfile(history_db, db)
+                    with Store.open(db) as store:
+                        store.add_run(read_run_file(Path(directory, runs[kind])),
+                                      origin="import")  # fmt: skip
+                with Store.open(db) as store:
+                    pair = [store.load(_run_id(directory, runs["A"])),
+                            store.load(_run_id(directory, runs[kind]))]  # fmt: skip
+                    history = variant_history(store, pair)
+                comparison = compare_runs(pair, history=history)
+                for percent in thresholds:
+                    tally(tallies, kind, percent, gate(comparison, percent, allow))
+                for row in comparison.rows:
+                    cell = row.cells[1]
+                    ratio = time_ratio(cell.difference, row.unit) if cell.difference else None
+                    if ratio is not None:
+                        tallies["ratios"][(kind, gate_class(_row(row)))].append(ratio)
+                    if kind == "same" and cell.noise is not None:
+                        tallies["sources"][cell.noise.source] += 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return tallies
+
+
+def _row(row) -> dict:
+    return {"probe": row.probe, "family": row.family, "params": row.params}
+
+
+def _run_id(directory: str, name: str) -> str:
+    with open(os.path.join(directory, name), encoding="utf-8") as handle:
         return json.loads(handle.readline())["run_id"]
 
 
-def compare(db: str, reference: str, other: str, percent: float) -> dict:
-    command = [*ctxbench_command(), "compare", reference, other, "--db", db, "--json"]
-    command += ["--fail-above", f"{percent:g}"]
-    done = subprocess.run(command, env=environment(), capture_output=True, text=True)
-    if done.returncode not in (0, 1):
-        sys.exit(f"gate: {shlex.join(command)} exited {done.returncode}:\n{done.stderr}")
-    return json.loads(done.stdout)
+def tally(tallies: dict, kind: str, percent: float, judged) -> None:
+    tallies["gates"][(percent, kind)][judged.outcome] += 1
+    caught = set()
+    for verdict in judged.rows:
+        row = _row(verdict.row)
+        name = gate_class(row)
+        tallies["rows"][(percent, kind, name)][verdict.outcome] += 1
+        if verdict.detectable is not None:
+            tallies["detectable"][(percent, kind, name)].append(verdict.detectable)
+        if verdict.outcome != SLOWER:
+            continue
+        variant = f"{verdict.row.probe} {verdict.row.params}"
+        if kind == "same":
+            tallies["aa_slower"][percent].append(variant)
+        elif untouched(kind, row):
+            tallies["untouched_slower"][(percent, kind)].append(variant)
+        else:
+            caught.add(name)
+    for name in caught:
+        tallies["caught"][(percent, kind)][name] += 1
 
 
-def flagged_classes(data: dict) -> Counter:
-    """Rows that failed the gate, counted per row class."""
-    failed = {entry["variant"] for entry in data["fail_above"]["regressions"]}
-    return Counter(
-        row_class(row) for row in data["rows"] if row["variant"] in failed and row["judged"]
+# ---- printing ----------------------------------------------------------------------------
+def report(manifest: dict, tallies: dict, thresholds: list[float], allow: float) -> None:
+    pairs = len(manifest["pairs"])
+    kinds = ["same", *manifest["mechanisms"]]
+    label = {"same": "A/A", "seccomp": "A/B seccomp", "sched": "A/B sched"}
+    print(
+        f"bench/gate.py: {pairs} pairs of `ctxbench run {manifest['selection']} --quick"
+        + (f" {manifest['run_args']}" if manifest["run_args"] else "")
+        + "`"
+        + (", beside stress-ng --cpu 1" if manifest["load"] else "")
+        + f"; {len(manifest['history'])} runs of history first; "
+        f"{manifest['started']} to {manifest.get('finished', '?')}"
     )
+    walls = manifest.get("wall_s", {})
+    if walls:
+        print("median wall time of a run: " + ", ".join(f"{k} {v:.1f} s" for k, v in walls.items()))
+    for percent in thresholds:
+        print(f"\n--fail-above {percent:g}" + (f" --allow-inconclusive {allow:g}" if allow else ""))
+        print("| gates | passed | failed | inconclusive |")
+        print("|---|---:|---:|---:|")
+        for kind in kinds:
+            counts = tallies["gates"][(percent, kind)]
+            print(f"| {label[kind]} | {counts['passed']} | {counts['failed']} | "
+                  f"{counts['inconclusive']} |")  # fmt: skip
+        header = "| row class | A/A rows judged | A/A detectable (median) | A/A slower |"
+        rule = "|---|---:|---:|---:|"
+        for kind in kinds[1:]:
+            header += f" {kind}: pairs caught | {kind}: B/A (median) | {kind}: judged |"
+            rule += "---:|---:|---:|"
+        print()
+        print(header)
+        print(rule)
+        for name in CLASSES:
+            counts = tallies["rows"][(percent, "same", name)]
+            total = sum(counts.values())
+            if not total:
+                continue
+            judged = counts[SLOWER] + counts[NOT_SLOWER]
+            detectable = tallies["detectable"][(percent, "same", name)]
+            line = (
+                f"| {name} | {judged}/{total} | "
+                + (f"{statistics.median(detectable):.1%}" if detectable else "—")
+                + f" | {counts[SLOWER]} |"
+            )
+            for kind in kinds[1:]:
+                ratios = tallies["ratios"][(kind, name)]
+                other = tallies["rows"][(percent, kind, name)]
+                touched = (
+                    "untouched"
+                    if name in UNTOUCHED[kind]
+                    else f"{tallies['caught'][(percent, kind)][name]}/{pairs}"
+                )
+                line += (
+                    f" {touched} | "
+                    + (f"{statistics.median(ratios):.3f}" if ratios else "—")
+                    + f" | {other[SLOWER] + other[NOT_SLOWER]}/{sum(other.values())} |"
+                )
+            print(line)
+        aa = tallies["aa_slower"][percent]
+        print(
+            f"\nA/A rows called slower: {len(aa)}"
+            + (f" ({'; '.join(sorted(set(aa)))})" if aa else "")
+        )
+        for kind in kinds[1:]:
+            wrong = tallies["untouched_slower"][(percent, kind)]
+            print(
+                f"{kind}: untouched rows ({', '.join(UNTOUCHED[kind])}, "
+                f"but not {', '.join(MAY_SWITCH)}) called slower: {len(wrong)}"
+                + (f" ({'; '.join(sorted(set(wrong)))})" if wrong else "")
+            )
+        inconclusive = sum(
+            c[INCONCLUSIVE] for (p, _, _), c in tallies["rows"].items() if p == percent
+        )
+        judged = sum(
+            c[SLOWER] + c[NOT_SLOWER] for (p, _, _), c in tallies["rows"].items() if p == percent
+        )
+        print(f"rows of every comparison: {judged} judged, {inconclusive} inconclusive")
+    print("A/A rows by noise source: "
+          + ", ".join(f"{s} {n}" for s, n in tallies["sources"].most_common()))  # fmt: skip
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=10, help="A/A and A/B pairs (default 10)")
-    parser.add_argument("--selection", default=DEFAULT_SELECTION, help="probes to run")
+    parser.add_argument("--pairs", type=int, default=10, help="pairs (default 10)")
     parser.add_argument(
-        "--slow-b",
-        help="command prefix that slows run B (default: ctxbench-seccomp-exec allow --)",
+        "--history", type=int, default=0, help="runs of the machine taken first (default 0)"
     )
-    parser.add_argument("--fail-above", default="10,5", help="thresholds in percent (10,5)")
+    parser.add_argument("--load", action="store_true", help="stress-ng --cpu 1 beside every run")
+    parser.add_argument("--mechanisms", default="seccomp,sched",
+                        help="slowdowns of B, comma-separated: seccomp, sched")  # fmt: skip
+    parser.add_argument("--selection", default=DEFAULT_SELECTION, help="probes to run")
+    parser.add_argument("--fail-above", default="10", help="thresholds in percent (10; e.g. 10,5)")
+    parser.add_argument("--allow-inconclusive", type=float, default=0.0, metavar="PCT")
     parser.add_argument("--run-args", default="", help="extra `ctxbench run` options, all runs")
-    parser.add_argument("--keep", help="keep the store in this directory")
+    parser.add_argument("--keep", help="keep the runs' records in this directory")
+    parser.add_argument("--replay", help="judge the runs kept in this directory again")
     options = parser.parse_args()
-    if options.pairs < 1:
-        parser.error("--pairs must be at least 1")
-    if options.slow_b:
-        prefix = shlex.split(options.slow_b)
-    elif os.access(SECCOMP_EXEC, os.X_OK):
-        prefix = [SECCOMP_EXEC, "allow", "--"]
-    else:
-        parser.error(
-            f"{SECCOMP_EXEC} is not built; `make engine`, or give --slow-b 'CMD PREFIX' "
-            "(a real mechanism that slows run B, e.g. strace -f -e trace=none -o /dev/null)"
-        )
     try:
         thresholds = [float(t) for t in options.fail_above.split(",") if t.strip()]
     except ValueError:
         parser.error(f"--fail-above {options.fail_above!r}: give percents such as 10,5")
-    selection = shlex.split(options.selection)
-    run_args = shlex.split(options.run_args)
-    directory = options.keep or tempfile.mkdtemp(prefix="ctxbench-gate-")
-    os.makedirs(directory, exist_ok=True)
-    db = os.path.join(directory, "gate.db")
-    plain = environment()
-    slowed = environment({"CTXBENCH_ENGINE": slowed_engine(prefix, directory)})
-
-    false_alarms = {t: Counter() for t in thresholds}  # pairs with a flagged row, per class
-    detections = {t: Counter() for t in thresholds}
-    untouched = {t: 0 for t in thresholds}  # untouched rows flagged in A/B, all pairs
-    gate_failed = {t: 0 for t in thresholds}  # A/A pairs whose gate failed
-    rows_per_class: Counter = Counter()  # A/A rows over every pair
-    judged_per_class: Counter = Counter()  # of them, judged (comparable: not excluded)
-    sources: Counter = Counter()
-    started = time.monotonic()
-    for pair in range(1, options.pairs + 1):
-        first = run(selection, db, run_args, plain, os.path.join(directory, f"{pair}-A.jsonl"))
-        order = [("same", plain), ("slowed", slowed)]
-        if pair % 2 == 0:
-            order.reverse()
-        ids = {
-            name: run(selection, db, run_args, env, os.path.join(directory, f"{pair}-{name}.jsonl"))
-            for name, env in order
-        }
-        for percent in thresholds:
-            same = compare(db, first, ids["same"], percent)
-            other = compare(db, first, ids["slowed"], percent)
-            if percent == thresholds[0]:
-                rows_per_class.update(row_class(row) for row in same["rows"])
-                judged_per_class.update(row_class(row) for row in same["rows"] if row["judged"])
-                sources.update(
-                    row["noise"]["source"] for row in same["rows"] if row["judged"] and row["noise"]
-                )
-            gate_failed[percent] += same["fail_above"]["failed"]
-            for name in flagged_classes(same):
-                false_alarms[percent][name] += 1
-            flagged = flagged_classes(other)
-            for name in flagged:
-                detections[percent][name] += 1
-            untouched[percent] += sum(flagged[name] for name in UNTOUCHED)
-        print(
-            f"pair {pair}/{options.pairs} done ({time.monotonic() - started:.0f} s)",
-            file=sys.stderr,
-        )
-
-    width = max(len(name) for name in CLASSES)
-    print(f"bench/gate.py: {options.pairs} pairs of `ctxbench run {options.selection} --quick`")
-    print(f"slowdown of B: {shlex.join(prefix)}; store: {db}")
-    header = f"{'row class':<{width}}  judged/rows (A/A)"
-    for percent in thresholds:
-        header += f"  A/A false @{percent:g}%  A/B detected @{percent:g}%"
-    print(header)
-    for name in CLASSES:
-        if not rows_per_class[name]:
-            continue
-        judged = f"{judged_per_class[name]}/{rows_per_class[name]}"
-        line = f"{name:<{width}}  {judged:>17}"
-        for percent in thresholds:
-            line += f"  {false_alarms[percent][name]:>11}/{options.pairs}"
-            line += f"  {detections[percent][name]:>12}/{options.pairs}"
-        print(line)
-    for percent in thresholds:
-        print(
-            f"--fail-above {percent:g}: A/A gate failed in {gate_failed[percent]} of "
-            f"{options.pairs} pairs; untouched rows ({', '.join(UNTOUCHED)}) flagged in A/B: "
-            f"{untouched[percent]}"
-        )
-    total = sum(sources.values())
-    print(
-        "rows not judged are excluded (a verdict other than ok, placement or options differ): "
-        "they never fail the gate"
-    )
-    print(
-        "judged by: "
-        + ", ".join(f"{source} {count}" for source, count in sources.most_common())
-        + f" (rows over all A/A comparisons at {thresholds[0]:g}%: {total})"
-    )
+    if options.replay:
+        directory = options.replay
+        try:
+            with open(os.path.join(directory, "manifest.json"), encoding="utf-8") as handle:
+                manifest = json.load(handle)
+        except (OSError, ValueError) as error:
+            parser.error(f"--replay {directory}: no readable manifest.json ({error})")
+    else:
+        options.mechanisms = [m for m in options.mechanisms.split(",") if m]
+        unknown = set(options.mechanisms) - set(MECHANISMS)
+        if unknown:
+            parser.error(f"--mechanisms: unknown {', '.join(sorted(unknown))}; use seccomp, sched")
+        if options.pairs < 1 or options.history < 0:
+            parser.error("--pairs must be at least 1 and --history at least 0")
+        if "seccomp" in options.mechanisms and not os.access(SECCOMP_EXEC, os.X_OK):
+            parser.error(f"{SECCOMP_EXEC} is not built; `make engine`")
+        if "sched" in options.mechanisms and (os.geteuid() != 0 or tracefs() is None):
+            parser.error("the sched mechanism needs root and tracefs "
+                         "(mount -t tracefs nodev /sys/kernel/tracing)")  # fmt: skip
+        if options.load and shutil.which("stress-ng") is None:
+            parser.error("--load needs stress-ng (apt-get install stress-ng)")
+        directory = options.keep or tempfile.mkdtemp(prefix="ctxbench-gate-")
+        os.makedirs(directory, exist_ok=True)
+        # SIGTERM and SIGHUP end the script through its finally blocks (the
+        # hog and the tracefs instance go with it).
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, lambda number, frame: sys.exit(128 + number))
+        try:
+            manifest = measure(options, directory)
+        except RuntimeError as error:
+            print(f"gate: {error}", file=sys.stderr)
+            return 1
+    tallies = judge(directory, manifest, thresholds, options.allow_inconclusive)
+    report(manifest, tallies, thresholds, options.allow_inconclusive)
+    print(f"runs kept in {directory} (--replay {directory} judges them again)")
     return 0
 
 

@@ -16,6 +16,7 @@ from conftest import REPO, real_run
 from ctxbench import fmt, noise, stats
 from ctxbench.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
 from ctxbench.export import comparison_dict
+from ctxbench.gate import SLOWER as GATE_SLOWER
 from ctxbench.gate import gate, gate_lines
 from ctxbench.machine_history import history_runs, machine_key, variant_history
 from ctxbench.records import group_run, params_key
@@ -59,7 +60,11 @@ def test_history_judges_when_a_run_lacks_repeats():
     assert (judged_by.source, judged_by.n) == (noise.HISTORY, 4)
     assert judged_by.spread == pytest.approx(stats.log_spread(history))
     expected = stats.t_ratio_interval(100.0, 130.0, stats.log_spread(history), 3, 1, 1)
-    assert difference.ratio == expected
+    assert (difference.ratio.low, difference.ratio.high) == pytest.approx(
+        (expected.low, expected.high)
+    )
+    assert judged_by.se == pytest.approx(stats.log_spread(history) * math.sqrt(2.0))
+    assert judged_by.df == 3 and judged_by.widened == ()
 
 
 def test_too_short_a_history_leaves_the_within_run_samples():
@@ -170,22 +175,24 @@ def test_a_comparison_names_each_rows_source_and_the_json_is_valid(store):
     # 12% both: the repeats show it, the within-run floor hides it.
     assert decisions == {"syscall.getpid": SLOWER, "syscall.getuid": NO_DIFFERENCE}
     judged = gate(comparison, 5)
-    assert [v.row.probe for v in judged.regressions] == ["syscall.getpid"]
+    assert [v.row.probe for v in judged.of(GATE_SLOWER)] == ["syscall.getpid"]
     named = gate_lines(comparison, judged)[0]
     assert named.startswith("slower by more than 5%: syscall.getpid: B ran 1.12× (")
-    assert named.endswith("judged by repeats (run-to-run spread 1.3%, 4 repeats)")
+    assert "judged by repeats (run-to-run spread 1.3%, 4 repeats); could detect " in named
     data = comparison_dict(comparison, judged)
     jsonschema.Draft202012Validator(COMPARE_SCHEMA).validate(data)
     rows = {row["probe"]: row for row in data["rows"]}
     assert rows["syscall.getpid"]["noise"]["source"] == "repeats"
     assert rows["syscall.getpid"]["noise"]["n"] == 4
-    assert rows["syscall.getuid"]["noise"] == {
-        "source": "within-run",
-        "spread": pytest.approx(comparison.rows[1].cells[1].noise.spread),
-        "n": 20,
-        "floor": noise.WITHIN_RUN_FLOOR,
-    }
-    assert data["schema"] == 2
+    within = rows["syscall.getuid"]["noise"]
+    assert within["source"] == "within-run" and within["n"] == 20
+    assert within["spread"] == pytest.approx(comparison.rows[1].cells[1].noise.spread)
+    assert within["floor"] == noise.WITHIN_RUN_FLOOR and within["widened"] == []
+    # Within-run, the detectable slowdown is never below the floor.
+    assert rows["syscall.getuid"]["detectable_slowdown"] == pytest.approx(
+        math.expm1(noise.WITHIN_RUN_FLOOR)
+    )
+    assert data["schema"] == 3
 
 
 def test_the_gate_judges_a_row_by_its_history(store):
@@ -195,10 +202,10 @@ def test_the_gate_judges_a_row_by_its_history(store):
     key = ("syscall.getuid", params_key(runs[0].results[0]["params"]))
     quiet = compare_runs(runs, history={key: [100.0, 101.0, 99.0, 100.5]})
     assert quiet.rows[0].cells[1].noise.source == noise.HISTORY
-    assert [v.row.probe for v in gate(quiet, 10).regressions] == ["syscall.getuid"]
+    assert [v.row.probe for v in gate(quiet, 10).of(GATE_SLOWER)] == ["syscall.getuid"]
     noisy = compare_runs(runs, history={key: [100.0, 130.0, 80.0, 115.0]})
-    assert gate(noisy, 10).regressions == []
-    assert gate(compare_runs(runs), 10).regressions == []  # within-run: under the floor
+    assert gate(noisy, 10).of(GATE_SLOWER) == []
+    assert gate(compare_runs(runs), 10).of(GATE_SLOWER) == []  # within-run: under the floor
 
 
 # ---- the history: earlier runs of the same machine -------------------------------
@@ -236,16 +243,19 @@ def test_history_takes_earlier_runs_of_the_same_machine_only(store):
         store.add_run(run, origin="import")
     compared = [store.load("a"), store.load("b")]
     assert machine_key(compared[0].env) == machine_key(compared[1].env)
-    assert [run.run_id for run in history_runs(store, compared)] == ["old2", "old1"]
+    # A full run of the same machine is part of its history: options change
+    # how sure a figure is, not what it measures.
+    assert [run.run_id for run in history_runs(store, compared)] == ["full", "old2", "old1"]
     figures = variant_history(store, compared)
     getpid = next(r for r in base.results if r["probe"] == "syscall.getpid")
+    assert getpid["verdict"]["status"] == "ok"
     assert (
         figures[("syscall.getpid", params_key(getpid["params"]))]
-        == [getpid["summary"]["median"]] * 2
+        == [(getpid["summary"]["median"], 1.0)] * 3
     )
     # Against another machine, the history is the reference run's machine's.
     other = [store.load("b"), store.load("cpu")]
-    assert [run.run_id for run in history_runs(store, other)] == ["a", "old2", "old1"]
+    assert [run.run_id for run in history_runs(store, other)] == ["a", "full", "old2", "old1"]
     assert [run.run_id for run in history_runs(store, other[::-1])] == []
 
 

@@ -7,17 +7,21 @@ noise (``ctxbench.noise``: the runs' repeats, else the machine's history in
 the store, else the within-run samples with a floor), and a decision:
 slower or faster only when the whole interval lies beyond the minimum
 effect (``min_effect``, 5% unless asked otherwise), else no difference.
-Two runs on one machine differ by a few percent, and a within-run test sees
-it; the noise source of each row says what the decision rests on.
+The noise source of each row says what the decision rests on.
 
 A comparison must not mislead, so a row is *marked* and left out of the
-summary when its two sides do not measure the same thing: a verdict that is
-not ``ok`` on either side, tasks observed on a different number of CPUs
-(``cpus=any`` lets the scheduler choose), or run options that change the
-figures (``--quick`` against a full run, samples, minimum batch time).
-Unsupported or failed variants are never compared. The summary per run
-counts slower / faster / no difference / only in one run / excluded, and
-gives the geometric mean of the time ratios over the comparable rows.
+summary only when its two sides do not measure the same thing: the tasks of
+a ``cpus=any`` variant (the scheduler places them) observed on a different
+number of CPUs, a side whose tasks switched too few times per operation
+(``too_few_switches``: not the operation), or, for a variant whose CPUs
+the scheduler or the matrix chooses, runs allowed a different number of
+CPUs. Any other ``suspect`` side is compared, its uncertainty widening the
+row's noise (``noise.Widening``); run options (samples, --quick, retries,
+repeats, rounds, seed) change how sure a figure is, never what it
+measures, and never exclude a row. Unsupported or failed variants are
+never compared. The summary per run counts slower / faster / no
+difference / only in one run / excluded, and gives the geometric mean of
+the time ratios over the comparable rows.
 
 The environment diff is ``envdiff``; the CI gate of ``--fail-above`` is
 ``gate``; the JSON form of a comparison is ``export.comparison_dict``.
@@ -32,17 +36,24 @@ from typing import Any
 
 from ctxbench import fmt, matrix, stats
 from ctxbench.envdiff import EnvDiff, env_diff
-from ctxbench.noise import Noise, judge
+from ctxbench.noise import Noise, host_state, judge
 from ctxbench.records import params_key
 from ctxbench.store import StoredRun
 
 COMPARABLE = ("ok", "suspect")
 DEFAULT_MIN_EFFECT = 0.05
-# Run options (env record) that change what a figure is.
+# Run options (env record) shown beside the runs: they change how sure a
+# figure is (its samples, its batches, its noise source), not what it
+# measures, so they never exclude a row.
 MEASUREMENT_OPTIONS = ("quick", "samples", "min_time_s", "warmup_samples")
-# Shown beside them, never a reason to exclude a row: repeats change how far a
-# figure can be trusted (its noise source), not what it measures.
 SHOWN_OPTIONS = (*MEASUREMENT_OPTIONS, "repeat")
+# Placements whose CPUs the scheduler (any, none) or the matrix chooses: with
+# a different number of CPUs allowed, they measure something else.
+CHOSEN_PLACEMENTS = ("any", "matrix")
+# Verdict reasons that say a figure is not the operation it names (a switch
+# probe whose tasks did not switch as often as each operation should): the
+# row measures something else. Every other suspect reason widens its noise.
+NOT_THE_OPERATION = ("too_few_switches",)
 SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE = "slower", "faster", "no difference", "only in one run"
 
 
@@ -54,7 +65,7 @@ class Cell:
     difference: stats.Difference | None  # vs the reference; None for it or when not comparable
     note: str | None  # why no comparison (missing, unsupported, failed)
     # Why this cell is left out of the summary (verdicts, placement, options); empty: comparable.
-    excluded: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()  # placement or CPU count
     decision: str | None = None  # SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE; None for the reference
     noise: Noise | None = None  # what judged the difference; None without one
 
@@ -148,6 +159,8 @@ def compare_runs(
     if min_effect < 0:
         raise ValueError("the minimum effect cannot be negative")
     options = [run_options(run.env) for run in runs]
+    hosts = [host_state(run.results) for run in runs]
+    cpu_counts = [allowed_cpus(run.env) for run in runs]
     indexed: list[dict[tuple[str, str], dict[str, Any]]] = []
     order: dict[tuple[str, str], dict[str, Any]] = {}
     for run in runs:
@@ -168,17 +181,22 @@ def compare_runs(
             difference, judged_by = None, None
             if note is None and reference is not None and other is not None:
                 difference, judged_by = judge(
-                    reference, other, (history or {}).get(key, ()), alpha, level, resamples
+                    reference,
+                    other,
+                    (history or {}).get(key, ()),
+                    alpha,
+                    level,
+                    resamples,
+                    hosts=(hosts[0], hosts[index]),
                 )
             if reference is None or other is None:
-                excluded: tuple[str, ...] = ()
+                excluded: tuple[str, ...] = ()  # placement or CPU count
                 decision = ONLY_ONE
             else:
                 excluded = exclusions(
                     reference,
                     other,
-                    options[0],
-                    options[index],
+                    (cpu_counts[0], cpu_counts[index]),
                     fmt.run_letter(0),
                     fmt.run_letter(index),
                 )
@@ -238,40 +256,44 @@ def observed_placement(result: dict[str, Any]) -> str | None:
     return "one CPU" if distinct == 1 else f"{distinct} CPUs"
 
 
+def allowed_cpus(env: dict[str, Any]) -> int | None:
+    """How many CPUs the run was allowed (env cpu.allowed), None if unknown."""
+    allowed = (env.get("cpu") or {}).get("allowed")
+    return len(allowed) if isinstance(allowed, list) and allowed else None
+
+
 def exclusions(
     reference: dict[str, Any],
     other: dict[str, Any],
-    reference_options: dict[str, Any],
-    other_options: dict[str, Any],
+    cpu_counts: tuple[int | None, int | None] = (None, None),
     reference_name: str = "A",
     other_name: str = "B",
 ) -> tuple[str, ...]:
-    """Why two results of one variant do not measure the same thing; empty when they do."""
+    """Why two results of one variant do not measure the same thing; empty
+    when they do. Run options are never a reason, nor a suspect verdict,
+    except one that says the operation did not switch as it should
+    (NOT_THE_OPERATION: fewer switches per operation than it makes)."""
     why = []
     for name, result in ((reference_name, reference), (other_name, other)):
-        verdict = result["verdict"]
-        if verdict["status"] != "ok":
-            codes = ", ".join(sorted({reason["code"] for reason in verdict["reasons"]}))
-            why.append(f"{name} {verdict['status']}" + (f" ({codes})" if codes else ""))
+        codes = {reason["code"] for reason in result["verdict"].get("reasons") or []}
+        if codes & set(NOT_THE_OPERATION):
+            why.append(
+                f"{name} made too few switches per operation: not the operation "
+                f"({', '.join(sorted(codes & set(NOT_THE_OPERATION)))})"
+            )
+    requested = (reference.get("placement") or {}).get("requested")
     placements = observed_placement(reference), observed_placement(other)
-    if None not in placements and placements[0] != placements[1]:
+    if requested == "any" and None not in placements and placements[0] != placements[1]:
         why.append(
             f"placement: {reference_name} ran on {placements[0]}, {other_name} on {placements[1]}"
         )
-    differing = [
-        f"{name} {_option_text(reference_options[name])} vs {_option_text(other_options[name])}"
-        for name in MEASUREMENT_OPTIONS
-        if name in reference_options
-        and name in other_options
-        and reference_options[name] != other_options[name]
-    ]
-    if differing:
-        why.append("options: " + ", ".join(differing))
+    requested = (reference.get("placement") or {}).get("requested")
+    if requested in CHOSEN_PLACEMENTS and None not in cpu_counts and cpu_counts[0] != cpu_counts[1]:
+        why.append(
+            f"CPU count: {reference_name} was allowed {cpu_counts[0]} CPUs, "
+            f"{other_name} {cpu_counts[1]}"
+        )
     return tuple(why)
-
-
-def _option_text(value: Any) -> str:
-    return ("yes" if value else "no") if isinstance(value, bool) else str(value)
 
 
 def time_ratio(difference: stats.Difference, unit: str) -> float | None:
@@ -353,7 +375,7 @@ def summary_line(summary: Summary, name: str = "B", reference_name: str = "A") -
     head = (
         f"{name} vs {reference_name}: {summary.slower} slower, {summary.faster} faster, "
         f"{summary.no_difference} no meaningful difference, {summary.only_in_one} only in one run, "
-        f"{summary.excluded} excluded (verdict, placement or options differ)"
+        f"{summary.excluded} excluded (unsupported, or placement, CPU count or switches differ)"
     )
     mean = summary.geometric_mean
     if mean is None:
@@ -472,6 +494,6 @@ def summary_lines(comparison: Comparison) -> list[str]:
         lines.append(
             "run options differ ("
             + ", ".join(differing)
-            + "): every row is excluded; compare runs taken with the same options"
+            + "): they change how sure each figure is, not what it measures; rows are compared"
         )
     return lines

@@ -25,8 +25,8 @@ from typing import Any
 
 from ctxbench import fmt, stats
 from ctxbench.compare import Comparison, MatrixComparison, summary_line, summary_lines, time_ratio
-from ctxbench.gate import Gate, not_judged_reason
-from ctxbench.noise import Noise
+from ctxbench.gate import Gate, GateRow, not_judged_reason
+from ctxbench.noise import Noise, detectable
 from ctxbench.records import dumps, variant_name
 from ctxbench.store import StoredRun
 
@@ -145,7 +145,11 @@ def export_text(stored: StoredRun, form: str) -> str:
 
 # ---- a comparison: compare --json ---------------------------------------------
 # 2: every row says what judged it (``noise``); decisions need the whole interval.
-COMPARISON_SCHEMA_VERSION = 2
+# 3: every row states its detectable slowdown and its noise's standard error
+# and widenings; --fail-above gives every row an outcome (slower, not slower,
+# inconclusive) and the gate passed, failed or inconclusive; suspect rows and
+# run options no longer exclude a row.
+COMPARISON_SCHEMA_VERSION = 3
 
 
 def _finite(value: float | None) -> float | None:
@@ -172,7 +176,7 @@ def _difference_dict(difference: stats.Difference | None) -> dict[str, Any]:
     }
 
 
-def _noise_dict(judged_by: Noise | None) -> dict[str, Any] | None:
+def _noise_dict(judged_by: Noise | None, index: int) -> dict[str, Any] | None:
     if judged_by is None:
         return None
     return {
@@ -180,6 +184,36 @@ def _noise_dict(judged_by: Noise | None) -> dict[str, Any] | None:
         "spread": None if judged_by.spread is None else _finite(judged_by.spread),
         "n": judged_by.n,
         "floor": judged_by.floor,
+        "se": None if judged_by.se is None else _finite(judged_by.se),
+        "df": _finite(judged_by.df),
+        "widened": [
+            {
+                "run": fmt.run_letter(0 if w.side == 0 else index),
+                "cause": w.cause,
+                "spread": _finite(w.spread),
+            }
+            for w in judged_by.widened
+        ],
+    }
+
+
+def _gate_row_dict(verdict: GateRow) -> dict[str, Any]:
+    decider = verdict.decider
+    return {
+        "variant": variant_name(verdict.row.probe, verdict.row.params),
+        "run": fmt.run_letter(verdict.index),
+        "outcome": verdict.outcome,
+        "time_ratio": _finite(verdict.time_ratio),
+        "detectable_slowdown": _finite(verdict.detectable),
+        "why": verdict.why,
+        "detail": verdict.detail,
+        "decided_by": None
+        if decider is None
+        else {
+            "repeats": decider.repeats,
+            "earlier_runs": decider.earlier_runs,
+            "quieter_moment": decider.quieter,
+        },
     }
 
 
@@ -223,7 +257,8 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
                     "note": cell.note,
                     "excluded": list(cell.excluded),
                     "judged": not_judged_reason(cell) is None,
-                    "noise": _noise_dict(cell.noise),
+                    "noise": _noise_dict(cell.noise, index),
+                    "detectable_slowdown": _finite(detectable(cell.noise, comparison.level)),
                 }
             )
     summaries = [
@@ -263,18 +298,19 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
     if judged is not None:
         data["fail_above"] = {
             "percent": judged.percent,
+            "power": judged.power,
+            "allow_inconclusive": judged.allow_inconclusive,
+            "outcome": judged.outcome,
             "failed": judged.failed,
-            "regressions": [
-                {"variant": variant_name(v.row.probe, v.row.params), "run": fmt.run_letter(v.index),
-                 "time_ratio": _finite(v.time_ratio)}
-                for v in judged.regressions
-            ],
-            "not_judged": [
-                {"variant": variant_name(v.row.probe, v.row.params), "run": fmt.run_letter(v.index),
-                 "why": why}
-                for v, why in judged.not_judged
-            ],
-        }  # fmt: skip
+            "counts": {
+                "slower": judged.counts["slower"],
+                "not_slower": judged.counts["not slower"],
+                "inconclusive": judged.counts["inconclusive"],
+                "not_measured": len(judged.not_measured),
+            },
+            "rows": [_gate_row_dict(verdict) for verdict in judged.rows],
+            "not_measured": [_gate_row_dict(verdict) for verdict in judged.not_measured],
+        }
     return data
 
 

@@ -1,14 +1,15 @@
 """The store's earlier runs of one machine, per variant: the figures that give a run-to-run spread.
 
 A machine, for this purpose, is the host name, the CPU model, the kernel
-release, the sandbox the engine ran in (the env's ``sandbox`` block, when
-the record has one: a seccomp filter or a tracer changes every system call)
-and the run options that change a figure (``compare.run_options``: --quick,
-samples, batch time). The history is that of the reference run's machine
-(run A): the runs with its key measured before the latest compared run (in
-the store's measured order), the compared runs left out, newest first, at
-most MAX_RUNS. Only ``ok`` results count: a suspect figure measured
-something else.
+release and the sandbox the engine ran in (the env's ``sandbox`` block,
+when the record has one: a seccomp filter or a tracer changes every system
+call). Run options (--quick, samples, batch time, repeats) are not part of
+it: they change how sure a figure is, not what it measures. The history is
+that of the reference run's machine (run A): the runs with its key measured
+before the latest compared run (in the store's measured order), the
+compared runs left out, newest first, at most MAX_RUNS. ``ok`` and
+``suspect`` figures count, a suspect one as ``noise.SUSPECT_WEIGHT`` of a
+run: a machine whose runs are often suspect has that spread.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ctxbench.compare import MEASUREMENT_OPTIONS, run_options
+from ctxbench.noise import history_weight
 from ctxbench.records import params_key
 from ctxbench.store import Store, StoredRun
 
@@ -25,7 +26,7 @@ MAX_LOADED = 60  # runs of the same host loaded at most while looking for them
 
 
 def machine_key(env: dict[str, Any]) -> tuple[str, ...]:
-    """(host, CPU model, kernel release, sandbox as JSON, run options as JSON)."""
+    """(host, CPU model, kernel release, sandbox as JSON)."""
     cpu = env.get("cpu") or {}
     kernel = env.get("kernel") or {}
     return (
@@ -33,9 +34,6 @@ def machine_key(env: dict[str, Any]) -> tuple[str, ...]:
         str(cpu.get("model")),
         str(kernel.get("release")),
         json.dumps(env.get("sandbox"), sort_keys=True),
-        json.dumps(
-            {k: v for k, v in run_options(env).items() if k in MEASUREMENT_OPTIONS}, sort_keys=True
-        ),
     )
 
 
@@ -61,19 +59,25 @@ def history_runs(store: Store, runs: list[StoredRun]) -> list[StoredRun]:
     return found
 
 
-def variant_figures(runs: list[StoredRun]) -> dict[tuple[str, str], list[float]]:
-    """Per variant key (probe, params), the ok figures (medians) of ``runs``."""
-    figures: dict[tuple[str, str], list[float]] = {}
+Figures = dict[tuple[str, str], list[tuple[float, float]]]
+
+
+def variant_figures(runs: list[StoredRun]) -> Figures:
+    """Per variant key (probe, params), the (figure, weight) of each of
+    ``runs`` that measured it ok or suspect (``noise.history_weight``)."""
+    figures: Figures = {}
     for run in runs:
         for result in run.results:
             summary = result.get("summary")
-            if result["verdict"]["status"] != "ok" or not summary:
+            if result["verdict"]["status"] not in ("ok", "suspect") or not summary:
+                continue
+            if not summary.get("median") or summary["median"] <= 0:
                 continue
             key = (result["probe"], params_key(result["params"]))
-            figures.setdefault(key, []).append(float(summary["median"]))
+            figures.setdefault(key, []).append((float(summary["median"]), history_weight(result)))
     return figures
 
 
-def variant_history(store: Store, runs: list[StoredRun]) -> dict[tuple[str, str], list[float]]:
+def variant_history(store: Store, runs: list[StoredRun]) -> Figures:
     """``compare_runs``'s history: per variant, the figures of the machine's earlier runs."""
     return variant_figures(history_runs(store, runs))

@@ -1,4 +1,4 @@
-"""The run-to-run noise that judges one row of a comparison: repeats, else history, else within-run.
+"""The run-to-run noise that judges one row of a comparison: repeats > history > within-run.
 
 A figure moves more between runs than its samples move within a run: a
 run's batches share its process, its placement and the host's state for
@@ -6,23 +6,42 @@ those seconds, so their spread says little about the next run. Each row is
 therefore judged against the best source of run-to-run spread there is:
 
 1. ``repeats``: both runs were taken with ``run --repeat N`` (N >= 2): the
-   pooled log spread of the repeats' figures of both runs, and a t interval
-   of the log ratio with sum(N - 1) degrees of freedom.
-2. ``history``: the store holds at least MIN_HISTORY_RUNS earlier runs of
-   run A's machine (``machine_history``: host, CPU model, kernel, sandbox,
-   run options) with this variant: the log spread of their figures, and a t
-   interval of the log ratio of the two figures (one run on each side).
+   pooled log spread of the repeats' figures of both runs, with sum(N - 1)
+   degrees of freedom.
+2. ``history``: the store holds earlier runs of run A's machine
+   (``machine_history``: host, CPU model, kernel, sandbox) with this
+   variant, worth at least MIN_HISTORY_RUNS: the log spread of their
+   figures, an ``ok`` figure counting as one run and a ``suspect`` one as
+   SUSPECT_WEIGHT of a run (frequency weights: the spread divides by
+   sum(w) - 1, the degrees of freedom).
 3. ``within-run``: only the samples of the two runs: the bootstrap interval
    of the ratio of medians and the U test (``stats.compare_samples``), and
    a floor: a difference smaller than WITHIN_RUN_FLOOR (in log terms) is
-   never called meaningful from the samples alone.
+   never called meaningful from the samples alone. Widened (below), each end
+   of the bootstrap interval moves out from the ratio (in log terms) by the
+   factor its standard error grows when the widenings are added.
 
-The decision rule itself (the whole interval beyond 1 + minimum effect) is
-``compare.decide``; this module only says which interval and which floor.
+Between runs (1 and 2) the standard error of the log ratio is the spread
+times sqrt(1/n_A + 1/n_B), widened (added in quadrature, Welch-Satterthwaite
+degrees of freedom) by what says this pair of figures moved more than the
+machine's usual (``Widening``): a ``suspect`` side's own uncertainty (the
+standard error of its median from the IQR of its samples' logs), a side
+whose host reference still ran slowed (the log of its reference's ratio to
+its best), and a run whose host reference ran slowed as a whole
+(``HostState``: the median over its variants over the reference's slowed
+ratio): that run is not compared as if the host had been the same. The
+interval is a t interval of the log ratio.
+
+Each noise also gives the smallest slowdown it could detect
+(``detectable``: the minimum detectable effect at the comparison's level
+and GATE_POWER; never below the floor). The decision rules are
+``compare.decide`` (the table) and ``gate`` (--fail-above); this module only
+says which interval, which standard error and which floor.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,26 +56,86 @@ SOURCES = (REPEATS, HISTORY, WITHIN_RUN)
 # pairs), and loaded hours there moved them up to 20 %; docs/accuracy.md
 # ("The floor") has the figures and the command. Change it only with new ones.
 WITHIN_RUN_FLOOR = 0.20
-MIN_HISTORY_RUNS = 3
+MIN_HISTORY_RUNS = 3  # earlier runs (suspect ones counted by SUSPECT_WEIGHT)
 MIN_REPEATS = 2
+# A suspect figure of the machine's history: it shows the spread the machine
+# has, but its own figure is less sure, so it counts as half a run.
+SUSPECT_WEIGHT = 0.5
+# The power at which a row states its detectable slowdown and at which the
+# gate calls a row `not slower` (the convention of A/B testing: 80 %).
+GATE_POWER = 0.80
+
+WIDENED_METHOD = "bootstrap of the ratio of medians, widened by the suspect or slowed sides"
+# What widened a row's noise (``Widening.cause``).
+SUSPECT, SLOWED, HOST_SLOWED = "suspect", "slowed", "host slowed"
+
+
+@dataclass(frozen=True)
+class Widening:
+    """A log spread added to a row's run-to-run noise: ``side`` 0 is the
+    reference run, 1 the other; ``cause`` SUSPECT (the standard error of the
+    side's median from its own samples' robust spread), SLOWED (its host
+    reference still ran slowed: the log of the reference's ratio to its
+    best) or HOST_SLOWED (the run's reference ran slowed as a whole: the log
+    of its median ratio)."""
+
+    side: int
+    cause: str
+    spread: float
+    df: float = math.inf  # of the spread: samples - 1 for SUSPECT
+
+
+@dataclass(frozen=True)
+class HostState:
+    """A run's host reference over all its variants: the median of each
+    variant's kept reference time over the best (``interference``), the
+    engine's slowed ratio, how many variants had a reference and how many
+    were still slowed. ``slowed_as_a_whole``: the median over the run is
+    itself over the slowed ratio."""
+
+    reference_ratio: float
+    slowed_ratio: float
+    variants: int
+    slowed: int
+
+    @property
+    def slowed_as_a_whole(self) -> bool:
+        return self.reference_ratio > self.slowed_ratio
 
 
 @dataclass(frozen=True)
 class Noise:
     """What judged a row: the source, its log spread and how many figures (or
     samples, within-run) it rests on; ``floor`` is the smallest log difference
-    that may be called meaningful (0 except within-run)."""
+    that may be called meaningful (0 except within-run); ``se`` the standard
+    error of the log ratio with ``df`` degrees of freedom, widenings included."""
 
     source: str
     # log spread: of a run's figure (repeats, history), of the samples (within-run)
     spread: float | None
     n: int  # repeats of both runs, earlier runs, or samples of both runs
     floor: float = 0.0
+    se: float | None = None
+    df: float = math.inf
+    widened: tuple[Widening, ...] = ()
 
     @property
     def floor_effect(self) -> float:
         """The floor as a relative effect (0.22 for a log floor of 0.20)."""
         return math.expm1(self.floor)
+
+
+def detectable(
+    noise: Noise | None, level: float = stats.DEFAULT_LEVEL, power: float = GATE_POWER
+) -> float | None:
+    """The smallest slowdown (relative: 0.08 for 8 %) this noise could
+    detect with probability POWER by a one-sided test at (1 - level) / 2:
+    the minimum detectable effect of its standard error, never below the
+    floor. None without a standard error."""
+    if noise is None or noise.se is None:
+        return None
+    log_effect = stats.detectable_log_effect(noise.se, noise.df, level, power)
+    return math.expm1(max(noise.floor, log_effect))
 
 
 def figure(result: dict[str, Any]) -> float | None:
@@ -70,41 +149,149 @@ def repeat_figures(result: dict[str, Any]) -> list[float]:
     return [float(each["median"]) for each in block.get("runs", []) if each.get("median")]
 
 
+def history_weight(result: dict[str, Any]) -> float:
+    """How much an earlier run's figure counts in the machine's history."""
+    return 1.0 if result["verdict"]["status"] == "ok" else SUSPECT_WEIGHT
+
+
+def host_state(results: Sequence[dict[str, Any]]) -> HostState | None:
+    """The run's host reference over its variants (None: no variant had one)."""
+    ratios, slowed, slowed_ratio = [], 0, None
+    for result in results:
+        block = result.get("interference") or {}
+        attempts = block.get("attempts") or []
+        kept = block.get("kept")
+        if not isinstance(kept, int) or not 0 <= kept < len(attempts):
+            continue
+        ratio = attempts[kept].get("reference_ratio")
+        if not isinstance(ratio, (int, float)) or ratio <= 0:
+            continue
+        ratios.append(float(ratio))
+        slowed += bool(block.get("slowed"))
+        slowed_ratio = float(block.get("slowed_ratio") or 1.2)
+    if not ratios:
+        return None
+    return HostState(stats.median(ratios), slowed_ratio, len(ratios), slowed)
+
+
+def side_widenings(result: dict[str, Any], side: int) -> list[Widening]:
+    """What makes one side's figure less sure than the machine's usual: its
+    verdict (suspect: its own sample spread) and a reference still slowed."""
+    widened = []
+    samples = result.get("samples") or []
+    if result["verdict"]["status"] == "suspect":
+        spread = stats.sample_log_spread(samples)
+        if spread:
+            # The standard error of the side's median from its samples' robust
+            # spread (sqrt(pi/2) * sigma / sqrt(n), normal asymptotics).
+            se = math.sqrt(math.pi / 2.0) * spread / math.sqrt(len(samples))
+            widened.append(Widening(side, SUSPECT, se, len(samples) - 1.0))
+    block = result.get("interference") or {}
+    attempts = block.get("attempts") or []
+    kept = block.get("kept")
+    if block.get("slowed") and isinstance(kept, int) and 0 <= kept < len(attempts):
+        ratio = attempts[kept].get("reference_ratio")
+        if isinstance(ratio, (int, float)) and ratio > 1.0:
+            widened.append(Widening(side, SLOWED, math.log(ratio)))
+    return widened
+
+
+def host_widenings(hosts: Sequence[HostState | None]) -> list[Widening]:
+    return [
+        Widening(side, HOST_SLOWED, math.log(host.reference_ratio))
+        for side, host in enumerate(hosts)
+        if host is not None and host.slowed_as_a_whole
+    ]
+
+
+HistoryFigures = Sequence[float] | Sequence[tuple[float, float]]
+
+
+def _history_spread(history: HistoryFigures) -> tuple[stats.PooledSpread | None, int]:
+    """The weighted log spread of the history and how many runs it has."""
+    pairs = [(h, 1.0) if isinstance(h, (int, float)) else (h[0], h[1]) for h in history]
+    if sum(w for _, w in pairs) < MIN_HISTORY_RUNS:
+        return None, len(pairs)
+    return stats.weighted_log_spread([f for f, _ in pairs], [w for _, w in pairs]), len(pairs)
+
+
 def judge(
     reference: dict[str, Any],
     other: dict[str, Any],
-    history: Sequence[float] = (),
+    history: HistoryFigures = (),
     alpha: float = stats.DEFAULT_ALPHA,
     level: float = stats.DEFAULT_LEVEL,
     resamples: int = stats.DEFAULT_RESAMPLES,
+    hosts: Sequence[HostState | None] = (None, None),
 ) -> tuple[stats.Difference, Noise]:
     """The difference between two results of one variant, judged by the best
-    noise source there is (the module's docstring gives the order)."""
+    noise source there is (the module's docstring gives the order).
+    ``history``: the machine's earlier figures, or (figure, weight) pairs;
+    ``hosts``: the two runs' host states (``host_state``)."""
     a, b = figure(reference), figure(other)
     repeats_a, repeats_b = repeat_figures(reference), repeat_figures(other)
+    base: tuple[str, stats.PooledSpread, int, float] | None = None
     if a and b and len(repeats_a) >= MIN_REPEATS and len(repeats_b) >= MIN_REPEATS:
         pooled = stats.pooled_log_spread([repeats_a, repeats_b])
         if pooled is not None:
-            interval = stats.t_ratio_interval(
-                a, b, pooled.spread, pooled.df, len(repeats_a), len(repeats_b), level
-            )
-            noise = Noise(REPEATS, pooled.spread, len(repeats_a) + len(repeats_b))
-            return _between_runs(a, b, interval, level, noise), noise
-    if a and b and len(history) >= MIN_HISTORY_RUNS:
-        spread = stats.log_spread(history)
+            factor = math.sqrt(1.0 / len(repeats_a) + 1.0 / len(repeats_b))
+            base = (REPEATS, pooled, len(repeats_a) + len(repeats_b), factor)
+    if base is None and a and b:
+        spread, runs = _history_spread(history)
         if spread is not None:
-            interval = stats.t_ratio_interval(a, b, spread, len(history) - 1, 1, 1, level)
-            noise = Noise(HISTORY, spread, len(history))
-            return _between_runs(a, b, interval, level, noise), noise
+            base = (HISTORY, spread, runs, math.sqrt(2.0))
+    if base is not None and a and b and a > 0 and b > 0:
+        source, pooled, n, factor = base
+        widened = tuple(
+            side_widenings(reference, 0) + side_widenings(other, 1) + host_widenings(hosts)
+        )
+        parts = [(pooled.spread * factor, pooled.df)] + [(w.spread, w.df) for w in widened]
+        se = math.sqrt(sum(part**2 for part, _ in parts))
+        df = stats.satterthwaite_df(parts) if widened else float(pooled.df)
+        interval = stats.t_log_interval(math.log(b / a), se, df, level)
+        noise = Noise(source, pooled.spread, n, se=se, df=df, widened=widened)
+        return _between_runs(a, b, interval, level, noise), noise
     samples_a, samples_b = reference["samples"], other["samples"]
     pooled = stats.pooled_log_spread([samples_a, samples_b])
+    difference = stats.compare_samples(samples_a, samples_b, alpha, level, resamples)
+    se, widened = None, ()
+    if difference.ratio is not None and difference.ratio.low > 0 and difference.ratio.ratio > 0:
+        z = stats.normal_quantile(0.5 + level / 2.0)
+        se = (math.log(difference.ratio.high) - math.log(difference.ratio.low)) / (2.0 * z)
+        widened = tuple(
+            side_widenings(reference, 0) + side_widenings(other, 1) + host_widenings(hosts)
+        )
+        if widened and se > 0:
+            # The bootstrap's spread and the widenings in quadrature: each end
+            # of the bootstrap interval moved out from the ratio, in log terms,
+            # by the factor the standard error grew.
+            wider = math.sqrt(se**2 + sum(w.spread**2 for w in widened))
+            ratio = difference.ratio
+            stretch = wider / se
+            interval = dataclasses.replace(
+                ratio,
+                low=ratio.ratio * (ratio.low / ratio.ratio) ** stretch,
+                high=ratio.ratio * (ratio.high / ratio.ratio) ** stretch,
+                method=WIDENED_METHOD,
+            )
+            se = wider
+            wide_enough = interval.excludes_one()
+            difference = dataclasses.replace(
+                difference,
+                ratio=interval,
+                significant=difference.significant and wide_enough,
+                why_not=difference.why_not
+                or (None if wide_enough else f"{level:.0%} interval, widened, includes 1"),
+            )
     noise = Noise(
         WITHIN_RUN,
         pooled.spread if pooled else None,
         len(samples_a) + len(samples_b),
         floor=WITHIN_RUN_FLOOR,
+        se=se,
+        widened=widened,
     )
-    return stats.compare_samples(samples_a, samples_b, alpha, level, resamples), noise
+    return difference, noise
 
 
 def _between_runs(
@@ -135,15 +322,20 @@ SHORT_WORDS = {REPEATS: "by repeats", HISTORY: "by history", WITHIN_RUN: "within
 
 
 def words(noise: Noise | None, short: bool = False) -> str:
-    """'judged by repeats (run-to-run spread 3.1%, 6 repeats)', 'judged by within-run
-    samples only (floor 22%)'; ``short``: 'by repeats', 'within-run only'."""
+    """'judged by repeats (run-to-run spread 3.1%, 6 repeats); could detect 8%',
+    'judged by within-run samples only (floor 22%); could detect 22%';
+    ``short``: 'by repeats, could detect 8%', 'within-run only, could detect 22%'."""
     if noise is None:
         return ""
+    could = detectable(noise)
+    seen = f"could detect {could:.0%}" if could is not None else ""
     if short:
-        return SHORT_WORDS[noise.source]
+        return SHORT_WORDS[noise.source] + (f", {seen}" if seen else "")
     spread = f"{noise.spread:.1%}" if noise.spread is not None else "unknown"
     if noise.source == REPEATS:
-        return f"judged by repeats (run-to-run spread {spread}, {noise.n} repeats)"
-    if noise.source == HISTORY:
-        return f"judged by this machine's history (spread {spread} over {noise.n} earlier runs)"
-    return f"judged by within-run samples only (floor {noise.floor_effect:.0%})"
+        text = f"judged by repeats (run-to-run spread {spread}, {noise.n} repeats)"
+    elif noise.source == HISTORY:
+        text = f"judged by this machine's history (spread {spread} over {noise.n} earlier runs)"
+    else:
+        text = f"judged by within-run samples only (floor {noise.floor_effect:.0%})"
+    return text + (f"; {seen}" if seen else "")

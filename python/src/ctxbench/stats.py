@@ -226,7 +226,7 @@ def log_spread(values: Sequence[float]) -> float | None:
 @dataclass(frozen=True)
 class PooledSpread:
     spread: float  # pooled standard deviation of the logs
-    df: int  # degrees of freedom: sum(n_i - 1)
+    df: float  # degrees of freedom: sum(n_i - 1) (sum(w) - 1 when weighted)
 
 
 def pooled_log_spread(groups: Sequence[Sequence[float]]) -> PooledSpread | None:
@@ -261,14 +261,18 @@ def t_ratio_interval(
         raise ValueError("level must be between 0 and 1")
     if reference <= 0.0 or other <= 0.0 or df < 1 or spread < 0.0:
         return None
+    se = spread * math.sqrt(1.0 / n_reference + 1.0 / n_other)
+    return t_log_interval(math.log(other) - math.log(reference), se, df, level)
+
+
+def t_log_interval(
+    center: float, se: float, df: float, level: float = DEFAULT_LEVEL
+) -> RatioInterval:
+    """exp(center +- t(df, 1 - alpha/2) * se): a ratio from its log and the
+    standard error of that log (``df`` may be infinite: a normal interval)."""
     from scipy import stats as scipy_stats
 
-    center = math.log(other) - math.log(reference)
-    half = (
-        float(scipy_stats.t.ppf(0.5 + level / 2.0, df))
-        * spread
-        * math.sqrt(1.0 / n_reference + 1.0 / n_other)
-    )
+    half = float(scipy_stats.t.ppf(0.5 + level / 2.0, df)) * se
     return RatioInterval(
         ratio=math.exp(center),
         low=math.exp(center - half),
@@ -277,6 +281,64 @@ def t_ratio_interval(
         resamples=0,
         method=T_LOG_RATIO_METHOD,
     )
+
+
+def weighted_log_spread(values: Sequence[float], weights: Sequence[float]) -> PooledSpread | None:
+    """The log spread of per-run figures where some count less (weights in
+    (0, 1], as frequency weights: the variance divides by sum(w) - 1, which is
+    also the degrees of freedom, possibly fractional). None below df 1."""
+    logs = _positive_logs(values)
+    w = np.asarray(weights, dtype=float)
+    if logs is None or w.shape != logs.shape or np.any(w <= 0.0):
+        return None
+    df = float(w.sum()) - 1.0
+    if df < 1.0:
+        return None
+    mean = float(np.average(logs, weights=w))
+    return PooledSpread(spread=math.sqrt(float(np.sum(w * (logs - mean) ** 2)) / df), df=df)
+
+
+def sample_log_spread(samples: Sequence[float]) -> float | None:
+    """A robust log spread of one run's samples: the interquartile range of
+    their logs scaled to a normal standard deviation (scipy.stats.iqr with
+    scale='normal'); None below two samples or with one not positive."""
+    logs = _positive_logs(samples)
+    if logs is None or logs.size < MIN_SAMPLES:
+        return None
+    from scipy import stats as scipy_stats
+
+    return float(scipy_stats.iqr(logs, scale="normal"))
+
+
+def satterthwaite_df(parts: Sequence[tuple[float, float]]) -> float:
+    """Welch-Satterthwaite degrees of freedom of a sum of variances, each
+    given as (standard error, its degrees of freedom); infinite df allowed."""
+    total = sum(se**2 for se, _ in parts)
+    denominator = sum(se**4 / df for se, df in parts if se > 0.0 and math.isfinite(df))
+    if total == 0.0 or denominator == 0.0:
+        return math.inf
+    return total**2 / denominator
+
+
+def normal_quantile(probability: float) -> float:
+    from scipy import stats as scipy_stats
+
+    return float(scipy_stats.norm.ppf(probability))
+
+
+def detectable_log_effect(
+    se: float, df: float, level: float = DEFAULT_LEVEL, power: float = 0.8
+) -> float:
+    """The minimum detectable effect, in log terms: the smallest true log
+    ratio that a one-sided test at (1 - level) / 2, given the standard error
+    SE of the log ratio with DF degrees of freedom, detects with probability
+    POWER: (t(1 - (1 - level)/2) + t(power)) * se, both t quantiles at df (as
+    in power analysis of a t test with the spread estimated)."""
+    from scipy import stats as scipy_stats
+
+    return (
+        float(scipy_stats.t.ppf(0.5 + level / 2.0, df)) + float(scipy_stats.t.ppf(power, df))
+    ) * se
 
 
 @dataclass(frozen=True)

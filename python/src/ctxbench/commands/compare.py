@@ -16,6 +16,8 @@ from ctxbench.console import QuietStream, new_console
 from ctxbench.errors import BadInput
 from ctxbench.store_schema import StoredRun
 
+EXIT_INCONCLUSIVE = 4  # compare --fail-above: neither passed nor failed (docs/cli.md)
+
 
 @click.command()
 @click.argument("run_refs", nargs=-1, required=True, metavar="RUN_A RUN_B [RUN...]")
@@ -63,9 +65,18 @@ from ctxbench.store_schema import StoredRun
     "fail_above",
     metavar="PCT",
     callback=lambda ctx, param, value: _percentage(value, "--fail-above"),
-    help="Exit 1 when a comparable row got slower than the reference by more than PCT "
-    "percent: the whole interval of its ratio above 1 + PCT, judged against the row's "
-    "run-to-run noise (repeats, history, or within-run with a floor); names each such row.",
+    help="A gate: each row is slower, not slower (it could have seen a slowdown of PCT "
+    "percent, at 80% power) or inconclusive (it could not; says what would decide it). "
+    "Exit 0 only when every row is not slower, 1 when a row is slower, "
+    f"{EXIT_INCONCLUSIVE} otherwise.",
+)
+@click.option(
+    "--allow-inconclusive",
+    "allow_inconclusive",
+    metavar="PCT",
+    callback=lambda ctx, param, value: _percentage(value, "--allow-inconclusive", 100.0),
+    help="With --fail-above: pass even when up to PCT percent of the rows are "
+    "inconclusive (they are still listed); at least one row must be not slower.",
 )
 def compare(
     run_refs: tuple[str, ...],
@@ -77,6 +88,7 @@ def compare(
     as_json: bool,
     show_all: bool,
     fail_above: float | None,
+    allow_inconclusive: float | None,
 ) -> int:
     """Runs side by side, answers first: each key figure's ratio with its
     interval, judged against the row's run-to-run noise (the runs' repeats,
@@ -84,16 +96,19 @@ def compare(
     with a floor; each row says which), the environment differences that may
     explain them, the summary line; --all adds the table of every row.
 
-    Rows whose verdicts are not ok, whose tasks ran on a different number of
-    CPUs, or whose runs used different options are marked and left out of the
-    summary line (and never fail --fail-above)."""
+    Rows whose tasks ran on a different number of CPUs measure something
+    else: they are marked, left out of the summary line, and inconclusive
+    for --fail-above. A suspect row is compared with its spread in its noise."""
     from ctxbench.compare import compare_runs
     from ctxbench.export import comparison_dict
-    from ctxbench.gate import gate, gate_lines
+    from ctxbench.gate import FAILED, PASSED, gate, gate_lines
     from ctxbench.machine_history import variant_history
 
     if len(run_refs) < 2:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
+    if allow_inconclusive is not None and fail_above is None:
+        raise click.UsageError("--allow-inconclusive goes with --fail-above PCT")
+    allowed = allow_inconclusive or 0.0
     with open_store(db, create=False) as store:
         runs = [store.load(ref) for ref in run_refs]
         if baseline is not None:
@@ -107,18 +122,18 @@ def compare(
         raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")
     if as_json:
         comparison = compare_runs(runs, alpha=alpha, min_effect=min_effect, history=history)
-        judged = None if fail_above is None else gate(comparison, fail_above)
+        judged = None if fail_above is None else gate(comparison, fail_above, allowed)
         click.echo(json.dumps(comparison_dict(comparison, judged), indent=2, allow_nan=False))
     else:
         options = {"alpha": alpha, "min_effect": min_effect, "history": history}
         comparison = _print_comparison(runs, options, show_all, only_common)
-        judged = None if fail_above is None else gate(comparison, fail_above)
+        judged = None if fail_above is None else gate(comparison, fail_above, allowed)
     if judged is None:
         return 0
     # The gate's lines: after the tables on stdout, or on stderr beside --json's data.
     for line in gate_lines(comparison, judged):
         click.echo(fmt.terminal_text(line), file=QuietStream(sys.stderr) if as_json else None)
-    return 1 if judged.failed else 0
+    return {PASSED: 0, FAILED: 1}.get(judged.outcome, EXIT_INCONCLUSIVE)
 
 
 def _print_comparison(
@@ -155,8 +170,8 @@ def _print_comparison(
     return comparison
 
 
-def _percentage(value: str | None, option: str) -> float | None:
-    """'5' or '5%' as 5.0; anything else is a usage error naming the fix."""
+def _percentage(value: str | None, option: str, most: float = math.inf) -> float | None:
+    """'5' or '5%' as 5.0 (at most MOST); anything else is a usage error naming the fix."""
     if value is None:
         return None
     text = value.strip().removesuffix("%").strip()
@@ -164,9 +179,10 @@ def _percentage(value: str | None, option: str) -> float | None:
         number = float(text)
     except ValueError:
         number = math.nan
-    if not math.isfinite(number) or number < 0:
+    if not math.isfinite(number) or number < 0 or number > most:
         raise click.BadParameter(
-            f"{value!r} is not a percentage; give a number of percent such as 5 (for 5%)",
+            f"{value!r} is not a percentage; give a number of percent such as 5 (for 5%)"
+            + (f", at most {most:g}" if math.isfinite(most) else ""),
             param_hint=option,
         )
     return number
