@@ -224,6 +224,28 @@ def _relabel(run_records, run_id: str, started_at: str, **env_edits):
     return group_run(records)
 
 
+def _sandbox(filters=0, recording=False, enabled=0, tracer_pid=0, auditd_pid=0) -> dict:
+    return {
+        "seccomp": {"mode": "filter" if filters else "disabled", "filters": filters},
+        "no_new_privs": 0,
+        "tracer_pid": tracer_pid,
+        "traced": bool(tracer_pid),
+        "tracepoints": {"source": "/sys/kernel/tracing", "enabled": enabled,
+                        "recording": recording},
+        "audit": {"state": "disabled", "rules": 0, "auditd_pid": auditd_pid},
+    }  # fmt: skip
+
+
+def test_only_what_changes_a_figure_in_the_sandbox_makes_another_machine():
+    def key(**sandbox):
+        return machine_key({"hostname": "vm", "sandbox": _sandbox(**sandbox)})
+
+    assert key() == key(enabled=3, auditd_pid=812)  # events enabled, not recording
+    assert key() != key(recording=True, enabled=2)  # a buffer records every switch
+    assert key() != key(filters=1)  # a seccomp filter runs on every call
+    assert key() != key(tracer_pid=4242)  # a tracer stops the calls
+
+
 def test_history_takes_earlier_runs_of_the_same_machine_only(store):
     base = real_run("run_a.jsonl")
     stamp = "2026-11-2{}T06:37:14Z"
@@ -234,7 +256,7 @@ def test_history_takes_earlier_runs_of_the_same_machine_only(store):
         "host": _relabel(base, "host", stamp.format(2), hostname="elsewhere"),
         "cpu": _relabel(base, "cpu", stamp.format(2), cpu__model="Another CPU"),
         "full": _relabel(base, "full", stamp.format(2), options={"quick": False}),
-        "sandboxed": _relabel(base, "sandboxed", stamp.format(2), sandbox={"seccomp": "allow"}),
+        "sandboxed": _relabel(base, "sandboxed", stamp.format(2), sandbox=_sandbox(filters=1)),
         "a": _relabel(base, "a", stamp.format(3)),
         "b": _relabel(base, "b", stamp.format(4)),
         "later": _relabel(base, "later", stamp.format(5)),

@@ -26,15 +26,31 @@ MAX_LOADED = 60  # runs of the same host loaded at most while looking for them
 
 
 def machine_key(env: dict[str, Any]) -> tuple[str, ...]:
-    """(host, CPU model, kernel release, sandbox as JSON)."""
+    """(host, CPU model, kernel release, what of the sandbox changes a figure, as JSON)."""
     cpu = env.get("cpu") or {}
     kernel = env.get("kernel") or {}
     return (
         str(env.get("hostname")),
         str(cpu.get("model")),
         str(kernel.get("release")),
-        json.dumps(env.get("sandbox"), sort_keys=True),
+        json.dumps(sandbox_key(env.get("sandbox")), sort_keys=True),
     )
+
+
+def sandbox_key(sandbox: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What of the sandbox block changes a figure: the seccomp mode and filters,
+    being traced, auditing, tracepoints recording; not the pids, the count of
+    events enabled or where tracefs is mounted."""
+    if not sandbox:
+        return sandbox
+    seccomp = sandbox.get("seccomp") or {}
+    audit = sandbox.get("audit") or {}
+    return {
+        "seccomp": [seccomp.get("mode"), seccomp.get("filters")],
+        "traced": sandbox.get("traced"),
+        "audit": [audit.get("state"), audit.get("rules")],
+        "tracepoints_recording": (sandbox.get("tracepoints") or {}).get("recording"),
+    }
 
 
 def history_runs(store: Store, runs: list[StoredRun]) -> list[StoredRun]:
