@@ -22,29 +22,16 @@ The parts, when the run holds the figures they need:
 - refilling the cache: for a ring hop, the fitted slope of the corrected
   figure over the working set (``size_kib``) times that working set.
 
-A part that is the difference of two records (the address-space switch,
-waking an idle CPU) is a share only when the run says it holds (``withheld``,
-the one rule ``show``, ``explain``, the summary's "Why" and the report all
-go by): the two figures' intervals of the median do not overlap, neither is
-suspect for a reason that says it measured something else (every reason but
-``unstable``, whose spread the interval already carries), and, for the idle
-share, a cpuidle driver is active (with none, holding the latency request
-cannot change the idle path). Otherwise the part moves to ``not_explained``
-with what is known (both figures and their intervals) and why it is not a
-share, its reason code in ``Explanation.withheld``.
+A part that is the difference of two records is a share only where
+``analysis.shares`` says it holds (the one rule); otherwise, and where a
+difference comes out below zero or above the figure (noise, placement, or a
+primitive that did not switch), it moves to ``not_explained`` in words that
+name the two figures, and the remainder is taken over the parts that stand
+(none left: said in words too).
 
-A difference can also come out below zero, or larger than the figure it should
-be part of: the two figures disagree (noise, placement, or a primitive that
-did not switch). Such a part is never shown as a share: it moves to
-``not_explained`` with words that name the two figures, and the remainder is
-taken over the parts that stand. If those already exceed the median, there
-is no remainder, and that is said in words too.
-
-It also fits how ``create.fork`` grows with the parent's size, and, where the
-run measured the ``seccomp`` axis, says what a filter adds per system call
-and per switch (``ctxbench.filter_cost``).
-
-``ctxbench.explain_view`` picks the figures a reader asked for and prints them.
+It also fits how ``create.fork`` grows (``analysis.fork_scaling``) and says
+what a seccomp filter adds (``ctxbench.filter_cost``); ``ctxbench.explain_view``
+prints the figures a reader asked for.
 """
 
 from __future__ import annotations
@@ -56,6 +43,14 @@ from typing import Any
 from scipy import stats as sps
 
 from ctxbench import fmt
+from ctxbench.analysis.fork_scaling import ForkScaling, fit_fork
+from ctxbench.analysis.shares import (  # noqa: F401 (the codes: why.py imports them here)
+    NO_IDLE_DRIVER,
+    OVERLAP,
+    SUSPECT,
+    share_withheld,
+    withheld_words,
+)
 from ctxbench.explain_phases import TracedView, compare_idle, measured_placement, traced_view
 from ctxbench.filter_cost import FilterCost, filter_costs
 
@@ -95,16 +90,6 @@ class Explanation:
     @property
     def variant(self) -> str:
         return f"{self.probe} {_params_text(self.params)}"
-
-
-@dataclass
-class ForkScaling:
-    points: list[tuple[float, float]]  # (parent_mib, median ns)
-    slope_ns_per_mib: float | None
-    intercept_ns: float | None
-    slope_stderr: float | None
-    minimal_parent_ns: float | None
-    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -177,88 +162,6 @@ def _is_switch(record: dict[str, Any]) -> bool:
     return record.get("family") == "switch" and record.get("unit") == "ns"
 
 
-# ---- the one rule: is the difference of two figures a share? ----------------------------
-OVERLAP = "overlap"  # their intervals of the median overlap
-NO_IDLE_DRIVER = "no_idle_driver"  # idle share with no cpuidle driver active
-SUSPECT = "suspect"  # a figure is suspect for a reason that says it measured something else
-# The verdict reasons after which a figure still measures what it names: its
-# interval of the median already carries the spread.
-SPREAD_ONLY = frozenset({"unstable"})
-
-
-def _interval(record: dict[str, Any], corrected: bool) -> tuple[float, float] | None:
-    """The record's interval of the median (less its baseline when CORRECTED)."""
-    ci = (record.get("summary") or {}).get("median_ci") or {}
-    if ci.get("low") is None or ci.get("high") is None:
-        return None
-    shift = (_baseline(record) or 0.0) if corrected else 0.0
-    return float(ci["low"]) - shift, float(ci["high"]) - shift
-
-
-def _not_measuring(record: dict[str, Any]) -> list[str]:
-    """The reason codes of a record's verdict that say it measured something else."""
-    codes = dict.fromkeys(r["code"] for r in record.get("verdict", {}).get("reasons", []))
-    return [code for code in codes if code not in SPREAD_ONLY]
-
-
-def share_withheld(
-    first: dict[str, Any], second: dict[str, Any], *, corrected: bool = False, idle: bool = False
-) -> str | None:
-    """Why the difference of two records of one run is not a share (OVERLAP,
-    NO_IDLE_DRIVER, SUSPECT), or None when it holds. IDLE: the difference is
-    idle=free less idle=held; CORRECTED: of the figures less their baselines."""
-    if idle and any(
-        (rec.get("derived") or {}).get("cpuidle_driver") == "none" for rec in (first, second)
-    ):
-        return NO_IDLE_DRIVER
-    if any(_not_measuring(rec) for rec in (first, second)):
-        return SUSPECT
-    a, b = _interval(first, corrected), _interval(second, corrected)
-    if a is None or b is None or (a[0] <= b[1] and b[0] <= a[1]):
-        return OVERLAP
-    return None
-
-
-def _figure_text(label: str, record: dict[str, Any], value: float, corrected: bool) -> str:
-    """'idle=free 26.27 µs (20.70–36.21 µs)': a figure with its interval."""
-    ci = _interval(record, corrected)
-    inside = f" ({fmt.interval(ci[0], ci[1], 'ns')})" if ci else ""
-    return f"{label} {time_text(value)}{inside}"
-
-
-def _withheld_words(
-    code: str,
-    part: Part,
-    sides: tuple[tuple[str, dict[str, Any], float], tuple[str, dict[str, Any], float]],
-    corrected: bool,
-) -> str:
-    """What is known of a withheld part (both figures) and why it is not a share."""
-    (label_a, rec_a, value_a), (label_b, rec_b, value_b) = sides
-    known = (
-        f"{_figure_text(label_a, rec_a, value_a, corrected)} against "
-        f"{_figure_text(label_b, rec_b, value_b, corrected)}"
-    )
-    if code == NO_IDLE_DRIVER:
-        return (
-            f"{part.name}: {known}, but no cpuidle driver is active, so holding the latency "
-            "request cannot change the idle path: the difference is noise here, not a share"
-        )
-    if code == SUSPECT:
-        named = [
-            f"{label} ({', '.join(code.replace('_', ' ') for code in _not_measuring(rec))})"
-            for label, rec, _ in sides
-            if _not_measuring(rec)
-        ]
-        return (
-            f"{part.name}: {known}, but {' and '.join(named)} is suspect for a reason that "
-            "says it measured something else, so their difference is not a share"
-        )
-    return (
-        f"{part.name}: {known}: the intervals overlap, so their difference "
-        f"({time_text(part.ns)}) is within this run's noise, not a share"
-    )
-
-
 # ---- the decomposition -------------------------------------------------------------------
 def explain(results: list[dict[str, Any]], run_id: str | None = None) -> Explained:
     """Decomposes every measured switch figure of one run's result records."""
@@ -280,7 +183,7 @@ def explain(results: list[dict[str, Any]], run_id: str | None = None) -> Explain
             continue
         explanations.append(_explain_one(r, by_key, bare_ns, ring_slopes))
     return Explained(
-        run_id, explanations, _fork_scaling(results), bare_ns, unexplained, filter_costs(results)
+        run_id, explanations, _fork(results), bare_ns, unexplained, filter_costs(results)
     )
 
 
@@ -380,13 +283,24 @@ def _explain_one(
                 )
             )
             assert mine_record is not None
-            code = share_withheld(mine_record, twin, corrected=True)
+            code = share_withheld(
+                mine_record, twin, shifts=(_baseline(mine_record), _baseline(twin))
+            )
             if code is not None:
                 sides = (
                     ("corrected between=processes", mine_record, mine),
                     ("between=threads", twin, theirs),
                 )
-                withheld[parts[-1].name] = (code, _withheld_words(code, parts[-1], sides, True))
+                withheld[parts[-1].name] = (
+                    code,
+                    withheld_words(
+                        code,
+                        parts[-1].name,
+                        parts[-1].ns,
+                        sides,
+                        shifts=(_baseline(mine_record), _baseline(twin)),
+                    ),
+                )
             disagree[parts[-1].name] = (
                 f"between=threads ({time_text(theirs)}, corrected) measured higher than "
                 f"between=processes ({time_text(mine)}){held_text}: the address-space share is "
@@ -415,7 +329,10 @@ def _explain_one(
             code = share_withheld(r, held, idle=True)
             if code is not None:
                 sides = (("idle=free", r, median), ("idle=held", held, held_median))
-                withheld[IDLE_PART] = (code, _withheld_words(code, parts[-1], sides, False))
+                withheld[IDLE_PART] = (
+                    code,
+                    withheld_words(code, parts[-1].name, parts[-1].ns, sides),
+                )
             disagree[parts[-1].name] = (
                 f"idle=held ({time_text(held_median)}) measured higher than idle=free "
                 f"({time_text(median)}): holding the CPUs out of deep idle saved nothing "
@@ -559,7 +476,7 @@ def _ring_slopes(results: list[dict[str, Any]]) -> dict[tuple, tuple[float, int]
     return slopes
 
 
-def _fork_scaling(results: list[dict[str, Any]]) -> ForkScaling | None:
+def _fork(results: list[dict[str, Any]]) -> ForkScaling | None:
     points = sorted(
         (float(r["params"]["parent_mib"]), float(_median(r) or 0))
         for r in results
@@ -573,17 +490,7 @@ def _fork_scaling(results: list[dict[str, Any]]) -> ForkScaling | None:
         ),
         None,
     )
-    if not points and minimal is None:
-        return None
-    notes = []
-    slope = intercept = stderr = None
-    if len({x for x, _ in points}) >= 2:
-        fit = sps.linregress([x for x, _ in points], [y for _, y in points])
-        slope, intercept = float(fit.slope), float(fit.intercept)
-        stderr = float(fit.stderr) if len(points) > 2 else None
-    else:
-        notes.append("fewer than two parent sizes measured: no slope")
-    return ForkScaling(points, slope, intercept, stderr, minimal, notes)
+    return fit_fork(points, minimal)
 
 
 # ---- figures in words -------------------------------------------------------------------

@@ -58,6 +58,7 @@ from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import parts_rows
 from ctxbench.store_schema import StoredRun
 from ctxbench.summary import is_remainder, run_name, section_id, summarize
+from ctxbench.views.answers import sentences
 
 
 def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, Any]:
@@ -110,6 +111,7 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
         "summary": summary_view,
         "ladder_labels": ladder_labels(summary),
         "point_text": point_text,
+        "answer_sentences": sentences,
         "is_remainder": is_remainder,
         "traced_line": traced_line,
         "version": __version__,

@@ -26,6 +26,7 @@ API (stable; later changes only add)::
       .why: list[str]                  the ladder's large differences, one line each (why.py)
       .terms: list[str]                definitions of the words the ladder uses
       .timer: list[str]                the timer the ladder's figures were corrected for
+      .answers: list[Answer]           the seed questions the run answers (analysis.answers)
       .same_vs_cross: list[SameVsCross]
       .explained: Explained | None     explain(run.results) when it explains anything
       .explanation: Explanation | None the switch drawn as a waterfall (WATERFALL_PREFERENCE)
@@ -61,15 +62,15 @@ ctxbench.summary_rules, the dataclasses in ctxbench.summary_data.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ctxbench import fmt, sandbox
+from ctxbench.analysis.answers import answers
 from ctxbench.compare import compare_runs, describe
 from ctxbench.explain import REST, Explained, Explanation, explain
 from ctxbench.records import STATUSES, RunRecords, params_key, summary_value, variant_name
 from ctxbench.store_schema import StoredRun
-from ctxbench.summary_data import (
+from ctxbench.summary_data import (  # noqa: F401 (section_id, point: their users import them here)
     EnvDifference,
     MachineCell,
     MachineFigure,
@@ -81,6 +82,8 @@ from ctxbench.summary_data import (
     Summary,
     VerdictNote,
     Verdicts,
+    point,
+    section_id,
 )
 from ctxbench.summary_rules import (
     ABSENT_MEANS,
@@ -90,70 +93,16 @@ from ctxbench.summary_rules import (
     SWITCH_FAMILY,
     SWITCH_KNOBS,
     WATERFALL_PREFERENCE,
-    reason_sentence,
+    pick,
 )
 from ctxbench.why import cheapest_first, no_ratio_words, terms, why_lines
 
 _NONE = object()
 
 
-def section_id(family: str) -> str:
-    """The HTML id of a family's section: 'family-switch' (safe for any family name)."""
-    return "family-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", family).strip("-") or "x")
-
-
 def run_name(index: int, run: StoredRun) -> str:
     """'A: laptop (vm · Intel(R) Xeon(R) Processor · KVM guest)': the machine, in every legend."""
     return f"{fmt.run_letter(index)}: {run.info.label or run.run_id} ({run.info.machine})"
-
-
-def point(result: dict[str, Any]) -> Point:
-    summary = result.get("summary") or {}
-    ci = summary.get("median_ci") or {}
-    reasons = result["verdict"]["reasons"]
-    codes = list(dict.fromkeys(reason["code"] for reason in reasons))
-    return Point(
-        probe=result["probe"],
-        params=dict(result["params"]),
-        family=result["family"],
-        unit=result["unit"],
-        median=summary_value(result, "median"),
-        ci_low=float(ci["low"]) if ci.get("low") is not None else None,
-        ci_high=float(ci["high"]) if ci.get("high") is not None else None,
-        status=result["verdict"]["status"],
-        reasons=tuple(reason_sentence(code) for code in codes),
-        details=tuple(reason["detail"] for reason in reasons),
-        anchor=section_id(result["family"]),
-        result=result,
-    )
-
-
-def _rank(result: dict[str, Any], match: dict[str, tuple[Any, ...]]) -> tuple[int, ...] | None:
-    """Preference of a record under a match (lower is better); None: it does not match."""
-    rank = []
-    for name, accepted in match.items():
-        value = result["params"].get(name)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if value not in accepted:
-            return None
-        rank.append(accepted.index(value))
-    return tuple(rank)
-
-
-def pick(
-    results: list[dict[str, Any]], probe: str, match: dict[str, tuple[Any, ...]]
-) -> dict[str, Any] | None:
-    """The record of PROBE that best fits MATCH (first in the run among equals), or None."""
-    best = None
-    best_rank = None
-    for result in results:
-        if result["probe"] != probe:
-            continue
-        rank = _rank(result, match)
-        if rank is not None and (best_rank is None or rank < best_rank):
-            best, best_rank = result, rank
-    return best
 
 
 def _measured(result: dict[str, Any] | None) -> bool:
@@ -275,6 +224,7 @@ def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) ->
         why=why_lines(explained, rungs),
         terms=terms([rung.label for rung in rungs]),
         timer=fmt.timer([rung.point.result for rung in rungs]),
+        answers=answers(results),
     )
 
 

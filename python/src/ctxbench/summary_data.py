@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,7 +10,9 @@ from ctxbench import fmt
 from ctxbench.compare import Comparison, Row
 from ctxbench.explain import Explained, Explanation
 from ctxbench.noise import Noise
+from ctxbench.records import summary_value
 from ctxbench.stats import RatioInterval, bootstrap_ratio_of_medians
+from ctxbench.summary_rules import reason_sentence
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,32 @@ class Rung:
     key: str
     label: str
     point: Point
+
+
+def section_id(family: str) -> str:
+    """The HTML id of a family's section: 'family-switch' (safe for any family name)."""
+    return "family-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", family).strip("-") or "x")
+
+
+def point(result: dict[str, Any]) -> Point:
+    summary = result.get("summary") or {}
+    ci = summary.get("median_ci") or {}
+    reasons = result["verdict"]["reasons"]
+    codes = list(dict.fromkeys(reason["code"] for reason in reasons))
+    return Point(
+        probe=result["probe"],
+        params=dict(result["params"]),
+        family=result["family"],
+        unit=result["unit"],
+        median=summary_value(result, "median"),
+        ci_low=float(ci["low"]) if ci.get("low") is not None else None,
+        ci_high=float(ci["high"]) if ci.get("high") is not None else None,
+        status=result["verdict"]["status"],
+        reasons=tuple(reason_sentence(code) for code in codes),
+        details=tuple(reason["detail"] for reason in reasons),
+        anchor=section_id(result["family"]),
+        result=result,
+    )
 
 
 @dataclass(frozen=True)
@@ -94,6 +123,8 @@ class RunSummary:
     sandbox: list[str] = field(default_factory=list)
     # the timer the ladder's figures were corrected for, in words (fmt.timer)
     timer: list[str] = field(default_factory=list)
+    # the seed questions this run answers (analysis.answers.Answer), first on every screen
+    answers: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

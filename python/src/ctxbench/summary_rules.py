@@ -166,3 +166,31 @@ REASON_SENTENCES: dict[str, str] = {
 def reason_sentence(code: str) -> str:
     """The sentence for a reason code; an unknown code (a newer producer) says so."""
     return REASON_SENTENCES.get(code, f"Reason '{code}' (not known to this version of ctxbench).")
+
+
+def _rank(result: dict[str, Any], match: dict[str, tuple[Any, ...]]) -> tuple[int, ...] | None:
+    """Preference of a record under a match (lower is better); None: it does not match."""
+    rank = []
+    for name, accepted in match.items():
+        value = result["params"].get(name)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if value not in accepted:
+            return None
+        rank.append(accepted.index(value))
+    return tuple(rank)
+
+
+def pick(
+    results: list[dict[str, Any]], probe: str, match: dict[str, tuple[Any, ...]]
+) -> dict[str, Any] | None:
+    """The record of PROBE that best fits MATCH (first in the run among equals), or None."""
+    best = None
+    best_rank = None
+    for result in results:
+        if result["probe"] != probe:
+            continue
+        rank = _rank(result, match)
+        if rank is not None and (best_rank is None or rank < best_rank):
+            best, best_rank = result, rank
+    return best

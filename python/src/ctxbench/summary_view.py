@@ -30,6 +30,7 @@ from ctxbench.explain import Explanation
 from ctxbench.records import variant_name
 from ctxbench.summary_data import Point, RunSummary, Summary
 from ctxbench.tables import STATUS_STYLE
+from ctxbench.views.answers import sentences as answer_sentences
 
 MIN_WIDTH = 80
 NAMES_SHOWN = 3  # results named per shared verdict before "and N more"
@@ -311,6 +312,21 @@ def sandbox_lines(run: RunSummary, width: int) -> list[Text]:
     return lines
 
 
+def answer_lines(run: RunSummary, width: int) -> list[Text]:
+    """The seed questions this run answers, first: figures, ratios with their
+    intervals, what the run lacks (views.answers)."""
+    if not run.answers:
+        return []
+    lines = [heading_line("Answers")]
+    for answer in run.answers:
+        first, *rest = answer_sentences(answer)
+        lines += wrapped_lines(first, width, 2)
+        for more in rest:
+            lines += wrapped_lines(more, width, 4, "dim" if more.startswith("not measured") else "")
+
+    return lines
+
+
 def run_lines(summary: Summary, width: int, index: int = 0) -> list[Text]:
     """The summary of run INDEX: ladder, why, same vs cross, explanation, verdicts."""
     width = max(width, MIN_WIDTH)
@@ -318,6 +334,7 @@ def run_lines(summary: Summary, width: int, index: int = 0) -> list[Text]:
     label = _explained_label(run)
     sections = [
         sandbox_lines(run, width),
+        answer_lines(run, width),
         ladder_lines(run, width),
         why_lines(run, width),
         same_vs_cross_lines(run, width),
@@ -378,6 +395,10 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
         "why": list(run.why),
         "terms": list(run.terms),
         "timer": list(run.timer),
+        "answers": [
+            {"question": answer.key, "title": answer.title, "sentences": answer_sentences(answer)}
+            for answer in run.answers
+        ],
         "same_vs_cross": [
             {
                 "probe": row.probe,

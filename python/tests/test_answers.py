@@ -1,0 +1,74 @@
+"""The seed questions answered first (issue 30.1): on the recorded reference
+run, `show` opens with each question's figures and ratios with intervals,
+within its first 25 lines at 80 columns; a suspect side is marked, never
+dropped; what the run lacks is named with the command that measures it; the
+report carries the same answers before its ladder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ctxbench.analysis.answers import answers
+from ctxbench.cli import cli
+from ctxbench.records import read_run_file
+from ctxbench.report import render
+from ctxbench.store import Store
+
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "data" / "reference-run.jsonl"
+
+
+@pytest.fixture(scope="module")
+def shown(tmp_path_factory):
+    db = str(tmp_path_factory.mktemp("answers") / "answers.db")
+    CliRunner().invoke(cli, ["import", str(REFERENCE), "--db", db])
+    result = CliRunner().invoke(cli, ["show", "latest", "--db", db], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_every_seed_question_is_answered_in_the_first_25_lines_of_show(shown):
+    first = " ".join(" ".join(shown.splitlines()[:25]).split())
+    assert "Answers" in shown.splitlines()[:5]  # first, right under the run header
+    for words in (
+        "Fibers, coroutines or threads: coroutine (C++20) 3.465 ns; fiber (Boost.Fiber) 41.26 ns",
+        "thread hand-off / fiber = 23.3× (CI 22.6–24.0×)",
+        "What a system call, a thread, a process cost: system call 72.21 ns",
+        "thread (create + join) 35.90 µs (suspect)",  # a suspect side marked, kept
+        "process / thread = 8.70× (CI 7.65–9.26×)",
+        "Switches in a burst (per switch), pinned to one CPU or not: pinned n=20 1.125 µs",
+        "not measured: unpinned n=20, unpinned n=200, unpinned n=20000",
+        "Pipe vs condvar thread switch, one CPU; messages per second: pipe 983.0 ns",
+        "condvar / pipe = 1.68× (CI 1.65–1.77×)",
+        "1-byte messages over a pipe, one CPU 502.8 k/s",
+    ):
+        assert words in first, words
+
+
+def test_a_question_the_run_cannot_answer_is_left_out():
+    run = read_run_file(REFERENCE)
+    only = [r for r in run.results if r["probe"] in ("uswitch.coroutine", "syscall.enosys")]
+    assert answers(only) == []  # one figure of each question: no answer, no made-up ratio
+    preset = [
+        r
+        for r in run.results
+        if r["probe"] in ("uswitch.boost_fiber", "switch.threads_round_robin")
+        and r["params"].get("policy", "batch") == "batch"
+    ]
+    (fibers,) = answers(preset)
+    assert [label for label, _ in fibers.figures] == ["fiber (Boost.Fiber)", "4-thread round robin"]
+    assert fibers.missing == ["coroutine (C++20)", "thread hand-off (futex, one CPU)"]
+    (ratio,) = fibers.ratios
+    assert (ratio.figure, ratio.against) == ("round robin", "fiber")
+    assert ratio.interval.low < ratio.value < ratio.interval.high
+
+
+def test_the_report_opens_with_the_answers(tmp_path):
+    with Store.open(str(tmp_path / "report.db")) as store:
+        stored = store.load(store.add_run(read_run_file(REFERENCE), origin="import"))
+    html = render([stored])
+    summary = html.split('id="summary"')[1]
+    assert summary.index('id="summary-answers"') < summary.index('id="summary-ladder"')
+    assert "thread hand-off / fiber = 23.3× (CI 22.6–24.0×)" in summary
