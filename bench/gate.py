@@ -66,12 +66,12 @@ from run_to_run_cv import row_class
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python", "src"))
 
-from ctxbench.compare import compare_runs, time_ratio  # noqa: E402
-from ctxbench.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, gate  # noqa: E402
-from ctxbench.machine_history import variant_history  # noqa: E402
-from ctxbench.records import read_run_file  # noqa: E402
-from ctxbench.runner import find_engine  # noqa: E402
-from ctxbench.store import Store  # noqa: E402
+from ctxbench.acquire.runner import find_engine  # noqa: E402
+from ctxbench.analysis.compare import compare_runs, time_ratio  # noqa: E402
+from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, gate  # noqa: E402
+from ctxbench.analysis.machine_history import variant_history  # noqa: E402
+from ctxbench.records.core import read_run_file  # noqa: E402
+from ctxbench.store.db import Store  # noqa: E402
 
 DEFAULT_SELECTION = "syscall switch.pipe switch.futex uswitch"
 SECCOMP_EXEC = os.path.join(ROOT, "build", "engine", "ctxbench-seccomp-exec")

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ctxbench.records import RunRecords, group_run, read_run_file
+from ctxbench.records.core import RunRecords, group_run, read_run_file
 from servers import PostgresServer, SSHServer, postgres_bindir, sshd_binary
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from ctxbench.analysis.answers import answers
-from ctxbench.cli import cli
-from ctxbench.records import read_run_file
-from ctxbench.report import render
-from ctxbench.store import Store
+from ctxbench.cli.main import cli
+from ctxbench.records.core import read_run_file
+from ctxbench.store.db import Store
+from ctxbench.views.report import render
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "data" / "reference-run.jsonl"
 

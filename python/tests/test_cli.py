@@ -21,11 +21,11 @@ from click.testing import CliRunner
 
 from conftest import fixture_path, lab_run, real_run
 from ctxbench import riscv as riscv_lab
-from ctxbench.cli import cli
+from ctxbench.cli.main import cli
 from ctxbench.errors import StoreError
-from ctxbench.records import record_problem
+from ctxbench.records.core import record_problem
 from ctxbench.riscv import tools as riscv_tools
-from ctxbench.store import Store
+from ctxbench.store.db import Store
 
 FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
 

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import LAB_FIXTURE, REPO, fixture_path, lab_run, real_run
-from ctxbench.cli import cli
+from ctxbench.cli.main import cli
 
 ENGINE_RUN = real_run("default_quick.jsonl").run_id
 LAB_RUN = lab_run().run_id

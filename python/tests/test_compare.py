@@ -8,8 +8,9 @@ import re
 import pytest
 
 from conftest import real_run
-from ctxbench import noise, stats
-from ctxbench.compare import (
+from ctxbench import stats
+from ctxbench.analysis import noise
+from ctxbench.analysis.compare import (
     FASTER,
     NO_DIFFERENCE,
     ONLY_ONE,
@@ -20,9 +21,9 @@ from ctxbench.compare import (
     summary_lines,
     time_ratio,
 )
-from ctxbench.envdiff import env_diff
-from ctxbench.records import group_run, params_key
-from ctxbench.store import Store
+from ctxbench.records.core import group_run, params_key
+from ctxbench.records.envdiff import env_diff
+from ctxbench.store.db import Store
 
 
 @pytest.fixture

@@ -25,8 +25,8 @@ import click
 import pytest
 
 from conftest import REPO
-from ctxbench.cli import cli
-from ctxbench.runner import find_engine
+from ctxbench.acquire.runner import find_engine
+from ctxbench.cli.main import cli
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 COMMAND = re.compile(r"^(?:\$\s+)?(?:[\w./-]*/)?(ctxbench-engine|ctxbench)\s+(.+)$")

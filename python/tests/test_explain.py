@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import fixture_path, real_run
-from ctxbench.cli import cli
-from ctxbench.explain import REST, explain
-from ctxbench.explain_view import narrow, render_text
-from ctxbench.records import read_run_file
+from ctxbench.analysis.explain import REST, explain
+from ctxbench.cli.main import cli
+from ctxbench.records.core import read_run_file
+from ctxbench.views.explain import narrow, render_text
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "data" / "reference-run.jsonl"
 

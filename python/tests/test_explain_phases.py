@@ -14,19 +14,19 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import fixture_path, real_run
-from ctxbench.cli import cli
-from ctxbench.explain import explain
-from ctxbench.explain_phases import (
+from ctxbench.acquire.runner import RunOptions
+from ctxbench.analysis.explain import explain
+from ctxbench.analysis.phases import (
     compare_idle,
     idle_text,
     measured_placement,
     render_traced,
     traced_view,
 )
-from ctxbench.explain_view import render_text
-from ctxbench.report import render
-from ctxbench.runner import RunOptions
-from ctxbench.store import Store
+from ctxbench.cli.main import cli
+from ctxbench.store.db import Store
+from ctxbench.views.explain import render_text
+from ctxbench.views.report import render
 from test_cli import fake_engine  # noqa: F401 (a fixture)
 
 

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 
 from conftest import REPO, fixture_path, real_run
 from ctxbench import fmt
-from ctxbench.cli import cli
-from ctxbench.records import read_run_file
+from ctxbench.cli.main import cli
+from ctxbench.records.core import read_run_file
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -134,9 +134,9 @@ def test_the_ladder_bars_follow_the_medians_on_a_log_scale(tmp_path):
     """At 200 columns each rung gets a bar whose length is the median's place
     between whole decades: a larger median never gets a shorter bar, and one
     ten times larger gets a longer one."""
-    from ctxbench.store import Store
-    from ctxbench.summary import summarize
-    from ctxbench.summary_view import ladder_lines
+    from ctxbench.analysis.summary import summarize
+    from ctxbench.store.db import Store
+    from ctxbench.views.summary import ladder_lines
 
     with Store.open(str(tmp_path / "ladder.db")) as store:
         store.add_run(read_run_file(REFERENCE), origin="import")

@@ -21,10 +21,10 @@ from click.testing import CliRunner
 from scipy import stats as scipy_stats
 
 from conftest import REPO, fixture_path, real_run
-from ctxbench import noise, stats
-from ctxbench.cli import cli
-from ctxbench.compare import compare_runs
-from ctxbench.gate import (
+from ctxbench import stats
+from ctxbench.analysis import noise
+from ctxbench.analysis.compare import compare_runs
+from ctxbench.analysis.gate import (
     EXCLUDED,
     FAILED,
     INCONCLUSIVE,
@@ -36,8 +36,9 @@ from ctxbench.gate import (
     decide_by,
     gate,
 )
-from ctxbench.records import group_run, params_key
-from ctxbench.store import Store
+from ctxbench.cli.main import cli
+from ctxbench.records.core import group_run, params_key
+from ctxbench.store.db import Store
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
 TIGHT = (0.999, 1.0, 1.001, 1.0, 0.999, 1.001, 1.0, 0.999, 1.001, 1.0)

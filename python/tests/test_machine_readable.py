@@ -24,8 +24,8 @@ from referencing import Registry, Resource
 
 from conftest import REPO, fixture_path, real_run
 from ctxbench import fmt
-from ctxbench.cli import cli
-from ctxbench.records import record_problem, variant_name
+from ctxbench.cli.main import cli
+from ctxbench.records.core import record_problem, variant_name
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
 SOURCE = Path(__file__).parents[1] / "src"

@@ -13,12 +13,13 @@ import re
 import pytest
 
 from conftest import fixture_path, real_run
-from ctxbench import matrix, stats
-from ctxbench.cli import cli
-from ctxbench.compare import compare_runs
-from ctxbench.records import record_problem
-from ctxbench.report import render
-from ctxbench.store import Store
+from ctxbench import stats
+from ctxbench.analysis.compare import compare_runs
+from ctxbench.cli.main import cli
+from ctxbench.records import matrix
+from ctxbench.records.core import record_problem
+from ctxbench.store.db import Store
+from ctxbench.views.report import render
 
 
 def real_matrix(probe: str, name: str = "matrix_a.jsonl", idle: str = "free") -> dict:
@@ -238,7 +239,7 @@ def test_show_prints_the_grid_and_the_classes(db, monkeypatch):
 def test_sixteen_cpus_fit_80_columns_and_more_give_classes_only(monkeypatch):
     from rich.console import Console
 
-    from ctxbench import tables
+    from ctxbench.views import tables
 
     sixteen = wide_matrix(16)
     lines = matrix.grid_lines(sixteen)

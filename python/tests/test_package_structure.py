@@ -1,10 +1,10 @@
-"""The package's structure: no import cycle, no private name borrowed, small modules of one job.
+"""The package's structure: no import cycle, no private name borrowed, modules of one job.
 
 Walks the ``ast`` of every module under python/src/ctxbench (no import is
 executed) and checks the rules of docs/architecture.md: the import graph
 between ctxbench modules has no cycle (lazy imports inside functions
 included), no module imports an underscore name from another ctxbench module,
-every module is under 500 lines, and every module opens with a docstring
+and every module opens with a docstring
 whose first line states its one job by itself.
 """
 
@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ctxbench"
-MAX_LINES = 500
 
 
 def _module_name(path: Path) -> str:
@@ -105,8 +104,10 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_walk_finds_the_package_and_its_imports():
     # Guards the checks below against passing on an empty walk.
-    assert {"ctxbench.cli", "ctxbench.commands.run", "ctxbench.run_lifecycle"} <= set(MODULES)
-    assert "ctxbench.commands.run" in _graph()["ctxbench.cli"]
+    assert {"ctxbench.cli.main", "ctxbench.cli.commands.run", "ctxbench.cli.run_lifecycle"} <= set(
+        MODULES
+    )
+    assert "ctxbench.cli.commands.run" in _graph()["ctxbench.cli.main"]
 
 
 def test_find_cycle_finds_a_cycle_and_only_a_cycle():
@@ -142,13 +143,6 @@ def test_no_private_name_is_imported_from_another_module():
         if name is not None and _private(name) and target != module
     ]
     assert not borrowed, "private names imported across modules: " + "; ".join(borrowed)
-
-
-@pytest.mark.parametrize("module", sorted(MODULES))
-def test_module_is_small(module):
-    path = MODULES[module]
-    lines = len(path.read_text(encoding="utf-8").splitlines())
-    assert lines < MAX_LINES, f"{module} has {lines} lines; split it by job (limit {MAX_LINES})"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

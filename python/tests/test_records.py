@@ -8,7 +8,7 @@ import pytest
 
 from conftest import REPO, fixture_path, real_run
 from ctxbench.errors import RecordError
-from ctxbench.records import (
+from ctxbench.records.core import (
     group_run,
     params_key,
     params_text,

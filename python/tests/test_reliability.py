@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from conftest import fixture_path, real_run
-from ctxbench import tables
-from ctxbench.records import RecordError, read_run_file
-from ctxbench.runner import find_engine
-from ctxbench.store import Store
+from ctxbench.acquire.runner import find_engine
+from ctxbench.records.core import RecordError, read_run_file
+from ctxbench.store.db import Store
+from ctxbench.views import tables
 
 FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
 SOURCE = Path(__file__).parents[1] / "src"

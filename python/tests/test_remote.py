@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from ctxbench.acquire.remote import engine_for
 from ctxbench.errors import EngineError
-from ctxbench.remote import engine_for
-from ctxbench.store import Store
+from ctxbench.store.db import Store
 
 # create.posix_spawn runs the engine's exec helper, which must have been copied too.
 QUICK = ["syscall.getpid", "create.posix_spawn", "--quick"]

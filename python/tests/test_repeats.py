@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from conftest import real_run
-from ctxbench import repeats, stats
-from ctxbench.records import group_run, params_key, record_problem
+from ctxbench import stats
+from ctxbench.acquire import repeats
+from ctxbench.records.core import group_run, params_key, record_problem
 
 
 def _two_repeats():

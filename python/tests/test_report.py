@@ -16,9 +16,9 @@ import pytest
 
 from conftest import REPO, real_run, require_chromium, with_run_id
 from ctxbench import fmt
-from ctxbench.records import group_run, params_key, read_run_file, record_problem
-from ctxbench.report import render
-from ctxbench.store import Store
+from ctxbench.records.core import group_run, params_key, read_run_file, record_problem
+from ctxbench.store.db import Store
+from ctxbench.views.report import render
 
 EVIL = "</script><img src=x onerror=alert(1)><script>alert('xss')</script>&amp;"
 
@@ -350,7 +350,7 @@ def _machine_rows(page: str) -> list[list[str]]:
 
 
 def test_machine_vs_machine(store_with_runs):
-    from ctxbench.summary import summarize
+    from ctxbench.analysis.summary import summarize
 
     runs = [store_with_runs.load(real_run(name).run_id) for name in ("run_a.jsonl", "run_b.jsonl")]
     page = render(runs)
@@ -404,7 +404,7 @@ def test_machine_vs_machine_on_two_machines(tmp_path):
     """run_a (the KVM development VM, kernel 6.18) against other_machine (a QEMU
     TCG guest with Debian's 6.1 kernel, see fixtures/README.md): real differences,
     significant, and the environment that explains them, highlighted."""
-    from ctxbench.summary import summarize
+    from ctxbench.analysis.summary import summarize
 
     with Store.open(tmp_path / "two.db") as store:
         runs = [

@@ -23,12 +23,12 @@ import pytest
 from plotly.offline.offline import get_plotlyjs_version
 
 from conftest import lab_run, real_run, require_chromium
-from ctxbench import report
-from ctxbench.output_files import write_report
-from ctxbench.records import RunRecords, read_run_file
-from ctxbench.report import chart_library, render
-from ctxbench.store import Store
-from ctxbench.summary import summarize
+from ctxbench.analysis.summary import summarize
+from ctxbench.cli.output_files import write_report
+from ctxbench.records.core import RunRecords, read_run_file
+from ctxbench.store.db import Store
+from ctxbench.views import report
+from ctxbench.views.report import chart_library, render
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "data" / "reference-run.jsonl"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import fixture_path, real_run
+from ctxbench.acquire.runner import EngineRun, RunOptions, find_engine, plan_variants
 from ctxbench.errors import BadInput, EngineError
-from ctxbench.runner import EngineRun, RunOptions, find_engine, plan_variants
 
 FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
 

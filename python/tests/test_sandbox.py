@@ -13,15 +13,15 @@ import copy
 import pytest
 
 from conftest import real_run
-from ctxbench import sandbox
-from ctxbench.envdiff import env_diff
+from ctxbench.analysis.summary import summarize
 from ctxbench.errors import RecordError
-from ctxbench.machines_view import machine_lines
-from ctxbench.records import group_run, validate
-from ctxbench.report import render
-from ctxbench.store import Store
-from ctxbench.summary import summarize
-from ctxbench.summary_view import as_dict, plain, run_lines
+from ctxbench.records import sandbox
+from ctxbench.records.core import group_run, validate
+from ctxbench.records.envdiff import env_diff
+from ctxbench.store.db import Store
+from ctxbench.views.machines import machine_lines
+from ctxbench.views.report import render
+from ctxbench.views.summary import as_dict, plain, run_lines
 
 UNFILTERED = {
     "seccomp": {"mode": "disabled", "filters": 0, "source": "/proc/thread-self/status"},

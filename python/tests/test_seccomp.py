@@ -15,9 +15,9 @@ import copy
 import pytest
 
 from conftest import real_run
-from ctxbench.explain import explain
-from ctxbench.explain_view import headline, render_text, run_dict, run_text
-from ctxbench.filter_cost import cost_lines, filter_costs
+from ctxbench.analysis.explain import explain
+from ctxbench.analysis.filter_cost import cost_lines, filter_costs
+from ctxbench.views.explain import headline, render_text, run_dict, run_text
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,14 @@ import pytest
 from rich.console import Console
 
 from conftest import real_run
-from ctxbench import fmt, machines_view, stats, summary_view, tables
-from ctxbench.records import group_run, record_problem
-from ctxbench.report import render
-from ctxbench.store import Store
-from ctxbench.summary import summarize
+from ctxbench import fmt, stats
+from ctxbench.analysis.summary import summarize
+from ctxbench.records.core import group_run, record_problem
+from ctxbench.store.db import Store
+from ctxbench.views import machines as machines_view
+from ctxbench.views import summary as summary_view
+from ctxbench.views import tables
+from ctxbench.views.report import render
 
 # The thread switch on one CPU: run A's ladder shows it.
 PROBE, PARAMS = "switch.pipe", {"between": "threads", "cpus": "same"}

@@ -17,10 +17,10 @@ import sqlalchemy as sa
 
 from conftest import real_run, synthetic_run
 from ctxbench.errors import BadInput, StoreError
-from ctxbench.records import group_run, machine_name
-from ctxbench.store import Store
-from ctxbench.store_dialects import PostgreSQLDialect, is_url
-from ctxbench.store_schema import (
+from ctxbench.records.core import group_run, machine_name
+from ctxbench.store.db import Store
+from ctxbench.store.dialects import PostgreSQLDialect, is_url
+from ctxbench.store.schema import (
     APPLICATION_ID,
     LATEST_VERSION,
     MIGRATIONS,

@@ -24,10 +24,10 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import REPO, fixture_path, real_run, synthetic_run, write_jsonl
-from ctxbench.cli import cli
+from ctxbench.cli.main import cli
 from ctxbench.errors import StoreWriteError
-from ctxbench.store import Store
-from ctxbench.store_schema import APPLICATION_ID
+from ctxbench.store.db import Store
+from ctxbench.store.schema import APPLICATION_ID
 from servers import PostgresServer, postgres_bindir
 
 
@@ -122,7 +122,7 @@ def _fake_engine(tmp_path: Path, monkeypatch) -> None:
 
 def _after_the_engine(monkeypatch, action: Callable[[], object]) -> None:
     """`run` does ACTION once the engine's records are in, before it stores them."""
-    import ctxbench.commands.run as run_command
+    import ctxbench.cli.commands.run as run_command
 
     stream = run_command.stream_engine_run
 
@@ -146,7 +146,7 @@ def test_run_while_the_lock_is_held_keeps_the_measured_run(tmp_path, monkeypatch
     db = tmp_path / "s.db"
     with Store.open(db) as store:
         store.add_run(synthetic_run("before-0001"), origin="run")
-    monkeypatch.setattr("ctxbench.store.LOCK_TIMEOUT_S", 0.3)
+    monkeypatch.setattr("ctxbench.store.db.LOCK_TIMEOUT_S", 0.3)
     holder = _hold_write_lock(str(db))
     try:
         result = invoke("run", "--db", str(db))

@@ -12,12 +12,12 @@ import copy
 import pytest
 
 from conftest import REPO, real_run
-from ctxbench.compare import describe
-from ctxbench.explain import REST
-from ctxbench.records import group_run, params_key, read_run_file, schema
-from ctxbench.store import Store
-from ctxbench.summary import is_remainder, pick, section_id, summarize, variant_key
-from ctxbench.summary_rules import LADDER, REASON_SENTENCES, reason_sentence
+from ctxbench.analysis.compare import describe
+from ctxbench.analysis.explain import REST
+from ctxbench.analysis.summary import is_remainder, pick, section_id, summarize, variant_key
+from ctxbench.analysis.summary_rules import LADDER, REASON_SENTENCES, reason_sentence
+from ctxbench.records.core import group_run, params_key, read_run_file, schema
+from ctxbench.store.db import Store
 
 REFERENCE_RUN = REPO / "docs" / "data" / "reference-run.jsonl"
 

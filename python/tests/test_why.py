@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import real_run
-from ctxbench.records import RunRecords, read_run_file
-from ctxbench.store import Store
-from ctxbench.summary import summarize
-from ctxbench.summary_view import plain, run_lines
+from ctxbench.analysis.summary import summarize
+from ctxbench.records.core import RunRecords, read_run_file
+from ctxbench.store.db import Store
+from ctxbench.views.summary import plain, run_lines
 
 DEFAULT_QUICK = "default_quick.jsonl"
 REFERENCE = str(Path(__file__).resolve().parents[2] / "docs" / "data" / "reference-run.jsonl")

@@ -2,6 +2,6 @@
 
 import sys
 
-from ctxbench.cli import main
+from ctxbench.cli.main import main
 
 sys.exit(main())

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ctxbench.records import param_value, params_text
+from ctxbench.records.core import param_value, params_text
 
 TIME_SCALES = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
 COUNT_UNITS = {"instructions": "instr", "cycles": "cycles"}

@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxbench.analysis.summary_data import Point, point, ratio
+from ctxbench.analysis.summary_rules import pick  # the ladder's own matching
 from ctxbench.stats import RatioInterval
-from ctxbench.summary_data import Point, point, ratio
-from ctxbench.summary_rules import pick  # the ladder's own matching
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxbench.records import SCHEMA_VERSION, timestamp
+from ctxbench.records.core import SCHEMA_VERSION, timestamp
 from ctxbench.riscv.catalog import ARG0, CALL_WORDS, EXPECTED_RETURN, VARIANT_WORDS
 from ctxbench.riscv.decompose import Split, figures, single_shot
 from ctxbench.riscv.parse import SimOutput

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ctxbench import fmt
 from ctxbench.analysis.answers import Answer, Ratio
-from ctxbench.summary_data import Point
+from ctxbench.analysis.summary_data import Point
 
 
 def _figure(label: str, point: Point) -> str:

@@ -1,0 +1,1 @@
+"""Getting runs: the engine runner, remote hosts over ssh, repeated runs."""

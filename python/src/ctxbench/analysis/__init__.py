@@ -1,0 +1,1 @@
+"""Numbers and decisions from runs: noise, compare, gate, explain, the summary's data."""

@@ -1,0 +1,500 @@
+"""Side-by-side comparison of stored runs, per probe variant, with a decision per row.
+
+Results are matched on (probe, params). The first run is the reference; for
+every other run, each matched variant gets the ratio of its figures
+(other / reference) with an interval, judged against the row's run-to-run
+noise (``ctxbench.analysis.noise``: the runs' repeats, else the machine's history in
+the store, else the within-run samples with a floor), and a decision:
+slower or faster only when the whole interval lies beyond the minimum
+effect (``min_effect``, 5% unless asked otherwise), else no difference.
+The noise source of each row says what the decision rests on.
+
+A comparison must not mislead, so a row is *marked* and left out of the
+summary only when its two sides do not measure the same thing: the tasks of
+a ``cpus=any`` variant (the scheduler places them) observed on a different
+number of CPUs, a side whose tasks switched too few times per operation
+(``too_few_switches``: not the operation), or, for a variant whose CPUs
+the scheduler or the matrix chooses, runs allowed a different number of
+CPUs. Any other ``suspect`` side is compared, its uncertainty widening the
+row's noise (``noise.Widening``); run options (samples, --quick, retries,
+repeats, rounds, seed) change how sure a figure is, never what it
+measures, and never exclude a row. Unsupported or failed variants are
+never compared. The summary per run counts slower / faster / no
+difference / only in one run / excluded, and gives the geometric mean of
+the time ratios over the comparable rows.
+
+The environment diff is ``envdiff``; the CI gate of ``--fail-above`` is
+``gate``; the JSON form of a comparison is ``export.comparison_dict``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxbench import fmt, stats
+from ctxbench.analysis.noise import Noise, host_state, judge
+from ctxbench.records import matrix
+from ctxbench.records.core import params_key
+from ctxbench.records.envdiff import EnvDiff, env_diff
+from ctxbench.store.db import StoredRun
+
+COMPARABLE = ("ok", "suspect")
+DEFAULT_MIN_EFFECT = 0.05
+# Run options (env record) shown beside the runs: they change how sure a
+# figure is (its samples, its batches, its noise source), not what it
+# measures, so they never exclude a row.
+MEASUREMENT_OPTIONS = ("quick", "samples", "min_time_s", "warmup_samples")
+SHOWN_OPTIONS = (*MEASUREMENT_OPTIONS, "repeat")
+# Placements whose CPUs the scheduler (any, none) or the matrix chooses: with
+# a different number of CPUs allowed, they measure something else.
+CHOSEN_PLACEMENTS = ("any", "matrix")
+# Verdict reasons that say a figure is not the operation it names (a switch
+# probe whose tasks did not switch as often as each operation should): the
+# row measures something else. Every other suspect reason widens its noise.
+NOT_THE_OPERATION = ("too_few_switches",)
+SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE = "slower", "faster", "no difference", "only in one run"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run's side of a row."""
+
+    result: dict[str, Any] | None  # None: the run has no such variant
+    difference: stats.Difference | None  # vs the reference; None for it or when not comparable
+    note: str | None  # why no comparison (missing, unsupported, failed)
+    # Why this cell is left out of the summary (verdicts, placement, options); empty: comparable.
+    excluded: tuple[str, ...] = ()  # placement or CPU count
+    decision: str | None = None  # SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE; None for the reference
+    noise: Noise | None = None  # what judged the difference; None without one
+
+    @property
+    def median(self) -> float | None:
+        if self.result is None or not self.result.get("summary"):
+            return None
+        return float(self.result["summary"]["median"])
+
+    @property
+    def status(self) -> str | None:
+        return None if self.result is None else self.result["verdict"]["status"]
+
+
+@dataclass(frozen=True)
+class Row:
+    probe: str
+    family: str
+    params: dict[str, Any]
+    unit: str
+    cells: list[Cell]  # one per run, reference first
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One run against the reference, over every row."""
+
+    slower: int
+    faster: int
+    no_difference: int
+    only_in_one: int
+    excluded: int
+    comparable: int  # rows in both runs, not excluded, with a ratio
+    geometric_mean: float | None  # of the time ratios (>1: this run is slower) over those rows
+
+
+@dataclass(frozen=True)
+class ClassCell:
+    """One run's side of a pair class: the median of the class's samples."""
+
+    median: float | None
+    cells: int  # cells of the class measured in this run
+    difference: stats.Difference | None  # vs the reference run's class
+    note: str | None  # why no comparison
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    pair_class: str
+    cells: list[ClassCell]  # one per run, reference first
+
+
+@dataclass(frozen=True)
+class MatrixComparison:
+    """A matrix probe variant in the runs, compared class by class (SMT sibling,
+    same LLC...): the samples of all the class's cells, pooled, per run."""
+
+    probe: str
+    params: dict[str, Any]
+    unit: str
+    rows: list[ClassRow]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    runs: list[StoredRun]
+    rows: list[Row]
+    env: EnvDiff
+    level: float
+    alpha: float
+    min_effect: float = DEFAULT_MIN_EFFECT
+    options: list[dict[str, Any]] = field(default_factory=list)  # per run: SHOWN_OPTIONS
+    summaries: list[Summary] = field(default_factory=list)  # per run after the reference
+    matrices: list[MatrixComparison] = field(default_factory=list)
+
+
+def compare_runs(
+    runs: list[StoredRun],
+    alpha: float = stats.DEFAULT_ALPHA,
+    level: float = stats.DEFAULT_LEVEL,
+    resamples: int = stats.DEFAULT_RESAMPLES,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    history: Mapping[tuple[str, str], Sequence[float]] | None = None,
+) -> Comparison:
+    """Every variant of the runs, matched, each other run against the first.
+    ``history``: per variant key, the figures of the store's earlier runs of
+    the runs' machine (``machine_history.variant_history``), for rows
+    without repeats."""
+    if len(runs) < 2:
+        raise ValueError("a comparison needs at least two runs")
+    if min_effect < 0:
+        raise ValueError("the minimum effect cannot be negative")
+    options = [run_options(run.env) for run in runs]
+    hosts = [host_state(run.results) for run in runs]
+    cpu_counts = [allowed_cpus(run.env) for run in runs]
+    indexed: list[dict[tuple[str, str], dict[str, Any]]] = []
+    order: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in runs:
+        by_key = {}
+        for result in run.results:
+            key = (result["probe"], params_key(result["params"]))
+            by_key[key] = result
+            order.setdefault(key, result)
+        indexed.append(by_key)
+
+    rows = []
+    for key, first_seen in order.items():
+        reference = indexed[0].get(key)
+        cells = [Cell(result=reference, difference=None, note=_note(reference))]
+        for index, by_key in enumerate(indexed[1:], start=1):
+            other = by_key.get(key)
+            note = _note(other) or (None if other is None else _note(reference))
+            difference, judged_by = None, None
+            if note is None and reference is not None and other is not None:
+                difference, judged_by = judge(
+                    reference,
+                    other,
+                    (history or {}).get(key, ()),
+                    alpha,
+                    level,
+                    resamples,
+                    hosts=(hosts[0], hosts[index]),
+                )
+            if reference is None or other is None:
+                excluded: tuple[str, ...] = ()  # placement or CPU count
+                decision = ONLY_ONE
+            else:
+                excluded = exclusions(
+                    reference,
+                    other,
+                    (cpu_counts[0], cpu_counts[index]),
+                    fmt.run_letter(0),
+                    fmt.run_letter(index),
+                )
+                decision = decide(difference, first_seen["unit"], min_effect, judged_by)
+            cells.append(
+                Cell(
+                    result=other,
+                    difference=difference,
+                    note=note,
+                    excluded=excluded,
+                    decision=decision,
+                    noise=judged_by,
+                )
+            )
+        rows.append(
+            Row(
+                probe=first_seen["probe"],
+                family=first_seen["family"],
+                params=first_seen["params"],
+                unit=first_seen["unit"],
+                cells=cells,
+            )
+        )
+    return Comparison(
+        runs=runs,
+        rows=rows,
+        env=env_diff([run.env for run in runs]),
+        level=level,
+        alpha=alpha,
+        min_effect=min_effect,
+        options=options,
+        summaries=[summarize(rows, index) for index in range(1, len(runs))],
+        matrices=compare_matrices(rows, alpha, level, resamples),
+    )
+
+
+def run_options(env: dict[str, Any]) -> dict[str, Any]:
+    """The options of a run that change its figures, and its repeats (absent ones are unknown)."""
+    options = env.get("options") or {}
+    return {name: options[name] for name in SHOWN_OPTIONS if name in options}
+
+
+def observed_placement(result: dict[str, Any]) -> str | None:
+    """Where the tasks actually ran, as a class: 'one CPU' or 'N CPUs'."""
+    placement = result.get("placement") or {}
+    seen = [
+        cpu
+        for cpu in [
+            *(placement.get("observed_start") or []),
+            *(placement.get("observed_end") or []),
+        ]
+        if isinstance(cpu, int) and cpu >= 0
+    ]
+    if not seen:
+        return None
+    distinct = len(set(seen))
+    return "one CPU" if distinct == 1 else f"{distinct} CPUs"
+
+
+def allowed_cpus(env: dict[str, Any]) -> int | None:
+    """How many CPUs the run was allowed (env cpu.allowed), None if unknown."""
+    allowed = (env.get("cpu") or {}).get("allowed")
+    return len(allowed) if isinstance(allowed, list) and allowed else None
+
+
+def exclusions(
+    reference: dict[str, Any],
+    other: dict[str, Any],
+    cpu_counts: tuple[int | None, int | None] = (None, None),
+    reference_name: str = "A",
+    other_name: str = "B",
+) -> tuple[str, ...]:
+    """Why two results of one variant do not measure the same thing; empty
+    when they do. Run options are never a reason, nor a suspect verdict,
+    except one that says the operation did not switch as it should
+    (NOT_THE_OPERATION: fewer switches per operation than it makes)."""
+    why = []
+    for name, result in ((reference_name, reference), (other_name, other)):
+        codes = {reason["code"] for reason in result["verdict"].get("reasons") or []}
+        if codes & set(NOT_THE_OPERATION):
+            why.append(
+                f"{name} made too few switches per operation: not the operation "
+                f"({', '.join(sorted(codes & set(NOT_THE_OPERATION)))})"
+            )
+    requested = (reference.get("placement") or {}).get("requested")
+    placements = observed_placement(reference), observed_placement(other)
+    if requested == "any" and None not in placements and placements[0] != placements[1]:
+        why.append(
+            f"placement: {reference_name} ran on {placements[0]}, {other_name} on {placements[1]}"
+        )
+    requested = (reference.get("placement") or {}).get("requested")
+    if requested in CHOSEN_PLACEMENTS and None not in cpu_counts and cpu_counts[0] != cpu_counts[1]:
+        why.append(
+            f"CPU count: {reference_name} was allowed {cpu_counts[0]} CPUs, "
+            f"{other_name} {cpu_counts[1]}"
+        )
+    return tuple(why)
+
+
+def time_ratio(difference: stats.Difference, unit: str) -> float | None:
+    """The ratio oriented so that above 1 means the other run is slower."""
+    if difference.ratio is None:
+        return None
+    ratio = difference.ratio.ratio
+    return ratio if stats.lower_is_better(unit) else 1.0 / ratio
+
+
+def time_interval(interval: stats.RatioInterval, unit: str) -> tuple[float, float]:
+    """The interval's ends oriented like ``time_ratio`` (above 1: slower)."""
+    if stats.lower_is_better(unit):
+        return interval.low, interval.high
+    return (
+        1.0 / interval.high if interval.high else math.inf,
+        1.0 / interval.low if interval.low else math.inf,
+    )
+
+
+def effect_needed(min_effect: float, judged_by: Noise | None) -> float:
+    """The relative effect the whole interval must exceed: the minimum effect,
+    or the within-run floor where that is larger."""
+    return max(min_effect, judged_by.floor_effect if judged_by else 0.0)
+
+
+def decide(
+    difference: stats.Difference | None,
+    unit: str,
+    min_effect: float,
+    judged_by: Noise | None = None,
+) -> str | None:
+    """SLOWER or FASTER when the difference is significant and its whole
+    interval lies beyond 1 + the effect needed (``effect_needed``), else
+    NO_DIFFERENCE; None when there is nothing to decide on."""
+    if difference is None or difference.ratio is None:
+        return None
+    if not difference.significant:
+        return NO_DIFFERENCE
+    low, high = time_interval(difference.ratio, unit)
+    effect = effect_needed(min_effect, judged_by)
+    if low > 1.0 + effect:
+        return SLOWER
+    if high < 1.0 / (1.0 + effect):
+        return FASTER
+    return NO_DIFFERENCE
+
+
+def summarize(rows: list[Row], index: int) -> Summary:
+    """Run ``index`` against the reference, every row counted once."""
+    counts = {SLOWER: 0, FASTER: 0, NO_DIFFERENCE: 0, ONLY_ONE: 0}
+    excluded = 0
+    logs = []
+    for row in rows:
+        cell = row.cells[index]
+        if cell.decision == ONLY_ONE:
+            counts[ONLY_ONE] += 1
+        elif cell.excluded or cell.decision is None:
+            excluded += 1
+        else:
+            counts[cell.decision] += 1
+            ratio = time_ratio(cell.difference, row.unit) if cell.difference else None
+            if ratio is not None and ratio > 0:
+                logs.append(math.log(ratio))
+    return Summary(
+        slower=counts[SLOWER],
+        faster=counts[FASTER],
+        no_difference=counts[NO_DIFFERENCE],
+        only_in_one=counts[ONLY_ONE],
+        excluded=excluded,
+        comparable=len(logs),
+        geometric_mean=math.exp(sum(logs) / len(logs)) if logs else None,
+    )
+
+
+def summary_line(summary: Summary, name: str = "B", reference_name: str = "A") -> str:
+    """'B vs A: 2 slower, 1 faster, 5 no meaningful difference, 3 only in one run,
+    4 excluded; over 8 comparable rows B ran 1.23x slower than A (geometric mean)'."""
+    head = (
+        f"{name} vs {reference_name}: {summary.slower} slower, {summary.faster} faster, "
+        f"{summary.no_difference} no meaningful difference, {summary.only_in_one} only in one run, "
+        f"{summary.excluded} excluded (unsupported, or placement, CPU count or switches differ)"
+    )
+    mean = summary.geometric_mean
+    if mean is None:
+        return head + "; no comparable rows"
+    if mean >= 1.0:
+        factor, word = mean, "slower"
+    else:
+        factor, word = 1.0 / mean, "faster"
+    return (
+        head
+        + f"; over {summary.comparable} comparable rows {name} ran {fmt.factor(factor)}× {word} "
+        f"than {reference_name} (geometric mean)"
+    )
+
+
+def compare_matrices(
+    rows: list[Row], alpha: float, level: float, resamples: int
+) -> list[MatrixComparison]:
+    """Per matrix variant present in more than one run: each class's pooled
+    samples, compared with the reference run's like any variant's samples."""
+    compared = []
+    for row in rows:
+        results = [cell.result for cell in row.cells]
+        with_matrix = [r for r in results if r is not None and matrix.has_matrix(r)]
+        if len(with_matrix) < 2:
+            continue
+        present = {k["class"] for r in with_matrix for k in matrix.classes(r)}
+        class_rows = []
+        for pair_class in (c for c in matrix.CLASS_ORDER if c in present):
+            pooled = [
+                matrix.class_samples(r, pair_class)
+                if r is not None and matrix.has_matrix(r)
+                else []
+                for r in results
+            ]
+            cells = []
+            for index, (result, samples) in enumerate(zip(results, pooled, strict=True)):
+                note = None
+                if result is None or not matrix.has_matrix(result):
+                    note = "no matrix in this run"
+                elif not samples:
+                    note = "no cell of this class"
+                difference = None
+                if index > 0 and note is None and pooled[0]:
+                    difference = stats.compare_samples(pooled[0], samples, alpha, level, resamples)
+                count = sum(
+                    1
+                    for cell in (result or {}).get("matrix", {}).get("cells", [])
+                    if cell["class"] == pair_class
+                )
+                cells.append(ClassCell(stats.median(samples), count, difference, note))
+            class_rows.append(ClassRow(pair_class, cells))
+        compared.append(MatrixComparison(row.probe, row.params, row.unit, class_rows))
+    return compared
+
+
+def _note(result: dict[str, Any] | None) -> str | None:
+    if result is None:
+        return "not in this run"
+    status = result["verdict"]["status"]
+    if status not in COMPARABLE:
+        return status
+    if not result.get("samples"):
+        return "no samples"
+    return None
+
+
+def describe(
+    difference: stats.Difference | None,
+    unit: str,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    name: str = "B",
+    reference_name: str = "A",
+    judged_by: Noise | None = None,
+) -> str:
+    """A difference in words: 'B ran 2.19× (2.17–2.21) slower than A', 'not
+    significant', 'no meaningful difference (1.08×, 1.03–1.13, not all beyond 5%)'."""
+    decision = decide(difference, unit, min_effect, judged_by)
+    if difference is None or difference.ratio is None or decision is None:
+        return "no ratio"
+    if not difference.significant:
+        return "not significant"
+    interval = difference.ratio
+    if decision == NO_DIFFERENCE:
+        effect = effect_needed(min_effect, judged_by)
+        floor = " (the within-run floor)" if effect > min_effect else ""
+        return (
+            f"no meaningful difference ({fmt.factor(interval.ratio)}×, "
+            f"{fmt.factor(interval.low)}–{fmt.factor(interval.high)}, "
+            f"not all beyond {effect:.0%}{floor})"
+        )
+    # The factor is >= 1 and the interval is turned with it.
+    if interval.ratio > 1.0:
+        factor, low, high = interval.ratio, interval.low, interval.high
+    else:
+        factor, low, high = 1.0 / interval.ratio, 1.0 / interval.high, 1.0 / interval.low
+    return (
+        f"{name} ran {fmt.factor(factor)}× ({fmt.factor(low)}–{fmt.factor(high)}) "
+        f"{decision} than {reference_name}"
+    )
+
+
+def summary_lines(comparison: Comparison) -> list[str]:
+    """One line per run against A: counts, and the geometric mean over comparable rows."""
+    lines = [
+        summary_line(summary, fmt.run_letter(index), fmt.run_letter(0))
+        for index, summary in enumerate(comparison.summaries, start=1)
+    ]
+    differing = [
+        name
+        for name in MEASUREMENT_OPTIONS
+        if all(name in options for options in comparison.options)
+        and len({repr(options[name]) for options in comparison.options}) > 1
+    ]
+    if differing:
+        lines.append(
+            "run options differ ("
+            + ", ".join(differing)
+            + "): they change how sure each figure is, not what it measures; rows are compared"
+        )
+    return lines

@@ -1,0 +1,499 @@
+"""Where the time of a switch goes, from figures measured in the same run.
+
+Every part of a decomposition is a difference or a product of medians recorded
+in the run being explained; nothing is estimated, looked up or carried over
+from another machine. The last part of each decomposition is the remainder
+(the measured median minus every part that could be measured), so the parts
+add up to the median by construction, and the remainder is labelled for what
+it is: the scheduler's wake-up and switch together, plus whatever this run
+could not separate (listed per figure under ``not_separated``).
+
+The parts, when the run holds the figures they need:
+
+- kernel entry/exit: the bare system call (``syscall.enosys``) times the
+  system calls one switch makes (``derived.syscalls_per_op``, stated by the
+  probe where the count does not depend on timing);
+- the primitive's own work: the probe's baseline (the same calls made in one
+  task, no switch) minus that kernel entry/exit;
+- the address-space switch: corrected(processes) - corrected(threads) of the
+  same probe and placement;
+- waking an idle CPU: median(idle=free) - median(idle=held) of the same
+  cross-CPU variant;
+- refilling the cache: for a ring hop, the fitted slope of the corrected
+  figure over the working set (``size_kib``) times that working set.
+
+A part that is the difference of two records is a share only where
+``analysis.shares`` says it holds (the one rule); otherwise, and where a
+difference comes out below zero or above the figure (noise, placement, or a
+primitive that did not switch), it moves to ``not_explained`` in words that
+name the two figures, and the remainder is taken over the parts that stand
+(none left: said in words too).
+
+It also fits how ``create.fork`` grows (``analysis.fork_scaling``) and says
+what a seccomp filter adds (``ctxbench.analysis.filter_cost``); ``ctxbench.views.explain``
+prints the figures a reader asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from scipy import stats as sps
+
+from ctxbench import fmt
+from ctxbench.analysis.filter_cost import FilterCost, filter_costs
+from ctxbench.analysis.fork_scaling import ForkScaling, fit_fork
+from ctxbench.analysis.phases import TracedView, compare_idle, measured_placement, traced_view
+from ctxbench.analysis.shares import (  # noqa: F401 (the codes: why.py imports them here)
+    NO_IDLE_DRIVER,
+    OVERLAP,
+    SUSPECT,
+    share_withheld,
+    withheld_words,
+)
+
+BARE_SYSCALL = "syscall.enosys"
+REST = "scheduler wake-up and switch (the rest)"
+IDLE_PART = "waking an idle CPU"
+MEASURED = ("ok", "suspect")
+
+
+@dataclass
+class Part:
+    name: str
+    ns: float
+    source: str  # the measured figures it comes from, in words
+
+
+@dataclass
+class Explanation:
+    probe: str
+    params: dict[str, Any]
+    median_ns: float
+    status: str
+    parts: list[Part]
+    not_separated: list[str] = field(default_factory=list)
+    switches_per_round_trip: dict[str, float] | None = None
+    notes: list[str] = field(default_factory=list)
+    # differences that came out below zero or above the median, in words
+    not_explained: list[str] = field(default_factory=list)
+    traced: TracedView | None = None  # the traced pass's phases (explain_phases)
+    # parts measured but not a share (withheld): part name -> WITHHELD code
+    withheld: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def total_ns(self) -> float:
+        return sum(p.ns for p in self.parts)
+
+    @property
+    def variant(self) -> str:
+        return f"{self.probe} {_params_text(self.params)}"
+
+
+@dataclass
+class Explained:
+    run_id: str | None
+    explanations: list[Explanation]
+    fork: ForkScaling | None
+    bare_syscall_ns: float | None
+    unexplained: list[str] = field(default_factory=list)  # figures left out, and why
+    # What a seccomp filter adds, where the run measured the axis (filter_cost).
+    seccomp: list[FilterCost] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        for e, d in zip(self.explanations, out["explanations"], strict=True):
+            d["total_ns"] = e.total_ns
+        for c, d in zip(self.seccomp, out["seccomp"], strict=True):
+            d["added_ns"], d["per_call_ns"] = c.added_ns, c.per_call_ns
+        return out
+
+
+# ---- helpers ---------------------------------------------------------------------------
+def _median(record: dict[str, Any]) -> float | None:
+    summary = record.get("summary") or {}
+    value = summary.get("median")
+    return float(value) if value is not None else None
+
+
+def _baseline(record: dict[str, Any]) -> float | None:
+    baseline = record.get("baseline") or {}
+    summary = baseline.get("summary") or {}
+    if summary.get("median") is not None:
+        return float(summary["median"])
+    if baseline.get("value") is not None:
+        return float(baseline["value"])
+    return None
+
+
+def _corrected(record: dict[str, Any]) -> float | None:
+    median = _median(record)
+    if median is None:
+        return None
+    base = _baseline(record)
+    return median - base if base is not None else median
+
+
+def _measured(record: dict[str, Any]) -> bool:
+    return record.get("verdict", {}).get("status") in MEASURED and _median(record) is not None
+
+
+def _key(record: dict[str, Any], *, without: Iterable[str] = ()) -> tuple:
+    skip = set(without)
+    params = tuple(
+        sorted((k, str(v)) for k, v in record.get("params", {}).items() if k not in skip)
+    )
+    return (record["probe"], params)
+
+
+def _params_text(params: dict[str, Any]) -> str:
+    return " ".join(f"{k}={_fmt_value(v)}" for k, v in sorted(params.items())) or "-"
+
+
+def _fmt_value(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _is_switch(record: dict[str, Any]) -> bool:
+    return record.get("family") == "switch" and record.get("unit") == "ns"
+
+
+# ---- the decomposition -------------------------------------------------------------------
+def explain(results: list[dict[str, Any]], run_id: str | None = None) -> Explained:
+    """Decomposes every measured switch figure of one run's result records."""
+    by_key = {_key(r): r for r in results if _measured(r)}
+    bare = next((r for r in results if r["probe"] == BARE_SYSCALL and _measured(r)), None)
+    bare_ns = _median(bare) if bare else None
+    ring_slopes = _ring_slopes(results)
+
+    explanations: list[Explanation] = []
+    unexplained: list[str] = []
+    for r in results:
+        if not _is_switch(r):
+            continue
+        if not _measured(r):
+            status = r.get("verdict", {}).get("status", "?")
+            unexplained.append(
+                f"{r['probe']} {_params_text(r.get('params', {}))}: {status}, no figure"
+            )
+            continue
+        explanations.append(_explain_one(r, by_key, bare_ns, ring_slopes))
+    return Explained(
+        run_id, explanations, _fork(results), bare_ns, unexplained, filter_costs(results)
+    )
+
+
+def _explain_one(
+    r: dict[str, Any],
+    by_key: dict[tuple, dict[str, Any]],
+    bare_ns: float | None,
+    ring_slopes: dict[tuple, tuple[float, int]],
+) -> Explanation:
+    params = r.get("params", {})
+    derived = r.get("derived", {})
+    median = _median(r)
+    assert median is not None
+    parts: list[Part] = []
+    missing: list[str] = []
+    notes: list[str] = []
+    used: list[dict[str, Any]] = [r]  # every record a part is built from
+    disagree: dict[str, str] = {}  # part name -> its two figures, when it comes out below 0
+    unlike: list[str] = []  # differences of two records measured under different placements
+    withheld: dict[str, tuple[str, str]] = {}  # part name -> (code, words): not a share
+
+    # Kernel entry/exit of the system calls the switch makes.
+    calls = derived.get("syscalls_per_op")
+    entry = None
+    if calls is None:
+        missing.append(
+            "kernel entry/exit: how many system calls one switch makes depends on timing "
+            "with this primitive, so it is not priced separately"
+        )
+    elif bare_ns is None:
+        missing.append(f"kernel entry/exit: {BARE_SYSCALL} was not measured in this run")
+    else:
+        entry = float(calls) * bare_ns
+        plural = "" if float(calls) == 1 else "s"
+        parts.append(
+            Part(
+                "kernel entry/exit",
+                entry,
+                f"{_fmt_value(float(calls))} system call{plural} x {time_text(bare_ns)} "
+                f"({BARE_SYSCALL})",
+            )
+        )
+
+    # The primitive's own work: its baseline, less the entry/exit priced above.
+    base = _baseline(r)
+    if base is not None:
+        name = ((r.get("baseline") or {}).get("name") or "baseline").split(" (")[0]
+        if entry is not None:
+            parts.append(
+                Part(
+                    "primitive's own work",
+                    base - entry,
+                    f"the baseline ({time_text(base)}, {name}) less the kernel entry/exit",
+                )
+            )
+            disagree[parts[-1].name] = (
+                f"the kernel entry/exit priced above ({time_text(entry)}) measured higher than the "
+                f"baseline that makes those calls ({time_text(base)}, {name})"
+            )
+        else:
+            parts.append(Part("primitive's own work, its system calls included", base, name))
+    else:
+        missing.append("the primitive's own work: this probe has no baseline")
+
+    # The address-space switch: processes against threads, all else equal.
+    # For a cross-CPU figure whose idle share is measured (below), the pair
+    # is taken with idle held, so the two parts do not overlap.
+    if params.get("between") == "processes":
+        mine_record: dict[str, Any] | None = r
+        basis = params
+        if params.get("cpus") == "cross" and params.get("idle") == "free":
+            held_params = {**params, "idle": "held"}
+            held_pair = by_key.get(_key({**r, "params": held_params}))
+            held_twin = by_key.get(_key({**r, "params": {**held_params, "between": "threads"}}))
+            if held_pair is not None and held_twin is not None:
+                mine_record, basis = held_pair, held_params
+        twin = by_key.get(_key({**r, "params": {**basis, "between": "threads"}}))
+        mine = _corrected(mine_record) if mine_record else None
+        theirs = _corrected(twin) if twin else None
+        placed = (measured_placement(mine_record or r), measured_placement(twin or r))
+        if twin is not None and None not in placed and placed[0] != placed[1]:
+            unlike.append(
+                f"address-space switch: between=processes ran on {placed[0]} CPUs and its "
+                f"between=threads twin on {placed[1]} CPUs (as measured: the traced pass's "
+                "switches, or the CPUs the tasks were seen on), so their difference is the "
+                "placement's as much as the address space's, and it is not a part"
+            )
+        elif twin is not None and mine is not None and theirs is not None:
+            used += [rec for rec in (mine_record, twin) if rec is not None]
+            held_text = " (both with idle=held)" if basis is not params else ""
+            parts.append(
+                Part(
+                    "address-space switch",
+                    mine - theirs,
+                    f"corrected between=processes ({time_text(mine)}) - between=threads "
+                    f"({time_text(theirs)}){held_text}",
+                )
+            )
+            assert mine_record is not None
+            code = share_withheld(
+                mine_record, twin, shifts=(_baseline(mine_record), _baseline(twin))
+            )
+            if code is not None:
+                sides = (
+                    ("corrected between=processes", mine_record, mine),
+                    ("between=threads", twin, theirs),
+                )
+                withheld[parts[-1].name] = (
+                    code,
+                    withheld_words(
+                        code,
+                        parts[-1].name,
+                        parts[-1].ns,
+                        sides,
+                        shifts=(_baseline(mine_record), _baseline(twin)),
+                    ),
+                )
+            disagree[parts[-1].name] = (
+                f"between=threads ({time_text(theirs)}, corrected) measured higher than "
+                f"between=processes ({time_text(mine)}){held_text}: the address-space share is "
+                "within this run's noise"
+            )
+        else:
+            missing.append("address-space switch: no between=threads twin measured in this run")
+    elif params.get("between") is None and r["probe"] == "switch.ring":
+        missing.append("address-space switch: the ring runs processes only, no thread twin")
+
+    # Waking an idle CPU: idle=free against idle=held, all else equal.
+    held = None
+    if params.get("cpus") == "cross" and params.get("idle", "free") == "free" and "idle" in params:
+        held = by_key.get(_key({**r, "params": {**params, "idle": "held"}}))
+        if held is not None:
+            used.append(held)
+            held_median = _median(held)
+            assert held_median is not None
+            parts.append(
+                Part(
+                    IDLE_PART,
+                    median - held_median,
+                    f"idle=free ({time_text(median)}) - idle=held ({time_text(held_median)})",
+                )
+            )
+            code = share_withheld(r, held, idle=True)
+            if code is not None:
+                sides = (("idle=free", r, median), ("idle=held", held, held_median))
+                withheld[IDLE_PART] = (
+                    code,
+                    withheld_words(code, parts[-1].name, parts[-1].ns, sides),
+                )
+            disagree[parts[-1].name] = (
+                f"idle=held ({time_text(held_median)}) measured higher than idle=free "
+                f"({time_text(median)}): holding the CPUs out of deep idle saved nothing "
+                "measurable here"
+            )
+        else:
+            missing.append(
+                "waking an idle CPU: idle=held was not measured (needs write access to "
+                "/dev/cpu_dma_latency: run as root, or with --hold-idle)"
+            )
+
+    # Cache refill for a ring hop with a working set.
+    size = params.get("size_kib")
+    if r["probe"] == "switch.ring" and size is not None:
+        fit = ring_slopes.get(_key(r, without=("size_kib",)))
+        if fit is not None and float(size) > 0:
+            slope, n = fit
+            parts.append(
+                Part(
+                    "cache refill of the working set",
+                    slope * float(size),
+                    f"{slope:.2f} ns/KiB (slope of corrected over size_kib, {n} sizes) "
+                    f"x {_fmt_value(size)} KiB",
+                )
+            )
+        elif float(size) > 0:
+            missing.append("cache refill: fewer than two working-set sizes measured for this ring")
+
+    not_explained = [words for _, words in withheld.values()]
+    parts = [part for part in parts if part.name not in withheld]
+    parts, standing_words = _standing(parts, disagree, median, _switched_too_little(r))
+    not_explained += standing_words + unlike
+    rest = median - sum(p.ns for p in parts)
+    if rest >= 0 and not parts:
+        parts.append(
+            Part(REST, rest, "the whole measured median: no part of it is measured apart here")
+        )
+    elif rest >= 0:
+        parts.append(Part(REST, rest, "the measured median less every part above"))
+    else:
+        not_explained.append(
+            f"the parts above add up to {time_text(median - rest)}, more than the measured "
+            f"median ({time_text(median)}): they come from other variants of this run, whose "
+            "noise adds up, so nothing is left for the scheduler"
+        )
+    traced = traced_view(r)
+    if held is not None and traced is not None and traced.status == "ok":
+        traced.idle = compare_idle(r, held, traced)
+    if traced is None or traced.status != "ok":
+        missing.append(
+            "inside the rest: the wake-up (enqueue, and for cross-CPU an IPI) and the switch "
+            "itself (picking the next task, saving and loading register state) are not separated "
+            "by this run" + ("" if traced else " (ctxbench run --trace separates them)")
+        )
+    notes += _interference_notes(used)
+    kinds = None
+    if "voluntary_switches_per_round_trip" in derived:
+        kinds = {
+            "voluntary": float(derived["voluntary_switches_per_round_trip"]),
+            "involuntary": float(derived.get("involuntary_switches_per_round_trip", 0.0)),
+        }
+    return Explanation(
+        r["probe"],
+        dict(params),
+        median,
+        r["verdict"]["status"],
+        parts,
+        missing,
+        kinds,
+        notes,
+        not_explained,
+        traced,
+        {name: code for name, (code, _) in withheld.items()},
+    )
+
+
+def _switched_too_little(record: dict[str, Any]) -> bool:
+    codes = {reason["code"] for reason in record.get("verdict", {}).get("reasons", [])}
+    return "too_few_switches" in codes
+
+
+def _standing(
+    parts: list[Part], disagree: dict[str, str], median: float, too_few: bool
+) -> tuple[list[Part], list[str]]:
+    """The parts that are a share of the median (0 <= part <= median), and the
+    others said in words: which two figures disagree, and why."""
+    kept, words = [], []
+    for part in parts:
+        if part.ns < 0:
+            why = disagree.get(part.name) or f"it comes out at {time_text(part.ns)} ({part.source})"
+            words.append(f"{part.name}: {why}")
+        elif part.ns > median:
+            why = (
+                ": the kernel counted too few switches, so this figure is mostly the "
+                "primitive's own calls, not a switch"
+                if too_few
+                else ": the two were measured apart, and their noise does not cancel"
+            )
+            words.append(
+                f"{part.name}: {time_text(part.ns)} ({part.source}) measured higher than the whole "
+                f"figure ({time_text(median)}){why}"
+            )
+        else:
+            kept.append(part)
+    return kept, words
+
+
+def _interference_notes(used: list[dict[str, Any]]) -> list[str]:
+    """Where the host slowed the CPU while a record the parts use was measured:
+    its difference from the others then carries that, not only the mechanism."""
+    notes, seen = [], set()
+    for rec in used:
+        inter = rec.get("interference") or {}
+        key = (rec["probe"], _params_text(rec.get("params", {})))
+        if key in seen or not inter.get("slowed"):
+            continue
+        seen.add(key)
+        kept = inter["attempts"][inter["kept"]]
+        notes.append(
+            f"host interference: {key[0]} {key[1]} was measured while the reference system "
+            f"calls ran {kept['reference_ratio']:.2f}x their best (after "
+            f"{len(inter['attempts'])} attempt(s)); parts built from it carry that slowdown"
+        )
+    return notes
+
+
+def _ring_slopes(results: list[dict[str, Any]]) -> dict[tuple, tuple[float, int]]:
+    groups: dict[tuple, list[tuple[float, float]]] = {}
+    for r in results:
+        if r["probe"] != "switch.ring" or not _measured(r) or "size_kib" not in r.get("params", {}):
+            continue
+        corrected = _corrected(r)
+        assert corrected is not None
+        key = _key(r, without=("size_kib",))
+        groups.setdefault(key, []).append((float(r["params"]["size_kib"]), corrected))
+    slopes = {}
+    for key, points in groups.items():
+        if len({x for x, _ in points}) >= 2:
+            fit = sps.linregress([x for x, _ in points], [y for _, y in points])
+            slopes[key] = (float(fit.slope), len(points))
+    return slopes
+
+
+def _fork(results: list[dict[str, Any]]) -> ForkScaling | None:
+    points = sorted(
+        (float(r["params"]["parent_mib"]), float(_median(r) or 0))
+        for r in results
+        if r["probe"] == "create.fork" and _measured(r) and "parent_mib" in r.get("params", {})
+    )
+    minimal = next(
+        (
+            _median(r)
+            for r in results
+            if r["probe"] == "create.fork_minimal_parent" and _measured(r)
+        ),
+        None,
+    )
+    return fit_fork(points, minimal)
+
+
+# ---- figures in words -------------------------------------------------------------------
+def time_text(value: float) -> str:
+    """A time as ``show`` prints it: '926.9 ns', '2.196 µs' (fmt.value)."""
+    return fmt.value(value, "ns")

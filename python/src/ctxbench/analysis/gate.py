@@ -1,0 +1,324 @@
+"""The CI gate of `compare --fail-above PCT`: every row `slower`, `not slower` or `inconclusive`.
+
+Each row of each run against the reference gets one of three outcomes,
+judged against the row's noise (``noise.judge``: repeats, the machine's
+history, or the within-run samples with a floor; a suspect side or a host
+that ran slowed widens it). With L = log(1 + PCT), d the log time ratio,
+se its standard error and df its degrees of freedom:
+
+1. ``slower`` when the difference is significant and the whole interval
+   lies above 1 + PCT (and above the floor): whatever the row's power, a
+   large regression is a regression.
+2. ``inconclusive`` when the row's detectable slowdown (``noise.detectable``:
+   the minimum detectable effect at the comparison's level and GATE_POWER,
+   never below the floor) is above PCT: it could not have seen a slowdown
+   of PCT, so passing it would be blind. So are rows that cannot be
+   compared: excluded (they measure something else), in one run only, not
+   measured (unsupported, failed) on one side, without a ratio.
+3. Otherwise the row could see a slowdown of PCT: ``slower`` when d is over
+   L - t(power, df) * se, the point a true slowdown of PCT passes with
+   probability GATE_POWER (since the row's detectable slowdown is at most
+   PCT, such a d is also significant at the one-sided (1 - level) / 2), and
+   ``not slower`` below it. Within-run (no run-to-run spread known) only
+   rule 1 can call a row slower.
+4. A row whose noise was widened (a ``suspect`` side, a side whose host
+   reference still ran slowed, a run whose reference ran slowed as a whole)
+   is never ``not slower``: its figure is not the machine's usual, so it can
+   be slower (rules 1 and 3, on the wider noise) or ``inconclusive``.
+
+The gate fails when any row is slower; passes only when no row is slower,
+at least one row is ``not slower`` and the share of inconclusive rows is
+within ``allow_inconclusive`` (0 unless asked); and is otherwise
+inconclusive. Rows unsupported (or failed) in every run were measured by
+neither and are counted apart. An inconclusive row says what would decide
+it (``Decider``): repeats, earlier runs of the machine, or a quieter moment.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ctxbench import fmt, stats
+from ctxbench.analysis import noise
+from ctxbench.analysis.compare import ONLY_ONE, Cell, Comparison, Row, time_interval, time_ratio
+from ctxbench.records.core import variant_name
+
+SLOWER, NOT_SLOWER, INCONCLUSIVE = "slower", "not slower", "inconclusive"
+OUTCOMES = (SLOWER, NOT_SLOWER, INCONCLUSIVE)
+PASSED, FAILED = "passed", "failed"  # the gate's outcomes, with INCONCLUSIVE
+# Why a row is inconclusive (``GateRow.why``).
+NOISE, UNSURE, EXCLUDED, NOT_COMPARED = "noise", "unsure", "excluded", "not compared"
+MAX_REPEATS = 20  # the most repeats a Decider proposes
+
+
+@dataclass(frozen=True)
+class Decider:
+    """What would decide an inconclusive row: ``repeats`` (run --repeat N on
+    both runs), ``earlier_runs`` (that many earlier runs of the machine in
+    the store), ``quieter``: a run at a quieter moment (the row's noise was
+    widened by a suspect side or a slowed host). None: that would not do."""
+
+    repeats: int | None = None
+    earlier_runs: int | None = None
+    quieter: bool = False
+
+
+@dataclass(frozen=True)
+class GateRow:
+    """One row of one run against the reference, as the gate judged it."""
+
+    row: Row
+    index: int  # the run (1: B...)
+    outcome: str  # SLOWER, NOT_SLOWER, INCONCLUSIVE
+    time_ratio: float | None  # >1: slower
+    detectable: float | None  # the smallest slowdown the row could detect (0.08: 8 %)
+    why: str | None = None  # for INCONCLUSIVE: NOISE, UNSURE, EXCLUDED, NOT_COMPARED
+    detail: str | None = None  # the exclusion or the note, for EXCLUDED and NOT_COMPARED
+    decider: Decider | None = None
+
+    @property
+    def cell(self) -> Cell:
+        return self.row.cells[self.index]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """``compare --fail-above PCT``: every row's outcome and the gate's."""
+
+    percent: float
+    rows: list[GateRow]
+    not_measured: list[GateRow]  # unsupported or failed in every run: not gate rows
+    allow_inconclusive: float = 0.0  # percent of the rows that may be inconclusive
+    power: float = noise.GATE_POWER
+    level: float = stats.DEFAULT_LEVEL
+
+    def of(self, outcome: str) -> list[GateRow]:
+        return [row for row in self.rows if row.outcome == outcome]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {outcome: len(self.of(outcome)) for outcome in OUTCOMES}
+
+    @property
+    def outcome(self) -> str:
+        counts = self.counts
+        if counts[SLOWER]:
+            return FAILED
+        if not counts[NOT_SLOWER]:
+            return INCONCLUSIVE  # a gate over no judged row is never a pass
+        if counts[INCONCLUSIVE] > self.allow_inconclusive / 100.0 * len(self.rows):
+            return INCONCLUSIVE
+        return PASSED
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == FAILED
+
+
+def gate(
+    comparison: Comparison,
+    percent: float,
+    allow_inconclusive: float = 0.0,
+    power: float = noise.GATE_POWER,
+) -> Gate:
+    """Judge every row of every run against the reference (the module's
+    docstring gives the rules)."""
+    if not math.isfinite(percent) or percent < 0:
+        raise ValueError("the threshold must be a finite, non-negative percentage")
+    if not 0 <= allow_inconclusive <= 100:
+        raise ValueError("the share of inconclusive rows allowed must be 0-100 percent")
+    rows, not_measured = [], []
+    for row in comparison.rows:
+        for index in range(1, len(row.cells)):
+            judged = judge_row(row, index, percent, comparison.level, power)
+            if _measured_by_neither(row, index):
+                not_measured.append(judged)
+            else:
+                rows.append(judged)
+    return Gate(percent, rows, not_measured, allow_inconclusive, power, comparison.level)
+
+
+def _measured_by_neither(row: Row, index: int) -> bool:
+    return all(cell.status not in ("ok", "suspect") for cell in (row.cells[0], row.cells[index]))
+
+
+def not_judged_reason(cell: Cell) -> str | None:
+    """Why a cell has no decision to judge (only in one run, excluded, a note)."""
+    if cell.decision == ONLY_ONE:
+        return ONLY_ONE
+    if cell.excluded:
+        return "excluded: " + "; ".join(cell.excluded)
+    if cell.decision is None:
+        return cell.note or (cell.difference.why_not if cell.difference else None) or "no ratio"
+    return None
+
+
+def judge_row(row: Row, index: int, percent: float, level: float, power: float) -> GateRow:
+    cell = row.cells[index]
+    ratio = time_ratio(cell.difference, row.unit) if cell.difference else None
+    why = not_judged_reason(cell)
+    if why is not None:
+        code = EXCLUDED if cell.excluded else NOT_COMPARED
+        return GateRow(row, index, INCONCLUSIVE, ratio, None, code, why)
+    difference, judged_by = cell.difference, cell.noise
+    assert difference is not None and difference.ratio is not None and judged_by is not None
+    detectable = noise.detectable(judged_by, level, power)
+    limit = math.log1p(percent / 100.0)
+    low, _ = time_interval(difference.ratio, row.unit)
+    if difference.significant and low > 0 and math.log(low) > max(limit, judged_by.floor):
+        return GateRow(row, index, SLOWER, ratio, detectable)
+    if detectable is None or math.log1p(detectable) > limit:
+        decider = decide_by(judged_by, limit, level, power)
+        return GateRow(row, index, INCONCLUSIVE, ratio, detectable, NOISE, decider=decider)
+    if judged_by.source != noise.WITHIN_RUN and ratio is not None and ratio > 0:
+        from scipy import stats as scipy_stats
+
+        line = limit - float(scipy_stats.t.ppf(power, judged_by.df)) * (judged_by.se or 0.0)
+        if math.log(ratio) > line:
+            return GateRow(row, index, SLOWER, ratio, detectable)
+    if judged_by.widened:
+        return GateRow(
+            row, index, INCONCLUSIVE, ratio, detectable, UNSURE, decider=Decider(quieter=True)
+        )
+    return GateRow(row, index, NOT_SLOWER, ratio, detectable)
+
+
+def decide_by(judged_by: noise.Noise, limit: float, level: float, power: float) -> Decider:
+    """What would bring the row's detectable slowdown to LIMIT (log) or below."""
+    if judged_by.widened:
+        return Decider(quieter=True)
+    if judged_by.source == noise.WITHIN_RUN or not judged_by.spread:
+        # Nothing known of the run-to-run spread: the least that gives one.
+        return Decider(repeats=noise.MIN_REPEATS, earlier_runs=noise.MIN_HISTORY_RUNS)
+    spread = judged_by.spread
+    repeats = next(
+        (
+            n
+            for n in range(noise.MIN_REPEATS, MAX_REPEATS + 1)
+            if stats.detectable_log_effect(spread * math.sqrt(2.0 / n), 2 * n - 2, level, power)
+            <= limit
+        ),
+        None,
+    )
+    earlier = None
+    if judged_by.source == noise.HISTORY:
+        earlier = next(
+            (
+                k
+                for k in range(judged_by.n + 1, 4 * judged_by.n + 20)
+                if stats.detectable_log_effect(spread * math.sqrt(2.0), k - 1, level, power)
+                <= limit
+            ),
+            None,
+        )
+    return Decider(repeats=repeats, earlier_runs=earlier)
+
+
+# ---- in words (the gate's lines after the tables, or on stderr beside --json) ----
+def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str]:
+    """One line per slower row, then the inconclusive rows (SHOWN at most,
+    then how many more), then the counts and the gate's outcome."""
+    lines = []
+    percent = f"{judged.percent:g}%"
+    for verdict in judged.of(SLOWER):
+        cell = verdict.cell
+        assert cell.difference is not None and cell.difference.ratio is not None
+        low, high = time_interval(cell.difference.ratio, verdict.row.unit)
+        words = (
+            f"{fmt.run_letter(verdict.index)} ran {fmt.factor(verdict.time_ratio or math.nan)}× "
+            f"({fmt.factor(low)}–{fmt.factor(high)}) slower than {fmt.run_letter(0)}"
+        )
+        p = fmt.p_value(cell.difference.u_test.p_value) if cell.difference.u_test else None
+        lines.append(
+            f"slower by more than {percent}: {_name(verdict)}: {words}, "
+            + (f"{p}, " if p else "")
+            + noise.words(cell.noise)
+        )
+    inconclusive = judged.of(INCONCLUSIVE)
+    for verdict in inconclusive[:shown]:
+        lines.append(f"inconclusive at {percent}: {_name(verdict)}: {inconclusive_words(verdict)}")
+    if len(inconclusive) > shown:
+        lines.append(
+            f"inconclusive at {percent}: and {len(inconclusive) - shown} more row(s) "
+            "(--json lists every row with why)"
+        )
+    lines.append(outcome_line(judged))
+    return lines
+
+
+def _name(verdict: GateRow) -> str:
+    name = variant_name(verdict.row.probe, verdict.row.params)
+    return name if verdict.index == 1 else f"{name} (run {fmt.run_letter(verdict.index)})"
+
+
+def inconclusive_words(verdict: GateRow) -> str:
+    """Why a row is inconclusive and what would decide it."""
+    if verdict.why in (EXCLUDED, NOT_COMPARED):
+        return f"not compared ({verdict.detail})"
+    cell = verdict.cell
+    shown = fmt.factor(verdict.time_ratio) + "×, " if verdict.time_ratio is not None else ""
+    if verdict.why == UNSURE:
+        could = "not slower only on figures the machine vouches for"
+    elif verdict.detectable is not None:
+        could = f"could detect only {verdict.detectable:.0%} or more"
+    else:
+        could = "no detectable slowdown known"
+    text = f"{shown}{could} ({SOURCE_WORDS[cell.noise.source] if cell.noise else '?'}"
+    widened = widening_words(cell.noise, verdict.index)
+    text += (f"; {widened}" if widened else "") + ")"
+    decider = verdict.decider
+    if decider is None:
+        return text
+    ways = []
+    if decider.quieter:
+        ways.append("runs at a quieter moment")
+    if decider.repeats is not None:
+        ways.append(f"--repeat {decider.repeats} on both runs")
+    if decider.earlier_runs is not None:
+        ways.append(f"{decider.earlier_runs} earlier runs of this machine in the store")
+    return text + ("; would decide it: " + " or ".join(ways) if ways else "")
+
+
+SOURCE_WORDS = noise.SHORT_WORDS
+CAUSE_WORDS = {
+    noise.SUSPECT: "{run} suspect, its samples spread {spread:.0%}",
+    noise.SLOWED: "{run}'s host reference still ran {spread:.0%} slow",
+    noise.HOST_SLOWED: "{run}'s host reference ran {spread:.0%} slow over the whole run",
+}
+
+
+def widening_words(judged_by: noise.Noise | None, index: int = 1) -> str:
+    """What widened a row's noise, e.g. 'A suspect, its samples spread 23%'."""
+    if judged_by is None or not judged_by.widened:
+        return ""
+    return ", ".join(
+        CAUSE_WORDS[w.cause].format(
+            run=fmt.run_letter(0 if w.side == 0 else index), spread=math.expm1(w.spread)
+        )
+        for w in judged_by.widened
+    )
+
+
+def outcome_line(judged: Gate) -> str:
+    """'--fail-above 5: INCONCLUSIVE (exit 4): 0 slower, 12 not slower (could detect
+    2.1-4.8%, at 80% power), 3 inconclusive of 15 row(s)'."""
+    counts = judged.counts
+    head = f"--fail-above {judged.percent:g}: {judged.outcome.upper()}"
+    detectable = sorted(r.detectable for r in judged.of(NOT_SLOWER) if r.detectable is not None)
+    could = (
+        f" (could detect {detectable[0]:.1%}–{detectable[-1]:.1%}, at {judged.power:.0%} power)"
+        if detectable
+        else ""
+    )
+    text = (
+        f"{head}: {counts[SLOWER]} slower, {counts[NOT_SLOWER]} not slower{could}, "
+        f"{counts[INCONCLUSIVE]} inconclusive of {len(judged.rows)} row(s)"
+    )
+    if judged.allow_inconclusive:
+        text += f" ({judged.allow_inconclusive:g}% may be inconclusive)"
+    if judged.not_measured:
+        text += f"; {len(judged.not_measured)} row(s) measured in neither run (unsupported)"
+    if judged.outcome == INCONCLUSIVE and not counts[NOT_SLOWER]:
+        text += "; no row was judged, so the gate cannot pass"
+    return text

@@ -1,0 +1,371 @@
+"""What the summary of one or more stored runs says: pure data, no rendering.
+
+The one home of "answers first" (issue 11). The HTML report draws it, the
+terminal prints it; neither decides what it holds. Every figure in it is a
+figure of a stored record (a median, its confidence interval) or comes from
+the existing analysis modules: ``ctxbench.analysis.explain`` for the decomposition of
+a switch, ``ctxbench.analysis.compare`` for ratios, intervals, significance and the
+environment diff. Nothing is estimated; what a run does not hold is absent.
+
+API (stable; later changes only add)::
+
+    summarize(runs: list[StoredRun], *, compare_options: dict | None = None) -> Summary
+
+    Summary
+      .runs: list[RunSummary]          one per run, in the order given (A, B, ...)
+      .machines: Machines | None       two or more runs: the others against run A
+      .ladder / .same_vs_cross / .explanation / .explained / .verdicts
+                                       run A's, for the one-run case
+
+    RunSummary
+      .name: str                       'A: label (machine)'
+      .run_id, .machine: str
+      .ladder: list[Rung]              cheapest first (measured cost), only rungs the run
+                                       measured; runs after A take A's variant where they
+                                       have it, in A's order
+      .why: list[str]                  the ladder's large differences, one line each (why.py)
+      .terms: list[str]                definitions of the words the ladder uses
+      .timer: list[str]                the timer the ladder's figures were corrected for
+      .answers: list[Answer]           the seed questions the run answers (analysis.answers)
+      .same_vs_cross: list[SameVsCross]
+      .explained: Explained | None     explain(run.results) when it explains anything
+      .explanation: Explanation | None the switch drawn as a waterfall (WATERFALL_PREFERENCE)
+      .verdicts: Verdicts
+      .sandbox: list[str]              what sat on every system call (ctxbench.sandbox.warnings)
+
+    Point      one record's figure: probe, params, family, unit, median, ci_low,
+               ci_high (None when absent), status, reasons (sentences), details
+               (the record's own words), anchor (id of its family section,
+               ``section_id``), result (the record)
+    Rung       key, label, point
+    SameVsCross probe, primitive, between, same: Point | None, cross: Point | None,
+               ratio (cross median / same median, None unless both measured switches),
+               no_ratio (why not, in words, where a side did not switch)
+    Verdicts   counts {status: n} (every status of records.STATUSES), notes: list[VerdictNote]
+    VerdictNote point, sentences (one per distinct reason code, REASON_SENTENCES)
+    Machines   reference: str, others: list[str] (run names), comparison: Comparison
+               (compare_runs of the whole runs), figures: list[MachineFigure],
+               env: list[EnvDifference], key_comparison: Comparison (compare_runs
+               over the key figures, variants matched by ``variant_key``: a record
+               without the ``idle`` knob, from an older engine, is idle=free)
+    MachineFigure key, label, probe, params, unit, reference_median,
+               cells: list[MachineCell] (one per other run), row (of key_comparison)
+    MachineCell median, ratio, ci_low, ci_high, p_value, significant, decision,
+               words (compare.describe), excluded (why not comparable), note,
+               variant (the other run's own variant where it did not measure A's)
+    EnvDifference key, label, values (one per run, None where absent)
+
+The rules (which record stands for a rung, ``REASON_SENTENCES``) live in
+ctxbench.summary_rules, the dataclasses in ctxbench.summary_data.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ctxbench import fmt
+from ctxbench.analysis.answers import answers
+from ctxbench.analysis.compare import compare_runs, describe
+from ctxbench.analysis.explain import REST, Explained, Explanation, explain
+from ctxbench.analysis.summary_data import (  # noqa: F401 (section_id, point: their users import them here)
+    EnvDifference,
+    MachineCell,
+    MachineFigure,
+    Machines,
+    Point,
+    Rung,
+    RunSummary,
+    SameVsCross,
+    Summary,
+    VerdictNote,
+    Verdicts,
+    point,
+    section_id,
+)
+from ctxbench.analysis.summary_rules import (
+    ABSENT_MEANS,
+    ENV_OF_INTEREST,
+    LADDER,
+    SAME_VS_CROSS_MATCH,
+    SWITCH_FAMILY,
+    SWITCH_KNOBS,
+    WATERFALL_PREFERENCE,
+    pick,
+)
+from ctxbench.records import sandbox
+from ctxbench.records.core import STATUSES, RunRecords, params_key, summary_value, variant_name
+from ctxbench.store.schema import StoredRun
+from ctxbench.views.why import cheapest_first, no_ratio_words, terms, why_lines
+
+_NONE = object()
+
+
+def run_name(index: int, run: StoredRun) -> str:
+    """'A: laptop (vm · Intel(R) Xeon(R) Processor · KVM guest)': the machine, in every legend."""
+    return f"{fmt.run_letter(index)}: {run.info.label or run.run_id} ({run.info.machine})"
+
+
+def _measured(result: dict[str, Any] | None) -> bool:
+    return result is not None and summary_value(result, "median") is not None
+
+
+def ladder(results: list[dict[str, Any]], like: list[Rung] | None = None) -> list[Rung]:
+    """The rungs of LADDER the run measured, in the ladder's order. LIKE: another
+    run's rungs (run A's); where this run measured the same variant (variant_key),
+    that variant stands for the rung, so that runs side by side show like with like."""
+    measured = [r for r in results if _measured(r)]
+    by_variant = {variant_key(r): r for r in measured}
+    theirs = {rung.key: variant_key(rung.point.result) for rung in like or []}
+    rungs = []
+    for spec in LADDER:
+        same = by_variant.get(theirs[spec.key]) if spec.key in theirs else None
+        if same is not None:
+            rungs.append(Rung(spec.key, spec.label, point(same)))
+            continue
+        for probe in spec.candidates:
+            chosen = pick(measured, probe, spec.match)
+            if chosen is not None:
+                rungs.append(Rung(spec.key, spec.label, point(chosen)))
+                break
+    return cheapest_first(rungs, like)
+
+
+def same_vs_cross(results: list[dict[str, Any]]) -> list[SameVsCross]:
+    """Per switch primitive and 'between': the same-CPU and the cross-CPU figure."""
+    groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+    for result in results:
+        params = result["params"]
+        if result["family"] != SWITCH_FAMILY or "cpus" not in params:
+            continue
+        if not set(params) <= SWITCH_KNOBS:
+            continue
+        between = params.get("between")
+        groups.setdefault((result["probe"], None if between is None else str(between)), []).append(
+            result
+        )
+    rows = []
+    for (probe, between), members in groups.items():
+        # A measured record is preferred to one that only says why it is not.
+        sides = []
+        for cpus in ("same", "cross"):
+            match = {"cpus": (cpus,), **SAME_VS_CROSS_MATCH}
+            chosen = pick([r for r in members if _measured(r)], probe, match) or pick(
+                members, probe, match
+            )
+            sides.append(point(chosen) if chosen is not None else None)
+        same, cross = sides
+        if same is None and cross is None:
+            continue
+        ratio = None
+        no_ratio = no_ratio_words(same, cross)
+        if same and cross and same.median and cross.median is not None and no_ratio is None:
+            ratio = cross.median / same.median
+        rows.append(
+            SameVsCross(
+                probe=probe,
+                primitive=probe.split(".", 1)[-1],
+                between=between,
+                same=same,
+                cross=cross,
+                ratio=ratio,
+                no_ratio=no_ratio,
+            )
+        )
+    return rows
+
+
+def verdicts(results: list[dict[str, Any]]) -> Verdicts:
+    counts = dict.fromkeys(STATUSES, 0)
+    notes = []
+    for result in results:
+        status = result["verdict"]["status"]
+        counts[status] = counts.get(status, 0) + 1
+        if status != "ok":
+            shown = point(result)
+            notes.append(VerdictNote(shown, shown.reasons))
+    return Verdicts(counts, notes)
+
+
+def _featured(explained: Explained, rungs: list[Rung]) -> Explanation | None:
+    by_key = {rung.key: rung for rung in rungs}
+    for key in WATERFALL_PREFERENCE:
+        rung = by_key.get(key)
+        if rung is None:
+            continue
+        for candidate in explained.explanations:
+            if candidate.probe == rung.point.probe and params_key(candidate.params) == params_key(
+                rung.point.params
+            ):
+                return candidate
+    return None
+
+
+def is_remainder(part_name: str) -> bool:
+    """The last part of every decomposition: what the run could not separate."""
+    return part_name == REST
+
+
+def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) -> RunSummary:
+    """One run's summary; LIKE: run A's ladder, when this run is compared with it."""
+    results = run.results
+    rungs = ladder(results, like)
+    explained = explain(results, run.run_id)
+    has_any = bool(explained.explanations) or explained.fork is not None
+    return RunSummary(
+        name=run_name(index, run),
+        run_id=run.run_id,
+        machine=run.info.machine,
+        ladder=rungs,
+        same_vs_cross=same_vs_cross(results),
+        explained=explained if has_any else None,
+        explanation=_featured(explained, rungs),
+        verdicts=verdicts(results),
+        sandbox=sandbox.warnings(run.env),
+        why=why_lines(explained, rungs),
+        terms=terms([rung.label for rung in rungs]),
+        timer=fmt.timer([rung.point.result for rung in rungs]),
+        answers=answers(results),
+    )
+
+
+def _env_label(key: str) -> str | None:
+    for prefix, label in ENV_OF_INTEREST:
+        if key == prefix:
+            return label
+        if key.startswith(prefix + "."):
+            return f"{label}: {key[len(prefix) + 1 :]}"
+    return None
+
+
+def variant_key(result: dict[str, Any]) -> tuple[str, str]:
+    """(probe, params) with the knobs of ABSENT_MEANS left out where they have that
+    value, so a record of an older engine matches its variant in a newer one."""
+    params = {k: v for k, v in result["params"].items() if ABSENT_MEANS.get(k, _NONE) != v}
+    return result["probe"], params_key(params)
+
+
+def _key_figure_runs(
+    runs: list[StoredRun], keys: set[tuple[str, str]], stand_ins: list[dict[tuple[str, str], Any]]
+) -> list[StoredRun]:
+    """Each run reduced to the variants of KEYS, their params written one way
+    (variant_key). STAND_INS, per run: the record that stands for a key figure
+    the run did not measure in run A's variant (its own rung of that figure),
+    written under A's variant so that the row compares what the ladder draws."""
+    reduced = []
+    for run, stand_in in zip(runs, stand_ins, strict=True):
+        results = []
+        for result in run.results:
+            probe, key = variant_key(result)
+            if (probe, key) in keys:
+                results.append({**result, "params": json.loads(key)})
+        for (_probe, key), result in stand_in.items():
+            results.append({**result, "params": json.loads(key)})
+        records = RunRecords(env=run.env, results=results, end=run.records.end)
+        reduced.append(StoredRun(info=run.info, records=records))
+    return reduced
+
+
+def _stand_ins(
+    runs: list[StoredRun], summaries: list[RunSummary]
+) -> list[dict[tuple[str, str], Any]]:
+    """Per run: run A's key figures this run did not measure in A's variant but
+    drew in its own (its ladder's rung of the same figure), keyed by A's variant."""
+    reference = {rung.key: variant_key(rung.point.result) for rung in summaries[0].ladder}
+    out: list[dict[tuple[str, str], Any]] = []
+    for run, summary in zip(runs, summaries, strict=True):
+        have = {variant_key(result) for result in run.results if _measured(result)}
+        found = {}
+        for rung in summary.ladder:
+            theirs = reference.get(rung.key)
+            if theirs is not None and theirs not in have:
+                found[theirs] = rung.point.result
+        out.append(found)
+    return out
+
+
+def _variant_of(result: dict[str, Any] | None) -> str | None:
+    return None if result is None else variant_name(result["probe"], result["params"])
+
+
+def machines(runs: list[StoredRun], summaries: list[RunSummary], **options: Any) -> Machines:
+    """The other runs against run A: a ratio per key figure (run A's ladder), and
+    the environment differences that plausibly explain them."""
+    comparison = compare_runs(runs, **options)
+    reference = summaries[0].ladder
+    stand_ins = _stand_ins(runs, summaries)
+    keys = {variant_key(rung.point.result) for rung in reference}
+    key_comparison = compare_runs(_key_figure_runs(runs, keys, stand_ins), **options)
+    rows = {(row.probe, params_key(row.params)): row for row in key_comparison.rows}
+    figures = []
+    for rung in reference:
+        row = rows.get(variant_key(rung.point.result))
+        if row is None:
+            continue
+        cells = []
+        for index, cell in enumerate(row.cells[1:], start=1):
+            difference = cell.difference
+            interval = difference.ratio if difference else None
+            cells.append(
+                MachineCell(
+                    median=cell.median,
+                    ratio=interval.ratio if interval else None,
+                    ci_low=interval.low if interval else None,
+                    ci_high=interval.high if interval else None,
+                    p_value=difference.u_test.p_value if difference and difference.u_test else None,
+                    significant=bool(difference and difference.significant),
+                    decision=cell.decision,
+                    words=describe(
+                        difference,
+                        row.unit,
+                        comparison.min_effect,
+                        fmt.run_letter(index),
+                        fmt.run_letter(0),
+                        cell.noise,
+                    ),
+                    excluded=cell.excluded,
+                    noise=cell.noise,
+                    note=cell.note or (difference.why_not if difference else None),
+                    variant=_variant_of(stand_ins[index].get(variant_key(rung.point.result))),
+                )
+            )
+        figures.append(
+            MachineFigure(
+                key=rung.key,
+                label=rung.label,
+                probe=rung.point.probe,
+                params=rung.point.params,
+                unit=row.unit,
+                reference_median=row.cells[0].median,
+                cells=cells,
+                row=row,
+            )
+        )
+    env = []
+    for key in comparison.env.differing:
+        label = _env_label(key)
+        if label is not None:
+            env.append(EnvDifference(key, label, list(comparison.env.values[key])))
+    return Machines(
+        reference=summaries[0].name,
+        others=[s.name for s in summaries[1:]],
+        comparison=comparison,
+        figures=figures,
+        env=env,
+        key_comparison=key_comparison,
+    )
+
+
+def summarize(runs: list[StoredRun], *, compare_options: dict[str, Any] | None = None) -> Summary:
+    """The summary of RUNS (run A first). COMPARE_OPTIONS go to compare_runs
+    (alpha, level, resamples, min_effect) when there are two or more runs."""
+    if not runs:
+        raise ValueError("a summary needs at least one run")
+    first = summarize_run(0, runs[0])
+    summaries = [first] + [
+        summarize_run(index, run, first.ladder) for index, run in enumerate(runs[1:], start=1)
+    ]
+    return Summary(
+        runs=summaries,
+        machines=machines(runs, summaries, **(compare_options or {})) if len(runs) > 1 else None,
+    )

@@ -1,0 +1,200 @@
+"""The summary's data: what a summary of runs holds, as frozen dataclasses."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxbench import fmt
+from ctxbench.analysis.compare import Comparison, Row
+from ctxbench.analysis.explain import Explained, Explanation
+from ctxbench.analysis.noise import Noise
+from ctxbench.analysis.summary_rules import reason_sentence
+from ctxbench.records.core import summary_value
+from ctxbench.stats import RatioInterval, bootstrap_ratio_of_medians
+
+
+@dataclass(frozen=True)
+class Point:
+    """One record's figure, as the summary shows it."""
+
+    probe: str
+    params: dict[str, Any]
+    family: str
+    unit: str
+    median: float | None
+    ci_low: float | None
+    ci_high: float | None
+    status: str
+    reasons: tuple[str, ...]  # sentences, one per distinct reason code
+    details: tuple[str, ...]  # the record's own words, one per reason
+    anchor: str  # id of the family section it belongs to
+    result: dict[str, Any]
+
+    @property
+    def params_text(self) -> str:
+        return fmt.params(self.params)
+
+
+def ratio(reference: Point | None, other: Point | None) -> RatioInterval | None:
+    """OTHER's median over REFERENCE's, with the percentile bootstrap interval of
+    their samples (ctxbench.stats); None unless both have samples to resample."""
+    if reference is None or other is None:
+        return None
+    first, second = reference.result.get("samples"), other.result.get("samples")
+    if not first or not second:
+        return None
+    return bootstrap_ratio_of_medians(first, second)
+
+
+@dataclass(frozen=True)
+class Rung:
+    key: str
+    label: str
+    point: Point
+
+
+def section_id(family: str) -> str:
+    """The HTML id of a family's section: 'family-switch' (safe for any family name)."""
+    return "family-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", family).strip("-") or "x")
+
+
+def point(result: dict[str, Any]) -> Point:
+    summary = result.get("summary") or {}
+    ci = summary.get("median_ci") or {}
+    reasons = result["verdict"]["reasons"]
+    codes = list(dict.fromkeys(reason["code"] for reason in reasons))
+    return Point(
+        probe=result["probe"],
+        params=dict(result["params"]),
+        family=result["family"],
+        unit=result["unit"],
+        median=summary_value(result, "median"),
+        ci_low=float(ci["low"]) if ci.get("low") is not None else None,
+        ci_high=float(ci["high"]) if ci.get("high") is not None else None,
+        status=result["verdict"]["status"],
+        reasons=tuple(reason_sentence(code) for code in codes),
+        details=tuple(reason["detail"] for reason in reasons),
+        anchor=section_id(result["family"]),
+        result=result,
+    )
+
+
+@dataclass(frozen=True)
+class SameVsCross:
+    probe: str
+    primitive: str  # the probe name without its family: 'pipe', 'futex'
+    between: str | None
+    same: Point | None
+    cross: Point | None
+    ratio: float | None  # cross median / same median, both measured and both switches
+    no_ratio: str | None = None  # why there is no ratio, in words (a side did not switch)
+
+
+@dataclass(frozen=True)
+class VerdictNote:
+    point: Point
+    sentences: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    counts: dict[str, int]
+    notes: list[VerdictNote]  # every result that is not ok
+
+    @property
+    def not_ok(self) -> int:
+        return sum(n for status, n in self.counts.items() if status != "ok")
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    name: str
+    run_id: str
+    machine: str
+    ladder: list[Rung]
+    same_vs_cross: list[SameVsCross]
+    explained: Explained | None
+    explanation: Explanation | None
+    verdicts: Verdicts
+    why: list[str] = field(default_factory=list)  # the ladder's large differences, in words
+    terms: list[str] = field(default_factory=list)  # definitions of the ladder's terms
+    sandbox: list[str] = field(default_factory=list)
+    # the timer the ladder's figures were corrected for, in words (fmt.timer)
+    timer: list[str] = field(default_factory=list)
+    # the seed questions this run answers (analysis.answers.Answer), first on every screen
+    answers: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MachineCell:
+    median: float | None
+    ratio: float | None  # other / reference
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    significant: bool
+    decision: str | None  # compare.SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE
+    words: str  # compare.describe: 'B ran 1.52× (1.49–1.55) slower than A', 'not significant'
+    excluded: tuple[str, ...]
+    note: str | None  # why there is no ratio
+    noise: Noise | None = None  # what judged the difference (repeats, history, within-run)
+    # the run's own variant, where it did not measure run A's and its ladder drew this one
+    variant: str | None = None
+
+
+@dataclass(frozen=True)
+class MachineFigure:
+    key: str
+    label: str
+    probe: str
+    params: dict[str, Any]
+    unit: str
+    reference_median: float | None
+    cells: list[MachineCell]  # one per run after the reference
+    row: Row | None = None  # the row of Machines.key_comparison it comes from
+
+
+@dataclass(frozen=True)
+class EnvDifference:
+    key: str
+    label: str
+    values: list[str | None]
+
+
+@dataclass(frozen=True)
+class Machines:
+    reference: str
+    others: list[str]
+    comparison: Comparison
+    figures: list[MachineFigure]
+    env: list[EnvDifference]
+    # compare_runs over the key figures only, variants matched by variant_key
+    key_comparison: Comparison | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    runs: list[RunSummary]
+    machines: Machines | None
+
+    @property
+    def ladder(self) -> list[Rung]:
+        return self.runs[0].ladder
+
+    @property
+    def same_vs_cross(self) -> list[SameVsCross]:
+        return self.runs[0].same_vs_cross
+
+    @property
+    def explained(self) -> Explained | None:
+        return self.runs[0].explained
+
+    @property
+    def explanation(self) -> Explanation | None:
+        return self.runs[0].explanation
+
+    @property
+    def verdicts(self) -> Verdicts:
+        return self.runs[0].verdicts

@@ -1,0 +1,189 @@
+"""``ctxbench compare``: runs side by side, answers first, and the --fail-above gate."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+import click
+
+from ctxbench import fmt
+from ctxbench.analysis.compare import Comparison, summary_lines
+from ctxbench.cli.commands.db import db_option, open_store
+from ctxbench.cli.console import QuietStream, new_console
+from ctxbench.errors import BadInput
+from ctxbench.store.schema import StoredRun
+from ctxbench.views import tables
+
+EXIT_INCONCLUSIVE = 4  # compare --fail-above: neither passed nor failed (docs/cli.md)
+
+
+@click.command()
+@click.argument("run_refs", nargs=-1, required=True, metavar="RUN_A RUN_B [RUN...]")
+@db_option
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level of the U test.",
+)
+@click.option(
+    "--min-effect",
+    type=click.FloatRange(0, 10),
+    default=0.05,
+    show_default=True,
+    help="Smallest relative difference that counts (0.05: 5%); a significant difference "
+    "below it is 'no meaningful difference'.",
+)
+@click.option(
+    "--only-common",
+    is_flag=True,
+    help="In the --all table, show only the variants every run measured.",
+)
+@click.option(
+    "--baseline",
+    metavar="RUN",
+    help="The run the others are compared with (default: the first); "
+    "e.g. one host of a `run --host` fleet.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the comparison as JSON (schema/compare.schema.json) instead of tables.",
+)
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="After the summary, print the runs, the environment diff and the table of every row.",
+)
+@click.option(
+    "--fail-above",
+    "fail_above",
+    metavar="PCT",
+    callback=lambda ctx, param, value: _percentage(value, "--fail-above"),
+    help="A gate: each row is slower, not slower (it could have seen a slowdown of PCT "
+    "percent, at 80% power) or inconclusive (it could not; says what would decide it). "
+    "Exit 0 only when every row is not slower, 1 when a row is slower, "
+    f"{EXIT_INCONCLUSIVE} otherwise.",
+)
+@click.option(
+    "--allow-inconclusive",
+    "allow_inconclusive",
+    metavar="PCT",
+    callback=lambda ctx, param, value: _percentage(value, "--allow-inconclusive", 100.0),
+    help="With --fail-above: pass even when up to PCT percent of the rows are "
+    "inconclusive (they are still listed); at least one row must be not slower.",
+)
+def compare(
+    run_refs: tuple[str, ...],
+    db: str | None,
+    alpha: float,
+    min_effect: float,
+    only_common: bool,
+    baseline: str | None,
+    as_json: bool,
+    show_all: bool,
+    fail_above: float | None,
+    allow_inconclusive: float | None,
+) -> int:
+    """Runs side by side, answers first: each key figure's ratio with its
+    interval, judged against the row's run-to-run noise (the runs' repeats,
+    else this machine's history in the store, else the within-run samples
+    with a floor; each row says which), the environment differences that may
+    explain them, the summary line; --all adds the table of every row.
+
+    Rows whose tasks ran on a different number of CPUs measure something
+    else: they are marked, left out of the summary line, and inconclusive
+    for --fail-above. A suspect row is compared with its spread in its noise."""
+    from ctxbench.analysis.compare import compare_runs
+    from ctxbench.analysis.gate import FAILED, PASSED, gate, gate_lines
+    from ctxbench.analysis.machine_history import variant_history
+    from ctxbench.views.export import comparison_dict
+
+    if len(run_refs) < 2:
+        raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
+    if allow_inconclusive is not None and fail_above is None:
+        raise click.UsageError("--allow-inconclusive goes with --fail-above PCT")
+    allowed = allow_inconclusive or 0.0
+    with open_store(db, create=False) as store:
+        runs = [store.load(ref) for ref in run_refs]
+        if baseline is not None:
+            base_id = store.resolve(baseline)
+            if base_id not in [run.run_id for run in runs]:
+                raise BadInput(f"--baseline {baseline} is not one of the runs compared")
+            runs.sort(key=lambda run: run.run_id != base_id)  # stable: others keep their order
+        history = variant_history(store, runs)
+    ids = [run.run_id for run in runs]
+    if len(set(ids)) != len(ids):
+        raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")
+    if as_json:
+        comparison = compare_runs(runs, alpha=alpha, min_effect=min_effect, history=history)
+        judged = None if fail_above is None else gate(comparison, fail_above, allowed)
+        click.echo(json.dumps(comparison_dict(comparison, judged), indent=2, allow_nan=False))
+    else:
+        options = {"alpha": alpha, "min_effect": min_effect, "history": history}
+        comparison = _print_comparison(runs, options, show_all, only_common)
+        judged = None if fail_above is None else gate(comparison, fail_above, allowed)
+    if judged is None:
+        return 0
+    # The gate's lines: after the tables on stdout, or on stderr beside --json's data.
+    for line in gate_lines(comparison, judged):
+        click.echo(fmt.terminal_text(line), file=QuietStream(sys.stderr) if as_json else None)
+    return {PASSED: 0, FAILED: 1}.get(judged.outcome, EXIT_INCONCLUSIVE)
+
+
+def _print_comparison(
+    runs: list[StoredRun], options: dict[str, Any], show_all: bool, only_common: bool
+) -> Comparison:
+    """Answers first: the runs, the key figures against run A, the other rows
+    that differ, the environment differences of interest, the summary line,
+    the matrices per pair class; with SHOW_ALL then the legend, the whole
+    environment diff and every row."""
+    from ctxbench.analysis.summary import summarize
+    from ctxbench.views.machines import machine_lines
+
+    summary = summarize(runs, compare_options=options)
+    assert summary.machines is not None  # two runs or more
+    comparison = summary.machines.comparison
+    console = new_console()
+    for line in machine_lines(summary, console.width):
+        console.print(line)
+    for table in tables.matrix_comparison_tables(comparison):
+        console.print(table)
+    console.print()
+    if not show_all:
+        console.print(
+            f"{len(comparison.rows)} rows compared; --all shows every row and "
+            "the full environment diff",
+            markup=False,
+        )
+        return comparison
+    console.print(tables.runs_legend(comparison))
+    console.print(tables.env_diff_table(comparison))
+    console.print(tables.comparison_table(comparison, width=console.width, only_common=only_common))
+    for line in summary_lines(comparison):
+        console.print(line, markup=False, highlight=False)
+    return comparison
+
+
+def _percentage(value: str | None, option: str, most: float = math.inf) -> float | None:
+    """'5' or '5%' as 5.0 (at most MOST); anything else is a usage error naming the fix."""
+    if value is None:
+        return None
+    text = value.strip().removesuffix("%").strip()
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or number < 0 or number > most:
+        raise click.BadParameter(
+            f"{value!r} is not a percentage; give a number of percent such as 5 (for 5%)"
+            + (f", at most {most:g}" if math.isfinite(most) else ""),
+            param_hint=option,
+        )
+    return number

@@ -1,0 +1,31 @@
+"""``ctxbench report``: the HTML report of stored runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ctxbench.cli.commands.db import db_option, open_store
+from ctxbench.cli.output_files import check_output_path, write_report
+
+
+@click.command()
+@click.argument("run_refs", nargs=-1, required=True, metavar="RUN [RUN...]")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(path_type=Path),
+    default=Path("report.html"),
+    show_default=True,
+    help="HTML file to write.",
+)
+@click.option("--title", help="Title of the page.")
+@db_option
+def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: str | None) -> None:
+    """A self-contained HTML report (offline, plots inline) of one or more runs."""
+    check_output_path(output, "-o")
+    with open_store(db, create=False) as store:
+        runs = [store.load(ref) for ref in run_refs]
+    write_report(runs, output, title)

@@ -1,0 +1,401 @@
+"""``ctxbench run``: measure a selection here (or hand it to run --host), store it, show it."""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import sqlite3
+import sys
+from dataclasses import replace
+from difflib import get_close_matches
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ctxbench.acquire.repeats import (
+    DEFAULT_REPEATS,
+    MAX_REPEATS,
+    QUICK_REPEATS,
+    merge_repeats,
+    repeat_selectors,
+)
+from ctxbench.acquire.runner import (
+    EngineRun,
+    RunOptions,
+    find_engine,
+    list_probes,
+    param_problem,
+    plan_variants,
+)
+from ctxbench.cli.commands.db import db_option, open_store
+from ctxbench.cli.commands.run_hosts import run_on_hosts
+from ctxbench.cli.commands.show import print_run
+from ctxbench.cli.console import EXIT_BROKEN_PIPE, discard_stdout, say
+from ctxbench.cli.output_files import check_output_path, check_writable, write_report
+from ctxbench.cli.run_lifecycle import (
+    LineFile,
+    Spool,
+    StopSignals,
+    open_copy,
+    store_run,
+    stream_engine_run,
+)
+from ctxbench.errors import BadInput, CtxbenchError, EngineError, OutputError
+from ctxbench.records.core import group_run, shared_unsupported_reason
+from ctxbench.store.db import Store
+from ctxbench.store.schema import StoredRun
+
+
+def _resolve_selectors(selectors: tuple[str, ...], probes: list[dict[str, Any]]) -> list[str]:
+    names = [str(p.get("name")) for p in probes]
+    families = {name.split(".", 1)[0] for name in names}
+    resolved = []
+    for selector in selectors:
+        if selector in names:
+            resolved.append(selector)
+            continue
+        if selector in families:
+            resolved.append(f"{selector}.*")
+            continue
+        if any(ch in selector for ch in "*?[") and fnmatch.filter(names, selector):
+            resolved.append(selector)
+            continue
+        # A family is a selector too ('syscal' means the family 'syscall'):
+        # the families come first among the suggestions, then the probes.
+        close = get_close_matches(selector, sorted(families), n=1, cutoff=0.6)
+        close += [n for n in get_close_matches(selector, names, n=3, cutoff=0.6) if n not in close]
+        close = close[:3]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise BadInput(f"unknown probe '{selector}'{hint} (`ctxbench list` shows the probes)")
+    return resolved
+
+
+def _db_hint(db: Path | None, store: Store) -> str:
+    return f" --db {store.location}" if db is not None else ""
+
+
+@click.command()
+@click.argument("probes", nargs=-1, metavar="[PROBE|GLOB]...")
+@click.option("--quick", is_flag=True, help="Fewer samples and shorter runs (smoke run).")
+@click.option("--samples", type=click.IntRange(min=1), help="Samples per probe variant.")
+@click.option("--min-time", type=click.FloatRange(min=0, min_open=True), help="Seconds per sample.")
+@click.option(
+    "--cpus", help="Placements to run, comma-separated (the cpus values `ctxbench list` shows)."
+)
+@click.option(
+    "--between",
+    help="Task kinds to run, comma-separated (the between values `ctxbench list` shows).",
+)
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=V1,V2",
+    help="Run these values of a probe parameter (repeatable; `ctxbench list` shows them).",
+)
+@click.option("--preset", help="Run a named experiment (e.g. fibers-vs-threads) instead of probes.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds a variant may take before it is stopped and recorded as failed.",
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0, max=10),
+    help="Measure a variant again, up to N times, when a reference loop of system calls timed "
+    "before each sample ran slowed (the host took the CPU's time); keep the attempt whose "
+    "reference ran fastest; a sample taken while it ran slowed is set aside and taken again "
+    "(default 2, 1 with --quick; 0 records the reference and takes nothing again).",
+)
+@click.option(
+    "--hold-idle",
+    is_flag=True,
+    help="Run the switch probes only with idle=held: CPUs kept out of deep idle through "
+    "/dev/cpu_dma_latency for each variant (needs root; otherwise unsupported with the reason).",
+)
+@click.option(
+    "--trace",
+    is_flag=True,
+    help="After each switch variant, run it again with the kernel's tracepoints recorded and "
+    "split its switches into phases that `ctxbench explain` shows (needs root and tracefs; "
+    "otherwise each record says why not). docs/tracing.md",
+)
+@db_option
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path),
+    help="Also write the records (JSON Lines) to FILE.",
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(path_type=Path),
+    help="Also write an HTML report to FILE.",
+)
+@click.option("--label", help="A name for this run (e.g. 'host, mitigations=off').")
+@click.option(
+    "--all", "show_all", is_flag=True, help="After the summary, print the table of every result."
+)
+@click.option(
+    "--host",
+    "hosts",
+    multiple=True,
+    metavar="DEST",
+    help="Run on DEST over SSH instead of here (as `ssh DEST` understands it: "
+    "~/.ssh/config aliases, user@host, ports, jump hosts); repeat for several "
+    "hosts, run in parallel, one stored run each.",
+)
+@click.option(
+    "--ssh-config",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="An ssh_config file for --host (ssh -F).",
+)
+@click.option(
+    "--interleave",
+    metavar="off|rounds",
+    help="off: the engine measures each variant whole, one after the other; rounds: it "
+    "splits every variant's samples into rounds and visits the variants in a seeded random "
+    "order each round, so a slow spell of the host falls on many variants a little "
+    "(default: the engine's, rounds).",
+)
+@click.option(
+    "--rounds", type=click.IntRange(min=1), help="Rounds per variant with --interleave rounds."
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    help="Seed of the rounds' order with --interleave rounds (default: drawn and recorded); "
+    "with --repeat, repeat k uses SEED + k - 1.",
+)
+@click.option(
+    "--host-reference",
+    metavar="on|off",
+    help="on: time a reference loop before each sample and set aside the samples the host "
+    "slowed (both figures kept); off: take no reference, set nothing aside "
+    "(default: the engine's).",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1, max=MAX_REPEATS),
+    help="Run the selection in N separate engine processes, one after another (even ones "
+    "in reverse order), stored as one run: each figure over all of them with a hierarchical "
+    f"bootstrap interval, each repeat's figure kept; compare then judges by their spread "
+    f"(default {DEFAULT_REPEATS}, {QUICK_REPEATS} with --quick).",
+)
+def run(
+    probes: tuple[str, ...],
+    quick: bool,
+    samples: int | None,
+    min_time: float | None,
+    cpus: str | None,
+    between: str | None,
+    params: tuple[str, ...],
+    preset: str | None,
+    timeout: float | None,
+    retries: int | None,
+    hold_idle: bool,
+    trace: bool,
+    db: str | None,
+    json_path: Path | None,
+    report_path: Path | None,
+    label: str | None,
+    show_all: bool,
+    hosts: tuple[str, ...],
+    ssh_config: Path | None,
+    interleave: str | None,
+    rounds: int | None,
+    seed: int | None,
+    host_reference: str | None,
+    repeat: int | None,
+) -> int:
+    """Run probes (default: the whole suite), store the run, print its summary.
+
+    PROBE is a probe name (`ctxbench list`), a family (`syscall`) or a glob
+    (`'switch.*'`). Ctrl-C (or SIGTERM, SIGHUP) stops cleanly and keeps the
+    finished results as a partial run.
+    """
+    if (problem := param_problem(params, probes)) is not None:
+        raise BadInput(problem)
+    check_output_path(json_path, "--json")
+    check_output_path(report_path, "--report")
+    check_writable(report_path, "--report")
+    if ssh_config is not None and not hosts:
+        raise click.UsageError("--ssh-config is for --host runs; give --host DEST too")
+    if hosts and json_path is not None:
+        raise click.UsageError(
+            "--json takes one run; with --host, export each stored run (`ctxbench export RUN`)"
+        )
+    if hosts and repeat is not None and repeat > 1:
+        raise click.UsageError(
+            "--repeat is not supported with --host yet; run each host without --repeat"
+        )
+    count = repeat if repeat is not None else (QUICK_REPEATS if quick else DEFAULT_REPEATS)
+    with open_store(db) as store:
+        engine = find_engine()
+        selectors = _resolve_selectors(probes, list_probes(engine)) if probes else []
+        options = RunOptions(
+            selectors=selectors,
+            quick=quick,
+            samples=samples,
+            min_time=min_time,
+            cpus=cpus,
+            between=between,
+            params=params,
+            preset=preset,
+            timeout=timeout,
+            retries=retries,
+            hold_idle=hold_idle,
+            trace=trace,
+            interleave=interleave,
+            rounds=rounds,
+            seed=seed,
+            host_reference=host_reference,
+        )
+        # The engine's own selection rules check the choices (axis values,
+        # parameters, presets) before anything runs or is stored.
+        variants = plan_variants(options, engine)
+        if hosts:
+            return run_on_hosts(
+                store, list(hosts), options, label, ssh_config, report_path, show_all
+            )
+        copy = open_copy(json_path)
+        with StopSignals() as stop:
+            with Spool(store.spool_dir, store_location=store.location) as spool:
+                records, engine_runs = _measure(options, engine, variants, count, copy, spool, stop)
+                problems = [problem for each in engine_runs for problem in each.problems]
+                failure = next((f for each in engine_runs if (f := each.failure())), None)
+                interrupted = any(each.interrupted for each in engine_runs)
+                for problem in problems[:5]:
+                    say(f"ctxbench: warning: {problem}")
+                if not any(r["kind"] == "env" for r in records):
+                    if failure is not None:
+                        raise failure
+                    if stop.received is not None or interrupted:
+                        say("interrupted before the engine wrote anything; nothing stored")
+                        return stop.exit_code
+                    raise EngineError("the engine wrote no env record; nothing stored")
+                run_records = group_run(records, "engine output")
+                reason = shared_unsupported_reason(run_records.results)
+                if reason is not None:
+                    spool.discard = True
+                    raise EngineError(
+                        f"nothing was measured: all {len(run_records.results)} results are "
+                        f"unsupported here ({reason}); nothing stored"
+                    )
+                try:
+                    stored = store_run(store, run_records, "run", label)
+                except (CtxbenchError, sqlite3.Error, OSError) as error:
+                    spool.reported = True
+                    why = error.strerror if isinstance(error, OSError) else str(error)
+                    failure = CtxbenchError(
+                        f"the run was measured but could not be stored in {store.location} "
+                        f"({why}); {spool.hint()}"
+                    )
+                    failure.exit_code = getattr(error, "exit_code", CtxbenchError.exit_code)
+                    raise failure from None
+            side_failure, stdout_closed = _show_stored_run(
+                stored, store, db, copy, report_path, show_all
+            )
+    if side_failure is not None:
+        raise side_failure
+    if problems:
+        raise EngineError(
+            f"{len(problems)} engine output line(s) were not valid records "
+            f"(first: {problems[0]}); the valid ones were stored"
+        )
+    if failure is not None:
+        raise EngineError(f"{failure}; the finished results were stored as a partial run")
+    if stop.received is not None or interrupted:
+        return stop.exit_code
+    return EXIT_BROKEN_PIPE if stdout_closed else 0
+
+
+SEEDS = 2**32  # the engine's --seed is a 32-bit number
+
+
+def _measure(
+    options: RunOptions,
+    engine: Path,
+    variants: list[dict[str, Any]],
+    count: int,
+    copy: LineFile | None,
+    spool: Spool,
+    stop: StopSignals,
+) -> tuple[list[dict[str, Any]], list[EngineRun]]:
+    """The run's records and the engine runs that made them: one engine
+    process, or COUNT of them (``--repeat``) merged into one run
+    (``repeats.merge_repeats``). A repeat that fails or is stopped ends the
+    repeats; what was measured until then is the run."""
+    if count == 1:
+        engine_run = EngineRun(options, engine=engine)
+        return stream_engine_run(engine_run, copy, spool, stop), [engine_run]
+    # The probes in the selection's order, reversed for even repeats (a
+    # preset keeps its own order).
+    probes = list(dict.fromkeys(variant["probe"] for variant in variants))
+    repeats, engine_runs = [], []
+    for number in range(1, count + 1):
+        if stop.received is not None:
+            break
+        selectors = options.selectors if options.preset else repeat_selectors(probes, number)
+        seed = None if options.seed is None else (options.seed + number - 1) % SEEDS
+        engine_run = EngineRun(replace(options, selectors=selectors, seed=seed), engine=engine)
+        engine_runs.append(engine_run)
+        say(f"repeat {number} of {count}")
+        records = stream_engine_run(engine_run, None, spool, stop)
+        if any(record["kind"] == "env" for record in records):
+            repeats.append(records)
+        if engine_run.interrupted or engine_run.failure() is not None:
+            break
+    merged = merge_repeats(repeats, asked=count) if repeats else []
+    if copy is not None:
+        for record in merged:
+            copy.write(record)
+        copy.close()
+    return merged, engine_runs
+
+
+def _show_stored_run(
+    stored: StoredRun,
+    store: Store,
+    db: Path | None,
+    copy: LineFile | None,
+    report_path: Path | None,
+    show_all: bool = False,
+) -> tuple[OutputError | None, bool]:
+    """The outputs of a stored run: the summary (and with SHOW_ALL the table),
+    the status line, the report.
+    One failing does not stop the others. Returns the failures, as one line
+    that says the run is safe and how to write that output again, and
+    whether stdout's reader went away (no message for that: exit 141)."""
+    run_id = stored.run_id
+    where = _db_hint(db, store)
+    failures: list[str] = []
+    closed = False
+    try:
+        print_run(stored, show_all)
+        sys.stdout.flush()
+    except OSError as error:
+        discard_stdout()
+        if error.errno == errno.EPIPE:  # a reader that went away wanted no more: no message
+            closed = True
+        else:
+            failures.append(
+                f"stdout failed ({error.strerror}); `ctxbench show {run_id}{where}` shows it"
+            )
+    state = "partial run" if stored.info.interrupted else "run"
+    say(f"stored {state} {run_id} ({len(stored.results)} results) in {store.location}")
+    if copy is not None and copy.error is not None:
+        failures.append(
+            f"--json {copy.path} failed after {copy.lines} records ({copy.error.strerror}); "
+            f"`ctxbench export {run_id} -o {copy.path}{where}` writes them all again"
+        )
+    if report_path is not None:
+        try:
+            write_report([stored], report_path)
+        except OutputError as error:
+            failures.append(f"{error}; `ctxbench report {run_id} -o FILE{where}` writes it again")
+    if not failures:
+        return None, closed
+    return OutputError(f"run {run_id} is stored and safe, but " + "; and ".join(failures)), False

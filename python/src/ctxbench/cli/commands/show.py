@@ -1,0 +1,158 @@
+"""``ctxbench show`` and ``explain``: one stored run, answers first."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Any
+
+import click
+
+from ctxbench import fmt
+from ctxbench import riscv as riscv_lab
+from ctxbench.analysis.phases import render_trace_detail
+from ctxbench.cli.commands.db import db_option, open_store
+from ctxbench.cli.console import new_console, say
+from ctxbench.store import choice as run_choice
+from ctxbench.store.schema import StoredRun
+from ctxbench.views import explain as explain_view
+from ctxbench.views import tables
+
+
+def _run_header(stored: StoredRun) -> str:
+    """'run ID (complete) · machine · arch · kernel release · label L'."""
+    info = stored.info
+    env = stored.env
+    kernel = env.get("kernel", {})
+    state = "partial" if info.interrupted else "complete"
+    return (
+        f"run {info.run_id} ({state}) · {info.machine} · {env.get('arch', '?')} · "
+        f"kernel {kernel.get('release', '?')}" + (f" · label {info.label}" if info.label else "")
+    )
+
+
+def print_run(stored: StoredRun, show_all: bool = False, title: str | None = None) -> None:
+    """A stored run on stdout, answers first: the summary (ladder, same vs other
+    CPU, where a switch's time goes, verdicts in words), the CPU-pair matrices,
+    then, with SHOW_ALL, the full table of every result and the reasons in the
+    records' own words (else one line that says how to get it)."""
+    from ctxbench.analysis.summary import summarize
+    from ctxbench.views.summary import run_lines
+
+    console = new_console()
+    console.print(title or _run_header(stored), markup=False)
+    console.print()
+    if riscv_lab.is_lab_run(stored.results):
+        console.print(riscv_lab.format_report(stored.results), markup=False, end="")
+    else:
+        for line in run_lines(summarize([stored]), console.width):
+            console.print(line)
+    for part in tables.matrix_sections(stored.results):
+        console.print(part)
+    console.print()
+    if not show_all:
+        console.print(
+            f"{len(stored.results)} results: `ctxbench show {stored.run_id} --all` lists them",
+            markup=False,
+        )
+        return
+    console.print(tables.results_table(stored.results, title="every result", width=console.width))
+    for words in fmt.timer(stored.results):
+        indented = textwrap.fill(
+            words, console.width - 1, initial_indent="  ", subsequent_indent="  "
+        )
+        console.print(indented, markup=False)
+    for note in tables.verdict_notes(stored.results):
+        console.print(f"  {note}", markup=False)
+
+
+@click.command()
+@click.argument("run_ref", metavar="RUN")
+@db_option
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the run as JSON: what the store knows of it, its summary and its records.",
+)
+@click.option(
+    "--all", "show_all", is_flag=True, help="After the summary, print the table of every result."
+)
+def show(run_ref: str, db: str | None, as_json: bool, show_all: bool) -> None:
+    """One run, answers first: what things cost, same vs other CPU, where a
+    switch's time goes, verdicts in words (--all: then every result); a RISC-V
+    lab run: the lab's answer. RUN: a run id, a unique prefix, 'latest', or a label."""
+    with open_store(db, create=False) as store:
+        stored, note = run_choice.pick(store, run_ref)
+    if note:
+        say(note)
+    if as_json:
+        click.echo(json.dumps(_run_json(stored), indent=2, allow_nan=False))
+        return
+    print_run(stored, show_all)
+
+
+def _run_json(stored: StoredRun) -> dict[str, Any]:
+    from ctxbench.analysis.summary import summarize
+    from ctxbench.views.summary import as_dict
+
+    data = {
+        "schema": 1,
+        "kind": "stored_run",
+        "run": stored.info.as_dict(),
+        "summary": as_dict(summarize([stored]).runs[0]),
+        "records": stored.records.all(),
+    }
+    if riscv_lab.is_lab_run(stored.results):
+        data["lab"] = riscv_lab.lab_dict(stored.results)
+    return data
+
+
+@click.command()
+@click.argument("words", nargs=-1, metavar="[RUN] [PROBE-GLOB]...")
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Only the figures with this parameter value (repeatable), e.g. cpus=cross.",
+)
+@click.option(
+    "--all", "show_all", is_flag=True, help="Every switch figure, not only the headline ones."
+)
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the decomposition as JSON.")
+@click.option(
+    "--trace",
+    "trace_detail",
+    is_flag=True,
+    help="Print every traced pass in full instead (run --trace): each phase's median, interval, "
+    "count, and the events recorded in it.",
+)
+def explain(
+    words: tuple[str, ...],
+    params: tuple[str, ...],
+    show_all: bool,
+    db: str | None,
+    as_json: bool,
+    trace_detail: bool,
+) -> None:
+    """Where the time of each switch goes, from figures measured in RUN (default:
+    the latest run explain can use): the headline switches and a count of the
+    rest (--all: every one), or the figures PROBE-GLOB and --param name; on a
+    RISC-V lab run, each ecall's parts per simulator."""
+    chosen = explain_view.parse_params(params)
+    with open_store(db, create=False) as store:
+        run_ref, globs = run_choice.run_and_globs(store, words)
+        stored, note = run_choice.pick(store, run_ref, run_choice.wants_lab(globs))
+    if note:
+        say(note)
+    if trace_detail and not as_json:
+        click.echo(render_trace_detail(stored.results), nl=False)
+        return
+    if as_json:
+        data = explain_view.run_dict(stored.results, stored.run_id, globs, chosen)
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        text = explain_view.run_text(stored.results, stored.run_id, globs, chosen, show_all)
+        click.echo(text, nl=False)

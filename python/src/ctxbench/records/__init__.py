@@ -1,0 +1,1 @@
+"""The run record: its schema, reading it, naming its variants, its environment."""

@@ -1,0 +1,366 @@
+"""What differs between an SQLite and a PostgreSQL store: one small class per dialect.
+
+How a store is marked as ours with its schema version, how a writer takes
+the write lock, how damage is checked and how a failed write is worded; the
+queries and the migrations are shared (ctxbench.store, ctxbench.store_schema).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import platformdirs
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.pool import NullPool
+
+from ctxbench.errors import StoreError, StoreUnreachable, StoreWriteError
+from ctxbench.store.schema import APPLICATION_ID, SQLITE_MAGIC
+
+CONNECT_TIMEOUT_S = 15
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+def default_target() -> str:
+    """$CTXBENCH_DB (a path or a postgresql:// URL), else the user data directory's file."""
+    env = os.environ.get("CTXBENCH_DB")
+    if env:
+        return env
+    return str(Path(platformdirs.user_data_dir("ctxbench")) / "ctxbench.db")
+
+
+def is_url(target: str) -> bool:
+    return urlsplit(target).scheme in POSTGRES_SCHEMES
+
+
+# ---- the dialect boundary ----------------------------------------------------
+class Dialect:
+    """What differs between SQLite and PostgreSQL; everything else is shared."""
+
+    name = ""
+    hint = "choose another --db (or CTXBENCH_DB)"
+
+    def __init__(self, location: str, lock_timeout: float):
+        self.location = location  # for messages: a path, or a URL without its password
+        self.lock_timeout = lock_timeout
+        self.readonly = False
+
+    def engine(self) -> sa.Engine:
+        raise NotImplementedError
+
+    def identity(self, conn: sa.Connection) -> tuple[int, int]:
+        """(schema version, application id); (0, 0) for an unmarked database."""
+        raise NotImplementedError
+
+    def mark(self, conn: sa.Connection, version: int) -> None:
+        raise NotImplementedError
+
+    def begin_read(self, conn: sa.Connection) -> None:
+        """Called first in every read transaction: all of it sees one snapshot."""
+
+    def lock_for_write(self, conn: sa.Connection) -> None:
+        """Called first in every write transaction: writers go one at a time."""
+
+    def damage(self, conn: sa.Connection) -> str | None:
+        return None
+
+    def check_still_there(self) -> None:
+        """Before a write: the store we opened is still the one at its location."""
+
+    def spool_dir(self) -> Path:
+        return Path(platformdirs.user_data_dir("ctxbench"))
+
+    def write_failure(self, error: BaseException) -> StoreWriteError | None:
+        """A StoreWriteError for a failed write the user can act on, else None."""
+        return None
+
+    def unreachable(self, error: BaseException) -> StoreUnreachable | None:
+        """A StoreUnreachable when ERROR says the server cannot be reached, else None."""
+        return None
+
+
+class SQLiteDialect(Dialect):
+    """One file; marked with PRAGMA application_id, versioned with PRAGMA user_version."""
+
+    name = "sqlite"
+
+    def __init__(self, path: Path, lock_timeout: float, create: bool, explicit: bool):
+        super().__init__(str(path), lock_timeout)
+        self.path = path
+        self.readonly = check_path(path, create=create, explicit=explicit)
+        self._file_id: tuple[int, int] | None = None
+
+    def engine(self) -> sa.Engine:
+        mode = "ro" if self.readonly else ("rw" if self.path.exists() else "rwc")
+        uri = f"file:{quote(str(self.path.resolve()))}?mode={mode}"
+
+        def connect() -> sqlite3.Connection:
+            # isolation_level=None: SQLite's own BEGIN/COMMIT, issued by the
+            # "begin" hook below, not the sqlite3 module's implicit ones.
+            return sqlite3.connect(
+                uri,
+                uri=True,
+                timeout=self.lock_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+
+        engine = sa.create_engine("sqlite://", creator=connect, poolclass=NullPool)
+
+        @sa.event.listens_for(engine, "connect")
+        def on_connect(dbapi_connection: Any, record: Any) -> None:
+            dbapi_connection.execute("PRAGMA foreign_keys = ON")
+
+        @sa.event.listens_for(engine, "begin")
+        def on_begin(conn: sa.Connection) -> None:
+            # A writer takes the write lock up front (waiting up to the busy
+            # timeout), so two writers never both read, then both write.
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("write") else "BEGIN")
+
+        return engine
+
+    def opened(self) -> None:
+        try:
+            stat = self.path.stat()
+            self._file_id = (stat.st_dev, stat.st_ino)
+        except OSError:
+            self._file_id = None
+
+    def identity(self, conn: sa.Connection) -> tuple[int, int]:
+        version = conn.exec_driver_sql("PRAGMA user_version").scalar_one()
+        app_id = conn.exec_driver_sql("PRAGMA application_id").scalar_one()
+        return int(version), int(app_id)
+
+    def mark(self, conn: sa.Connection, version: int) -> None:
+        conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.exec_driver_sql(f"PRAGMA user_version = {int(version)}")
+
+    def damage(self, conn: sa.Connection) -> str | None:
+        problem = conn.exec_driver_sql("PRAGMA quick_check").scalar_one()
+        return None if problem == "ok" else str(problem)
+
+    def check_still_there(self) -> None:
+        try:
+            stat = self.path.stat()
+            now = (stat.st_dev, stat.st_ino)
+        except OSError:
+            now = None
+        if self._file_id is not None and now != self._file_id:
+            what = "deleted" if now is None else "replaced by another file"
+            raise StoreWriteError(
+                f"store {self.path} was {what} while ctxbench had it open; nothing was "
+                "written to it: check what removed it, then store the run again",
+                reason="gone",
+            )
+
+    def spool_dir(self) -> Path:
+        return self.path.parent
+
+    def write_failure(self, error: BaseException) -> StoreWriteError | None:
+        original = getattr(error, "orig", error)
+        if not isinstance(original, sqlite3.Error):
+            return None
+        text = str(original)
+        if "locked" in text or "busy" in text:
+            return StoreWriteError(
+                f"store {self.path} stayed locked by another writer for more than "
+                f"{self.lock_timeout:g} s; nothing was written: wait for it to finish, "
+                "then store the run again",
+                reason="locked",
+            )
+        if "full" in text:
+            return StoreWriteError(
+                f"store {self.path}: no space left on its file system (SQLite: {text}); "
+                "nothing of this run was written and the earlier runs are intact: "
+                "free some space, then store the run again",
+                reason="full",
+            )
+        if "readonly" in text or "read-only" in text:
+            self.check_still_there()
+            return StoreWriteError(
+                f"store {self.path} cannot be written (SQLite: {text}); nothing was written: "
+                f"make it writable or {self.hint}",
+                reason="readonly",
+            )
+        if isinstance(original, sqlite3.OperationalError):
+            self.check_still_there()
+            return StoreWriteError(
+                f"store {self.path}: the write failed (SQLite: {text}); nothing of this run "
+                "was written and the earlier runs are intact: check the disk (space, file "
+                "size limit, permissions), then store the run again",
+                reason="io",
+            )
+        return None
+
+
+class PostgreSQLDialect(Dialect):
+    """A PostgreSQL database (libpq connection URI, so ~/.pgpass, PGPASSWORD and
+    service files work as for psql). The mark and version live in a one-row
+    table ``ctxbench_store``; writers serialize on a transaction-scoped
+    advisory lock, bounded by ``lock_timeout``."""
+
+    name = "postgresql"
+    MARK_TABLE = "ctxbench_store"
+
+    def __init__(self, url: str, lock_timeout: float):
+        super().__init__(without_password(url), lock_timeout)
+        self.url = url
+
+    def engine(self) -> sa.Engine:
+        import psycopg  # only a PostgreSQL store needs the driver
+
+        def connect() -> Any:
+            return psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S)
+
+        return sa.create_engine("postgresql+psycopg://", creator=connect, poolclass=NullPool)
+
+    def identity(self, conn: sa.Connection) -> tuple[int, int]:
+        if not sa.inspect(conn).has_table(self.MARK_TABLE):
+            return 0, 0
+        row = conn.execute(
+            sa.text(f"SELECT user_version, application_id FROM {self.MARK_TABLE}")
+        ).first()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def mark(self, conn: sa.Connection, version: int) -> None:
+        conn.execute(
+            sa.text(
+                f"CREATE TABLE IF NOT EXISTS {self.MARK_TABLE} "
+                "(application_id INTEGER NOT NULL, user_version INTEGER NOT NULL)"
+            )
+        )
+        conn.execute(sa.text(f"DELETE FROM {self.MARK_TABLE}"))
+        conn.execute(
+            sa.text(f"INSERT INTO {self.MARK_TABLE} VALUES (:app, :version)"),
+            {"app": APPLICATION_ID, "version": int(version)},
+        )
+
+    def spool_dir(self) -> Path:
+        directory = super().spool_dir()
+        # Without it the caller runs without its safety copy and says so.
+        with contextlib.suppress(OSError):
+            directory.mkdir(parents=True, exist_ok=True)
+        return directory
+
+    def begin_read(self, conn: sa.Connection) -> None:
+        # READ COMMITTED would give each statement its own snapshot: a store
+        # created by another writer between two of them could look foreign.
+        # (Writes stay READ COMMITTED: they read after taking the lock.)
+        conn.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+
+    def lock_for_write(self, conn: sa.Connection) -> None:
+        milliseconds = max(1, int(self.lock_timeout * 1000))
+        conn.execute(sa.text(f"SET LOCAL lock_timeout = {milliseconds}"))
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": APPLICATION_ID})
+
+    def unreachable(self, error: BaseException) -> StoreUnreachable | None:
+        original = getattr(error, "orig", error)
+        state = getattr(original, "sqlstate", None)
+        lost = state is None and isinstance(error, sa_exc.OperationalError)
+        # 08: connection exception; 57: operator intervention (a shutdown).
+        if not (lost or (state or "").startswith(("08", "57"))):
+            return None
+        return StoreUnreachable(
+            f"store {self.location} cannot be reached ({first_line(original)}); "
+            "check that its server is up and the --db URL"
+        )
+
+    def write_failure(self, error: BaseException) -> StoreWriteError | None:
+        original = getattr(error, "orig", error)
+        state = getattr(original, "sqlstate", None)
+        if state is None:
+            if isinstance(error, sa_exc.OperationalError):
+                return StoreWriteError(
+                    f"store {self.location} cannot be reached: the connection failed during "
+                    f"the write ({first_line(original)}); nothing of this run was written: "
+                    "store it again when the server is back",
+                    reason="gone",
+                )
+            return None
+        if state == "55P03":  # lock_not_available
+            return StoreWriteError(
+                f"store {self.location} stayed locked by another writer for more than "
+                f"{self.lock_timeout:g} s; nothing was written: wait for it to finish, "
+                "then store the run again",
+                reason="locked",
+            )
+        if state.startswith("53"):  # insufficient resources: disk full, out of memory
+            return StoreWriteError(
+                f"store {self.location}: the server is out of resources "
+                f"({first_line(original)}); nothing of this run was written and the "
+                "earlier runs are intact: free space on the server, then store the run again",
+                reason="full",
+            )
+        if state in ("25006", "42501"):  # read-only transaction, insufficient privilege
+            return StoreWriteError(
+                f"store {self.location} cannot be written by this role "
+                f"({first_line(original)}); nothing was written",
+                reason="readonly",
+            )
+        if state.startswith("08") or state.startswith("57"):  # connection, shutdown
+            return StoreWriteError(
+                f"store {self.location} cannot be reached: the server went away during the write "
+                f"({first_line(original)}); nothing of this run was written: "
+                "store it again when the server is back",
+                reason="gone",
+            )
+        return None
+
+
+def check_path(path: Path, create: bool, explicit: bool) -> bool:
+    """Refuse paths we cannot use, before SQLite makes up an error of its own.
+
+    Returns True when the store must be opened read-only (it exists, can be
+    read but not written, and the caller only reads)."""
+    hint = "choose another --db (or CTXBENCH_DB)"
+    if path.is_dir():
+        raise StoreError(f"store path {path} is a directory; {hint}, a file path")
+    if path.exists():
+        if not os.access(path, os.R_OK):
+            raise StoreError(f"cannot read store {path} (permission denied); {hint}")
+        try:
+            with path.open("rb") as handle:
+                head = handle.read(len(SQLITE_MAGIC))
+        except OSError as error:
+            raise StoreError(f"cannot read store {path}: {error.strerror}; {hint}") from None
+        if (head and head != SQLITE_MAGIC[: len(head)]) or 0 < len(head) < len(SQLITE_MAGIC):
+            raise StoreError(
+                f"{path} is not a ctxbench store (not an SQLite file); it was left untouched: "
+                f"{hint}"
+            )
+        if not os.access(path, os.W_OK):
+            if create:
+                raise StoreError(
+                    f"cannot write store {path} (read-only file or file system); {hint}"
+                )
+            return True
+        return False
+    if not create:
+        raise StoreError(f"no store at {path}; `ctxbench run` or `ctxbench import` creates it")
+    parent = path.parent
+    if not explicit:
+        parent.mkdir(parents=True, exist_ok=True)
+    if not parent.is_dir():
+        raise StoreError(f"cannot create store {path}: {parent} is not a directory; {hint}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise StoreError(f"cannot create store {path}: {parent} is not writable; {hint}")
+    return False
+
+
+def without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+def first_line(error: object) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__

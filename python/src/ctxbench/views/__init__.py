@@ -1,0 +1,1 @@
+"""What a user reads: the sentences, terminal tables, summary, report and export."""

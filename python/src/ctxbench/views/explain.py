@@ -1,0 +1,268 @@
+"""What ``ctxbench explain`` prints of a run's decompositions, in words.
+
+From ``ctxbench.analysis.explain``: the figures a reader asked for (probe globs,
+family names, params), the headline switches first, each part with its share
+of the median, and what the run could not separate or explain.
+
+A part's share is printed only for parts that are a share (``explain`` keeps
+every standing part between 0 and the median); the differences that came out
+the wrong way are words under ``not explained``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from typing import Any
+
+from ctxbench.analysis.explain import (
+    BARE_SYSCALL,
+    IDLE_PART,
+    Explained,
+    Explanation,
+    Part,
+    explain,
+    time_text,
+)
+from ctxbench.analysis.filter_cost import FilterCost, cost_lines
+from ctxbench.analysis.phases import render_traced
+from ctxbench.errors import BadInput
+from ctxbench.records.core import param_value
+from ctxbench.riscv.answer import is_lab_run, lab_dict
+from ctxbench.riscv.catalog import CALLS
+from ctxbench.riscv.report import explain_lines
+
+# ---- choosing what to show ------------------------------------------------------------
+# The headline switches, in this order: a thread switch on one CPU, the same
+# across CPUs, and processes on one CPU. Each matches the default variant
+# (policy normal, else batch or absent; idle free or absent).
+HEADLINE: tuple[tuple[str, dict[str, str]], ...] = (
+    ("switch.pipe", {"between": "threads", "cpus": "same"}),
+    ("switch.pipe", {"between": "threads", "cpus": "cross"}),
+    ("switch.pipe", {"between": "processes", "cpus": "same"}),
+)
+_DEFAULTS = {
+    "policy": ("normal", "batch", None),
+    "idle": ("free", None),
+    "seccomp": ("none", None),
+}
+
+
+def _default_rank(e: Explanation) -> tuple[int, ...] | None:
+    """How close a figure is to the default variant (lower is closer), or None."""
+    rank = []
+    for knob, accepted in _DEFAULTS.items():
+        if e.params.get(knob) not in accepted:
+            return None
+        rank.append(accepted.index(e.params.get(knob)))
+    return tuple(rank)
+
+
+def headline(explanations: Sequence[Explanation]) -> list[Explanation]:
+    """The headline switches this run explains, in HEADLINE's order: per slot,
+    the variant closest to the default."""
+    found = []
+    for probe, params in HEADLINE:
+        candidates = [
+            (rank, e)
+            for e in explanations
+            if e.probe == probe
+            and all(e.params.get(k) == v for k, v in params.items())
+            and (rank := _default_rank(e)) is not None
+        ]
+        if candidates:
+            found.append(min(candidates, key=lambda pair: pair[0])[1])
+    return found
+
+
+def _matches(
+    probe: str, values: dict[str, Any], patterns: Sequence[str], params: dict[str, str]
+) -> bool:
+    """A figure of PROBE with params VALUES against the globs and --param choices."""
+    if patterns and not any(
+        fnmatch.fnmatchcase(probe, p) or probe.split(".")[0] == p for p in patterns
+    ):
+        return False
+    return all(param_value(values.get(k)) == v for k, v in params.items())
+
+
+def narrow_costs(
+    explained: Explained, patterns: Sequence[str] = (), params: dict[str, str] | None = None
+) -> list[FilterCost]:
+    """The seccomp figures (filter_cost) the globs and params name; all without."""
+    return [
+        c
+        for c in explained.seccomp
+        if _matches(c.probe, {**c.params, "seccomp": c.mode}, patterns, params or {})
+    ]
+
+
+def narrow(
+    explained: Explained,
+    patterns: Sequence[str] = (),
+    params: dict[str, str] | None = None,
+    show_all: bool = False,
+) -> tuple[list[Explanation], int]:
+    """The figures to print, headline switches first, and how many more there
+    are. PATTERNS (probe globs or family names) and PARAMS (name -> value)
+    narrow to the matching figures, all of them; with neither, only the
+    headline ones unless SHOW_ALL (else every figure, if none is a headline)."""
+    chosen = [
+        e for e in explained.explanations if _matches(e.probe, e.params, patterns, params or {})
+    ]
+    first = headline(chosen)
+    ranked = first + [e for e in chosen if not any(e is h for h in first)]
+    if patterns or params or show_all or not first:
+        return ranked, 0
+    return first, len(ranked) - len(first)
+
+
+# ---- views -------------------------------------------------------------------------------
+def share_text(part: Part, median: float) -> str:
+    """'  31%': a part's share of the median (parts are between 0 and the median)."""
+    return f"{100 * part.ns / median:5.0f}%" if median > 0 else "     -"
+
+
+def explanation_lines(e: Explanation) -> list[str]:
+    flag = "" if e.status == "ok" else f"  [{e.status}]"
+    lines = [f"{e.variant}: {time_text(e.median_ns)} per switch{flag}"]
+    for p in e.parts:
+        lines.append(f"  {time_text(p.ns):>10} {share_text(p, e.median_ns)}  {p.name}: {p.source}")
+    lines += [f"  not explained: {words}" for words in e.not_explained]
+    if e.switches_per_round_trip:
+        k = e.switches_per_round_trip
+        lines.append(
+            f"  per round trip the kernel counted {k['voluntary']:.2f} voluntary switches "
+            f"(sleeps) and {k['involuntary']:.2f} involuntary (preemptions)"
+        )
+    if e.traced:
+        idle = next((p.ns for p in e.parts if p.name == IDLE_PART), None)
+        lines += render_traced(e.traced, idle)
+    lines += [f"  note: {note}" for note in e.notes]
+    lines += [f"  not separated: {m}" for m in e.not_separated]
+    return lines
+
+
+def render_text(
+    explained: Explained,
+    shown: list[Explanation] | None = None,
+    more: int = 0,
+    costs: list[FilterCost] | None = None,
+) -> str:
+    """The decomposition in words, one block per switch figure (SHOWN: those
+    of ``narrow``, MORE: how many it left out), then what a seccomp filter
+    adds (COSTS: those of ``narrow_costs``; None: all, unless SHOWN narrows)."""
+    shown = explained.explanations if shown is None else shown
+    narrowed = shown is not explained.explanations
+    if costs is None:
+        costs = [] if narrowed else explained.seccomp
+    lines: list[str] = []
+    if explained.run_id:
+        lines.append(f"# where the time goes, run {explained.run_id}")
+    if explained.bare_syscall_ns is not None:
+        lines.append(
+            f"# a bare system call ({BARE_SYSCALL}) costs "
+            f"{time_text(explained.bare_syscall_ns)} in this run"
+        )
+    for e in shown:
+        lines += ["", *explanation_lines(e)]
+    if more:
+        lines += [
+            "",
+            f"{more} more switch figure{'' if more == 1 else 's'} in this run: `--all` prints "
+            "them, a probe glob (e.g. `ctxbench explain switch.futex`) narrows to some",
+        ]
+    if explained.fork and not narrowed:
+        f = explained.fork
+        lines.append("")
+        lines.append("create.fork against the parent's size:")
+        for mib, ns in f.points:
+            lines.append(f"  parent_mib={param_value(mib)}: {time_text(ns)}")
+        if f.slope_ns_per_mib is not None:
+            err = f" (+/- {time_text(f.slope_stderr)})" if f.slope_stderr is not None else ""
+            lines.append(
+                f"  least-squares slope: {time_text(f.slope_ns_per_mib)} per MiB of touched "
+                f"parent memory{err}, intercept {time_text(f.intercept_ns or 0)}"
+            )
+        if f.minimal_parent_ns is not None:
+            lines.append(f"  fork from a minimal static parent: {time_text(f.minimal_parent_ns)}")
+        for note in f.notes:
+            lines.append(f"  note: {note}")
+    if costs:
+        lines += ["", *cost_lines(costs)]
+    if explained.unexplained and not narrowed:
+        lines.append("")
+        lines.append("not explained (no figure in this run):")
+        lines.extend(f"  {u}" for u in explained.unexplained)
+    if not explained.explanations and not explained.fork and not explained.seccomp:
+        lines.append("this run holds no switch or fork figure to explain")
+    elif narrowed and not shown and not costs:
+        lines.append("no switch figure of this run matches")
+    return "\n".join(lines) + "\n"
+
+
+# ---- a run, narrowed ------------------------------------------------------------------------
+def parse_params(choices: Sequence[str]) -> dict[str, str]:
+    """``--param NAME=VALUE`` choices as a dict; BadInput naming the fix otherwise."""
+    params = {}
+    for choice in choices:
+        name, equals, value = choice.partition("=")
+        if not equals or not name or not value:
+            raise BadInput(f"--param {choice}: give NAME=VALUE (e.g. --param cpus=cross)")
+        params[name] = value
+    return params
+
+
+def _lab_calls(globs: Sequence[str]) -> list[str]:
+    """The lab's calls the globs name (every call without one)."""
+    if not globs:
+        return list(CALLS)
+    return [c for c in CALLS if any(fnmatch.fnmatchcase(f"riscv.ecall.{c}", g) or g == "riscv"
+                                    for g in globs)]  # fmt: skip
+
+
+def run_text(
+    results: list[dict[str, Any]],
+    run_id: str,
+    globs: Sequence[str] = (),
+    params: dict[str, str] | None = None,
+    show_all: bool = False,
+) -> str:
+    """What ``ctxbench explain`` prints of one run: a RISC-V lab run's calls split
+    per simulator, an engine run's switch figures (``narrow``)."""
+    if is_lab_run(results):
+        lines = [f"# where an ecall round trip goes, RISC-V trap lab run {run_id}"]
+        lines += explain_lines(results, _lab_calls(globs))
+        return "\n".join(lines) + "\n"
+    explained = explain(results, run_id)
+    shown, more = narrow(explained, globs, params, show_all)
+    return render_text(explained, shown, more, narrow_costs(explained, globs, params))
+
+
+def run_dict(
+    results: list[dict[str, Any]],
+    run_id: str,
+    globs: Sequence[str] = (),
+    params: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``explain --json``: the decompositions the globs and params name (all of
+    them without), or a lab run's splits (``lab_dict``)."""
+    if is_lab_run(results):
+        data = lab_dict(results)
+        calls = set(_lab_calls(globs))
+        for target in data["targets"].values():
+            target["calls"] = {c: v for c, v in target["calls"].items() if c in calls}
+        return {"run_id": run_id, "lab": data}
+    explained = explain(results, run_id)
+    shown, _ = narrow(explained, globs, params, show_all=True)
+    data = explained.as_dict()
+    keep = {id(e) for e in shown}
+    data["explanations"] = [
+        d for e, d in zip(explained.explanations, data["explanations"], strict=True)
+        if id(e) in keep
+    ]  # fmt: skip
+    costs = {id(c) for c in narrow_costs(explained, globs, params)}
+    data["seccomp"] = [
+        d for c, d in zip(explained.seccomp, data["seccomp"], strict=True) if id(c) in costs
+    ]
+    return data

@@ -1,0 +1,344 @@
+"""Exporters: a stored run, or a comparison of runs, as data for other tools.
+
+``json`` gives the run's records verbatim as JSON Lines (env, results,
+run_end), so ``ctxbench import`` elsewhere stores the same run; ``csv`` gives
+one row per result with its summary, baseline and net figures; ``bmf`` gives
+the Bencher Metric Format (https://bencher.dev/docs/reference/bencher-metric-format):
+one benchmark per probe variant, named by ``records.variant_name``, with one
+measure: ``latency`` for a time per operation (ns, Bencher's own latency
+unit), ``throughput`` for a rate, else the record's unit (``cycles``,
+``instructions``); its value is the median, lower and upper the ends of the
+median's CI. Results without figures (unsupported, failed) are left out and
+``omitted`` says which. ``comparison_dict`` gives a comparison of runs as
+the plain data of ``compare --json`` (schema/compare.schema.json). Pure: they
+return the text or data, the CLI decides where it goes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from ctxbench import fmt, stats
+from ctxbench.analysis.compare import (
+    Comparison,
+    MatrixComparison,
+    summary_line,
+    summary_lines,
+    time_ratio,
+)
+from ctxbench.analysis.gate import Gate, GateRow, not_judged_reason
+from ctxbench.analysis.noise import Noise, detectable
+from ctxbench.records.core import dumps, variant_name
+from ctxbench.store.db import StoredRun
+
+FORMATS = ("json", "csv", "bmf")
+# Bencher measure slug per record unit (the record schema's unit enum).
+BMF_MEASURES = {
+    "ns": "latency",
+    "msgs/s": "throughput",
+    "cycles": "cycles",
+    "instructions": "instructions",
+}
+
+CSV_COLUMNS = [
+    "run_id", "probe", "family", "params", "unit", "status", "reasons", "n", "min", "median",
+    "mean", "stddev", "p90", "p99", "max", "median_ci_low", "median_ci_high", "baseline_name",
+    "baseline_value", "corrected_median", "corrected_min", "op",
+]  # fmt: skip
+
+
+def json_lines(stored: StoredRun) -> str:
+    return "".join(dumps(record) + "\n" for record in stored.records.all())
+
+
+def _csv_rows(stored: StoredRun) -> Iterator[list[Any]]:
+    for result in stored.results:
+        summary = result.get("summary") or {}
+        ci = summary.get("median_ci") or {}
+        baseline = result.get("baseline") or {}
+        corrected = result.get("corrected") or {}
+        yield [
+            result["run_id"],
+            result["probe"],
+            result["family"],
+            json.dumps(result["params"], sort_keys=True),
+            result["unit"],
+            result["verdict"]["status"],
+            "; ".join(f"{r['code']}: {r['detail']}" for r in result["verdict"]["reasons"]),
+            summary.get("n", 0),
+            *(summary.get(k, "") for k in ("min", "median", "mean", "stddev", "p90", "p99", "max")),
+            ci.get("low", ""),
+            ci.get("high", ""),
+            baseline.get("name", ""),
+            baseline.get("value", ""),
+            corrected.get("median", ""),
+            corrected.get("min", ""),
+            result["op"],
+        ]
+
+
+def csv_text(stored: StoredRun) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    writer.writerows(_csv_rows(stored))
+    return buffer.getvalue()
+
+
+def _has_figures(result: dict[str, Any]) -> bool:
+    return result["verdict"]["status"] in ("ok", "suspect") and bool(result.get("summary"))
+
+
+def bmf(stored: StoredRun) -> dict[str, dict[str, dict[str, float]]]:
+    """The run as Bencher Metric Format data (only the results with figures)."""
+    data: dict[str, dict[str, dict[str, float]]] = {}
+    for result in stored.results:
+        if not _has_figures(result):
+            continue
+        summary = result["summary"]
+        metric = {"value": float(summary["median"])}
+        ci = summary.get("median_ci")
+        if ci:
+            metric["lower_value"] = float(ci["low"])
+            metric["upper_value"] = float(ci["high"])
+        name = variant_name(result["probe"], result["params"])
+        data.setdefault(name, {})[BMF_MEASURES[result["unit"]]] = metric
+    return data
+
+
+def notes(stored: StoredRun, form: str) -> list[str]:
+    """What ``form`` cannot say about the run (bmf: the results left out, for
+    having no figure, and the suspect ones, exported without their verdict)."""
+    if form != "bmf":
+        return []
+    left_out = [
+        variant_name(r["probe"], r["params"]) for r in stored.results if not _has_figures(r)
+    ]
+    suspect = [
+        variant_name(r["probe"], r["params"])
+        for r in stored.results
+        if _has_figures(r) and r["verdict"]["status"] != "ok"
+    ]
+    lines = []
+    if left_out:
+        lines.append(
+            f"{len(left_out)} result(s) left out (unsupported or failed, no figure): "
+            + "; ".join(left_out)
+        )
+    if suspect:
+        lines.append(
+            f"{len(suspect)} suspect result(s) exported, but BMF has no place for the verdict "
+            "(`ctxbench show RUN` gives the reasons): " + "; ".join(suspect)
+        )
+    return lines
+
+
+def export_text(stored: StoredRun, form: str) -> str:
+    """The run in ``form`` (one of FORMATS)."""
+    if form == "json":
+        return json_lines(stored)
+    if form == "csv":
+        return csv_text(stored)
+    if form == "bmf":
+        return json.dumps(bmf(stored), indent=2, allow_nan=False) + "\n"
+    raise ValueError(f"unknown export format {form!r}; use one of {', '.join(FORMATS)}")
+
+
+# ---- a comparison: compare --json ---------------------------------------------
+# 2: every row says what judged it (``noise``); decisions need the whole interval.
+# 3: every row states its detectable slowdown and its noise's standard error
+# and widenings; --fail-above gives every row an outcome (slower, not slower,
+# inconclusive) and the gate passed, failed or inconclusive; suspect rows and
+# run options no longer exclude a row.
+COMPARISON_SCHEMA_VERSION = 3
+
+
+def _finite(value: float | None) -> float | None:
+    """A number JSON can carry (no NaN or infinity), else None."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _difference_dict(difference: stats.Difference | None) -> dict[str, Any]:
+    ratio = difference.ratio if difference else None
+    u_test = difference.u_test if difference else None
+    return {
+        "ratio": None
+        if ratio is None
+        else {
+            "value": _finite(ratio.ratio),
+            "low": _finite(ratio.low),
+            "high": _finite(ratio.high),
+            "level": ratio.level,
+            "method": ratio.method,
+        },
+        "p_value": None if u_test is None else _finite(u_test.p_value),
+        "significant": bool(difference and difference.significant),
+        "why_not_significant": difference.why_not if difference else None,
+    }
+
+
+def _noise_dict(judged_by: Noise | None, index: int) -> dict[str, Any] | None:
+    if judged_by is None:
+        return None
+    return {
+        "source": judged_by.source,
+        "spread": None if judged_by.spread is None else _finite(judged_by.spread),
+        "n": judged_by.n,
+        "floor": judged_by.floor,
+        "se": None if judged_by.se is None else _finite(judged_by.se),
+        "df": _finite(judged_by.df),
+        "widened": [
+            {
+                "run": fmt.run_letter(0 if w.side == 0 else index),
+                "cause": w.cause,
+                "spread": _finite(w.spread),
+            }
+            for w in judged_by.widened
+        ],
+    }
+
+
+def _gate_row_dict(verdict: GateRow) -> dict[str, Any]:
+    decider = verdict.decider
+    return {
+        "variant": variant_name(verdict.row.probe, verdict.row.params),
+        "run": fmt.run_letter(verdict.index),
+        "outcome": verdict.outcome,
+        "time_ratio": _finite(verdict.time_ratio),
+        "detectable_slowdown": _finite(verdict.detectable),
+        "why": verdict.why,
+        "detail": verdict.detail,
+        "decided_by": None
+        if decider is None
+        else {
+            "repeats": decider.repeats,
+            "earlier_runs": decider.earlier_runs,
+            "quieter_moment": decider.quieter,
+        },
+    }
+
+
+def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[str, Any]:
+    """The comparison as plain data (schema/compare.schema.json): one row per
+    probe variant and run against the reference, the summary counts, the
+    environment differences and, when asked, the --fail-above outcome."""
+    reference = fmt.run_letter(0)
+    runs = [
+        {
+            "name": fmt.run_letter(index),
+            "run_id": run.run_id,
+            "label": run.info.label,
+            "machine": run.info.machine,
+            "started_at": run.info.started_at,
+            "options": comparison.options[index] if index < len(comparison.options) else {},
+        }
+        for index, run in enumerate(comparison.runs)
+    ]
+    rows = []
+    for row in comparison.rows:
+        base = row.cells[0]
+        for index, cell in enumerate(row.cells[1:], start=1):
+            ratio = time_ratio(cell.difference, row.unit) if cell.difference else None
+            rows.append(
+                {
+                    "probe": row.probe,
+                    "family": row.family,
+                    "params": row.params,
+                    "variant": variant_name(row.probe, row.params),
+                    "unit": row.unit,
+                    "run": fmt.run_letter(index),
+                    "reference": reference,
+                    "reference_median": _finite(base.median),
+                    "median": _finite(cell.median),
+                    "reference_status": base.status,
+                    "status": cell.status,
+                    **_difference_dict(cell.difference),
+                    "time_ratio": _finite(ratio),
+                    "decision": cell.decision,
+                    "note": cell.note,
+                    "excluded": list(cell.excluded),
+                    "judged": not_judged_reason(cell) is None,
+                    "noise": _noise_dict(cell.noise, index),
+                    "detectable_slowdown": _finite(detectable(cell.noise, comparison.level)),
+                }
+            )
+    summaries = [
+        {
+            "run": fmt.run_letter(index),
+            "reference": reference,
+            "slower": summary.slower,
+            "faster": summary.faster,
+            "no_difference": summary.no_difference,
+            "only_in_one_run": summary.only_in_one,
+            "excluded": summary.excluded,
+            "comparable": summary.comparable,
+            "geometric_mean": _finite(summary.geometric_mean),
+            "line": summary_line(summary, fmt.run_letter(index), reference),
+        }
+        for index, summary in enumerate(comparison.summaries, start=1)
+    ]
+    data: dict[str, Any] = {
+        "schema": COMPARISON_SCHEMA_VERSION,
+        "kind": "comparison",
+        "alpha": comparison.alpha,
+        "level": comparison.level,
+        "min_effect": comparison.min_effect,
+        "runs": runs,
+        "rows": rows,
+        "summaries": summaries,
+        "notes": summary_lines(comparison)[len(summaries) :],
+        "environment": {
+            "keys_compared": len(comparison.env.keys),
+            "differing": [
+                {"key": key, "values": comparison.env.values[key]}
+                for key in comparison.env.differing
+            ],
+        },
+        "matrices": [_matrix_dict(m) for m in comparison.matrices],
+    }
+    if judged is not None:
+        data["fail_above"] = {
+            "percent": judged.percent,
+            "power": judged.power,
+            "allow_inconclusive": judged.allow_inconclusive,
+            "outcome": judged.outcome,
+            "failed": judged.failed,
+            "counts": {
+                "slower": judged.counts["slower"],
+                "not_slower": judged.counts["not slower"],
+                "inconclusive": judged.counts["inconclusive"],
+                "not_measured": len(judged.not_measured),
+            },
+            "rows": [_gate_row_dict(verdict) for verdict in judged.rows],
+            "not_measured": [_gate_row_dict(verdict) for verdict in judged.not_measured],
+        }
+    return data
+
+
+def _matrix_dict(compared: MatrixComparison) -> dict[str, Any]:
+    return {
+        "probe": compared.probe,
+        "params": compared.params,
+        "unit": compared.unit,
+        "classes": [
+            {
+                "class": row.pair_class,
+                "runs": [
+                    {
+                        "run": fmt.run_letter(index),
+                        "median": _finite(cell.median),
+                        "cells": cell.cells,
+                        "note": cell.note,
+                        **_difference_dict(cell.difference),
+                    }
+                    for index, cell in enumerate(row.cells)
+                ],
+            }
+            for row in compared.rows
+        ],
+    }

@@ -1,0 +1,214 @@
+"""Why the large differences in a run's summary are there, one line each.
+
+From figures of the same run (``ctxbench.analysis.explain``'s parts); and the words the
+summary uses, defined where they first appear.
+
+* ``why_lines(explained, rungs)``: another CPU against the same CPU (how much
+  of it is waking an idle CPU), processes against threads (the address-space
+  switch). A line is only written from parts the run measured; where a
+  difference came out the wrong way, the line says so instead of a share.
+* ``cheapest_first(rungs, like)``: the cost ladder in order of measured cost.
+* ``not_a_switch(point)``: why a same-vs-other-CPU row has no ratio.
+* ``terms(rungs)``: the definitions of the terms the ladder shows.
+
+The summary (``ctxbench.analysis.summary``) holds what these return; the terminal and
+the report print it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ctxbench import fmt
+from ctxbench.analysis.explain import (
+    IDLE_PART,
+    NO_IDLE_DRIVER,
+    OVERLAP,
+    SUSPECT,
+    Explained,
+    Explanation,
+)
+from ctxbench.analysis.summary_data import Point, Rung, ratio
+from ctxbench.records.core import params_key
+
+ADDRESS_SPACE_PART = "address-space switch"
+
+# Words the ladder may show, defined once where they appear.
+TERMS = {
+    "idle held": (
+        "idle held: while the variant ran, every CPU was kept out of deep idle states "
+        "(/dev/cpu_dma_latency = 0), so a wake-up finds the other CPU polling rather than "
+        "asleep; idle free is the machine as it is"
+    ),
+}
+
+
+def _explanation(explained: Explained | None, point: Point | None) -> Explanation | None:
+    if explained is None or point is None:
+        return None
+    key = params_key(point.params)
+    return next(
+        (
+            e
+            for e in explained.explanations
+            if e.probe == point.probe and params_key(e.params) == key
+        ),
+        None,
+    )
+
+
+def _part(explanation: Explanation, name: str) -> float | None:
+    return next((p.ns for p in explanation.parts if p.name == name), None)
+
+
+def _said(explanation: Explanation, name: str) -> bool:
+    return any(words.startswith(name + ":") for words in explanation.not_explained)
+
+
+def _ns(value: float) -> str:
+    return fmt.value(value, "ns")
+
+
+def _figure(name: str, point: Point) -> str:
+    """'idle free 28.59 µs, CI 10.08–31.18 µs, suspect': a figure, its interval, its
+    verdict where it is not ok (a suspect side is marked, never dropped)."""
+    words = [f"{name} {_ns(point.median or 0.0)}"]
+    if point.ci_low is not None:
+        words.append("CI " + fmt.interval(point.ci_low, point.ci_high, point.unit))
+    if point.status != "ok":
+        words.append(point.status)
+    return ", ".join(words)
+
+
+def _marked(point: Point) -> str:
+    """' (suspect)' after a figure that is not ok."""
+    return "" if point.status == "ok" else f" ({point.status})"
+
+
+# Why the idle share is not stated, per explain's WITHHELD code: what the run knows instead.
+IDLE_WITHHELD = {
+    OVERLAP: "the two intervals overlap, so this run cannot say how much of it is waking an "
+    "idle CPU",
+    NO_IDLE_DRIVER: "no cpuidle driver is active here, so holding idle cannot change how a CPU "
+    "wakes and the difference is noise: this run cannot say how much of it is waking an idle CPU",
+    SUSPECT: "a side is suspect for a reason that says it measured something else, so this run "
+    "cannot say how much of it is waking an idle CPU",
+}
+
+
+def cross_cpu_line(explained: Explained | None, rungs: dict[str, Rung]) -> str | None:
+    """'Another CPU: a thread switch takes 28.59 µs against 983.0 ns on one CPU (29.1×
+    (10.2–32.9×)); 26.25 µs of it (92%) is waking an idle CPU (…).' The share only where
+    explain's one rule lets it stand (explain.share_withheld); else what is known and why
+    the rest is not."""
+    same, cross = rungs.get("thread_switch"), rungs.get("cross_switch")
+    if same is None or cross is None or not same.point.median or not cross.point.median:
+        return None
+    if cross.point.params.get("idle") == "held":
+        return None  # a run made with --hold-idle: there is no idle-free figure to explain
+    times = fmt.ratio_interval(ratio(same.point, cross.point)) or (
+        fmt.number(cross.point.median / same.point.median) + "×"
+    )
+    head = (
+        f"Another CPU: a thread switch takes {_ns(cross.point.median)}{_marked(cross.point)} "
+        f"against {_ns(same.point.median)}{_marked(same.point)} on one CPU, {times}"
+    )
+    held = rungs.get("cross_switch_held")
+    if held is None or held.point.median is None:
+        return (
+            f"{head}; idle held was not measured (it needs root or --hold-idle), so this run "
+            "cannot say how much of it is waking an idle CPU."
+        )
+    explanation = _explanation(explained, cross.point)
+    if explanation is None:
+        return head + "."
+    both = f"{_figure('idle free', cross.point)}; {_figure('idle held', held.point)}"
+    idle = _part(explanation, IDLE_PART)
+    if idle is not None:
+        share = 100 * idle / explanation.median_ns
+        return f"{head}; {_ns(idle)} of it ({share:.0f}%) is waking an idle CPU ({both})."
+    code = explanation.withheld.get(IDLE_PART)
+    if code is not None:
+        return f"{head}; {both}: {IDLE_WITHHELD[code]}."
+    return (
+        f"{head}; holding the CPUs out of deep idle did not make it faster here ({both}), "
+        "so the extra time is the cross-CPU wake-up and switch itself, which this run does "
+        "not separate."
+    )
+
+
+def processes_line(explained: Explained | None, rungs: dict[str, Rung]) -> str | None:
+    """Processes against threads on one CPU: the address-space switch, a share only
+    where explain's one rule lets it stand."""
+    threads, processes = rungs.get("thread_switch"), rungs.get("process_switch")
+    if threads is None or processes is None:
+        return None
+    if threads.point.median is None or processes.point.median is None:
+        return None
+    explanation = _explanation(explained, processes.point)
+    if explanation is None:
+        return None
+    head = (
+        f"Processes: a switch between processes takes {_ns(processes.point.median)}"
+        f"{_marked(processes.point)} against {_ns(threads.point.median)}"
+        f"{_marked(threads.point)} between threads"
+    )
+    space = _part(explanation, ADDRESS_SPACE_PART)
+    if space is not None:
+        share = 100 * space / explanation.median_ns
+        return f"{head}; the address-space switch is {_ns(space)} of it ({share:.0f}%)."
+    code = explanation.withheld.get(ADDRESS_SPACE_PART)
+    if code == SUSPECT:
+        return (
+            f"{head}; a side is suspect for a reason that says it measured something else, "
+            "so this run does not say how much of it is the address-space switch."
+        )
+    if code is not None or _said(explanation, ADDRESS_SPACE_PART):
+        return f"{head}; the two differ by less than this run's noise."
+    return None
+
+
+def why_lines(explained: Explained | None, rungs: Sequence[Rung]) -> list[str]:
+    """One line per large difference of the ladder that the run's parts explain."""
+    by_key = {rung.key: rung for rung in rungs}
+    lines = [cross_cpu_line(explained, by_key), processes_line(explained, by_key)]
+    return [line for line in lines if line]
+
+
+def cheapest_first(rungs: list[Rung], like: Sequence[Rung] | None = None) -> list[Rung]:
+    """The ladder in order of measured cost, cheapest first (a rung without a
+    figure last). LIKE: run A's rungs, whose order a run compared with it keeps."""
+    if like:
+        order = {rung.key: index for index, rung in enumerate(like)}
+        return sorted(rungs, key=lambda rung: order.get(rung.key, len(order)))
+
+    def cost(rung: Rung) -> tuple[int, float]:
+        median = rung.point.median
+        return (0, median) if median is not None and rung.point.unit == "ns" else (1, 0.0)
+
+    return sorted(rungs, key=cost)
+
+
+def not_a_switch(point: Point | None) -> bool:
+    """Whether the kernel counted too few switches for this figure to be a switch
+    (a yield with no other task on its CPU returns at once)."""
+    if point is None:
+        return False
+    codes = {reason["code"] for reason in point.result["verdict"].get("reasons", [])}
+    return "too_few_switches" in codes
+
+
+def no_ratio_words(same: Point | None, cross: Point | None) -> str | None:
+    """Why a same-vs-other-CPU row has no ratio, in words (None: it has one)."""
+    sides = [name for name, p in (("same CPU", same), ("other CPU", cross)) if not_a_switch(p)]
+    if not sides:
+        return None
+    return (
+        f"no ratio: on the {' and the '.join(sides)} the kernel counted too few switches, "
+        "so that figure is not a switch"
+    )
+
+
+def terms(labels: Sequence[str]) -> list[str]:
+    """The definitions of the TERMS that appear in LABELS, each once."""
+    return [words for term, words in TERMS.items() if any(term in label for label in labels)]
