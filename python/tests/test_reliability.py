@@ -234,19 +234,24 @@ def test_a_killed_ctxbench_takes_the_engine_with_it_and_leaves_the_spool(tmp_pat
     db = tmp_path / "killed.db"
     env = dict(os.environ, PYTHONPATH=str(SOURCE), CTXBENCH_ENGINE=str(engine))
     process = subprocess.Popen(
-        [sys.executable, "-m", "ctxbench", "run", "syscall.*", "--samples", "200", "--db", str(db)],
+        [sys.executable, "-m", "ctxbench", "run", "syscall.*", "--samples", "200", "--db", str(db)]
+        + ["--interleave", "off"],  # variant after variant: the second announced, the first written
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
         env=env,
     )
+    announced = 0
     for line in process.stderr:
-        if line.startswith("[2/"):  # the first variant is done
+        # The second announcement ('[2/N]', or '[visit 2]' under interleaved
+        # rounds): the first visit is done.
+        announced += line.startswith("[")
+        if announced == 2:
             break
     # Its record reaches the spool from the engine's stdout, which ctxbench
     # reads apart from the progress lines: wait until a whole result line is
-    # there (on a busy machine it came after "[2/").
+    # there (on a busy machine it came after the second announcement).
     deadline = time.monotonic() + 60  # a hang guard, not a measure
     while not any(
         '"kind": "result"' in line or '"kind":"result"' in line

@@ -111,3 +111,22 @@ def test_invalid_lines_are_kept_aside(fake, monkeypatch):
     records = list(run.records())
     assert len(records) == len(real_run().all())
     assert len(run.problems) == 1 and "not JSON" in run.problems[0]
+
+
+def test_progress_under_rounds_counts_visits_in_order(capsys):
+    # Issue 30: interleaved rounds visit the variants in a drawn order, and the
+    # lines printed '[2/2]' before '[1/2]'. They count visits now, in order, and
+    # name the variant and its round beside; without rounds, '[n/N]' as before.
+    from ctxbench.run_lifecycle import ProgressView
+    from ctxbench.runner import Progress
+
+    view = ProgressView()
+    view.live = False  # the line per variant, as on a pipe or in CI
+    with view:
+        view.update(Progress(2, 2, "switch.pipe", {}, 1, 1, 5))
+        view.update(Progress(1, 2, "syscall.getpid", {}, 1, 1, 5))
+        view.update(Progress(1, 2, "syscall.getpid", {}))
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    assert lines[0].startswith("[visit 1] switch.pipe (variant 2 of 2, round 1 of 5, elapsed")
+    assert lines[1].startswith("[visit 2] syscall.getpid (variant 1 of 2, round 1 of 5, elapsed")
+    assert lines[2].startswith("[1/2] syscall.getpid (elapsed")

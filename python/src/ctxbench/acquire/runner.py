@@ -132,6 +132,8 @@ class Progress:
     probe: str
     params: dict[str, Any]
     attempt: int = 1  # over 1: measured again after host interference
+    round: int = 0  # under interleaved rounds: this visit's round of the variant (1-based)
+    rounds: int = 0  # and how many rounds the variant has
 
 
 def param_problem(params: Sequence[str], probes: Sequence[str]) -> str | None:
@@ -295,15 +297,14 @@ class EngineRun:
             probe = str(data["probe"])
             params = data.get("params") or {}
             attempt = int(data.get("attempt", 1))
+            round_, rounds = int(data.get("round", 0)), int(data.get("rounds", 0))
         except (ValueError, KeyError, TypeError):
             return None
         if self._first_index is None:
             self._first_index = index
         # Accept 0- or 1-based indices: the first announced variant is number 1.
         offset = 1 if self._first_index == 0 else 0
-        return Progress(
-            number=index + offset, total=total, probe=probe, params=params, attempt=attempt
-        )
+        return Progress(index + offset, total, probe, params, attempt, round_, rounds)
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Valid records, as the engine writes them; invalid lines go to ``problems``."""

@@ -43,6 +43,7 @@ class ProgressView:
         self._lock = threading.RLock()
         self._progress: Progress | None = None
         self._tasks: dict[str | None, Any] = {}  # per host; None: the local run's
+        self._visits: dict[str | None, int] = {}  # variants announced so far, per host
 
     def __enter__(self) -> ProgressView:
         if not self.live:
@@ -91,25 +92,37 @@ class ProgressView:
             label += f" {params}"
         if progress.attempt > 1:
             label += f" (attempt {progress.attempt}, host interference)"
+        # Under interleaved rounds the variants are visited in a drawn order, so
+        # a variant's number is its name, not how far the run is: the lines
+        # count visits, in order, and name the variant and round beside.
+        rounds = progress.rounds > 0
         with self._lock:
+            self._visits[host] = self._visits.get(host, 0) + 1
+            where = f"variant {progress.number} of {progress.total}"
+            if rounds:
+                where += f", round {progress.round} of {progress.rounds}"
             if self._progress is not None:
-                # A variant measured again comes after the rest: the bar holds.
-                done = {"completed": progress.number - 1} if progress.attempt == 1 else {}
+                # A variant measured again comes after the rest: the bar holds;
+                # under rounds, finished results move it (finished_one).
+                done = {}
+                if progress.attempt == 1 and not rounds:
+                    done = {"completed": progress.number - 1}
                 self._progress.update(
                     self._tasks[host],
                     total=progress.total,
                     description=label,
-                    position=f"{progress.number} of {progress.total}",
+                    position=where,
                     **done,
                 )
             else:
                 elapsed = time.monotonic() - self.started
                 prefix = "" if host is None else f"{host}: "
-                self.console.print(
-                    f"{prefix}[{progress.number}/{progress.total}] {label} "
-                    f"(elapsed {elapsed:.0f} s)",
-                    markup=False,
+                head = (
+                    f"[visit {self._visits[host]}] {label} ({where}, "
+                    if rounds
+                    else f"[{progress.number}/{progress.total}] {label} ("
                 )
+                self.console.print(f"{prefix}{head}elapsed {elapsed:.0f} s)", markup=False)
 
     def finished_one(self) -> None:
         """A result of the local run arrived: the bar moves on."""
