@@ -234,8 +234,20 @@ def test_a_killed_ctxbench_takes_the_engine_with_it_and_leaves_the_spool(tmp_pat
     db = tmp_path / "killed.db"
     env = dict(os.environ, PYTHONPATH=str(SOURCE), CTXBENCH_ENGINE=str(engine))
     process = subprocess.Popen(
-        [sys.executable, "-m", "ctxbench", "run", "syscall.*", "--samples", "200", "--db", str(db)]
-        + ["--interleave", "off"],  # variant after variant: the second announced, the first written
+        # --interleave off: variant after variant, so the second announced means the first written
+        [
+            sys.executable,
+            "-m",
+            "ctxbench",
+            "run",
+            "syscall.*",
+            "--samples",
+            "200",
+            "--db",
+            str(db),
+            "--interleave",
+            "off",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
@@ -244,8 +256,7 @@ def test_a_killed_ctxbench_takes_the_engine_with_it_and_leaves_the_spool(tmp_pat
     )
     announced = 0
     for line in process.stderr:
-        # The second announcement ('[2/N]', or '[visit 2]' under interleaved
-        # rounds): the first visit is done.
+        # The second announcement: the first variant is done.
         announced += line.startswith("[")
         if announced == 2:
             break
