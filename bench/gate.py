@@ -74,7 +74,7 @@ from ctxbench.records.core import read_run_file  # noqa: E402
 from ctxbench.store.db import Store  # noqa: E402
 
 DEFAULT_SELECTION = "syscall switch.pipe switch.futex uswitch"
-SECCOMP_EXEC = os.path.join(ROOT, "build", "engine", "ctxbench-seccomp-exec")
+SECCOMP_EXEC_NAME = "ctxbench-seccomp-exec"
 TRACEFS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 SCHED_EVENTS = ("sched_switch", "sched_wakeup", "sched_waking")
 MECHANISMS = ("seccomp", "sched")
@@ -95,6 +95,11 @@ UNTOUCHED = {
 }
 # ... except these, which may switch (to a CPU hog beside them, under --load).
 MAY_SWITCH = ("syscall.sched_yield",)
+
+
+def seccomp_exec() -> str:
+    """ctxbench-seccomp-exec beside the engine that runs (CTXBENCH_ENGINE or the build)."""
+    return os.path.join(os.path.dirname(str(find_engine())), SECCOMP_EXEC_NAME)
 
 
 def gate_class(row: dict) -> str:
@@ -209,8 +214,8 @@ def measure(options: argparse.Namespace, directory: str) -> dict:
     selection = shlex.split(options.selection)
     run_args = shlex.split(options.run_args)
     plain = environment()
-    seccomp = environment({"CTXBENCH_ENGINE": wrapped_engine([SECCOMP_EXEC, "allow", "--"],
-                                                             directory)})  # fmt: skip
+    wrapper = wrapped_engine([seccomp_exec(), "allow", "--"], directory)
+    seccomp = environment({"CTXBENCH_ENGINE": wrapper})
     manifest: dict = {
         "selection": options.selection,
         "run_args": options.run_args,
@@ -450,8 +455,8 @@ def main() -> int:
             parser.error(f"--mechanisms: unknown {', '.join(sorted(unknown))}; use seccomp, sched")
         if options.pairs < 1 or options.history < 0:
             parser.error("--pairs must be at least 1 and --history at least 0")
-        if "seccomp" in options.mechanisms and not os.access(SECCOMP_EXEC, os.X_OK):
-            parser.error(f"{SECCOMP_EXEC} is not built; `make engine`")
+        if "seccomp" in options.mechanisms and not os.access(seccomp_exec(), os.X_OK):
+            parser.error(f"{seccomp_exec()} is not built; `make engine`")
         if "sched" in options.mechanisms and (os.geteuid() != 0 or tracefs() is None):
             parser.error("the sched mechanism needs root and tracefs "
                          "(mount -t tracefs nodev /sys/kernel/tracing)")  # fmt: skip
