@@ -17,11 +17,12 @@ from ctxbench import fmt, stats
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
 from ctxbench.analysis.gate import SLOWER as GATE_SLOWER
-from ctxbench.analysis.gate import gate, gate_lines
+from ctxbench.analysis.gate import gate
 from ctxbench.analysis.machine_history import history_runs, machine_key, variant_history
 from ctxbench.records.core import group_run, params_key
 from ctxbench.store.db import Store
 from ctxbench.views.export import comparison_dict
+from ctxbench.views.gate import gate_lines
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
 TIGHT = (0.999, 1.0, 1.001, 1.0, 0.999, 1.001, 1.0, 0.999, 1.001, 1.0)

@@ -101,9 +101,10 @@ def compare(
     else: they are marked, left out of the summary line, and inconclusive
     for --fail-above. A suspect row is compared with its spread in its noise."""
     from ctxbench.analysis.compare import compare_runs
-    from ctxbench.analysis.gate import FAILED, PASSED, gate, gate_lines
+    from ctxbench.analysis.gate import FAILED, PASSED, gate
     from ctxbench.analysis.machine_history import variant_history
     from ctxbench.views.export import comparison_dict
+    from ctxbench.views.gate import gate_lines
 
     if len(run_refs) < 2:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")

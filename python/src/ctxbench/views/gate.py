@@ -1,0 +1,132 @@
+"""The CI gate in words: a line per slower row, the inconclusive rows, the outcome.
+
+Built from ``analysis.gate``'s outcomes; printed after compare's tables, or
+on stderr beside --json's data.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ctxbench import fmt
+from ctxbench.analysis import noise
+from ctxbench.analysis.compare import Comparison, time_interval
+from ctxbench.analysis.gate import (
+    EXCLUDED,
+    INCONCLUSIVE,
+    NOT_COMPARED,
+    NOT_SLOWER,
+    SLOWER,
+    UNSURE,
+    Gate,
+    GateRow,
+)
+from ctxbench.records.core import variant_name
+
+
+def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str]:
+    """One line per slower row, then the inconclusive rows (SHOWN at most,
+    then how many more), then the counts and the gate's outcome."""
+    lines = []
+    percent = f"{judged.percent:g}%"
+    for verdict in judged.of(SLOWER):
+        cell = verdict.cell
+        assert cell.difference is not None and cell.difference.ratio is not None
+        low, high = time_interval(cell.difference.ratio, verdict.row.unit)
+        words = (
+            f"{fmt.run_letter(verdict.index)} ran {fmt.factor(verdict.time_ratio or math.nan)}× "
+            f"({fmt.factor(low)}–{fmt.factor(high)}) slower than {fmt.run_letter(0)}"
+        )
+        p = fmt.p_value(cell.difference.u_test.p_value) if cell.difference.u_test else None
+        lines.append(
+            f"slower by more than {percent}: {_name(verdict)}: {words}, "
+            + (f"{p}, " if p else "")
+            + noise.words(cell.noise)
+        )
+    inconclusive = judged.of(INCONCLUSIVE)
+    for verdict in inconclusive[:shown]:
+        lines.append(f"inconclusive at {percent}: {_name(verdict)}: {inconclusive_words(verdict)}")
+    if len(inconclusive) > shown:
+        lines.append(
+            f"inconclusive at {percent}: and {len(inconclusive) - shown} more row(s) "
+            "(--json lists every row with why)"
+        )
+    lines.append(outcome_line(judged))
+    return lines
+
+
+def _name(verdict: GateRow) -> str:
+    name = variant_name(verdict.row.probe, verdict.row.params)
+    return name if verdict.index == 1 else f"{name} (run {fmt.run_letter(verdict.index)})"
+
+
+def inconclusive_words(verdict: GateRow) -> str:
+    """Why a row is inconclusive and what would decide it."""
+    if verdict.why in (EXCLUDED, NOT_COMPARED):
+        return f"not compared ({verdict.detail})"
+    cell = verdict.cell
+    shown = fmt.factor(verdict.time_ratio) + "×, " if verdict.time_ratio is not None else ""
+    if verdict.why == UNSURE:
+        could = "not slower only on figures the machine vouches for"
+    elif verdict.detectable is not None:
+        could = f"could detect only {verdict.detectable:.0%} or more"
+    else:
+        could = "no detectable slowdown known"
+    text = f"{shown}{could} ({SOURCE_WORDS[cell.noise.source] if cell.noise else '?'}"
+    widened = widening_words(cell.noise, verdict.index)
+    text += (f"; {widened}" if widened else "") + ")"
+    decider = verdict.decider
+    if decider is None:
+        return text
+    ways = []
+    if decider.quieter:
+        ways.append("runs at a quieter moment")
+    if decider.repeats is not None:
+        ways.append(f"--repeat {decider.repeats} on both runs")
+    if decider.earlier_runs is not None:
+        ways.append(f"{decider.earlier_runs} earlier runs of this machine in the store")
+    return text + ("; would decide it: " + " or ".join(ways) if ways else "")
+
+
+SOURCE_WORDS = noise.SHORT_WORDS
+CAUSE_WORDS = {
+    noise.SUSPECT: "{run} suspect, its samples spread {spread:.0%}",
+    noise.SLOWED: "{run}'s host reference still ran {spread:.0%} slow",
+    noise.HOST_SLOWED: "{run}'s host reference ran {spread:.0%} slow over the whole run",
+}
+
+
+def widening_words(judged_by: noise.Noise | None, index: int = 1) -> str:
+    """What widened a row's noise, e.g. 'A suspect, its samples spread 23%'."""
+    if judged_by is None or not judged_by.widened:
+        return ""
+    return ", ".join(
+        CAUSE_WORDS[w.cause].format(
+            run=fmt.run_letter(0 if w.side == 0 else index), spread=math.expm1(w.spread)
+        )
+        for w in judged_by.widened
+    )
+
+
+def outcome_line(judged: Gate) -> str:
+    """'--fail-above 5: INCONCLUSIVE (exit 4): 0 slower, 12 not slower (could detect
+    2.1-4.8%, at 80% power), 3 inconclusive of 15 row(s)'."""
+    counts = judged.counts
+    head = f"--fail-above {judged.percent:g}: {judged.outcome.upper()}"
+    detectable = sorted(r.detectable for r in judged.of(NOT_SLOWER) if r.detectable is not None)
+    could = (
+        f" (could detect {detectable[0]:.1%}–{detectable[-1]:.1%}, at {judged.power:.0%} power)"
+        if detectable
+        else ""
+    )
+    text = (
+        f"{head}: {counts[SLOWER]} slower, {counts[NOT_SLOWER]} not slower{could}, "
+        f"{counts[INCONCLUSIVE]} inconclusive of {len(judged.rows)} row(s)"
+    )
+    if judged.allow_inconclusive:
+        text += f" ({judged.allow_inconclusive:g}% may be inconclusive)"
+    if judged.not_measured:
+        text += f"; {len(judged.not_measured)} row(s) measured in neither run (unsupported)"
+    if judged.outcome == INCONCLUSIVE and not counts[NOT_SLOWER]:
+        text += "; no row was judged, so the gate cannot pass"
+    return text
