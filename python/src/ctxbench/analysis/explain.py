@@ -40,8 +40,6 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from scipy import stats as sps
-
 from ctxbench import fmt
 from ctxbench.analysis.filter_cost import FilterCost, filter_costs
 from ctxbench.analysis.fork_scaling import ForkScaling, fit_fork
@@ -471,6 +469,8 @@ def _ring_slopes(results: list[dict[str, Any]]) -> dict[tuple, tuple[float, int]
     slopes = {}
     for key, points in groups.items():
         if len({x for x, _ in points}) >= 2:
+            from scipy import stats as sps  # seconds to import: only where a ring is fitted
+
             fit = sps.linregress([x for x, _ in points], [y for _, y in points])
             slopes[key] = (float(fit.slope), len(points))
     return slopes

@@ -18,39 +18,50 @@ import signal
 import sqlite3
 import sys
 from collections.abc import Iterator
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console, ConsoleOptions, RenderableType
-from rich.segment import Segment
 
 from ctxbench import fmt
 from ctxbench.acquire.runner import EXIT_INTERRUPTED
 from ctxbench.errors import CtxbenchError, OutputError
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 
 # ---- consoles ---------------------------------------------------------------
-class _TerminalConsole(Console):
-    """A rich console that strips control characters from every piece of text
-    it shows (labels, host names, probe names, reasons: anything a record or
-    a user may have filled), while keeping rich's own styling."""
+@cache
+def _terminal_console() -> type:
+    """The console class, built on first use: rich is imported only by the
+    commands that print through it (``ctxbench --version`` does not)."""
+    from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.segment import Segment
 
-    def render(
-        self, renderable: RenderableType, options: ConsoleOptions | None = None
-    ) -> Iterator[Segment]:
-        for segment in super().render(renderable, options):
-            if segment.control is None and segment.text:
-                yield Segment(fmt.terminal_text(segment.text), segment.style)
-            else:
-                yield segment
+    class _TerminalConsole(Console):
+        """A rich console that strips control characters from every piece of text
+        it shows (labels, host names, probe names, reasons: anything a record or
+        a user may have filled), while keeping rich's own styling."""
 
-    def on_broken_pipe(self) -> None:
-        # rich would exit 1 here; ctxbench's handling says 141 (and, in
-        # `run`, stores the run first).
-        self.quiet = True
-        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+        def render(
+            self, renderable: RenderableType, options: ConsoleOptions | None = None
+        ) -> Iterator[Segment]:
+            for segment in super().render(renderable, options):
+                if segment.control is None and segment.text:
+                    yield Segment(fmt.terminal_text(segment.text), segment.style)
+                else:
+                    yield segment
+
+        def on_broken_pipe(self) -> None:
+            # rich would exit 1 here; ctxbench's handling says 141 (and, in
+            # `run`, stores the run first).
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return _TerminalConsole
 
 
 class QuietStream(io.TextIOBase):
@@ -86,7 +97,7 @@ def new_console(stderr: bool = False) -> Console:
     if not stream.isatty():
         # Piped or captured: do not squeeze tables into 80 columns.
         width = int(os.environ.get("COLUMNS", "200"))
-    return _TerminalConsole(
+    return _terminal_console()(
         file=stream,
         width=width,
         highlight=False,

@@ -8,39 +8,50 @@ in ``ctxbench.cli.run_lifecycle``.
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 import click
 
 from ctxbench import __version__
-from ctxbench.cli.commands.compare import compare
-from ctxbench.cli.commands.history import export, history, import_command
-from ctxbench.cli.commands.list_env import env, list_command
-from ctxbench.cli.commands.report import report
-from ctxbench.cli.commands.riscv import riscv
-from ctxbench.cli.commands.run import run
-from ctxbench.cli.commands.show import explain, show
 from ctxbench.cli.console import CtxbenchGroup
 
+# Each command's module, imported only when that command runs (or --help lists
+# them): `ctxbench --version` imports none, `ctxbench history` only its own
+# (a test guards which heavy modules each loads: test_package_structure).
+COMMANDS = {
+    "run": "ctxbench.cli.commands.run:run",
+    "list": "ctxbench.cli.commands.list_env:list_command",
+    "env": "ctxbench.cli.commands.list_env:env",
+    "history": "ctxbench.cli.commands.history:history",
+    "show": "ctxbench.cli.commands.show:show",
+    "explain": "ctxbench.cli.commands.show:explain",
+    "compare": "ctxbench.cli.commands.compare:compare",
+    "report": "ctxbench.cli.commands.report:report",
+    "import": "ctxbench.cli.commands.history:import_command",
+    "export": "ctxbench.cli.commands.export:export",
+    "riscv": "ctxbench.cli.commands.riscv:riscv",
+}
 
-@click.group(cls=CtxbenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(CtxbenchGroup):
+    """The command group, each command's module imported when it is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Any:
+        path = COMMANDS.get(cmd_name)
+        if path is None:
+            return None
+        module, _, name = path.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ctxbench")
 def cli() -> None:
     """Measure context switches, system calls and traps; keep, compare and report runs."""
-
-
-for command in (
-    run,
-    list_command,
-    env,
-    history,
-    show,
-    explain,
-    compare,
-    report,
-    import_command,
-    export,
-    riscv,
-):
-    cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,9 +33,6 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
-import jsonschema
-from jsonschema.exceptions import best_match
-
 from ctxbench.errors import RecordError
 
 SCHEMA_VERSION = 1
@@ -72,7 +69,11 @@ def schema() -> dict[str, Any]:
 
 
 @cache
-def _validator(kind: str | None) -> jsonschema.protocols.Validator:
+def _validator(kind: str | None) -> Any:
+    """A jsonschema validator of one kind of record (jsonschema is imported
+    here, by the commands that check records, not by every command)."""
+    import jsonschema
+
     whole = schema()
     if kind is None:
         target = whole
@@ -208,6 +209,8 @@ def record_problem(record: Any) -> str | None:
         return f"'kind' is {kind!r}, expected one of {', '.join(KINDS)}"
     if record.get("schema") != SCHEMA_VERSION:
         return f"'schema' is {record.get('schema')!r}; this ctxbench reads schema {SCHEMA_VERSION}"
+    from jsonschema.exceptions import best_match
+
     error = best_match(_validator(kind).iter_errors(record))
     if error is None:
         error = best_match(_validator(None).iter_errors(record))

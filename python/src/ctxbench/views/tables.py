@@ -10,7 +10,7 @@ the CLI's consoles.
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console, Group
@@ -20,11 +20,12 @@ from rich.table import Table
 from rich.text import Text
 
 from ctxbench import fmt
-from ctxbench.analysis import noise
-from ctxbench.analysis.compare import Comparison, MatrixComparison, describe
 from ctxbench.records import matrix
 from ctxbench.records.envdiff import flatten_env
 from ctxbench.store.schema import RunInfo
+
+if TYPE_CHECKING:  # the comparison tables' types; compare (numpy) loads with `compare`
+    from ctxbench.analysis.compare import Comparison, MatrixComparison
 
 STATUS_STYLE = {"ok": "green", "suspect": "yellow", "unsupported": "dim", "failed": "red"}
 
@@ -200,6 +201,9 @@ def matrix_comparison_tables(comparison: Comparison) -> list[Table]:
 
 
 def _matrix_comparison_table(comparison: Comparison, compared: MatrixComparison) -> Table:
+    from ctxbench.analysis import noise
+    from ctxbench.analysis.compare import describe
+
     title = f"{compared.probe} ({fmt.params(compared.params)}) per pair class (ratio = other / A)"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("pair class", no_wrap=True)
@@ -361,6 +365,9 @@ def comparison_table(
 
     Below NARROW columns, params go under the probe and p under the ratio.
     """
+    from ctxbench.analysis import noise
+    from ctxbench.analysis.compare import describe
+
     narrow = width is not None and width < NARROW
     table = Table(
         title=f"results (reference: A; ratio = other / A with its {comparison.level:.0%} "

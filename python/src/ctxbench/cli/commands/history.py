@@ -1,4 +1,4 @@
-"""``ctxbench history``, ``import`` and ``export``: the runs in the store, in and out."""
+"""``ctxbench history`` and ``import``: the runs in the store, and a run into it."""
 
 from __future__ import annotations
 
@@ -10,13 +10,10 @@ import click
 
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import new_console, say
-from ctxbench.cli.output_files import check_output_path, write_text
-from ctxbench.cli.run_lifecycle import store_run
 from ctxbench.errors import BadInput, CtxbenchError
 from ctxbench.records.core import group_run, read_records, read_run_file
 from ctxbench.store.dialects import default_target
 from ctxbench.store.schema import RunInfo
-from ctxbench.views import export as export_formats
 from ctxbench.views import tables
 
 
@@ -78,38 +75,9 @@ def import_command(path: Path, label: str | None, db: str | None) -> None:
         run_records = read_run_file(path, notes)
     for note in notes:
         say(f"ctxbench: note: {note}")
+    from ctxbench.cli.run_lifecycle import store_run  # rich's progress: not for history
+
     with open_store(db) as store:
         stored = store_run(store, run_records, "import", label)
     state = "partial run" if stored.info.interrupted else "run"
     say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.location}")
-
-
-@click.command()
-@click.argument("run_ref", metavar="RUN")
-@click.option(
-    "--format",
-    "form",
-    type=click.Choice(export_formats.FORMATS),
-    default="json",
-    show_default=True,
-    help="json: the records as JSON Lines (importable); csv: one row per result; "
-    "bmf: Bencher Metric Format (median and its CI per probe variant).",
-)
-@click.option(
-    "-o", "--output", type=click.Path(path_type=Path), help="File to write (default: stdout)."
-)
-@db_option
-def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None:
-    """A stored run as JSON Lines (the engine's records, importable), CSV or
-    Bencher Metric Format."""
-    check_output_path(output, "-o")
-    with open_store(db, create=False) as store:
-        stored = store.load(run_ref)
-    text = export_formats.export_text(stored, form)
-    for note in export_formats.notes(stored, form):
-        say(f"ctxbench: note: {note}")
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        write_text(output, text, "-o")
-        say(f"wrote {stored.run_id} to {output}")
