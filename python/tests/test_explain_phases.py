@@ -337,3 +337,21 @@ def test_the_summary_waterfall_draws_the_phases_of_a_traced_figure(tmp_path):
     assert "(the kernel's events)" in summary
     assert "not attributed by the events" in summary
     assert "the bars are the traced pass's phases" in summary
+
+
+def test_every_traced_phase_has_a_plain_name_with_its_event_pair_beside_it():
+    # Issue 30.5: 'run-queue wait (wakeup → switch)', not the event pair alone.
+    from ctxbench.analysis.phases import PHASE_NAMES, render_traced, traced_view
+
+    seen = 0
+    for record in real_run("traced.jsonl").results:
+        view = traced_view(record)
+        if view is None or view.status != "ok":
+            continue
+        text = "\n".join(render_traced(view))
+        for phase in view.phases:
+            source, target = phase.name.split(" → ")
+            assert (source, target) in PHASE_NAMES, phase.name
+            assert f"{PHASE_NAMES[(source, target)]} ({phase.name})" in text
+            seen += 1
+    assert seen > 10

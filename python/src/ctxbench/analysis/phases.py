@@ -74,6 +74,53 @@ PHASE_WORDS: dict[tuple[str, str], str] = {
 }
 
 
+# Each phase's plain name, what an operator calls it; the event pair goes beside it.
+PHASE_NAMES: dict[tuple[str, str], str] = {
+    ("call entry", "waking"): "the call, up to the wake",
+    ("waking", "wakeup"): "wake-up (choosing a CPU, queueing)",
+    ("waking", "IPI entry"): "interrupt to the other CPU",
+    ("wakeup", "IPI entry"): "interrupt to the other CPU",
+    ("IPI entry", "wakeup"): "in the interrupt, to the wake-up",
+    ("IPI entry", "IPI exit"): "the interrupt",
+    ("wakeup", "IPI exit"): "end of the interrupt",
+    ("IPI exit", "idle exit"): "idle exit",
+    ("wakeup", "idle exit"): "idle exit",
+    ("idle exit", "switch"): "after idle exit, to the switch",
+    ("IPI exit", "switch"): "run-queue wait",
+    ("wakeup", "switch"): "run-queue wait",
+    ("poll wake", "wakeup"): "polling CPU notices the wake-up",
+    ("waking", "poll wake"): "wake-up of a polling CPU",
+    ("switch", "call exit"): "the switch, and the call returning",
+    ("call exit", "next call"): "user mode, to the next call",
+    ("call entry", "other task"): "the call, until another task ran",
+    ("wakeup", "other task"): "the waker, until another task ran",
+    ("other task", "switch"): "other tasks first",
+    ("wakeup", "call exit"): "woken before it slept",
+    ("between switches", "a task of the variant ran"): "hand-over with no wake-up",
+    ("waking", "call exit"): "call returning, nothing recorded between",
+    ("waking", "switch"): "wake-up to switch-in",
+    ("waking", "other task"): "the waker, until another task ran",
+    ("call entry", "switch"): "a call handing the CPU to a runnable task",
+    ("switch", "next call"): "switch to a preempted task, its user work",
+    ("waking", "idle exit"): "wake-up to idle exit",
+    ("other task", "wakeup"): "other tasks first, to the wake-up",
+    ("waking", "IPI exit"): "wake-up and interrupt to the other CPU",
+    ("idle exit", "poll wake"): "idle exit, to the polling wake",
+    ("poll wake", "switch"): "run-queue wait",
+    ("IPI exit", "wakeup"): "after the interrupt, to the wake-up",
+    ("idle exit", "IPI entry"): "idle exit, to the interrupt",
+    ("poll wake", "idle exit"): "idle exit",
+    ("idle exit", "wakeup"): "idle exit, to the wake-up",
+}
+
+
+def phase_label(source: str, target: str) -> str:
+    """'run-queue wait (wakeup → switch)': the plain name, the event pair beside it."""
+    pair = f"{source} → {target}"
+    plain = PHASE_NAMES.get((source, target))
+    return f"{plain} ({pair})" if plain else pair
+
+
 # The marks from a waking to the switch-in, in the order they usually come.
 WAKE_TO_SWITCH = ("waking", "IPI entry", "poll wake", "wakeup", "IPI exit", "idle exit", "switch")
 
@@ -81,6 +128,7 @@ WAKE_TO_SWITCH = ("waking", "IPI entry", "poll wake", "wakeup", "IPI exit", "idl
 @dataclass
 class TracedPhase:
     name: str  # "from → to"
+    label: str  # phase_label: the plain name, the event pair beside it
     words: str
     share: float  # of the tiled (median) traced sample's time (0..1)
     traced_ns: float  # per switch as measured under tracing
@@ -163,6 +211,7 @@ def traced_view(record: dict[str, Any]) -> TracedView | None:
         phases.append(
             TracedPhase(
                 name=f"{t['from']} → {t['to']}",
+                label=phase_label(t["from"], t["to"]),
                 words=PHASE_WORDS.get(key, ""),
                 share=float(t["share"]),
                 traced_ns=float(t["per_switch_ns"]),
@@ -261,7 +310,7 @@ def render_traced(view: TracedView, idle_difference_ns: float | None = None) -> 
         words = f": {p.words}" if p.words else ""
         seen = f"; median {_ns(p.median_ns)} in {p.count} switches" if p.median_ns else ""
         lines.append(
-            f"    {_ns(p.ns):>10} {100 * p.share:5.0f}%  {p.name}{words} "
+            f"    {_ns(p.ns):>10} {100 * p.share:5.0f}%  {p.label}{words} "
             f"(traced {_ns(p.traced_ns)} per switch{seen})"
         )
     if view.rest_ns is not None and base:
@@ -349,7 +398,7 @@ def render_trace_detail(results: list[dict[str, Any]]) -> str:
             f"switch; the chains cover {100 * tiling['covered_share']:.1f}% of their time"
         )
         lines.append(
-            f"  {'phase':<28} {'n':>6} {'median':>10} {'95% CI':>21} {'p90':>10} "
+            f"  {'phase':<60} {'n':>6} {'median':>10} {'95% CI':>21} {'p90':>10} "
             f"{'events':>6} {'traced':>10} {'share':>6}"
         )
         stats = {(p["from"], p["to"]): p for p in block["phases"]}
@@ -360,7 +409,7 @@ def render_trace_detail(results: list[dict[str, Any]]) -> str:
         for key in keys:
             t = {"from": key[0], "to": key[1], **tiled.get(key, missing)}
             p = stats.get((t["from"], t["to"]))
-            name = f"{t['from']} → {t['to']}"
+            name = phase_label(t["from"], t["to"])
             if p:
                 s = p["summary"]
                 ci = s.get("median_ci")
@@ -372,7 +421,7 @@ def render_trace_detail(results: list[dict[str, Any]]) -> str:
             else:
                 seen = f"{'-':>6} {'-':>10} {'-':>21} {'-':>10} {'-':>6}"
             lines.append(
-                f"  {name:<28} {seen} {_ns(t['per_switch_ns']):>10} {100 * t['share']:5.1f}%"
+                f"  {name:<60} {seen} {_ns(t['per_switch_ns']):>10} {100 * t['share']:5.1f}%"
             )
         if block.get("period"):
             lines.append(
@@ -393,7 +442,7 @@ def traced_line(view: TracedView) -> str:
     what they leave of the untraced median."""
     if view.status != "ok":
         return f"traced pass {view.status}: {view.reason}"
-    phases = " + ".join(f"{_ns(p.ns)} {p.name}" for p in view.phases)
+    phases = " + ".join(f"{_ns(p.ns)} {p.label}" for p in view.phases)
     text = f"kernel events ({view.matched} switches followed): {phases}"
     if view.rest_ns is not None:
         text += (
