@@ -1,11 +1,16 @@
 // The fibers-vs-threads preset (`ctxbench-engine run --preset
-// fibers-vs-threads`): the classic Boost.Fiber vs std::thread experiment.
-// Four workers take turns round-robin, each making 1,000,000 switches: as
-// Boost.Fiber fibers on one thread (uswitch.boost_fiber) and as kernel
-// threads on one CPU handing a futex baton on (switch.threads_round_robin,
-// policy batch). Both are ordinary variants of those probes: the same records
-// come from `run uswitch.boost_fiber switch.threads_round_robin` with these
-// parameters, and the harness applies its usual timer correction.
+// fibers-vs-threads`): the classic Boost.Fiber vs std::thread experiment, with
+// the two cheapest hand-offs of each kind beside it. Four workers take turns
+// round-robin, each making `laps` switches (1,000,000 unless --param laps says
+// otherwise; the table's header states the laps run): as Boost.Fiber fibers on
+// one thread (uswitch.boost_fiber) and as kernel threads on one CPU handing a
+// futex baton on (switch.threads_round_robin, policy batch). Beside them, a
+// C++20 coroutine's symmetric transfer (uswitch.coroutine) and two threads on
+// one CPU handing a futex word back and forth (switch.futex between=threads),
+// which calibrate their own sample sizes. All are ordinary variants of those
+// probes: the same records come from `run uswitch.coroutine uswitch.boost_fiber
+// switch.futex switch.threads_round_robin` with these parameters, and the
+// harness applies its usual timer correction.
 #include "presets.hpp"
 
 namespace {
@@ -13,10 +18,10 @@ namespace CTXBENCH_UNITY_ID {
 
 const ctx::PresetRegistrar registrar({
     .name = "fibers-vs-threads",
-    .description = "Boost.Fiber fibers on one thread vs kernel threads on one CPU, 4 workers taking turns, "
-                   "1,000,000 switches each (the laps parameter)",
-    .probes = {"uswitch.boost_fiber", "switch.threads_round_robin"},
-    .params = {"fibers=4", "threads=4", "cpus=same", "policy=batch", "laps=1000000"},
+    .description = "C++20 coroutines and Boost.Fiber fibers on one thread vs kernel threads on one CPU (a "
+                   "futex hand-off between two threads; 4 threads passing a futex baton round-robin)",
+    .probes = {"uswitch.coroutine", "uswitch.boost_fiber", "switch.futex", "switch.threads_round_robin"},
+    .params = {"fibers=4", "threads=4", "cpus=same", "between=threads", "policy=batch", "laps=1000000"},
 });
 
 }  // namespace CTXBENCH_UNITY_ID

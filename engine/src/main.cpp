@@ -204,7 +204,11 @@ int run_command(const RunOptions& o) {
   else {
     if (!o.preset.empty()) {
       const PresetDescriptor& preset = find_preset(o.preset);
-      output.add(std::make_unique<ComparisonReporter>(*stdout_sink, preset.name + ": " + preset.description));
+      // The header states the laps this run makes (a --param laps=... replaces the preset's).
+      std::string title = preset.name + ": " + preset.description;
+      if (auto laps = selection.choices.find("laps"); laps != selection.choices.end())
+        title += fmt::format("; {} laps each (one lap is one switch by every worker)", fmt::join(laps->second, ", "));
+      output.add(std::make_unique<ComparisonReporter>(*stdout_sink, title));
     }
     output.add(std::make_unique<TableReporter>(*stdout_sink));
     if (out_sink) output.add(std::make_unique<JsonLinesReporter>(*out_sink));

@@ -119,7 +119,7 @@ void TableReporter::begin(const nlohmann::json& env) {
                   env["kernel"]["release"].get<std::string>(), env["virtualization"]["detected"].get<std::string>(),
                   env["cpu"]["tsc"]["timer"].get<std::string>());
   text += fmt::format("{:<28} {:<36} {:>10} {:>10} {:>21} {:>10} {:>10}  {}\n", "probe", "params", "median", "p99",
-                      "95% CI of median", "baseline", "corrected", "verdict");
+                      "95% CI of median", "baseline", "less base", "verdict");
   out_.write(text);
 }
 

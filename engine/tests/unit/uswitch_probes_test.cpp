@@ -226,14 +226,20 @@ TEST(UcontextSystemCalls, EverySwapcontextMakesOneRtSigprocmask) {
 // ---- the preset and the parameter it fixes --------------------------------------------------
 
 // The preset is a selection of ordinary variants: 4 workers x 1,000,000
-// switches are parameters of the two probes, nothing more.
+// switches are parameters of the round-robin probes, the coroutine and the
+// two-thread futex hand-off stand beside them, nothing more.
 TEST(FibersVsThreadsPreset, IsASelectionOfOrdinaryVariants) {
   const auto variants = expand(all_probes(), preset_selection("fibers-vs-threads"));
-  ASSERT_EQ(variants.size(), 2u);
-  EXPECT_EQ(variants[0].probe->name, "uswitch.boost_fiber");
-  EXPECT_EQ(variants[0].params, (Params{{"fibers", "4"}, {"laps", "1000000"}}));
-  EXPECT_EQ(variants[1].probe->name, "switch.threads_round_robin");
-  EXPECT_EQ(variants[1].params, (Params{{"cpus", "same"}, {"laps", "1000000"}, {"policy", "batch"}, {"threads", "4"}}));
+  ASSERT_EQ(variants.size(), 4u);
+  EXPECT_EQ(variants[0].probe->name, "uswitch.coroutine");
+  EXPECT_EQ(variants[0].params, Params{});
+  EXPECT_EQ(variants[1].probe->name, "uswitch.boost_fiber");
+  EXPECT_EQ(variants[1].params, (Params{{"fibers", "4"}, {"laps", "1000000"}}));
+  EXPECT_EQ(variants[2].probe->name, "switch.futex");
+  EXPECT_EQ(variants[2].params,
+            (Params{{"between", "threads"}, {"cpus", "same"}, {"idle", "free"}, {"policy", "batch"}}));
+  EXPECT_EQ(variants[3].probe->name, "switch.threads_round_robin");
+  EXPECT_EQ(variants[3].params, (Params{{"cpus", "same"}, {"laps", "1000000"}, {"policy", "batch"}, {"threads", "4"}}));
   EXPECT_THROW(preset_selection("no-such-preset"), UsageError);
 }
 
