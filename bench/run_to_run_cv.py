@@ -12,8 +12,16 @@ A configuration is NAME=ARGS: ARGS are extra `ctxbench run` options; a token
 KEY=VALUE whose KEY is upper case sets an environment variable instead (for
 example CTXBENCH_ENGINE=/path/to/an/older/engine to measure "before").
 
+With --load, every configuration also runs beside `stress-ng --cpu 1`
+(bench/cpu_hog.py: started before each such run, stopped after it however
+the script ends), as "NAME+load", right after its quiet run, so both fall in
+the same moments of the host. A second table then compares, per row class,
+each variant's median over the loaded runs with its median over the quiet
+ones (the shift, and how many rows stay within 10%), and the share of the
+loaded rows whose verdict is `ok`, with the reasons of the others.
+
 Usage: python3 bench/run_to_run_cv.py [--runs N] [--selection 'PROBES...']
-           [--config NAME=ARGS ...] [--ctxbench PATH] [--keep DIR]
+           [--config NAME=ARGS ...] [--ctxbench PATH] [--keep DIR] [--load]
 Prints a table; never used by tests (speed and noise live in bench/).
 """
 
@@ -22,11 +30,16 @@ import json
 import os
 import re
 import shlex
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+
+from cpu_hog import cpu_hog
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_TOKEN = re.compile(r"^[A-Z][A-Z0-9_]*=")
@@ -83,7 +96,7 @@ def variant_key(record: dict) -> str:
 
 def one_run(
     ctxbench: str, selection: list[str], args: list[str], env: dict[str, str], db: str, out: str
-) -> tuple[dict[str, tuple[str, float]], float]:
+) -> tuple[dict[str, tuple[str, float, str, list[str]]], float]:
     cmd = [ctxbench, "run", *selection, "--quick", "--db", db, "--json", out, *args]
     started = time.monotonic()
     proc = subprocess.run(
@@ -95,16 +108,20 @@ def one_run(
             f"run_to_run_cv: {shlex.join(cmd)} exited {proc.returncode}:\n"
             + proc.stderr.strip()[-800:]
         )
-    medians: dict[str, tuple[str, float]] = {}
+    medians: dict[str, tuple[str, float, str, list[str]]] = {}
     with open(out, encoding="utf-8") as lines:
         for line in lines:
             record = json.loads(line)
-            if record.get("kind") != "result" or record["verdict"]["status"] not in (
-                "ok",
-                "suspect",
-            ):
+            verdict = record.get("verdict") or {}
+            if record.get("kind") != "result" or verdict["status"] not in ("ok", "suspect"):
                 continue
-            medians[variant_key(record)] = (row_class(record), record["summary"]["median"])
+            codes = [reason["code"] for reason in verdict["reasons"]]
+            medians[variant_key(record)] = (
+                row_class(record),
+                record["summary"]["median"],
+                verdict["status"],
+                codes,
+            )
     return medians, wall
 
 
@@ -122,10 +139,27 @@ def main() -> int:
     parser.add_argument("--config", action="append", default=[], help="NAME=ARGS (repeatable)")
     parser.add_argument("--ctxbench", default=default_ctxbench())
     parser.add_argument("--keep", help="keep each run's --json file in this folder")
+    parser.add_argument(
+        "--load",
+        action="store_true",
+        help="run each configuration again beside stress-ng --cpu 1 (NAME+load)",
+    )
     args = parser.parse_args()
+    # SIGTERM ends the script through SystemExit, so the run in progress and
+    # the hog are stopped on the way out (subprocess.run kills its child).
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
+    if args.load and shutil.which("stress-ng") is None:
+        parser.error("--load needs stress-ng (apt-get install stress-ng)")
     configs = [parse_config(c) for c in args.config] or [("default", [], {})]
+    quiet_of: dict[str, str] = {}
+    if args.load:
+        configs = [
+            (name + suffix, extra, env) for name, extra, env in configs for suffix in ("", "+load")
+        ]
+        quiet_of = {name: name[: -len("+load")] for name, _, _ in configs if name.endswith("+load")}
     selection = shlex.split(args.selection)
     figures: dict[str, dict[str, list[float]]] = {name: {} for name, _, _ in configs}
+    verdicts: dict[str, dict[str, list[tuple[str, list[str]]]]] = {n: {} for n, _, _ in configs}
     classes: dict[str, str] = {}
     walls: dict[str, list[float]] = {name: [] for name, _, _ in configs}
     with tempfile.TemporaryDirectory(prefix="ctxbench-cv-") as tmp:
@@ -134,13 +168,15 @@ def main() -> int:
         for n in range(1, args.runs + 1):
             for name, extra, env in configs:
                 out = os.path.join(keep, f"{name}-{n}.jsonl")
-                medians, wall = one_run(
-                    args.ctxbench, selection, extra, env, os.path.join(tmp, "cv.db"), out
-                )
+                with cpu_hog(name in quiet_of):
+                    medians, wall = one_run(
+                        args.ctxbench, selection, extra, env, os.path.join(tmp, "cv.db"), out
+                    )
                 walls[name].append(wall)
-                for key, (cls, median) in medians.items():
+                for key, (cls, median, status, codes) in medians.items():
                     classes[key] = cls
                     figures[name].setdefault(key, []).append(median)
+                    verdicts[name].setdefault(key, []).append((status, codes))
                 print(
                     f"run {n}/{args.runs} {name}: {len(medians)} figures in {wall:.1f} s",
                     file=sys.stderr,
@@ -166,7 +202,56 @@ def main() -> int:
                 f"{name:<16} {cls:<18} {len(cvs):>4} {100 * statistics.median(cvs):>8.1f}% "
                 f"{100 * percentile(cvs, 0.75):>6.1f}% {100 * max(cvs):>6.1f}% {wall:>6.1f}"
             )
+    for loaded, quiet in quiet_of.items():
+        print_load_table(loaded, quiet, figures, verdicts, classes)
     return 0
+
+
+def print_load_table(
+    loaded: str,
+    quiet: str,
+    figures: dict[str, dict[str, list[float]]],
+    verdicts: dict[str, dict[str, list[tuple[str, list[str]]]]],
+    classes: dict[str, str],
+) -> None:
+    """Per row class: each variant's median over the loaded runs against its
+    median over the quiet ones, and the loaded rows' verdicts."""
+    print()
+    print(
+        f"{loaded} against {quiet}: shift = a variant's median over the loaded runs / "
+        "its median over the quiet runs - 1; ok = loaded (row, run) verdicts that are ok"
+    )
+    print(
+        f"{'class':<22} {'rows':>4} {'shift med':>9} {'shift max':>9} {'<=10%':>6} "
+        f"{'ok quiet':>8} {'ok load':>8}  not ok under load, by reason"
+    )
+    by_class: dict[str, dict[str, list]] = {}
+    for key, values in figures[loaded].items():
+        before = figures[quiet].get(key)
+        if not before:
+            continue
+        entry = by_class.setdefault(classes[key], {"shift": [], "quiet": [], "load": []})
+        entry["shift"].append(statistics.median(values) / statistics.median(before) - 1)
+        entry["quiet"] += verdicts[quiet].get(key, [])
+        entry["load"] += verdicts[loaded][key]
+    for cls in sorted(by_class):
+        entry = by_class[cls]
+        shifts = entry["shift"]
+        within = sum(abs(x) <= 0.10 for x in shifts)
+        reasons: Counter[str] = Counter()
+        for status, codes in entry["load"]:
+            if status != "ok":
+                reasons.update(set(codes))
+
+        def ok_share(pairs: list[tuple[str, list[str]]]) -> float:
+            return sum(status == "ok" for status, _ in pairs) / len(pairs) if pairs else 0.0
+
+        print(
+            f"{cls:<22} {len(shifts):>4} {100 * statistics.median(shifts):>+8.1f}% "
+            f"{100 * max(shifts, key=abs):>+8.1f}% {within:>3}/{len(shifts):<2} "
+            f"{100 * ok_share(entry['quiet']):>7.0f}% {100 * ok_share(entry['load']):>7.0f}%  "
+            + ", ".join(f"{code} {n}" for code, n in reasons.most_common())
+        )
 
 
 if __name__ == "__main__":

@@ -188,14 +188,42 @@ struct Sampled {
   std::uint64_t total_iterations = 0;  // in the kept samples, the ones that make the figure
   std::uint64_t all_iterations = 0;    // calibration, warm-up and set-aside samples included
   bool budget_hit = false;
-  std::vector<double> reference_ns;          // the host reference, timed before each kept sample
-  std::vector<double> set_aside;             // per-op times of samples taken while the reference ran slowed
-  SwitchCount kept_switches;                 // the measuring thread's switches during the kept samples
-  std::optional<std::uint64_t> kept_cycles;  // its core cycles then, where the counter reads
+  std::vector<double> reference_ns;               // the host reference, timed before each kept sample
+  std::vector<double> set_aside;                  // per-op times of samples set aside as interference
+  std::vector<SetAsideReason> set_aside_reasons;  // why, one per set-aside sample
+  SwitchCount kept_switches;                      // the measuring thread's switches during the kept samples
+  std::optional<std::uint64_t> kept_cycles;       // its core cycles then, where the counter reads
+  std::optional<CounterTotals> counters;          // the kernel's counters, where read
 };
 
+// Which tasks and CPUs the kernel's counters are read for, and by which rule
+// (kernel_counters.hpp). The calling thread is the first task; the partners
+// are added when sampling starts (they run by then).
+struct CounterPlan {
+  Sharing sharing = Sharing::unknown;
+  std::vector<int> cpus;
+  int tasks = 1;  // the probe's tasks (ProbeDescriptor::tasks)
+};
+
+// How the tasks of a variant share its CPUs. A create probe's children come
+// and go between reads, so its tasks are never all known.
+CounterPlan counter_plan(const ProbeDescriptor& probe, const Params& params, const Placement& placement) {
+  CounterPlan plan;
+  plan.tasks = probe.tasks ? probe.tasks(params) : 1;
+  std::vector<int> distinct = placement.cpus;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  plan.cpus = distinct.empty() ? allowed_cpus() : distinct;
+  if (probe_family(probe.name) == "create") return plan;
+  if (plan.tasks == 1 || (distinct.size() == 1 && !placement.cpus.empty()))
+    plan.sharing = Sharing::one_cpu;
+  else if (!placement.cpus.empty() && static_cast<int>(distinct.size()) == plan.tasks)
+    plan.sharing = Sharing::own_cpus;
+  return plan;
+}
+
 Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& workload, Clock& clock,
-               const TimerInfo& timer, const HarnessOptions& options, double ops_per_iteration,
+               const TimerInfo& timer, const HarnessOptions& options, double ops_per_iteration, const CounterPlan& plan,
                const CycleCounter* cycles = nullptr, std::uint64_t batch = 0,
                std::vector<TimedBatch>* kept_batches = nullptr) {
   Sampled out;
@@ -216,16 +244,43 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
   const std::uint64_t deadline = monotonic_raw_ns() + static_cast<std::uint64_t>(options.max_variant_s * 1e9);
   const double ops = static_cast<double>(out.iterations_per_sample) * ops_per_iteration;
   const int samples = probe.samples ? probe.samples(params, options.samples) : options.samples;
-  // A sample whose host reference ran slowed is set aside and taken again,
-  // at most `samples` times: the host's short slow spells (a fraction of a
-  // second) are waited out inside the attempt. Once the re-takes are used up
-  // every sample is kept, and the attempt is judged slowed as a whole. With
-  // --retries 0 nothing is taken again: the reference is only recorded.
-  int spare = options.reference && options.retries > 0 ? samples : 0;
+  // A sample whose host reference ran slowed, or that the kernel's counters
+  // show another task or the host took time from, is set aside and taken
+  // again, at most `samples` times: the host's short slow spells (a fraction
+  // of a second) are waited out inside the attempt. Once the re-takes are used
+  // up every sample is kept (and counted as interfered where it was), and the
+  // attempt is judged as a whole. With --retries 0 nothing is taken again: the
+  // reference and the counters are only recorded.
+  int spare = options.retries > 0 && (options.reference || options.counters) ? samples : 0;
+  // The tasks whose counters are read: this thread, then its partners.
+  std::vector<TaskId> tasks;
+  if (options.counters) {
+    tasks.push_back({getpid(), static_cast<pid_t>(syscall(SYS_gettid))});
+    for (const auto& partner : partner_tasks()) tasks.push_back(partner);
+    CounterTotals totals;
+    // A task this harness cannot see (not started through a Partner) leaves
+    // only the steal counter to judge by.
+    totals.sharing = static_cast<int>(tasks.size()) == plan.tasks ? plan.sharing : Sharing::unknown;
+    totals.tasks = tasks.size();
+    totals.cpus = plan.cpus;
+    out.counters = std::move(totals);
+  }
+  const bool involuntary = out.counters && out.counters->sharing == Sharing::own_cpus;
+  auto read_counters = [&](CounterSnapshot& into) {
+    const std::uint64_t began = monotonic_raw_ns();
+    into = options.counters->read(tasks, out.counters->cpus, involuntary);
+    out.counters->read_ns.push_back(static_cast<double>(monotonic_raw_ns() - began));
+    if (!into.ok && out.counters->unread.empty())
+      out.counters->unread =
+          "some task's /proc files or /proc/stat could not be read (a task ended?); those samples "
+          "were judged by the host reference alone";
+  };
   while (static_cast<int>(out.per_op.size()) < samples) {
     const double reference_ns = options.reference ? options.reference->time_once() : 0;
-    // The kernel's switch counts and the cycles are read around each sample
-    // (outside its timing), so they count the kept samples alone.
+    // The counters, the kernel's switch counts and the cycles are read around
+    // each sample (outside its timing), so they count that sample alone.
+    CounterSnapshot counters_before, counters_after;
+    if (out.counters) read_counters(counters_before);
     const SwitchCount before = thread_switches();
     const auto cycles_before = cycles ? cycles->read_value() : std::nullopt;
     TimedBatch readings;
@@ -233,9 +288,22 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
     const double per_op = timed(out.iterations_per_sample, &readings) / ops;
     const auto cycles_after = cycles ? cycles->read_value() : std::nullopt;
     const SwitchCount after = thread_switches();
-    if (spare > 0 && reference_ns > slowed_ratio * options.reference->best_ns()) {
+    std::optional<SetAsideReason> why;
+    SampleCounters counted;
+    if (out.counters) {
+      read_counters(counters_after);
+      if (counters_before.ok && counters_after.ok) {
+        counted = difference(counters_before, counters_after);
+        why = judge_sample(counted, out.counters->sharing);
+      }
+    }
+    if (!why && options.reference && reference_ns > slowed_ratio * options.reference->best_ns())
+      why = SetAsideReason::host_reference;
+    if (spare > 0 && why) {
       --spare;
       out.set_aside.push_back(per_op);
+      out.set_aside_reasons.push_back(*why);
+      if (out.counters) ++out.counters->set_aside[static_cast<std::size_t>(*why)];
     } else {
       if (options.reference) out.reference_ns.push_back(reference_ns);
       out.per_op.push_back(per_op);
@@ -246,6 +314,12 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
         *out.kept_cycles += *cycles_after - *cycles_before;
       else
         out.kept_cycles.reset();
+      if (out.counters) {
+        out.counters->kept += counted;
+        ++out.counters->kept_samples;
+        // Interfered by the counters' rule (the reference's is judged per attempt).
+        if (why && *why != SetAsideReason::host_reference) ++out.counters->kept_interfered;
+      }
     }
     if (out.per_op.size() >= 5 && monotonic_raw_ns() > deadline) {
       out.budget_hit = true;
@@ -349,7 +423,14 @@ std::optional<Baseline> measure_baseline(const ProbeDescriptor& probe, const Par
   // Sampled under the probe's rule: the corrected figure subtracts the
   // baseline's median from the probe's, so both must leave out the same
   // moments (a baseline sampled in a slow spell would lower it).
-  Sampled base = sample(probe, params, *baseline, clock, timer, options, probe.baseline_ops_per_iteration(params),
+  // The baseline is one task on task 0's CPU (or unpinned): busy on one CPU throughout.
+  CounterPlan plan;
+  plan.sharing = Sharing::one_cpu;
+  if (const auto cpu = ctx.placement().cpu_for(0))
+    plan.cpus = {*cpu};
+  else
+    plan.cpus = allowed_cpus();
+  Sampled base = sample(probe, params, *baseline, clock, timer, options, probe.baseline_ops_per_iteration(params), plan,
                         nullptr, options.baseline_batch);
   baseline->finish();
   Baseline b;
@@ -361,6 +442,7 @@ std::optional<Baseline> measure_baseline(const ProbeDescriptor& probe, const Par
   b.iterations_per_sample = base.iterations_per_sample;
   b.samples = std::move(base.per_op);
   b.set_aside = std::move(base.set_aside);
+  b.set_aside_reasons = std::move(base.set_aside_reasons);
   return b;
 }
 
@@ -422,6 +504,30 @@ void measure_variant(const ProbeDescriptor& probe, const Params& params, const P
     r.notes.push_back(
         "seccomp axis: measured on a thread made for the variant, without the host reference (under a filter its "
         "system calls would pay the filter), as every value of the axis is, so the values differ by the filter alone");
+}
+
+// A same-CPU variant goes to the allowed CPU with the least other work, read
+// from /proc/stat over a short window just before it (the engine sleeps
+// meanwhile, so the window holds others' work alone). One allowed CPU (an
+// affinity mask the user set) is taken as it is.
+void place_on_least_busy(Placement& placement, const HarnessOptions& options, Result& r) {
+  if (!options.place_on_least_busy || placement.requested != "same" || placement.cpus.empty()) return;
+  const std::vector<int> allowed = allowed_cpus();
+  if (options.same_cpu >= 0 && std::find(allowed.begin(), allowed.end(), options.same_cpu) != allowed.end()) {
+    std::fill(placement.cpus.begin(), placement.cpus.end(), options.same_cpu);
+    return;  // the first round's record says why
+  }
+  if (allowed.size() < 2) {
+    r.placement_why = fmt::format("CPU {}: the only CPU the affinity mask allows", placement.cpus.front());
+    return;
+  }
+  const auto before = busy_ticks(read_proc_stat());
+  std::this_thread::sleep_for(std::chrono::duration<double>(options.least_busy_window_s));
+  const auto after = busy_ticks(read_proc_stat());
+  const CpuChoice choice = least_busy_cpu(allowed, before, after, options.least_busy_window_s);
+  if (choice.cpu < 0) return;
+  std::fill(placement.cpus.begin(), placement.cpus.end(), choice.cpu);
+  r.placement_why = fmt::format("CPU {}: {}", choice.cpu, choice.why);
 }
 
 // A record of the variant before anything is measured: what it is, when it
@@ -492,12 +598,13 @@ Result run_variant(const ProbeDescriptor& probe, const Params& params, Clock& cl
   }
   const auto cpus = params.find("cpus");
   std::string why;
-  const auto placement = resolve_placement(cpus == params.end() ? "none" : cpus->second, probe.tasks(params), &why);
+  auto placement = resolve_placement(cpus == params.end() ? "none" : cpus->second, probe.tasks(params), &why);
   if (!placement) {
     r.placement_requested = cpus->second;
     r.verdict.add(Status::unsupported, Reason::placement_unavailable, why);
     return done();
   }
+  place_on_least_busy(*placement, options, r);
   measure_variant(probe, params, *placement, clock, timer, options, r);
   if (!options.defer_retries) {
     while (wants_another_attempt(r, options)) {
@@ -524,11 +631,12 @@ Result measure_attempt(const ProbeDescriptor& probe, const Params& params, Clock
   again.started_at = started_at;  // the variant's start, whichever attempt is kept
   const auto cpus = params.find("cpus");
   std::string why;
-  const auto placement = resolve_placement(cpus == params.end() ? "none" : cpus->second, probe.tasks(params), &why);
+  auto placement = resolve_placement(cpus == params.end() ? "none" : cpus->second, probe.tasks(params), &why);
   if (!placement) {
     again.verdict.add(Status::unsupported, Reason::placement_unavailable, why);
     return again;
   }
+  place_on_least_busy(*placement, options, again);
   const std::uint64_t began = monotonic_raw_ns();
   measure_variant(probe, params, *placement, clock, timer, options, again);
   again.duration_s = static_cast<double>(monotonic_raw_ns() - began) / 1e9;
@@ -571,12 +679,23 @@ void keep_better_attempt(Result& r, Result&& again) {
 }
 
 void close_interference(Result& r, const HarnessOptions& options) {
-  if (!r.interference || !options.reference) return;
-  Interference& in = *r.interference;
-  // The best was fixed when the run started: every attempt was judged by it.
-  const double best = options.reference->best_ns();
-  in.best_ns = best;
-  for (auto& note : interference_notes(r)) r.notes.push_back(std::move(note));
+  if (r.interference && options.reference) {
+    Interference& in = *r.interference;
+    // The best was fixed when the run started: every attempt was judged by it.
+    const double best = options.reference->best_ns();
+    in.best_ns = best;
+    for (auto& note : interference_notes(r)) r.notes.push_back(std::move(note));
+  }
+  for (auto& note : set_aside_notes(r)) r.notes.push_back(std::move(note));
+  judge_interference(r);
+}
+
+void judge_interference(Result& r) {
+  if (r.verdict.status != Status::ok && r.verdict.status != Status::suspect) return;
+  if (std::any_of(r.verdict.reasons.begin(), r.verdict.reasons.end(),
+                  [](const auto& reason) { return reason.first == Reason::interference; }))
+    return;
+  if (auto detail = interference_detail(r)) r.verdict.add(Status::suspect, Reason::interference, *detail);
 }
 
 namespace {
@@ -616,8 +735,8 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
             "default halt, which the latency request does not change; held and free measure the same idle path here");
     }
     CycleCounter cycles;
-    Sampled measured = sample(probe, params, *workload, clock, timer, options, ops_per_iteration, &cycles,
-                              options.batch, options.kept_batches);
+    Sampled measured = sample(probe, params, *workload, clock, timer, options, ops_per_iteration,
+                              counter_plan(probe, params, placement), &cycles, options.batch, options.kept_batches);
     r.iterations_per_sample = measured.iterations_per_sample;
     const int main_cpu_end = current_cpu();
     const std::vector<TaskReport> partners = workload->finish();
@@ -674,8 +793,10 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
       r.derived["core_cycles_per_op"] = nullptr;
       r.derived["core_cycles_unavailable"] = cycles.error().empty() ? "counter read failed" : cycles.error();
     }
-    // The samples set aside as host interference stay in the record, in its unit.
+    // The samples set aside as interference stay in the record, in its unit, with their reasons.
     r.set_aside = measured.set_aside;
+    r.set_aside_reasons = measured.set_aside_reasons;
+    if (scope == Scope::variant) r.counters = measured.counters;
     if (probe.unit == Unit::msgs_per_s) {
       // The samples were ns per message; the unit asked for is a rate.
       for (double& v : r.samples) v = 1e9 / v;
@@ -690,6 +811,7 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
       in.attempts.push_back(judge_attempt(measured.reference_ns, options.reference->best_ns(), r.summary->median));
       in.attempts.back().set_aside = r.set_aside.size();
       if (!r.set_aside.empty()) in.attempts.back().set_aside_median = summarize(r.set_aside).median;
+      if (r.counters) in.attempts.back().interfered_share = interfered_share(*r.counters);
       r.interference = std::move(in);
     }
     if (scope == Scope::variant) {
@@ -744,6 +866,7 @@ void measure_matrix(const ProbeDescriptor& probe, const Params& params, Clock& c
 
   HarnessOptions per_cell = options;
   per_cell.reference = nullptr;  // cells differ by design; the matrix is not re-measured
+  per_cell.counters = nullptr;   // nor judged sample by sample
   per_cell.max_variant_s = options.max_variant_s / static_cast<double>(plan.cells.size());
   std::vector<Check> summed;                                   // each check, added up over the cells
   std::map<Reason, std::pair<std::size_t, std::string>> seen;  // reason -> (cells, the first one's detail)
@@ -818,6 +941,7 @@ void measure_matrix(const ProbeDescriptor& probe, const Params& params, Clock& c
       ctx.pin(0);
       HarnessOptions unjudged = options;
       unjudged.reference = nullptr;  // as the cells: a matrix is not judged by the host reference
+      unjudged.counters = nullptr;
       r.baseline = measure_baseline(probe, params, ctx, clock, timer, unjudged);
     } catch (const ProbeError& e) {
       r.verdict.add(e.status, e.code, std::string("baseline: ") + e.what());

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "host_reference.hpp"
+#include "kernel_counters.hpp"
 #include "registry.hpp"
 #include "tasks.hpp"
 #include "timer.hpp"
@@ -45,6 +46,20 @@ struct HarnessOptions {
   // but nothing is set aside or taken again.
   HostReference* reference = nullptr;
   int retries = 2;
+  // When set, read around each sample (outside its timing): a sample the
+  // kernel's counters show interfered with is set aside and taken again under
+  // the same budget as the reference's, with its reason (kernel_counters.hpp).
+  // Applies with the host reference on or off; with retries 0 the counters are
+  // recorded and nothing is taken again.
+  KernelCounters* counters = nullptr;
+  // Where a same-CPU variant may go: when set, the CPU with the least other
+  // work just before the variant, among the allowed ones (least_busy_cpu);
+  // an affinity mask of one CPU (the user's choice) always wins.
+  bool place_on_least_busy = false;
+  double least_busy_window_s = 0.02;
+  // The CPU an earlier round of the same variant was placed on (schedule.hpp):
+  // a variant's rounds run where its first did. -1: choose.
+  int same_cpu = -1;
   // When set, run_variant returns the first attempt and leaves the
   // re-measurement to its caller (wants_another_attempt, measure_attempt,
   // keep_better_attempt, close_interference): `ctxbench-engine run` measures
@@ -111,8 +126,14 @@ Result measure_attempt(const ProbeDescriptor& probe, const Params& params, Clock
 // Adds `again` to r's attempts; r becomes `again` when its reference ran
 // fastest. A failed attempt ends the re-measurement, with a note.
 void keep_better_attempt(Result& r, Result&& again);
-// Judges every attempt against the run's best reference and writes the notes.
+// Judges every attempt against the run's best reference, writes the notes and
+// judges the verdict (judge_interference).
 void close_interference(Result& r, const HarnessOptions& options);
+// A variant still slowed when it is written is never `ok`: suspect with reason
+// `interference` when the kept attempt's reference ran slowed, or when over
+// kept_interfered_limit of its kept samples carry what the kernel's counters
+// call interference (the re-takes ran out).
+void judge_interference(Result& r);
 
 // Adds `check` to the one of the same name in `totals` (expected and observed
 // summed where both are numbers; ok while every part is ok), or appends it.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "kernel_counters.hpp"
 #include "stats.hpp"
 
 namespace ctx {
@@ -77,13 +78,21 @@ InterferenceAttempt judge_attempt(const std::vector<double>& reference_ns, doubl
 
 bool slowed(const InterferenceAttempt& attempt, double best_ns) {
   const bool retakes_used_up = attempt.set_aside > 0 && attempt.set_aside >= attempt.samples;
-  return retakes_used_up || (best_ns > 0 && attempt.reference_median_ns > slowed_ratio * best_ns);
+  return retakes_used_up || attempt.interfered_share > kept_interfered_limit ||
+         (best_ns > 0 && attempt.reference_median_ns > slowed_ratio * best_ns);
 }
 
 std::size_t attempt_to_keep(const std::vector<InterferenceAttempt>& attempts) {
+  // An attempt the kernel's counters show interfered with loses to one they do not.
+  auto interfered = [](const InterferenceAttempt& a) { return a.interfered_share > kept_interfered_limit; };
   std::size_t keep = 0;
-  for (std::size_t i = 1; i < attempts.size(); ++i)
-    if (attempts[i].reference_median_ns < attempts[keep].reference_median_ns) keep = i;
+  for (std::size_t i = 1; i < attempts.size(); ++i) {
+    if (interfered(attempts[i]) != interfered(attempts[keep])) {
+      if (!interfered(attempts[i])) keep = i;
+    } else if (attempts[i].reference_median_ns < attempts[keep].reference_median_ns) {
+      keep = i;
+    }
+  }
   return keep;
 }
 

@@ -60,17 +60,21 @@ struct InterferenceAttempt {
   std::vector<double> reference_ns;        // the reference's times, one per sample (not in the record)
   std::size_t set_aside = 0;               // samples taken while the reference ran slowed, and taken again
   std::optional<double> set_aside_median;  // their median, in the record's unit
+  double interfered_share = 0;             // kept samples the kernel's counters show interfered with, over kept
 };
 
 // From the reference times taken before each sample of one attempt.
 InterferenceAttempt judge_attempt(const std::vector<double>& reference_ns, double best_ns, double median);
 
 // True when the attempt's median reference time is over slowed_ratio x best,
-// or when as many of its samples were set aside as kept (the re-takes ran out:
-// the host was slowed for most of the attempt, whatever the best says).
+// when as many of its samples were set aside as kept (the re-takes ran out:
+// the host was slowed for most of the attempt, whatever the best says), or
+// when over kept_interfered_limit of its kept samples still carry what the
+// kernel's counters call interference (kernel_counters.hpp).
 bool slowed(const InterferenceAttempt& attempt, double best_ns);
 
-// The attempt to keep: the one whose reference ran fastest (the first on a tie).
+// The attempt to keep: the one whose reference ran fastest (the first on a
+// tie), among those the kernel's counters do not call interfered with when any.
 std::size_t attempt_to_keep(const std::vector<InterferenceAttempt>& attempts);
 
 }  // namespace ctx

@@ -223,6 +223,11 @@ int run_command(const RunOptions& o) {
     reference.emplace(*clock, 20000, o.quick ? 0.25 : 1.0);
     harness.reference = &*reference;
   }
+  // The kernel's counters around each sample, and a same-CPU variant on the
+  // least busy CPU (kernel_counters.hpp).
+  ProcCounters counters;
+  harness.counters = &counters;
+  harness.place_on_least_busy = true;
   const std::string run_id = new_run_id();
   nlohmann::json env = capture_environment(run_id, timer, timer_note);
   env["options"] = {{"quick", o.quick},

@@ -53,6 +53,7 @@ const char* reason_name(Reason reason) {
     case Reason::timeout: return "timeout";
     case Reason::interrupted: return "interrupted";
     case Reason::error: return "error";
+    case Reason::interference: return "interference";
   }
   return "error";
 }
@@ -147,11 +148,40 @@ nlohmann::json params_to_json(const Params& values, const std::map<std::string, 
   return params;
 }
 
-nlohmann::json set_aside_to_json(const std::vector<double>& kept, const std::vector<double>& set_aside) {
+nlohmann::json set_aside_to_json(const std::vector<double>& kept, const std::vector<double>& set_aside,
+                                 const std::vector<SetAsideReason>& reasons) {
   if (set_aside.empty()) return nullptr;
   std::vector<double> all = kept;
   all.insert(all.end(), set_aside.begin(), set_aside.end());
-  return {{"samples", set_aside}, {"summary_with_them", summary_to_json(summarize(all))}};
+  nlohmann::json j = {{"samples", set_aside}, {"summary_with_them", summary_to_json(summarize(all))}};
+  if (reasons.size() == set_aside.size()) {
+    nlohmann::json why = nlohmann::json::array();
+    for (const auto reason : reasons) why.push_back(set_aside_reason_name(reason));
+    j["reasons"] = why;
+  }
+  return j;
+}
+
+nlohmann::json counters_to_json(const CounterTotals& c) {
+  const SampleCounters& k = c.kept;
+  nlohmann::json kept = {{"samples", c.kept_samples},      {"wall_ns", k.wall_ns},   {"exec_ns", k.exec_ns},
+                         {"run_delay_ns", k.run_delay_ns}, {"steal_ns", k.steal_ns}, {"interfered", c.kept_interfered}};
+  if (c.sharing == Sharing::one_cpu)
+    kept["other_share"] = k.wall_ns > 0 ? std::max(0.0, k.wall_ns - k.exec_ns) / k.wall_ns : 0.0;
+  if (c.sharing == Sharing::own_cpus) kept["involuntary"] = k.involuntary;
+  nlohmann::json set_aside = nlohmann::json::object();
+  for (int i = 0; i < set_aside_reason_count; ++i)
+    set_aside[set_aside_reason_name(static_cast<SetAsideReason>(i))] = c.set_aside[static_cast<std::size_t>(i)];
+  nlohmann::json j = {{"sharing", sharing_name(c.sharing)},
+                      {"tasks", c.tasks},
+                      {"cpus", c.cpus},
+                      {"other_share_limit", other_share_limit},
+                      {"kept_interfered_limit", kept_interfered_limit},
+                      {"kept", kept},
+                      {"set_aside", set_aside}};
+  if (!c.read_ns.empty()) j["read_ns"] = summarize(c.read_ns).median;
+  if (!c.unread.empty()) j["unread"] = c.unread;
+  return j;
 }
 
 nlohmann::json result_to_json(const Result& r) {
@@ -165,13 +195,15 @@ nlohmann::json result_to_json(const Result& r) {
   j["warmup_samples"] = r.warmup_samples;
   j["samples"] = r.samples;
   j["summary"] = r.summary ? summary_to_json(*r.summary) : nlohmann::json(nullptr);
-  if (!r.set_aside.empty() && !r.samples.empty()) j["set_aside"] = set_aside_to_json(r.samples, r.set_aside);
+  if (!r.set_aside.empty() && !r.samples.empty())
+    j["set_aside"] = set_aside_to_json(r.samples, r.set_aside, r.set_aside_reasons);
   if (r.baseline) {
     nlohmann::json b = {
         {"name", r.baseline->name}, {"value", r.baseline->value}, {"unit", unit_name(r.baseline->unit)}};
     if (!r.baseline->probe.empty()) b["probe"] = r.baseline->probe;
     if (r.baseline->summary) b["summary"] = summary_to_json(*r.baseline->summary);
-    if (!r.baseline->set_aside.empty()) b["set_aside"] = set_aside_to_json(r.baseline->samples, r.baseline->set_aside);
+    if (!r.baseline->set_aside.empty())
+      b["set_aside"] = set_aside_to_json(r.baseline->samples, r.baseline->set_aside, r.baseline->set_aside_reasons);
     j["baseline"] = b;
   } else {
     j["baseline"] = nullptr;
@@ -212,6 +244,7 @@ nlohmann::json result_to_json(const Result& r) {
   placement["cpus"] = r.placement_cpus;
   if (!r.observed_start.empty()) placement["observed_start"] = r.observed_start;
   if (!r.observed_end.empty()) placement["observed_end"] = r.observed_end;
+  if (!r.placement_why.empty()) placement["why"] = r.placement_why;
   j["placement"] = placement;
   nlohmann::json checks = nlohmann::json::array();
   for (const auto& c : r.checks) {
@@ -235,6 +268,7 @@ nlohmann::json result_to_json(const Result& r) {
   j["host_reference"] = r.host_reference ? "on" : "off";
   if (!r.trace.is_null()) j["trace"] = r.trace;
   if (!r.schedule.is_null()) j["schedule"] = r.schedule;
+  if (r.counters) j["counters"] = counters_to_json(*r.counters);
   if (r.interference) {
     const Interference& in = *r.interference;
     nlohmann::json attempts = nlohmann::json::array();

@@ -3,6 +3,7 @@
 // file builds the JSON and nothing else. Changing a field means changing the
 // schema and both sides' tests in the same commit.
 #pragma once
+#include <array>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "host_reference.hpp"
+#include "kernel_counters.hpp"
 #include "stats.hpp"
 
 namespace ctx {
@@ -42,6 +44,7 @@ enum class Reason {
   timeout,
   interrupted,
   error,
+  interference,  // the kept samples carry the host's or other tasks' time (kernel counters, host reference)
 };
 const char* reason_name(Reason reason);
 
@@ -62,9 +65,10 @@ struct Baseline {
   double value = 0;
   Unit unit = Unit::ns;
   std::optional<Summary> summary;
-  std::vector<double> samples;              // the kept samples the summary is over (not in the record)
-  std::uint64_t iterations_per_sample = 0;  // its calibrated batch (not in the record)
-  std::vector<double> set_aside;            // samples set aside as host interference (not in the summary)
+  std::vector<double> samples;                    // the kept samples the summary is over (not in the record)
+  std::uint64_t iterations_per_sample = 0;        // its calibrated batch (not in the record)
+  std::vector<double> set_aside;                  // samples set aside as host interference (not in the summary)
+  std::vector<SetAsideReason> set_aside_reasons;  // why, one per set-aside sample
 };
 
 struct Verdict {
@@ -121,6 +125,25 @@ struct Interference {
   bool no_more_attempts = false;  // a re-measurement failed (not in the record)
 };
 
+// What the kernel's counters said about a variant's samples (kernel_counters.hpp).
+struct CounterTotals {
+  Sharing sharing = Sharing::unknown;
+  std::size_t tasks = 0;  // tasks read around each sample
+  std::vector<int> cpus;  // CPUs whose steal was read
+  SampleCounters kept;    // summed over the kept samples
+  std::size_t kept_samples = 0;
+  std::size_t kept_interfered = 0;  // kept samples the rule would have set aside (its re-takes ran out)
+  std::array<std::size_t, set_aside_reason_count> set_aside{};  // set-aside samples by reason
+  std::vector<double> read_ns;  // the cost of each read, outside the timed batches (the record: its median)
+  std::string unread;           // why some read failed; empty when every read worked
+};
+// Kept samples the counters' rule would have set aside, over the kept samples.
+inline double interfered_share(const CounterTotals& counters) {
+  return counters.kept_samples > 0
+             ? static_cast<double>(counters.kept_interfered) / static_cast<double>(counters.kept_samples)
+             : 0.0;
+}
+
 struct Result {
   std::string run_id;
   std::size_t variant_index = 0;  // place in the run's selection, from 1; 0: not part of a run
@@ -135,6 +158,7 @@ struct Result {
   int warmup_samples = 0;
   std::vector<double> samples;
   std::vector<double> set_aside;  // samples set aside as host interference: not in `samples` nor the summary
+  std::vector<SetAsideReason> set_aside_reasons;  // why, one per set-aside sample
   std::optional<Summary> summary;
   std::optional<Baseline> baseline;
   std::optional<Stability> stability;
@@ -145,6 +169,7 @@ struct Result {
   bool timer_corrected = false;
   std::string placement_requested = "none";
   std::vector<int> placement_cpus;
+  std::string placement_why;  // how the CPU was chosen (a same-CPU variant: the least busy); empty: by rule
   std::vector<int> observed_start;
   std::vector<int> observed_end;
   std::vector<Check> checks;
@@ -155,6 +180,7 @@ struct Result {
   std::optional<Matrix> matrix;              // matrix probes only
   std::optional<Interference> interference;  // variants measured with the host reference
   bool host_reference = false;               // the samples were judged by the host reference
+  std::optional<CounterTotals> counters;     // the kernel's counters around each sample, where read
   nlohmann::json trace;                      // the traced pass (traced_pass.hpp); null: none
   nlohmann::json schedule;                   // how the run scheduled the variant (schedule.hpp); null: not in a run
 };
@@ -162,7 +188,9 @@ struct Result {
 nlohmann::json summary_to_json(const Summary& summary);
 // The samples set aside as host interference and the summary of every sample
 // with them; null when none were set aside.
-nlohmann::json set_aside_to_json(const std::vector<double>& kept, const std::vector<double>& set_aside);
+nlohmann::json set_aside_to_json(const std::vector<double>& kept, const std::vector<double>& set_aside,
+                                 const std::vector<SetAsideReason>& reasons);
+nlohmann::json counters_to_json(const CounterTotals& counters);
 // A variant's parameters as a record gives them: numbers where `numbers` has them.
 nlohmann::json params_to_json(const Params& values, const std::map<std::string, double>& numbers);
 nlohmann::json result_to_json(const Result& result);

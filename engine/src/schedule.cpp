@@ -48,7 +48,7 @@ bool finished_badly(const Result& r) {
 // Reasons judged again over the pooled samples; a round's own are dropped.
 bool judged_again(Reason code) {
   return code == Reason::unstable || code == Reason::nonpositive_after_baseline || code == Reason::too_few_switches ||
-         code == Reason::too_many_switches;
+         code == Reason::too_many_switches || code == Reason::interference;
 }
 
 // Derived figures that are totals over the rounds; the others are per-op
@@ -75,6 +75,16 @@ Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::funct
   Result r = rounds.front();  // what the variant is, where it ran, when it started
   r.samples.clear();
   r.set_aside.clear();
+  r.set_aside_reasons.clear();
+  if (r.counters) {
+    // Summed over the rounds; the first round's sharing, tasks and CPUs (every
+    // round runs where the first did).
+    CounterTotals totals;
+    totals.sharing = r.counters->sharing;
+    totals.tasks = r.counters->tasks;
+    totals.cpus = r.counters->cpus;
+    r.counters = std::move(totals);
+  }
   r.checks.clear();
   r.verdict = Verdict{};
   r.notes.clear();
@@ -84,6 +94,7 @@ Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::funct
   if (r.baseline) {
     r.baseline->samples.clear();
     r.baseline->set_aside.clear();
+    r.baseline->set_aside_reasons.clear();
   }
   std::vector<double> reference_ns;
   std::map<std::string, double> weighted;  // per-op derived figures x samples
@@ -93,6 +104,18 @@ Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::funct
     const Result& part = rounds[static_cast<std::size_t>(k)];
     r.samples.insert(r.samples.end(), part.samples.begin(), part.samples.end());
     r.set_aside.insert(r.set_aside.end(), part.set_aside.begin(), part.set_aside.end());
+    r.set_aside_reasons.insert(r.set_aside_reasons.end(), part.set_aside_reasons.begin(), part.set_aside_reasons.end());
+    if (r.counters && part.counters) {
+      CounterTotals& c = *r.counters;
+      const CounterTotals& p = *part.counters;
+      if (p.sharing != c.sharing) c.sharing = Sharing::unknown;
+      c.kept += p.kept;
+      c.kept_samples += p.kept_samples;
+      c.kept_interfered += p.kept_interfered;
+      for (std::size_t i = 0; i < c.set_aside.size(); ++i) c.set_aside[i] += p.set_aside[i];
+      c.read_ns.insert(c.read_ns.end(), p.read_ns.begin(), p.read_ns.end());
+      if (c.unread.empty()) c.unread = p.unread;
+    }
     r.duration_s += part.duration_s;
     r.ops_per_sample = std::min(r.ops_per_sample, part.ops_per_sample);
     if (r.baseline && part.baseline) {
@@ -100,6 +123,9 @@ Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::funct
                                  part.baseline->samples.end());
       r.baseline->set_aside.insert(r.baseline->set_aside.end(), part.baseline->set_aside.begin(),
                                    part.baseline->set_aside.end());
+      r.baseline->set_aside_reasons.insert(r.baseline->set_aside_reasons.end(),
+                                           part.baseline->set_aside_reasons.begin(),
+                                           part.baseline->set_aside_reasons.end());
     }
     for (const auto& check : part.checks) add_to_totals(r.checks, check);
     for (const auto& [code, detail] : part.verdict.reasons)
@@ -160,6 +186,7 @@ Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::funct
     in.attempts = {judge_attempt(reference_ns, best_ns, summary.median)};
     in.attempts.front().set_aside = r.set_aside.size();
     if (!r.set_aside.empty()) in.attempts.front().set_aside_median = summarize(r.set_aside).median;
+    if (r.counters) in.attempts.front().interfered_share = interfered_share(*r.counters);
     in.kept = 0;
     r.interference = std::move(in);
   }
@@ -320,6 +347,8 @@ void Scheduler::run_rounds() {
           const Result& first = pending_[i].rounds.front();
           options.batch = first.iterations_per_sample;
           options.baseline_batch = first.baseline ? first.baseline->iterations_per_sample : 0;
+          if (first.placement_requested == "same" && !first.placement_cpus.empty())
+            options.same_cpu = first.placement_cpus.front();
         }
       }
       hooks_.announce(i, 1, round + 1);

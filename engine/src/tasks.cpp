@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -190,12 +191,39 @@ SharedMemory::~SharedMemory() {
 struct Partner::Slot {
   TaskReport report;
   std::atomic<int> state;  // 0 running, 1 done, 2 failed
+  std::atomic<pid_t> pid;  // the partner's thread group and thread, once it runs (0 before)
+  std::atomic<pid_t> tid;
   char error[256];
 };
 
 namespace {
+std::mutex partners_mutex;
+std::vector<const Partner::Slot*>& live_partners() {
+  static std::vector<const Partner::Slot*> slots;
+  return slots;
+}
+void forget_partner(const Partner::Slot* slot) {
+  std::lock_guard lock(partners_mutex);
+  std::erase(live_partners(), slot);
+}
+}  // namespace
+
+std::vector<TaskId> partner_tasks() {
+  std::lock_guard lock(partners_mutex);
+  std::vector<TaskId> out;
+  for (const auto* slot : live_partners()) {
+    const pid_t tid = slot->tid.load();
+    if (tid > 0) out.push_back({slot->pid.load(), tid});
+  }
+  return out;
+}
+
+namespace {
 void run_partner_body(const Context& ctx, int task, const std::function<std::uint64_t()>& body, TaskReport& report,
-                      std::atomic<int>& state, char* error, std::size_t error_size) {
+                      std::atomic<int>& state, std::atomic<pid_t>& pid, std::atomic<pid_t>& tid, char* error,
+                      std::size_t error_size) {
+  pid.store(getpid());
+  tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
   try {
     ctx.pin(task);
     report.task = task;
@@ -217,13 +245,18 @@ void run_partner_body(const Context& ctx, int task, const std::function<std::uin
 Partner::Partner(const Context& ctx, int task, Between between, std::function<std::uint64_t()> body,
                  std::vector<int> close_in_child, std::vector<int> close_in_parent)
     : shared_(sizeof(Slot)), slot_(new (shared_.data()) Slot{}) {
+  {
+    std::lock_guard lock(partners_mutex);
+    live_partners().push_back(slot_);
+  }
   if (between == Between::threads) {
     auto* thread = new std::thread([this, &ctx, task, body = std::move(body)] {
       // Signals belong to the engine's main thread and monitor, not partners.
       sigset_t all;
       sigfillset(&all);
       pthread_sigmask(SIG_BLOCK, &all, nullptr);
-      run_partner_body(ctx, task, body, slot_->report, slot_->state, slot_->error, sizeof slot_->error);
+      run_partner_body(ctx, task, body, slot_->report, slot_->state, slot_->pid, slot_->tid, slot_->error,
+                       sizeof slot_->error);
     });
     thread_ = thread;
     return;
@@ -232,13 +265,15 @@ Partner::Partner(const Context& ctx, int task, Between between, std::function<st
   if (pid_ < 0) throw_errno("fork of a partner process");
   if (pid_ == 0) {
     for (int fd : close_in_child) close(fd);
-    run_partner_body(ctx, task, body, slot_->report, slot_->state, slot_->error, sizeof slot_->error);
+    run_partner_body(ctx, task, body, slot_->report, slot_->state, slot_->pid, slot_->tid, slot_->error,
+                     sizeof slot_->error);
     _exit(slot_->state.load() == 1 ? 0 : 1);
   }
   for (int fd : close_in_parent) close(fd);
 }
 
 Partner::~Partner() {
+  forget_partner(slot_);
   if (joined_) return;
   if (pid_ > 0) {
     kill(pid_, SIGKILL);
@@ -255,6 +290,7 @@ Partner::~Partner() {
 
 TaskReport Partner::join(double timeout_s) {
   joined_ = true;
+  forget_partner(slot_);
   if (thread_) {
     auto* thread = static_cast<std::thread*>(thread_);
     thread->join();

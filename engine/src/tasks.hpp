@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_counters.hpp"
 #include "registry.hpp"
 #include "topology.hpp"
 
@@ -84,6 +85,11 @@ struct SwitchCount {
 };
 SwitchCount thread_switches();  // RUSAGE_THREAD of the calling thread
 
+// The partner tasks alive now that have started running (Partner below), in
+// the order they were made: the tasks whose counters the harness reads
+// around each sample beside its own (kernel_counters.hpp).
+std::vector<TaskId> partner_tasks();
+
 // ---- partner task ------------------------------------------------------------------
 enum class Between { threads, processes };
 Between parse_between(const std::string& value);
@@ -125,9 +131,9 @@ class Partner {
   // Throws ProbeError(child_failed) if the child died or the body threw.
   TaskReport join(double timeout_s = 10.0);
   pid_t pid() const { return pid_; }
+  struct Slot;  // shared with the partner: its report, state and ids
 
  private:
-  struct Slot;
   SharedMemory shared_;
   Slot* slot_;
   pid_t pid_ = -1;

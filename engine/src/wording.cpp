@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 #include "output.hpp"
 #include "stats.hpp"
 
@@ -51,20 +53,85 @@ std::vector<std::string> interference_notes(const Result& r) {
         "measured {} times and attempt {} is kept (its reference ran fastest); medians by attempt: {}",
         slowed_ratio, attempts.size(), kept + 1, medians));
   }
-  if (!r.set_aside.empty())
-    notes.push_back(
-        fmt::format("host interference: {} (their reference ran over {:.2f}x its best; each was taken "
-                    "again; the samples are in set_aside)",
-                    set_aside_statement(r.samples, r.set_aside, r.unit), slowed_ratio));
-  if (r.baseline && !r.baseline->set_aside.empty())
-    notes.push_back(fmt::format("host interference, baseline: {}",
-                                set_aside_statement(r.baseline->samples, r.baseline->set_aside, r.baseline->unit)));
-  if (!attempts.empty() && slowed(attempts[kept], best))
+  if (!attempts.empty() && slowed(attempts[kept], best) && attempts[kept].reference_median_ns > slowed_ratio * best)
     notes.push_back(fmt::format(
         "host interference: the CPU was slowed during the kept attempt too (reference {:.2f}x its best): the figure "
         "carries it",
         attempts[kept].reference_median_ns / best));
   return notes;
+}
+
+namespace {
+// "cpu_taken 3, host_reference 1": how many set-aside samples each reason took.
+std::string by_reason(const std::vector<SetAsideReason>& reasons) {
+  std::array<std::size_t, set_aside_reason_count> counts{};
+  for (const auto reason : reasons) ++counts[static_cast<std::size_t>(reason)];
+  std::string out;
+  for (int i = 0; i < set_aside_reason_count; ++i)
+    if (counts[static_cast<std::size_t>(i)] > 0)
+      out += fmt::format("{}{} {}", out.empty() ? "" : ", ", set_aside_reason_name(static_cast<SetAsideReason>(i)),
+                         counts[static_cast<std::size_t>(i)]);
+  return out;
+}
+
+const char* reason_words(SetAsideReason reason) {
+  switch (reason) {
+    case SetAsideReason::host_reference: return "the host reference timed before it ran slowed";
+    case SetAsideReason::cpu_taken: return "another task or the host held the variant's CPU for part of it";
+    case SetAsideReason::preempted: return "a task of the variant was switched out involuntarily";
+    case SetAsideReason::steal: return "the hypervisor reported time stolen from a CPU of the variant";
+  }
+  return "";
+}
+}  // namespace
+
+std::vector<std::string> set_aside_notes(const Result& r) {
+  std::vector<std::string> notes;
+  if (!r.set_aside.empty())
+    notes.push_back(
+        fmt::format("host interference: {} (by reason: {}; each was taken again; the samples and their "
+                    "reasons are in set_aside)",
+                    set_aside_statement(r.samples, r.set_aside, r.unit), by_reason(r.set_aside_reasons)));
+  if (r.baseline && !r.baseline->set_aside.empty())
+    notes.push_back(fmt::format("host interference, baseline: {} (by reason: {})",
+                                set_aside_statement(r.baseline->samples, r.baseline->set_aside, r.baseline->unit),
+                                by_reason(r.baseline->set_aside_reasons)));
+  return notes;
+}
+
+std::optional<std::string> interference_detail(const Result& r) {
+  std::vector<std::string> parts;
+  if (r.interference && !r.interference->attempts.empty() && r.interference->best_ns > 0) {
+    const auto& kept = r.interference->attempts[r.interference->kept];
+    const double ratio = kept.reference_median_ns / r.interference->best_ns;
+    if (ratio > slowed_ratio)
+      parts.push_back(
+          fmt::format("the host reference ran {:.2f}x its best over the kept samples (over {:.2f}x is "
+                      "slowed): the CPU itself ran slower",
+                      ratio, slowed_ratio));
+    else if (kept.set_aside > 0 && kept.set_aside >= kept.samples)
+      parts.push_back(
+          fmt::format("{} samples were set aside, as many as were kept: the interference lasted the "
+                      "whole variant",
+                      kept.set_aside));
+  }
+  if (r.counters && interfered_share(*r.counters) > kept_interfered_limit) {
+    const CounterTotals& c = *r.counters;
+    std::string what = c.sharing == Sharing::one_cpu    ? reason_words(SetAsideReason::cpu_taken)
+                       : c.sharing == Sharing::own_cpus ? "a task of the variant was switched out involuntarily, or "
+                                                          "the hypervisor stole time from its CPUs"
+                                                        : reason_words(SetAsideReason::steal);
+    std::string share;
+    if (c.sharing == Sharing::one_cpu && c.kept.wall_ns > 0)
+      share = fmt::format("; the CPU gave {:.1f}% of the kept samples' time to others",
+                          100 * std::max(0.0, c.kept.wall_ns - c.kept.exec_ns) / c.kept.wall_ns);
+    parts.push_back(fmt::format("{} of {} kept samples were still interfered with after the re-takes ran out ({}){}",
+                                c.kept_interfered, c.kept_samples, what, share));
+  }
+  if (parts.empty()) return std::nullopt;
+  std::string detail;
+  for (const auto& p : parts) detail += (detail.empty() ? "" : "; ") + p;
+  return detail + "; the figure carries it, so compare it with a quieter run";
 }
 
 std::string failed_remeasurement_note(const Result& failed_attempt) {

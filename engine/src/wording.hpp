@@ -25,9 +25,19 @@ std::string unstable_detail(const Stability& stability, const Result& r);
 std::string nonpositive_detail(double baseline, double median);
 
 // The notes a record measured with the host reference carries
-// (host_reference.hpp): re-measured, samples set aside (the result's and the
-// baseline's, both figures), still slowed. `r.interference->best_ns` is set.
+// (host_reference.hpp): re-measured, still slowed. `r.interference->best_ns`
+// is set.
 std::vector<std::string> interference_notes(const Result& r);
+
+// Samples set aside (the result's and the baseline's): both figures and how
+// many each reason took.
+std::vector<std::string> set_aside_notes(const Result& r);
+
+// Why a record is still slowed when written (harness.hpp, judge_interference):
+// the reference ran slowed over the kept attempt, its re-takes ran out, or
+// too many kept samples carry what the kernel's counters call interference.
+// Empty when it is not slowed.
+std::optional<std::string> interference_detail(const Result& r);
 
 // A re-measurement after host interference that failed: the note begins with
 // the prefix, and gives the failure's first reason.

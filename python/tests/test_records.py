@@ -46,6 +46,58 @@ def test_a_record_missing_a_field_is_named():
     assert "'unit' is a required property" in record_problem(broken)
 
 
+def test_the_kernel_counters_and_each_set_aside_reason_are_read():
+    result = next(r for r in real_run().results if r["probe"] == "switch.pipe")
+    kept = result["summary"]
+    aside = {
+        "samples": [kept["max"] * 1.3, kept["max"] * 1.5],
+        "summary_with_them": dict(kept, n=kept["n"] + 2),
+        "reasons": ["cpu_taken", "host_reference"],
+    }
+    counters = {
+        "sharing": "one_cpu",
+        "tasks": 2,
+        "cpus": [1],
+        "other_share_limit": 0.03,
+        "kept_interfered_limit": 0.2,
+        "kept": {
+            "samples": 30,
+            "wall_ns": 6.0e7,
+            "exec_ns": 5.98e7,
+            "run_delay_ns": 2.7e7,
+            "steal_ns": 0.0,
+            "interfered": 0,
+            "other_share": 0.0033,
+        },
+        "set_aside": {"host_reference": 1, "cpu_taken": 1, "preempted": 0, "steal": 0},
+        "read_ns": 14000.0,
+    }
+    placement = dict(result["placement"], why="CPU 1: the least busy (CPU 0 100%, CPU 1 0%)")
+    record = dict(result, set_aside=aside, counters=counters, placement=placement)
+    assert record_problem(record) is None
+    # A slowed variant is suspect with reason interference, a code of the closed set.
+    slowed = dict(
+        record,
+        verdict={
+            "status": "suspect",
+            "reasons": [{"code": "interference", "detail": "10 of 10 kept samples"}],
+        },
+    )
+    assert record_problem(slowed) is None
+    # Reasons, sharing and counts are closed sets and counts.
+    assert record_problem(dict(record, set_aside=dict(aside, reasons=["gremlins"]))) is not None
+    assert record_problem(dict(record, counters=dict(counters, sharing="half"))) is not None
+    bad_kept = dict(counters, kept=dict(counters["kept"], interfered=-1))
+    assert record_problem(dict(record, counters=bad_kept)) is not None
+    missing = dict(counters)
+    del missing["kept"]
+    assert "'kept' is a required property" in record_problem(dict(record, counters=missing))
+    # A record written before the counters existed is still read.
+    older = {k: aside[k] for k in aside if k != "reasons"}
+    assert record_problem(dict(result, set_aside=older)) is None
+    assert record_problem(dict(result)) is None
+
+
 def test_an_unstable_record_keeps_its_modes():
     result = next(r for r in real_run().results if r["probe"] == "switch.pipe")
     unstable = dict(

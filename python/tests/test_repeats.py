@@ -116,6 +116,7 @@ def test_set_aside_samples_of_every_repeat_are_kept_together():
         result["set_aside"] = {
             "samples": aside,
             "summary_with_them": stats.summarize(result["samples"] + aside),
+            "reasons": ["cpu_taken"],
         }
         extra += aside
     merged = next(
@@ -126,6 +127,8 @@ def test_set_aside_samples_of_every_repeat_are_kept_together():
     assert record_problem(merged) is None
     assert merged["set_aside"]["samples"] == extra
     assert merged["set_aside"]["summary_with_them"]["n"] == len(merged["samples"]) + 2
+    # Each sample keeps its reason, where every repeat recorded them.
+    assert merged["set_aside"]["reasons"] == ["cpu_taken", "cpu_taken"]
 
 
 def test_a_variant_in_one_repeat_only_keeps_its_record():

@@ -134,7 +134,16 @@ def test_every_variant_records_the_host_reference(engine):
             assert ("set_aside_median" in attempt) == (attempt["set_aside"] > 0)
         assert inter["best_ns"] > 0 and "getppid system calls" in inter["reference"]
         used_up = kept["set_aside"] > 0 and kept["set_aside"] >= kept["samples"]
-        assert inter["slowed"] == (kept["reference_ratio"] > inter["slowed_ratio"] or used_up)
+        counted = r["counters"]["kept"]
+        interfered = (
+            counted["interfered"] > r["counters"]["kept_interfered_limit"] * counted["samples"]
+        )
+        assert inter["slowed"] == (
+            kept["reference_ratio"] > inter["slowed_ratio"] or used_up or interfered
+        )
+        # Never a slowed variant called ok.
+        codes = [reason["code"] for reason in r["verdict"]["reasons"]]
+        assert ("interference" in codes) == inter["slowed"]
         if len(inter["attempts"]) > 1:  # re-measured: the notes say why
             assert any(n.startswith("host interference") for n in r.get("notes", []))
         assert r["host_reference"] == "on" and env["options"]["host_reference"] == "on"
@@ -168,7 +177,59 @@ def test_host_reference_off_takes_no_reference_and_sets_nothing_aside(engine):
     for r in results(records):
         assert r["host_reference"] == "off"
         assert "interference" not in r
-        assert not any("host interference" in n for n in r.get("notes", []))
+        # The kernel's counters still judge; the reference never does.
+        assert "host_reference" not in (r.get("set_aside") or {}).get("reasons", [])
+        assert r["counters"]["set_aside"]["host_reference"] == 0
+
+
+def test_each_sample_is_judged_by_the_kernels_counters_and_the_record_says_why(engine):
+    # What the kernel said about the samples, and the reason of each one set
+    # aside: checked for consistency, never for what load would change.
+    records = run_json(
+        engine,
+        "syscall.getppid",
+        "switch.pipe",
+        "--between",
+        "threads",
+        "--cpus",
+        "same,cross",
+        "--quick",
+    )
+    sharing = {}
+    for r in results(records):
+        if r["verdict"]["status"] not in ("ok", "suspect"):
+            continue
+        counters = r["counters"]
+        sharing[(r["probe"], r["params"].get("cpus"))] = counters["sharing"]
+        kept = counters["kept"]
+        assert kept["samples"] == len(r["samples"])
+        assert 0 <= kept["interfered"] <= kept["samples"]
+        assert kept["wall_ns"] > 0 and counters["read_ns"] > 0
+        aside = r.get("set_aside") or {"samples": [], "reasons": []}
+        assert len(aside["reasons"]) == len(aside["samples"])
+        assert sum(counters["set_aside"].values()) == len(aside["samples"])
+        for reason, count in counters["set_aside"].items():
+            assert aside["reasons"].count(reason) == count
+        codes = [reason["code"] for reason in r["verdict"]["reasons"]]
+        if kept["interfered"] > counters["kept_interfered_limit"] * kept["samples"]:
+            assert "interference" in codes
+        if counters["sharing"] == "one_cpu":
+            assert 0 <= kept["other_share"] <= 1
+            assert "involuntary" not in kept
+        if counters["sharing"] == "own_cpus":
+            assert "involuntary" in kept
+    # One task, or two on one CPU: the CPU time judges; each on its own CPU:
+    # the switches and steal.
+    assert sharing[("syscall.getppid", None)] == "one_cpu"
+    assert sharing[("switch.pipe", "same")] == "one_cpu"
+    assert sharing[("switch.pipe", "cross")] == "own_cpus"
+    same = next(
+        r for r in results(records) if r["probe"] == "switch.pipe" and r["params"]["cpus"] == "same"
+    )
+    # A same-CPU variant goes where the other work is least, and says so.
+    assert "least other work" in same["placement"]["why"]
+    assert same["counters"]["cpus"] == same["placement"]["cpus"][:1]
+    assert same["counters"]["tasks"] == 2
 
 
 def test_each_result_names_its_place_in_the_selection(engine):

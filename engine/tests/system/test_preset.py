@@ -34,7 +34,8 @@ FIGURES = {
     "run_id",
     "verdict",
     "interference",  # the host reference's times, and whether the host slowed it
-    "set_aside",  # the samples taken while the host reference ran slowed
+    "set_aside",  # the samples the host reference or the kernel's counters set aside
+    "counters",  # what the kernel said about the samples
 }
 # Notes about the host reference follow from those times, not from the variant.
 HOST_NOTES = ("host interference", "a re-measurement after host interference")

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "host_reference.hpp"
+#include "registry.hpp"
 #include "timer.hpp"
 
 namespace ctx::testing {
@@ -36,6 +37,29 @@ class ScriptedTimings final : public Clock {
   std::function<std::uint64_t(std::size_t)> script_;
   std::uint64_t now_ = 0;
   std::size_t reads_ = 0, timings_ = 0;
+};
+
+// A clock that advances 10 ns per read, plus what a workload spends.
+class StepClock final : public Clock {
+ public:
+  std::uint64_t now() override { return now_ += 10; }
+  double ticks_to_ns(std::uint64_t ticks) const override { return static_cast<double>(ticks); }
+  std::string name() const override { return "step"; }
+  void spend(std::uint64_t ns) { now_ += ns; }
+
+ private:
+  std::uint64_t now_ = 0;
+};
+
+// A workload whose iterations cost `cost` ns on a StepClock.
+class CostWork final : public Workload {
+ public:
+  CostWork(StepClock& clock, std::uint64_t cost) : clock_(clock), cost_(cost) {}
+  void run(std::uint64_t iterations) override { clock_.spend(iterations * cost_); }
+
+ private:
+  StepClock& clock_;
+  std::uint64_t cost_;
 };
 
 // The constructor's timings: one calibration run (already at the target),

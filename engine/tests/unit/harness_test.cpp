@@ -494,7 +494,12 @@ TEST(HostReference, SlowedThroughEveryAttemptSaysTheFigureCarriesIt) {
   EXPECT_EQ(run.r.interference->attempts.size(), 3u);  // the first and two retries
   EXPECT_EQ(run.r.interference->kept, 0u);
   EXPECT_NE(all_notes(run.r).find("the figure carries it"), std::string::npos) << all_notes(run.r);
-  EXPECT_EQ(run.r.verdict.status, Status::ok);  // a note, not a verdict: the figure is still measured
+  // Never `ok`: the figure is kept, and the verdict says it carries the slowdown.
+  EXPECT_EQ(run.r.verdict.status, Status::suspect);
+  ASSERT_FALSE(run.r.verdict.reasons.empty());
+  EXPECT_EQ(run.r.verdict.reasons.back().first, Reason::interference);
+  EXPECT_NE(run.r.verdict.reasons.back().second.find("1.30x its best"), std::string::npos)
+      << run.r.verdict.reasons.back().second;
 }
 
 // --retries 0: the reference is timed and recorded, and nothing is taken

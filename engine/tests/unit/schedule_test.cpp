@@ -18,26 +18,8 @@ namespace CTXBENCH_UNITY_ID {
 
 using namespace ctx;
 
-class StepClock final : public Clock {
- public:
-  std::uint64_t now() override { return now_ += 10; }
-  double ticks_to_ns(std::uint64_t ticks) const override { return static_cast<double>(ticks); }
-  std::string name() const override { return "step"; }
-  void spend(std::uint64_t ns) { now_ += ns; }
-
- private:
-  std::uint64_t now_ = 0;
-};
-
-class CostWork final : public Workload {
- public:
-  CostWork(StepClock& clock, std::uint64_t cost) : clock_(clock), cost_(cost) {}
-  void run(std::uint64_t iterations) override { clock_.spend(iterations * cost_); }
-
- private:
-  StepClock& clock_;
-  std::uint64_t cost_;
-};
+using ctx::testing::CostWork;
+using ctx::testing::StepClock;
 
 ProbeDescriptor cost_probe(StepClock& clock, const std::string& name, std::uint64_t cost) {
   ProbeDescriptor probe;
@@ -118,6 +100,50 @@ TEST(Schedule, RoundsMergeIntoOneRecordJudgedOverEverySample) {
   EXPECT_DOUBLE_EQ(r.derived["ops_executed"].get<double>(), 2000);               // a total
   EXPECT_DOUBLE_EQ(r.derived["voluntary_switches_per_op"].get<double>(), 0.95);  // per op: weighted
   EXPECT_DOUBLE_EQ(r.duration_s, 2);
+}
+
+// The kernel's counters of the rounds add up, each set-aside sample keeps its
+// reason, and whether the figure carries interference is judged over the
+// pooled kept samples (judge_interference when the record is written).
+TEST(Schedule, RoundsAddTheirCountersAndKeepEachSetAsideReason) {
+  auto counted = [](std::vector<double> samples, std::size_t interfered, std::vector<double> aside,
+                    std::vector<SetAsideReason> why) {
+    Result r = round_of(std::move(samples), 100, 100);
+    r.set_aside = std::move(aside);
+    r.set_aside_reasons = std::move(why);
+    CounterTotals c;
+    c.sharing = Sharing::one_cpu;
+    c.tasks = 2;
+    c.cpus = {1};
+    c.kept.wall_ns = 3e6;
+    c.kept.exec_ns = 2.9e6;
+    c.kept_samples = r.samples.size();
+    c.kept_interfered = interfered;
+    for (const auto reason : r.set_aside_reasons) ++c.set_aside[static_cast<std::size_t>(reason)];
+    c.read_ns = {1000, 3000};
+    r.counters = c;
+    return r;
+  };
+  const Result a = counted({10, 11, 12}, 3, {30, 31, 32},
+                           {SetAsideReason::cpu_taken, SetAsideReason::cpu_taken, SetAsideReason::host_reference});
+  const Result b = counted({10, 10, 13}, 0, {40}, {SetAsideReason::steal});
+  Result r = merge_rounds({a, b}, 0, {});
+  EXPECT_EQ(r.set_aside, (std::vector<double>{30, 31, 32, 40}));
+  EXPECT_EQ(r.set_aside_reasons, (std::vector<SetAsideReason>{SetAsideReason::cpu_taken, SetAsideReason::cpu_taken,
+                                                              SetAsideReason::host_reference, SetAsideReason::steal}));
+  ASSERT_TRUE(r.counters);
+  EXPECT_EQ(r.counters->kept_samples, 6u);
+  EXPECT_EQ(r.counters->kept_interfered, 3u);
+  EXPECT_DOUBLE_EQ(r.counters->kept.wall_ns, 6e6);
+  EXPECT_EQ(r.counters->set_aside[static_cast<std::size_t>(SetAsideReason::cpu_taken)], 2u);
+  EXPECT_EQ(r.counters->read_ns.size(), 4u);
+  EXPECT_EQ(r.verdict.status, Status::ok);  // judged when the record is written
+  judge_interference(r);
+  // Half the pooled kept samples still carry interference: never ok.
+  EXPECT_EQ(r.verdict.status, Status::suspect);
+  EXPECT_EQ(r.verdict.reasons.back().first, Reason::interference);
+  EXPECT_NE(r.verdict.reasons.back().second.find("3 of 6 kept samples"), std::string::npos)
+      << r.verdict.reasons.back().second;
 }
 
 // The figures that are functions of the summary (2 x the median for

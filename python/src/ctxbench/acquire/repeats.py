@@ -76,10 +76,15 @@ def _verdict(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _set_aside(measured: list[dict[str, Any]], pooled: list[float]) -> dict[str, Any] | None:
-    aside = [v for r in measured for v in (r.get("set_aside") or {}).get("samples", [])]
+    blocks = [r["set_aside"] for r in measured if r.get("set_aside")]
+    aside = [v for block in blocks for v in block.get("samples", [])]
     if not aside:
         return None
-    return {"samples": aside, "summary_with_them": stats.summarize(pooled + aside)}
+    merged = {"samples": aside, "summary_with_them": stats.summarize(pooled + aside)}
+    # Each sample's reason, where every repeat recorded them.
+    if all(len(block.get("reasons", [])) == len(block["samples"]) for block in blocks):
+        merged["reasons"] = [reason for block in blocks for reason in block["reasons"]]
+    return merged
 
 
 def merge_variant(
@@ -141,7 +146,8 @@ def merge_variant(
         notes.append(
             f"figure over {len(measured)} repeats (separate engine processes): the samples "
             "together, the interval a hierarchical bootstrap (repeats, then samples); "
-            f"baseline, derived figures, placement and checks are repeat {with_figures[0][0]}'s"
+            "baseline, derived figures, placement, checks and kernel counters are repeat "
+            f"{with_figures[0][0]}'s"
         )
     elif "matrix" in base:
         notes.append("a CPU-pair matrix is not pooled over repeats: this is the first repeat's")

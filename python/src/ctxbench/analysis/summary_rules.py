@@ -160,6 +160,10 @@ REASON_SENTENCES: dict[str, str] = {
     "timeout": "The measurement did not finish within its time limit.",
     "interrupted": "The run was stopped before this variant finished.",
     "error": "An error stopped the measurement (the record's detail says which).",
+    "interference": (
+        "Another task or the host took the CPU while this variant was measured, and "
+        "re-taking its samples did not get clear of it, so the figure carries that time."
+    ),
 }
 
 

@@ -1,0 +1,152 @@
+// What the kernel says about each sample, to tell interference from cost.
+//
+// Around every timed batch (never inside it) the harness reads, for each task
+// of the variant (the measuring thread and its partners):
+//   - the CPU time it ran (/proc/<pid>/task/<tid>/schedstat, first field; the
+//     calling thread's own from CLOCK_THREAD_CPUTIME_ID, which the kernel
+//     brings up to date when read, where schedstat lags while it runs),
+//   - how long it waited runnable on a run queue (schedstat, second field),
+//   - its involuntary switches (getrusage(RUSAGE_THREAD) for the calling
+//     thread, nonvoluntary_ctxt_switches in .../status for the others),
+// and, for each CPU the variant uses, the time the hypervisor stole from it
+// (/proc/stat, the steal column; USER_HZ resolution).
+//
+// The rule that sets a sample aside (judge_sample) depends on how the tasks
+// share the CPUs:
+//   - one CPU, busy throughout: every task of the variant takes turns on one
+//     CPU (a same-CPU switch), or there is one task that never sleeps (a
+//     system call, a user-level switch). Then the wall time of the sample less
+//     the CPU time of the variant's tasks is time the CPU gave to something
+//     else: another task, or the hypervisor (with paravirtual steal
+//     accounting, as on KVM, the kernel leaves stolen time out of a task's CPU
+//     time). A sample where that share is over other_share_limit is set
+//     aside: `steal` when the CPUs' steal counter moved in it, `cpu_taken`
+//     otherwise. Involuntary switches and run-queue waits are no sign here: a
+//     wake-up on the same CPU preempts the waker and makes the wakee wait by
+//     design.
+//   - each task on a CPU of its own (a cross-CPU switch): the CPUs also idle
+//     while the tasks wait for each other, so the time given to others cannot
+//     be told from idle. An involuntary switch of any task means another task
+//     took its CPU (`preempted`); the steal counter moving means the
+//     hypervisor took one (`steal`).
+//   - anything else (unpinned tasks, tasks this harness does not know, such
+//     as the children a create probe spawns): only `steal`.
+// Run-queue waits are recorded (the record's `counters`) but judge nothing:
+// they are part of what a switch costs.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ctx {
+
+// Why a sample was set aside; the record's closed set (schema: set_aside_reason).
+enum class SetAsideReason {
+  host_reference,  // the host reference timed before it ran slowed (host_reference.hpp)
+  cpu_taken,       // another task, or the host, held the variant's CPU for part of it
+  preempted,       // a task of the variant was switched out involuntarily
+  steal,           // the hypervisor reported time stolen from a CPU of the variant
+};
+const char* set_aside_reason_name(SetAsideReason reason);
+inline constexpr int set_aside_reason_count = 4;
+
+// A task to read: pid is its thread group, tid the thread.
+struct TaskId {
+  pid_t pid = -1;
+  pid_t tid = -1;
+};
+
+struct TaskCounters {
+  std::uint64_t exec_ns = 0;       // CPU time it ran
+  std::uint64_t run_delay_ns = 0;  // time it waited runnable on a run queue
+  long involuntary = 0;            // involuntary switches (read only where judged: own_cpus)
+};
+
+struct CounterSnapshot {
+  std::uint64_t at_ns = 0;  // CLOCK_MONOTONIC_RAW, next to the calling thread's CPU time
+  std::vector<TaskCounters> tasks;
+  std::uint64_t steal_ns = 0;  // summed over the CPUs watched
+  bool ok = false;             // every file could be read
+};
+
+// How the variant's tasks share its CPUs (the rule above).
+enum class Sharing { one_cpu, own_cpus, unknown };
+const char* sharing_name(Sharing sharing);
+
+// One sample's counters: the snapshot after less the one before.
+struct SampleCounters {
+  double wall_ns = 0;
+  double exec_ns = 0;       // every task's CPU time, summed
+  double run_delay_ns = 0;  // every task's run-queue wait, summed
+  long involuntary = 0;
+  double steal_ns = 0;
+  SampleCounters& operator+=(const SampleCounters& other);
+};
+SampleCounters difference(const CounterSnapshot& before, const CounterSnapshot& after);
+
+// The share of a sample's wall time its tasks did not run on their one CPU,
+// over which the sample is set aside (Sharing::one_cpu). A quiet CPU gives
+// under 1% (the tick and the switches' own accounting gaps; docs/accuracy.md).
+inline constexpr double other_share_limit = 0.03;
+
+// Share of a variant's kept samples that may carry interference (the rule
+// would have set them aside, but the re-takes ran out) before the variant
+// counts as slowed and its verdict is suspect (`interference`): past it, the
+// median may be one of them.
+inline constexpr double kept_interfered_limit = 0.2;
+
+// The reason to set a sample aside, if any (pure; tested on recorded values).
+std::optional<SetAsideReason> judge_sample(const SampleCounters& sample, Sharing sharing);
+
+// Reads the counters; an interface so that the harness's tests can script them.
+class KernelCounters {
+ public:
+  virtual ~KernelCounters() = default;
+  // `tasks`: the calling thread first. `cpus`: the CPUs whose steal to sum.
+  // `involuntary`: read each task's involuntary switches too.
+  virtual CounterSnapshot read(const std::vector<TaskId>& tasks, const std::vector<int>& cpus, bool involuntary) = 0;
+};
+
+// The real reader: /proc and the calling thread's clocks. Keeps each file
+// open between reads (pread at offset 0 makes the kernel generate it again).
+class ProcCounters final : public KernelCounters {
+ public:
+  ProcCounters();
+  ~ProcCounters() override;
+  ProcCounters(const ProcCounters&) = delete;
+  ProcCounters& operator=(const ProcCounters&) = delete;
+  CounterSnapshot read(const std::vector<TaskId>& tasks, const std::vector<int>& cpus, bool involuntary) override;
+
+ private:
+  struct Open {
+    pid_t tid = -1;
+    int schedstat = -1;
+    int status = -1;
+  };
+  Open& files_of(const TaskId& task, bool involuntary);
+  int stat_fd_ = -1;
+  std::vector<Open> open_;
+};
+
+// The busy time of each CPU (user, nice, system, irq, softirq, steal; not
+// idle or iowait) from /proc/stat text, in USER_HZ ticks, by CPU number (pure).
+std::vector<std::pair<int, std::uint64_t>> busy_ticks(const std::string& proc_stat);
+// The steal column of each CPU line, in USER_HZ ticks (pure).
+std::vector<std::pair<int, std::uint64_t>> steal_ticks(const std::string& proc_stat);
+
+// A same-CPU variant goes where the other work is least: the CPU among
+// `allowed` whose busy time grew least between two readings of /proc/stat
+// (`before`, `after`: busy_ticks), the lowest number on a tie. Pure.
+struct CpuChoice {
+  int cpu = -1;
+  std::string why;  // for the record: each CPU's busy share over the window
+};
+CpuChoice least_busy_cpu(const std::vector<int>& allowed, const std::vector<std::pair<int, std::uint64_t>>& before,
+                         const std::vector<std::pair<int, std::uint64_t>>& after, double window_s);
+
+std::string read_proc_stat();
+
+}  // namespace ctx
