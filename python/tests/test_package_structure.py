@@ -1,21 +1,42 @@
-"""The package's structure: no import cycle, no private name borrowed, modules of one job.
+"""The package's structure: stages that import only downwards, no cycle, no private name borrowed.
 
 Walks the ``ast`` of every module under python/src/ctxbench (no import is
-executed) and checks the rules of docs/architecture.md: the import graph
-between ctxbench modules has no cycle (lazy imports inside functions
-included), no module imports an underscore name from another ctxbench module,
-and every module opens with a docstring
-whose first line states its one job by itself.
+executed; imports inside functions count) and checks the rules of
+docs/architecture.md, "The Python side": each subpackage is a stage of the
+data and imports only the stages below it (LAYERS), the import graph has no
+cycle, no module imports an underscore name from another ctxbench module,
+and every module opens with a docstring whose first line states its one job.
+Length is no rule: a long module with one job is fine.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ctxbench"
+from conftest import REPO
+
+PACKAGE = REPO / "python" / "src" / "ctxbench"
+
+# Each stage and the stages it may import, lowest first. The base (errors,
+# fmt, stats, the package's __init__) imports nothing of ctxbench but itself.
+# riscv is the RISC-V trap lab, a stage of its own beside analysis: it reads
+# records and is drawn by views and the commands. __main__ is `python -m
+# ctxbench`, the command line's other door.
+LAYERS: dict[str, set[str]] = {
+    "base": set(),
+    "records": {"base"},
+    "acquire": {"base", "records"},
+    "store": {"base", "records"},
+    "analysis": {"base", "records", "store"},
+    "riscv": {"base", "records"},
+    "views": {"base", "records", "store", "analysis", "riscv"},
+    "cli": {"base", "records", "acquire", "store", "analysis", "riscv", "views"},
+}
+ENTRY_POINTS = {"ctxbench.__main__": "cli"}
 
 
 def _module_name(path: Path) -> str:
@@ -26,6 +47,16 @@ def _module_name(path: Path) -> str:
 
 
 MODULES = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+SUBPACKAGES = sorted(path.parent.name for path in PACKAGE.glob("*/__init__.py"))
+
+
+def stage(module: str) -> str:
+    """The stage a module belongs to: its subpackage, or the base for a
+    top-level module."""
+    if module in ENTRY_POINTS:
+        return ENTRY_POINTS[module]
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in SUBPACKAGES else "base"
 
 
 def _resolve(module: str, node: ast.ImportFrom) -> str:
@@ -39,27 +70,42 @@ def _resolve(module: str, node: ast.ImportFrom) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
-def _imports(module: str) -> list[tuple[str, str | None, int]]:
+def imports_of(module: str, source: str) -> list[tuple[str, str | None, int]]:
     """(imported ctxbench module, name taken from it or None, line) for every
-    import anywhere in ``module``, lazy ones inside functions included."""
-    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    import anywhere in ``source`` (the text of ``module``), lazy ones inside
+    functions included."""
     found = []
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found += [(alias.name, None, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            source = _resolve(module, node)
+            origin = _resolve(module, node)
             for alias in node.names:
-                submodule = f"{source}.{alias.name}"
+                submodule = f"{origin}.{alias.name}"
                 if submodule in MODULES:  # `from ctxbench import fmt`: a module, not a name
                     found.append((submodule, None, node.lineno))
                 else:
-                    found.append((source, alias.name, node.lineno))
+                    found.append((origin, alias.name, node.lineno))
     return [(target, name, line) for target, name, line in found if _ours(target)]
+
+
+def _imports(module: str) -> list[tuple[str, str | None, int]]:
+    return imports_of(module, MODULES[module].read_text(encoding="utf-8"))
 
 
 def _ours(module: str) -> bool:
     return module == "ctxbench" or module.startswith("ctxbench.")
+
+
+def upward_imports(module: str, source: str) -> list[str]:
+    """Every import in ``source`` (the text of ``module``) of a stage that
+    ``module``'s stage may not import, as 'module line N imports target (a to b)'."""
+    own = stage(module)
+    return [
+        f"{module} line {line} imports {target} ({own} may not import {stage(target)})"
+        for target, _, line in imports_of(module, source)
+        if target in MODULES and stage(target) != own and stage(target) not in LAYERS[own]
+    ]
 
 
 def _graph() -> dict[str, set[str]]:
@@ -68,7 +114,7 @@ def _graph() -> dict[str, set[str]]:
         edges = set()
         for target, _, _ in _imports(module):
             # Importing a.b.c runs a/__init__ and a.b/__init__ first: not an
-            # edge of its own (the package __init__ files import nothing back).
+            # edge of its own (the package __init__ files import nothing).
             if target != module and target in MODULES:
                 edges.add(target)
         graph[module] = edges
@@ -104,12 +150,51 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_walk_finds_the_package_and_its_imports():
     # Guards the checks below against passing on an empty walk.
-    assert {"ctxbench.cli.main", "ctxbench.cli.commands.run", "ctxbench.cli.run_lifecycle"} <= set(
-        MODULES
-    )
+    assert {"ctxbench.cli.main", "ctxbench.cli.commands.run", "ctxbench.fmt"} <= set(MODULES)
     # cli.main names its commands' modules as strings (imported when run:
     # test_startup checks each resolves), so the edge checked is one below it.
     assert "ctxbench.cli.run_lifecycle" in _graph()["ctxbench.cli.commands.run"]
+
+
+def test_every_subpackage_is_a_stage():
+    assert set(SUBPACKAGES) == set(LAYERS) - {"base"}, (
+        "each subpackage of ctxbench is a stage: add a new one to LAYERS "
+        "(which stages it may import) and to docs/architecture.md"
+    )
+
+
+def test_no_stage_imports_a_stage_above_it():
+    upward = [
+        edge
+        for module, path in MODULES.items()
+        for edge in upward_imports(module, path.read_text(encoding="utf-8"))
+    ]
+    assert not upward, "imports against the stages (LAYERS):\n" + "\n".join(upward)
+
+
+@pytest.mark.parametrize(
+    "module, source",
+    [
+        ("ctxbench.fmt", "from ctxbench.records.core import variant_name\n"),
+        ("ctxbench.analysis.compare", "def f():\n    from ctxbench.views import tables\n"),
+        ("ctxbench.store.db", "import ctxbench.acquire.runner\n"),
+        ("ctxbench.records.core", "from ctxbench.store import schema\n"),
+    ],
+)
+def test_an_upward_import_is_found(module, source):
+    # The check above on imports planted against the stages, lazy ones included.
+    assert upward_imports(module, source)
+
+
+def test_a_downward_import_is_allowed():
+    assert not upward_imports("ctxbench.views.tables", "from ctxbench.analysis import noise\n")
+    assert not upward_imports("ctxbench.__main__", "from ctxbench.cli.main import main\n")
+
+
+def test_architecture_names_every_stage():
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = [name for name in SUBPACKAGES if not re.search(rf"`{name}/`", text)]
+    assert not missing, f"docs/architecture.md does not describe: {', '.join(missing)}"
 
 
 def test_find_cycle_finds_a_cycle_and_only_a_cycle():

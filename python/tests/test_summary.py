@@ -18,6 +18,7 @@ from ctxbench.analysis.summary import is_remainder, pick, section_id, summarize,
 from ctxbench.analysis.summary_rules import LADDER, REASON_SENTENCES, reason_sentence
 from ctxbench.records.core import group_run, params_key, read_run_file, schema
 from ctxbench.store.db import Store
+from ctxbench.views import why
 
 REFERENCE_RUN = REPO / "docs" / "data" / "reference-run.jsonl"
 
@@ -118,9 +119,10 @@ def test_same_vs_cross(store):
                 side.median == records[(side.probe, params_key(side.params))]["summary"]["median"]
             )
         if row.primitive == "yield":  # across CPUs a yield does not switch: no ratio
-            assert row.ratio is None and "too few switches" in row.no_ratio
+            assert row.ratio is None and row.no_ratio
+            assert "too few switches" in why.no_ratio_words(row.same, row.cross)
             continue
-        assert row.no_ratio is None
+        assert not row.no_ratio
         assert row.ratio == pytest.approx(row.cross.median / row.same.median)
     yields = [row for row in rows if row.primitive == "yield"]
     assert all(row.cross.status == "suspect" and row.cross.reasons for row in yields)

@@ -1,4 +1,4 @@
-"""show's answers in words (ctxbench.why), on a fresh default run recorded on
+"""show's answers in words (ctxbench.views.why), on a fresh default run recorded on
 the development VM (fixtures/default_quick.jsonl) and on that run with one
 figure changed: why another CPU is slower, in one line with the measured
 share; the words the ladder uses defined where it shows them; the ladder
@@ -16,6 +16,7 @@ from conftest import real_run
 from ctxbench.analysis.summary import summarize
 from ctxbench.records.core import RunRecords, read_run_file
 from ctxbench.store.db import Store
+from ctxbench.views import why
 from ctxbench.views.summary import plain, run_lines
 
 DEFAULT_QUICK = "default_quick.jsonl"
@@ -55,7 +56,8 @@ def test_the_ladder_is_cheapest_first_and_defines_idle_held():
     # vDSO (16 ns) before Boost.Fiber (41 ns): the issue's example of the old order
     keys = [rung.key for rung in summary.ladder]
     assert keys.index("vdso") < keys.index("fiber")
-    assert len(summary.terms) == 1 and summary.terms[0].startswith("idle held: ")
+    terms = why.terms(summary.ladder)
+    assert len(terms) == 1 and terms[0].startswith("idle held: ")
     text = _text(real_run(DEFAULT_QUICK))
     ladder = text.split("Why")[0]
     assert "thread switch, cross CPU, idle held" in ladder and "idle held: while" in ladder
@@ -79,7 +81,8 @@ def test_why_names_the_idle_share_on_the_recorded_run_where_they_are_apart():
     # The reference run: idle free 28.59 µs (10.08–31.18, unstable: its interval carries
     # the spread), idle held 2.342 µs (2.261–2.371): apart, so the share stands.
     summary = summarize([stored(read_run_file(Path(REFERENCE)))]).runs[0]
-    (cross,) = [line for line in summary.why if line.startswith("Another CPU")]
+    lines = why.why_lines(summary.explained, summary.ladder)
+    (cross,) = [line for line in lines if line.startswith("Another CPU")]
     assert "; 26.25 µs of it (92%) is waking an idle CPU (idle free 28.59 µs" in cross
     assert "28.59 µs (suspect) against 983.0 ns" in cross  # the suspect side marked, kept
 
@@ -87,7 +90,8 @@ def test_why_names_the_idle_share_on_the_recorded_run_where_they_are_apart():
 def test_why_names_the_idle_share():
     run = _with_held_median(real_run(DEFAULT_QUICK), 5000.0)
     summary = summarize([stored(run)]).runs[0]
-    (cross,) = [line for line in summary.why if line.startswith("Another CPU")]
+    lines = why.why_lines(summary.explained, summary.ladder)
+    (cross,) = [line for line in lines if line.startswith("Another CPU")]
     free = next(r.point.median for r in summary.ladder if r.key == "cross_switch")
     # 62.28 µs of 67.28: the share of the whole cross-CPU figure
     assert f"; 62.28 µs of it ({100 * (free - 5000.0) / free:.0f}%) is waking an idle CPU" in cross
@@ -119,7 +123,8 @@ def test_why_states_no_idle_share_with_no_cpuidle_driver_or_a_suspect_side():
         (preempted, "a side is suspect for a reason that says it measured something else"),
     ):
         summary = summarize([stored(_with_held(apart, change))]).runs[0]
-        (cross,) = [line for line in summary.why if line.startswith("Another CPU")]
+        lines = why.why_lines(summary.explained, summary.ladder)
+        (cross,) = [line for line in lines if line.startswith("Another CPU")]
         assert words in cross and "%" not in cross
         # explain says the same (one rule): the part is not among the parts
         cross_rung = next(r for r in summary.ladder if r.key == "cross_switch")
@@ -136,9 +141,11 @@ def test_without_idle_held_the_line_says_it_was_not_measured():
     run = real_run(DEFAULT_QUICK)
     results = [r for r in run.results if r["params"].get("idle") != "held"]
     summary = summarize([stored(RunRecords(env=run.env, results=results, end=run.end))])
-    (cross,) = [line for line in summary.runs[0].why if line.startswith("Another CPU")]
+    run = summary.runs[0]
+    lines = why.why_lines(run.explained, run.ladder)
+    (cross,) = [line for line in lines if line.startswith("Another CPU")]
     assert "idle held was not measured" in cross
-    assert summary.runs[0].terms == []
+    assert why.terms(run.ladder) == []
 
 
 def test_a_yield_across_cpus_gets_words_not_a_ratio():
@@ -147,7 +154,7 @@ def test_a_yield_across_cpus_gets_words_not_a_ratio():
     for between in ("threads", "processes"):
         row = rows[("yield", between)]
         assert row.ratio is None
-        assert row.no_ratio and "too few switches" in row.no_ratio
+        assert row.no_ratio and "too few switches" in why.no_ratio_words(row.same, row.cross)
     assert rows[("pipe", "threads")].ratio == pytest.approx(67_277.0 / 946.8, rel=1e-3)
     text = _text(real_run(DEFAULT_QUICK))
     assert "0.4652×" not in text and "not a switch" in text

@@ -1,8 +1,16 @@
 """Errors the command line turns into one clear line and an exit status.
 
 Every message names the problem and, where there is one, the fix. Modules
-raise these; only the CLI prints them.
+raise these; only the CLI prints them. The exit statuses they map to are
+listed once, in docs/cli.md ("Exit statuses").
 """
+
+import signal
+
+# The exit statuses that are not an error's: stopped by Ctrl-C or SIGTERM (as
+# the engine's own), and stdout closed under us (a shell's 128 + SIGPIPE).
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 
 class CtxbenchError(Exception):

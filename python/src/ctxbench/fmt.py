@@ -13,8 +13,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ctxbench.records.core import param_value, params_text
-
 TIME_SCALES = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
 COUNT_UNITS = {"instructions": "instr", "cycles": "cycles"}
 
@@ -215,6 +213,21 @@ def verdict(result: dict[str, Any]) -> str:
 
 def verdict_detail(result: dict[str, Any]) -> str:
     return "; ".join(reason["detail"] for reason in result["verdict"]["reasons"])
+
+
+def param_value(value: Any) -> str:
+    """A parameter's value as a record names it: true/false, 2 for 2.0."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # JSON numbers: 2.0 processes are 2
+    return str(value)
+
+
+def params_text(params: dict[str, Any]) -> str:
+    """'between=threads cpus=same': parameters sorted by name, the stable text
+    a variant's name is made of."""
+    return " ".join(f"{k}={param_value(v)}" for k, v in sorted(params.items()))
 
 
 def params(params_: dict[str, Any]) -> str:

@@ -31,14 +31,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ctxbench.errors import BadInput, EngineError
+from ctxbench.errors import EXIT_INTERRUPTED, BadInput, EngineError
 from ctxbench.records.core import loads_record, record_problem
 
 ENGINE_NAME = "ctxbench-engine"
 PROGRESS_PREFIX = "@progress "
 ENGINE_ERROR_PREFIX = "ctxbench-engine: error:"
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+EXIT_USAGE = 2  # the engine's usage error
 
 
 def find_engine() -> Path:

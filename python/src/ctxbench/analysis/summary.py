@@ -23,8 +23,6 @@ API (stable; later changes only add)::
       .ladder: list[Rung]              cheapest first (measured cost), only rungs the run
                                        measured; runs after A take A's variant where they
                                        have it, in A's order
-      .why: list[str]                  the ladder's large differences, one line each (why.py)
-      .terms: list[str]                definitions of the words the ladder uses
       .timer: list[str]                the timer the ladder's figures were corrected for
       .answers: list[Answer]           the seed questions the run answers (analysis.answers)
       .same_vs_cross: list[SameVsCross]
@@ -40,7 +38,7 @@ API (stable; later changes only add)::
     Rung       key, label, point
     SameVsCross probe, primitive, between, same: Point | None, cross: Point | None,
                ratio (cross median / same median, None unless both measured switches),
-               no_ratio (why not, in words, where a side did not switch)
+               no_ratio (a side did not switch: views/why.py says so in words)
     Verdicts   counts {status: n} (every status of records.STATUSES), notes: list[VerdictNote]
     VerdictNote point, sentences (one per distinct reason code, REASON_SENTENCES)
     Machines   reference: str, others: list[str] (run names), comparison: Comparison
@@ -62,6 +60,7 @@ ctxbench.summary_rules, the dataclasses in ctxbench.summary_data.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from ctxbench import fmt
@@ -96,7 +95,6 @@ from ctxbench.analysis.summary_rules import (
 from ctxbench.records import sandbox
 from ctxbench.records.core import STATUSES, RunRecords, params_key, summary_value, variant_name
 from ctxbench.store.schema import StoredRun
-from ctxbench.views.why import cheapest_first, no_ratio_words, terms, why_lines
 
 _NONE = object()
 
@@ -131,6 +129,29 @@ def ladder(results: list[dict[str, Any]], like: list[Rung] | None = None) -> lis
     return cheapest_first(rungs, like)
 
 
+def cheapest_first(rungs: list[Rung], like: Sequence[Rung] | None = None) -> list[Rung]:
+    """The ladder in order of measured cost, cheapest first (a rung without a
+    figure last). LIKE: run A's rungs, whose order a run compared with it keeps."""
+    if like:
+        order = {rung.key: index for index, rung in enumerate(like)}
+        return sorted(rungs, key=lambda rung: order.get(rung.key, len(order)))
+
+    def cost(rung: Rung) -> tuple[int, float]:
+        median = rung.point.median
+        return (0, median) if median is not None and rung.point.unit == "ns" else (1, 0.0)
+
+    return sorted(rungs, key=cost)
+
+
+def not_a_switch(point: Point | None) -> bool:
+    """Whether the kernel counted too few switches for this figure to be a switch
+    (a yield with no other task on its CPU returns at once)."""
+    if point is None:
+        return False
+    codes = {reason["code"] for reason in point.result["verdict"].get("reasons", [])}
+    return "too_few_switches" in codes
+
+
 def same_vs_cross(results: list[dict[str, Any]]) -> list[SameVsCross]:
     """Per switch primitive and 'between': the same-CPU and the cross-CPU figure."""
     groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
@@ -158,8 +179,8 @@ def same_vs_cross(results: list[dict[str, Any]]) -> list[SameVsCross]:
         if same is None and cross is None:
             continue
         ratio = None
-        no_ratio = no_ratio_words(same, cross)
-        if same and cross and same.median and cross.median is not None and no_ratio is None:
+        no_ratio = not_a_switch(same) or not_a_switch(cross)
+        if same and cross and same.median and cross.median is not None and not no_ratio:
             ratio = cross.median / same.median
         rows.append(
             SameVsCross(
@@ -222,8 +243,6 @@ def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) ->
         explanation=_featured(explained, rungs),
         verdicts=verdicts(results),
         sandbox=sandbox.warnings(run.env),
-        why=why_lines(explained, rungs),
-        terms=terms([rung.label for rung in rungs]),
         timer=fmt.timer([rung.point.result for rung in rungs]),
         answers=answers(results),
     )

@@ -89,7 +89,7 @@ class SameVsCross:
     same: Point | None
     cross: Point | None
     ratio: float | None  # cross median / same median, both measured and both switches
-    no_ratio: str | None = None  # why there is no ratio, in words (a side did not switch)
+    no_ratio: bool = False  # no ratio because a side did not switch (not_a_switch)
 
 
 @dataclass(frozen=True)
@@ -118,8 +118,6 @@ class RunSummary:
     explained: Explained | None
     explanation: Explanation | None
     verdicts: Verdicts
-    why: list[str] = field(default_factory=list)  # the ladder's large differences, in words
-    terms: list[str] = field(default_factory=list)  # definitions of the ladder's terms
     sandbox: list[str] = field(default_factory=list)
     # the timer the ladder's figures were corrected for, in words (fmt.timer)
     timer: list[str] = field(default_factory=list)

@@ -14,7 +14,6 @@ import contextlib
 import errno
 import io
 import os
-import signal
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -24,13 +23,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ctxbench import fmt
-from ctxbench.acquire.runner import EXIT_INTERRUPTED
-from ctxbench.errors import CtxbenchError, OutputError
+from ctxbench.errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, CtxbenchError, OutputError
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 
 # ---- consoles ---------------------------------------------------------------

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ctxbench.errors import RecordError
+from ctxbench.fmt import params_text
 
 SCHEMA_VERSION = 1
 KINDS = ("env", "result", "run_end")
@@ -238,23 +239,11 @@ def params_key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, separators=(",", ":"))
 
 
-def params_text(params: dict[str, Any]) -> str:
-    return " ".join(f"{k}={param_value(v)}" for k, v in sorted(params.items()))
-
-
 def variant_name(probe: str, params: dict[str, Any]) -> str:
     """'switch.pipe between=threads cpus=same': a probe variant as one stable string
     (params sorted by name), for names other tools key on."""
     text = params_text(params)
     return f"{probe} {text}" if text else probe
-
-
-def param_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))  # JSON numbers: 2.0 processes are 2
-    return str(value)
 
 
 def summary_value(result: dict[str, Any], name: str) -> float | None:

@@ -27,7 +27,7 @@ from ctxbench.analysis.explain import (
 from ctxbench.analysis.filter_cost import FilterCost, cost_lines
 from ctxbench.analysis.phases import render_traced
 from ctxbench.errors import BadInput
-from ctxbench.records.core import param_value
+from ctxbench.fmt import param_value
 from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import explain_lines

@@ -45,6 +45,7 @@ from ctxbench.riscv.answer import is_lab_run, lab_answer, lab_targets, measured
 from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import parts_rows
 from ctxbench.store.schema import StoredRun
+from ctxbench.views import why
 from ctxbench.views.answers import sentences
 from ctxbench.views.report_families import (
     BLOCK_LEGEND,
@@ -115,6 +116,9 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
     return {
         "title": title or "ctxbench report",
         "summary": summary_view,
+        "why": {run.name: why.why_lines(run.explained, run.ladder) for run in summary.runs},
+        "terms": why.terms(summary.runs[0].ladder) if summary.runs else [],
+        "no_ratio_words": why.no_ratio_words,
         "ladder_labels": ladder_labels(summary),
         "point_text": point_text,
         "answer_sentences": sentences,

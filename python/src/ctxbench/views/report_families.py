@@ -10,8 +10,8 @@ import plotly.graph_objects as go
 
 from ctxbench import fmt
 from ctxbench.analysis.summary import run_name
+from ctxbench.fmt import param_value, params_text
 from ctxbench.records import matrix
-from ctxbench.records.core import param_value, params_text
 from ctxbench.store.schema import StoredRun
 from ctxbench.views.report_figures import (
     PALETTE,

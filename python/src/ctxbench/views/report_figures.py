@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from markupsafe import Markup
 
-from ctxbench.records.core import params_text
+from ctxbench.fmt import params_text
 
 LOG_SPAN = 20.0  # log axis when max/min over a plot exceeds this
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")

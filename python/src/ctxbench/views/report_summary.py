@@ -18,7 +18,8 @@ from ctxbench.analysis.explain import Explanation
 from ctxbench.analysis.summary import is_remainder, run_name
 from ctxbench.analysis.summary_data import Machines, Point, RunSummary, Summary
 from ctxbench.analysis.summary_rules import LADDER
-from ctxbench.records.core import params_key, params_text
+from ctxbench.fmt import params_text
+from ctxbench.records.core import params_key
 from ctxbench.store.schema import StoredRun
 from ctxbench.views.report_figures import (
     PALETTE,

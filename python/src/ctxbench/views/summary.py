@@ -29,6 +29,7 @@ from ctxbench import fmt
 from ctxbench.analysis.explain import Explanation
 from ctxbench.analysis.summary_data import Point, RunSummary, Summary
 from ctxbench.records.core import variant_name
+from ctxbench.views import why
 from ctxbench.views.answers import sentences as answer_sentences
 from ctxbench.views.tables import STATUS_STYLE
 
@@ -147,17 +148,18 @@ def ladder_lines(run: RunSummary, width: int) -> list[Text]:
         lines += wrapped_lines(SET_ASIDE_NOTE.replace("RUN", run.run_id), width, 2, "dim")
     for words in run.timer:
         lines += wrapped_lines(words, width, 2, "dim")
-    for words in run.terms:
+    for words in why.terms(run.ladder):
         lines += wrapped_lines(words, width, 2, "dim")
     return lines
 
 
 def why_lines(run: RunSummary, width: int) -> list[Text]:
     """The ladder's large differences, one line each, from the run's own parts."""
-    if not run.why:
+    sentences = why.why_lines(run.explained, run.ladder)
+    if not sentences:
         return []
     lines = [heading_line("Why")]
-    for sentence in run.why:
+    for sentence in sentences:
         lines += wrapped_lines(sentence, width, 2)
     return lines
 
@@ -237,8 +239,9 @@ def same_vs_cross_lines(run: RunSummary, width: int) -> list[Text]:
     lines += [styled_line(join(row)) for row in rows]
     unmatched: dict[str, list[str]] = {}
     for row in run.same_vs_cross:
-        if row.no_ratio:
-            unmatched.setdefault(row.no_ratio, []).append(
+        words = why.no_ratio_words(row.same, row.cross)
+        if words:
+            unmatched.setdefault(words, []).append(
                 " ".join(filter(None, (row.primitive, row.between)))
             )
     for words, names in unmatched.items():
@@ -392,8 +395,8 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
             {"key": rung.key, "label": rung.label, **(_point_dict(rung.point) or {})}
             for rung in run.ladder
         ],
-        "why": list(run.why),
-        "terms": list(run.terms),
+        "why": why.why_lines(run.explained, run.ladder),
+        "terms": why.terms(run.ladder),
         "timer": list(run.timer),
         "answers": [
             {"question": answer.key, "title": answer.title, "sentences": answer_sentences(answer)}
@@ -406,7 +409,7 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
                 "same": _point_dict(row.same),
                 "cross": _point_dict(row.cross),
                 "ratio": row.ratio,
-                "no_ratio": row.no_ratio,
+                "no_ratio": why.no_ratio_words(row.same, row.cross),
             }
             for row in run.same_vs_cross
         ],

@@ -7,12 +7,11 @@ summary uses, defined where they first appear.
   of it is waking an idle CPU), processes against threads (the address-space
   switch). A line is only written from parts the run measured; where a
   difference came out the wrong way, the line says so instead of a share.
-* ``cheapest_first(rungs, like)``: the cost ladder in order of measured cost.
-* ``not_a_switch(point)``: why a same-vs-other-CPU row has no ratio.
+* ``no_ratio_words(same, cross)``: why a same-vs-other-CPU row has no ratio.
 * ``terms(rungs)``: the definitions of the terms the ladder shows.
 
-The summary (``ctxbench.analysis.summary``) holds what these return; the terminal and
-the report print it.
+From the summary's data (``ctxbench.analysis.summary``); the terminal and the
+report print what these return.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from ctxbench.analysis.explain import (
     Explained,
     Explanation,
 )
+from ctxbench.analysis.summary import not_a_switch
 from ctxbench.analysis.summary_data import Point, Rung, ratio
 from ctxbench.records.core import params_key
 
@@ -175,29 +175,6 @@ def why_lines(explained: Explained | None, rungs: Sequence[Rung]) -> list[str]:
     return [line for line in lines if line]
 
 
-def cheapest_first(rungs: list[Rung], like: Sequence[Rung] | None = None) -> list[Rung]:
-    """The ladder in order of measured cost, cheapest first (a rung without a
-    figure last). LIKE: run A's rungs, whose order a run compared with it keeps."""
-    if like:
-        order = {rung.key: index for index, rung in enumerate(like)}
-        return sorted(rungs, key=lambda rung: order.get(rung.key, len(order)))
-
-    def cost(rung: Rung) -> tuple[int, float]:
-        median = rung.point.median
-        return (0, median) if median is not None and rung.point.unit == "ns" else (1, 0.0)
-
-    return sorted(rungs, key=cost)
-
-
-def not_a_switch(point: Point | None) -> bool:
-    """Whether the kernel counted too few switches for this figure to be a switch
-    (a yield with no other task on its CPU returns at once)."""
-    if point is None:
-        return False
-    codes = {reason["code"] for reason in point.result["verdict"].get("reasons", [])}
-    return "too_few_switches" in codes
-
-
 def no_ratio_words(same: Point | None, cross: Point | None) -> str | None:
     """Why a same-vs-other-CPU row has no ratio, in words (None: it has one)."""
     sides = [name for name, p in (("same CPU", same), ("other CPU", cross)) if not_a_switch(p)]
@@ -209,6 +186,7 @@ def no_ratio_words(same: Point | None, cross: Point | None) -> str | None:
     )
 
 
-def terms(labels: Sequence[str]) -> list[str]:
-    """The definitions of the TERMS that appear in LABELS, each once."""
+def terms(rungs: Sequence[Rung]) -> list[str]:
+    """The definitions of the TERMS that appear in the ladder's labels, each once."""
+    labels = [rung.label for rung in rungs]
     return [words for term, words in TERMS.items() if any(term in label for label in labels)]

@@ -30,8 +30,7 @@ from ctxbench.acquire.runner import (
 )
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.commands.run_hosts import run_on_hosts
-from ctxbench.cli.commands.show import print_run
-from ctxbench.cli.console import EXIT_BROKEN_PIPE, discard_stdout, say
+from ctxbench.cli.console import discard_stdout, say
 from ctxbench.cli.output_files import check_output_path, check_writable, write_report
 from ctxbench.cli.run_lifecycle import (
     LineFile,
@@ -41,7 +40,8 @@ from ctxbench.cli.run_lifecycle import (
     store_run,
     stream_engine_run,
 )
-from ctxbench.errors import BadInput, CtxbenchError, EngineError, OutputError
+from ctxbench.cli.run_output import print_run
+from ctxbench.errors import EXIT_BROKEN_PIPE, BadInput, CtxbenchError, EngineError, OutputError
 from ctxbench.records.core import group_run, shared_unsupported_reason
 from ctxbench.store.db import Store
 from ctxbench.store.schema import StoredRun

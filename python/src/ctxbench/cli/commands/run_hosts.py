@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.acquire.remote import SSH, HostError, RemoteEngineRun
-from ctxbench.acquire.runner import EXIT_INTERRUPTED, RunOptions
-from ctxbench.cli.commands.show import print_run
+from ctxbench.acquire.runner import RunOptions
 from ctxbench.cli.console import error_line, say
 from ctxbench.cli.output_files import write_report
 from ctxbench.cli.run_lifecycle import ProgressView, Spool, StopSignals, store_run
-from ctxbench.errors import CtxbenchError
+from ctxbench.cli.run_output import print_run
+from ctxbench.errors import EXIT_INTERRUPTED, CtxbenchError
 from ctxbench.records.core import group_run
 from ctxbench.store.db import Store
 from ctxbench.store.schema import StoredRun
