@@ -101,20 +101,39 @@ format: venv
 
 # The generated docs: docs/probes.md and docs/reproductions.md take their
 # figures from the reference run, schema/probe-names.json from the catalogue.
+# Reviewed, never overwritten blindly: each is written beside itself as
+# NAME.new and shown as a diff; `make accept-golden` puts them in place.
 REFERENCE_RUN := docs/data/reference-run.jsonl
+GENERATED := docs/probes.md docs/reproductions.md schema/probe-names.json
 docs: engine venv
-	$(BUILD)/engine/ctxbench-engine docs probes --figures $(REFERENCE_RUN) > docs/probes.md
-	$(PY) bench/reproductions.py --from $(REFERENCE_RUN) > docs/reproductions.md
-	$(BUILD)/engine/ctxbench-engine docs probe-names > schema/probe-names.json
+	$(BUILD)/engine/ctxbench-engine docs probes --figures $(REFERENCE_RUN) > docs/probes.md.new
+	$(PY) bench/reproductions.py --from $(REFERENCE_RUN) > docs/reproductions.md.new
+	$(BUILD)/engine/ctxbench-engine docs probe-names > schema/probe-names.json.new
+	@for file in $(GENERATED); do \
+	  if cmp -s "$$file" "$$file.new"; then rm "$$file.new"; else diff -u "$$file" "$$file.new" || true; fi; \
+	done
+	@for file in $(GENERATED); do [ ! -e "$$file.new" ] || { \
+	  echo "changed: review the diffs above, then 'make accept-golden'"; break; }; done
+
+# Accept what was reviewed: every NAME.new that `make docs` or the golden
+# tests (CTXBENCH_UPDATE_GOLDEN=1) wrote replaces NAME.
+REVIEWED := python/tests/golden docs schema
+.PHONY: accept-golden
+accept-golden:
+	@found=$$(find $(REVIEWED) -name '*.new' -not -path 'docs/data/*'); \
+	if [ -z "$$found" ]; then echo "nothing to accept: no *.new under $(REVIEWED)"; fi; \
+	for new in $$found; do mv -v "$$new" "$${new%.new}"; done
 
 # A new reference run (the whole catalogue, default settings; minutes, on a
-# quiet machine: nothing else running), then what is cut from it: the docs
-# and the golden output of `ctxbench show` on it (python/tests/golden/
-# show_reference_*.txt; review the diffs). Written to a temporary file first,
-# so a failed or interrupted run leaves the old one.
+# quiet machine: nothing else running), then what is cut from it, for review:
+# the docs (make docs) and the golden output of `ctxbench show` on it
+# (python/tests/golden/show_reference_*.txt), each written as NAME.new with
+# its diff; a changed golden output fails the test. Review, then `make
+# accept-golden`. The run is written to a temporary file first, so a failed
+# or interrupted run leaves the old one.
 reference-run: engine venv
-	$(BUILD)/engine/ctxbench-engine run --out $(REFERENCE_RUN).new
-	mv $(REFERENCE_RUN).new $(REFERENCE_RUN)
+	$(BUILD)/engine/ctxbench-engine run --out $(REFERENCE_RUN).part
+	mv $(REFERENCE_RUN).part $(REFERENCE_RUN)
 	$(MAKE) docs
 	CTXBENCH_UPDATE_GOLDEN=1 $(PY) -m pytest -q -p no:cacheprovider python/tests/test_fmt.py -k show_reference
 

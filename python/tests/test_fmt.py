@@ -1,13 +1,15 @@
 """Formatting of figures, and golden output of the terminal tables.
 
 The golden files are the `show` and `compare` output for the recorded runs
-(the summary by default, the full tables with --all) and the reference run;
-after an intended change of the tables, regenerate them with
-CTXBENCH_UPDATE_GOLDEN=1 pytest python/tests/test_fmt.py and review the diff.
+(the summary by default, the full tables with --all) and the reference run.
+Nothing overwrites them: an output that differs fails with the diff, and with
+CTXBENCH_UPDATE_GOLDEN=1 it is also written beside its golden file as
+NAME.new; after reviewing the diff, `make accept-golden` moves it into place.
 """
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import os
 from pathlib import Path
@@ -57,11 +59,45 @@ def test_ratio_and_verdict():
     assert fmt.corrected(unsupported) == "—" and fmt.baseline(unsupported) == "—"
 
 
-def _golden(name: str, text: str) -> None:
-    path = GOLDEN / name
+def check_golden(path: Path, text: str) -> None:
+    """TEXT against the golden file PATH: a difference fails with the diff;
+    with CTXBENCH_UPDATE_GOLDEN set, TEXT is also written to PATH.new for
+    review (`make accept-golden` moves it into place). PATH is never written."""
+    new = path.with_name(path.name + ".new")
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    if text == old:
+        new.unlink(missing_ok=True)  # a .new left from before is stale
+        return
     if os.environ.get("CTXBENCH_UPDATE_GOLDEN"):
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), f"differs from {path}"
+        new.write_text(text, encoding="utf-8")
+        hint = f"written to {new}: review the diff, then `make accept-golden`"
+    else:
+        hint = f"CTXBENCH_UPDATE_GOLDEN=1 writes it to {new.name} for review"
+    diff = difflib.unified_diff(
+        old.splitlines(keepends=True), text.splitlines(keepends=True), str(path), "this output"
+    )
+    pytest.fail(f"{path.name} differs ({hint}):\n{''.join(diff)}", pytrace=False)
+
+
+def _golden(name: str, text: str) -> None:
+    check_golden(GOLDEN / name, text)
+
+
+@pytest.mark.parametrize("update", ["", "1"])
+def test_a_changed_output_fails_and_only_a_new_file_is_written(tmp_path, monkeypatch, update):
+    golden = tmp_path / "show.txt"
+    golden.write_text("a\nb\n", encoding="utf-8")
+    monkeypatch.setenv("CTXBENCH_UPDATE_GOLDEN", update)
+    with pytest.raises(pytest.fail.Exception) as failed:
+        check_golden(golden, "a\nc\n")
+    assert "-b\n+c" in str(failed.value)  # the diff is shown
+    assert golden.read_text(encoding="utf-8") == "a\nb\n"  # never overwritten
+    new = tmp_path / "show.txt.new"
+    assert new.exists() == bool(update)
+    if update:
+        assert new.read_text(encoding="utf-8") == "a\nc\n"
+        check_golden(golden, "a\nb\n")  # the same output again: the stale .new goes
+        assert not new.exists()
 
 
 def _store(tmp_path, *names: str) -> str:
