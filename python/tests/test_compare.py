@@ -15,9 +15,11 @@ from ctxbench.analysis.compare import (
     NO_DIFFERENCE,
     ONLY_ONE,
     SLOWER,
+    Summary,
     compare_runs,
     decide,
     describe,
+    summary_line,
     summary_lines,
     time_ratio,
 )
@@ -249,8 +251,20 @@ def test_summary_of_a_fixture_pair_matches_hand_computed_values(store):
     assert summary_lines(comparison) == [
         "B vs A: 1 slower, 1 faster, 2 no meaningful difference, 2 only in one run, "
         "3 excluded (unsupported, or placement, CPU count or switches differ); "
-        "over 4 comparable rows B ran 1.11× slower than A (geometric mean)"
+        "rows differ both ways (geometric mean of B/A over 4 comparable rows: 1.11×)"
     ]
+    # One direction only: the mean is said as that direction; no row differing:
+    # never 'ran slower' (issue 30: the line contradicted its only row).
+    one_way = Summary(2, 0, 3, 0, 0, 5, 1.4)
+    assert summary_line(one_way).endswith(
+        "over 5 comparable rows B ran 1.40× slower than A (geometric mean)"
+    )
+    none = Summary(0, 0, 1, 0, 0, 1, 1.78)
+    assert "ran" not in summary_line(none)
+    assert summary_line(none).endswith(
+        "no row differs meaningfully (geometric mean of B/A over 1 comparable row: 1.78×, "
+        "within the rows' noise)"
+    )
 
 
 def test_different_run_options_exclude_no_row(store, tmp_path):

@@ -371,8 +371,10 @@ def summarize(rows: list[Row], index: int) -> Summary:
 
 
 def summary_line(summary: Summary, name: str = "B", reference_name: str = "A") -> str:
-    """'B vs A: 2 slower, 1 faster, 5 no meaningful difference, 3 only in one run,
-    4 excluded; over 8 comparable rows B ran 1.23x slower than A (geometric mean)'."""
+    """'B vs A: 2 slower, 0 faster, 5 no meaningful difference, 3 only in one run,
+    4 excluded; over 7 comparable rows B ran 1.23x slower than A (geometric mean)'.
+    The geometric mean gets a direction only when the rows that differ all go
+    that way; otherwise it is given as a number beside them (issue 30)."""
     head = (
         f"{name} vs {reference_name}: {summary.slower} slower, {summary.faster} faster, "
         f"{summary.no_difference} no meaningful difference, {summary.only_in_one} only in one run, "
@@ -381,14 +383,22 @@ def summary_line(summary: Summary, name: str = "B", reference_name: str = "A") -
     mean = summary.geometric_mean
     if mean is None:
         return head + "; no comparable rows"
-    if mean >= 1.0:
-        factor, word = mean, "slower"
+    rows = f"{summary.comparable} comparable row{'s' if summary.comparable != 1 else ''}"
+    # The mean is said as a direction only where the rows that differ agree with
+    # it, so the line never contradicts the rows it counts.
+    if summary.slower and not summary.faster and mean > 1.0:
+        factor, word = fmt.factor(mean), "slower"
+    elif summary.faster and not summary.slower and mean < 1.0:
+        factor, word = fmt.factor(1.0 / mean), "faster"
     else:
-        factor, word = 1.0 / mean, "faster"
+        ratio = f"geometric mean of {name}/{reference_name} over {rows}: {fmt.factor(mean)}×"
+        if not summary.slower and not summary.faster:
+            return head + f"; no row differs meaningfully ({ratio}, within the rows' noise)"
+        if summary.slower and summary.faster:
+            return head + f"; rows differ both ways ({ratio})"
+        return head + f"; {ratio}, against the direction of the rows that differ"
     return (
-        head
-        + f"; over {summary.comparable} comparable rows {name} ran {fmt.factor(factor)}× {word} "
-        f"than {reference_name} (geometric mean)"
+        head + f"; over {rows} {name} ran {factor}× {word} than {reference_name} (geometric mean)"
     )
 
 

@@ -51,6 +51,7 @@ from ctxbench.analysis.shares import (  # noqa: F401 (the codes: why.py imports 
     share_withheld,
     withheld_words,
 )
+from ctxbench.records.core import params_key
 
 BARE_SYSCALL = "syscall.enosys"
 REST = "scheduler wake-up and switch (the rest)"
@@ -58,11 +59,20 @@ IDLE_PART = "waking an idle CPU"
 MEASURED = ("ok", "suspect")
 
 
+# One figure a part is built from: (coefficient, the record's variant key, which
+# figure: MEDIAN or BASELINE). A part is the sum of coefficient x figure over
+# its terms, so two runs' parts can be resampled (ctxbench.analysis.compare_why).
+Term = tuple[float, tuple[str, str], str]
+MEDIAN, BASELINE = "median", "baseline"
+
+
 @dataclass
 class Part:
     name: str
     ns: float
     source: str  # the measured figures it comes from, in words
+    # what it is built from; empty when it is not a sum of medians (a fitted slope)
+    terms: list[Term] = field(default_factory=list)
 
 
 @dataclass
@@ -104,6 +114,8 @@ class Explained:
         out = asdict(self)
         for e, d in zip(self.explanations, out["explanations"], strict=True):
             d["total_ns"] = e.total_ns
+            for part in d["parts"]:
+                del part["terms"]
         for c, d in zip(self.seccomp, out["seccomp"], strict=True):
             d["added_ns"], d["per_call_ns"] = c.added_ns, c.per_call_ns
         return out
@@ -136,6 +148,18 @@ def _corrected(record: dict[str, Any]) -> float | None:
 
 def _measured(record: dict[str, Any]) -> bool:
     return record.get("verdict", {}).get("status") in MEASURED and _median(record) is not None
+
+
+def term(coefficient: float, record: dict[str, Any], which: str = MEDIAN) -> Term:
+    return (coefficient, (record["probe"], params_key(record.get("params", {}))), which)
+
+
+def _corrected_terms(record: dict[str, Any], sign: float) -> list[Term]:
+    """The terms of ``_corrected``: the median, less the baseline where there is one."""
+    terms = [term(sign, record)]
+    if _baseline(record) is not None:
+        terms.append(term(-sign, record, BASELINE))
+    return terms
 
 
 def _key(record: dict[str, Any], *, without: Iterable[str] = ()) -> tuple:
@@ -179,7 +203,7 @@ def explain(results: list[dict[str, Any]], run_id: str | None = None) -> Explain
                 f"{r['probe']} {_params_text(r.get('params', {}))}: {status}, no figure"
             )
             continue
-        explanations.append(_explain_one(r, by_key, bare_ns, ring_slopes))
+        explanations.append(_explain_one(r, by_key, bare, ring_slopes))
     return Explained(
         run_id, explanations, _fork(results), bare_ns, unexplained, filter_costs(results)
     )
@@ -188,7 +212,7 @@ def explain(results: list[dict[str, Any]], run_id: str | None = None) -> Explain
 def _explain_one(
     r: dict[str, Any],
     by_key: dict[tuple, dict[str, Any]],
-    bare_ns: float | None,
+    bare: dict[str, Any] | None,
     ring_slopes: dict[tuple, tuple[float, int]],
 ) -> Explanation:
     params = r.get("params", {})
@@ -211,9 +235,11 @@ def _explain_one(
             "kernel entry/exit: how many system calls one switch makes depends on timing "
             "with this primitive, so it is not priced separately"
         )
-    elif bare_ns is None:
+    elif bare is None:
         missing.append(f"kernel entry/exit: {BARE_SYSCALL} was not measured in this run")
     else:
+        bare_ns = _median(bare)
+        assert bare_ns is not None
         entry = float(calls) * bare_ns
         plural = "" if float(calls) == 1 else "s"
         parts.append(
@@ -222,6 +248,7 @@ def _explain_one(
                 entry,
                 f"{_fmt_value(float(calls))} system call{plural} x {time_text(bare_ns)} "
                 f"({BARE_SYSCALL})",
+                [term(float(calls), bare)],
             )
         )
 
@@ -235,6 +262,7 @@ def _explain_one(
                     "primitive's own work",
                     base - entry,
                     f"the baseline ({time_text(base)}, {name}) less the kernel entry/exit",
+                    [term(1.0, r, BASELINE), *[(-c, k, w) for c, k, w in parts[-1].terms]],
                 )
             )
             disagree[parts[-1].name] = (
@@ -242,7 +270,14 @@ def _explain_one(
                 f"baseline that makes those calls ({time_text(base)}, {name})"
             )
         else:
-            parts.append(Part("primitive's own work, its system calls included", base, name))
+            parts.append(
+                Part(
+                    "primitive's own work, its system calls included",
+                    base,
+                    name,
+                    [term(1.0, r, BASELINE)],
+                )
+            )
     else:
         missing.append("the primitive's own work: this probe has no baseline")
 
@@ -278,6 +313,7 @@ def _explain_one(
                     mine - theirs,
                     f"corrected between=processes ({time_text(mine)}) - between=threads "
                     f"({time_text(theirs)}){held_text}",
+                    [*_corrected_terms(mine_record or r, 1.0), *_corrected_terms(twin, -1.0)],
                 )
             )
             assert mine_record is not None
@@ -322,6 +358,7 @@ def _explain_one(
                     IDLE_PART,
                     median - held_median,
                     f"idle=free ({time_text(median)}) - idle=held ({time_text(held_median)})",
+                    [term(1.0, r), term(-1.0, held)],
                 )
             )
             code = share_withheld(r, held, idle=True)
@@ -364,12 +401,22 @@ def _explain_one(
     parts, standing_words = _standing(parts, disagree, median, _switched_too_little(r))
     not_explained += standing_words + unlike
     rest = median - sum(p.ns for p in parts)
+    rest_terms: list[Term] = [term(1.0, r)]
+    for part in parts:
+        rest_terms += [(-c, k, w) for c, k, w in part.terms]
+    if any(not part.terms for part in parts):
+        rest_terms = []  # a part that is not a sum of medians: the rest is not either
     if rest >= 0 and not parts:
         parts.append(
-            Part(REST, rest, "the whole measured median: no part of it is measured apart here")
+            Part(
+                REST,
+                rest,
+                "the whole measured median: no part of it is measured apart here",
+                rest_terms,
+            )
         )
     elif rest >= 0:
-        parts.append(Part(REST, rest, "the measured median less every part above"))
+        parts.append(Part(REST, rest, "the measured median less every part above", rest_terms))
     else:
         not_explained.append(
             f"the parts above add up to {time_text(median - rest)}, more than the measured "

@@ -79,6 +79,23 @@ EXIT_INCONCLUSIVE = 4  # compare --fail-above: neither passed nor failed (docs/c
     help="With --fail-above: pass even when up to PCT percent of the rows are "
     "inconclusive (they are still listed); at least one row must be not slower.",
 )
+@click.option(
+    "--why",
+    "split",
+    is_flag=True,
+    help="Split each row that differs into its parts (kernel entry/exit, the primitive's own "
+    "work, the address-space switch, waking an idle CPU, the rest; the traced phases where "
+    "both runs were traced): which grew, by how much with an interval, and the environment "
+    "difference that acts on the part that moved. docs/reading-a-difference.md",
+)
+@click.option(
+    "--pair",
+    "pair",
+    metavar="PARAM[,PARAM]",
+    help="Pair B's variants with A's that differ only in these parameters (e.g. idle: "
+    "idle=free in A against idle=held in B; between: threads against processes; cpus: "
+    "pinned against not) and say per pair whether the change helped. Two runs only.",
+)
 def compare(
     run_refs: tuple[str, ...],
     db: str | None,
@@ -90,6 +107,8 @@ def compare(
     show_all: bool,
     fail_above: float | None,
     allow_inconclusive: float | None,
+    split: bool,
+    pair: str | None,
 ) -> int:
     """Runs side by side, answers first: each key figure's ratio with its
     interval, judged against the row's run-to-run noise (the runs' repeats,
@@ -122,6 +141,16 @@ def compare(
     ids = [run.run_id for run in runs]
     if len(set(ids)) != len(ids):
         raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")
+    if pair is not None or split:
+        return _why_or_pairs(
+            runs,
+            pair,
+            split,
+            as_json,
+            (fail_above, allowed),
+            {"alpha": alpha, "min_effect": min_effect},
+            db,
+        )
     if as_json:
         comparison = compare_runs(runs, alpha=alpha, min_effect=min_effect, history=history)
         judged = None if fail_above is None else gate(comparison, fail_above, allowed)
@@ -170,6 +199,83 @@ def _print_comparison(
     for line in summary_lines(comparison):
         console.print(line, markup=False, highlight=False)
     return comparison
+
+
+def _why_or_pairs(
+    runs: list[StoredRun],
+    pair: str | None,
+    split: bool,
+    as_json: bool,
+    gate_options: tuple[float | None, float],
+    options: dict[str, Any],
+    db: str | None,
+) -> int:
+    """compare --pair and/or --why: the pairs and whether each change helped,
+    then where each difference sits; GATE_OPTIONS: --fail-above and
+    --allow-inconclusive."""
+    from rich.text import Text
+
+    from ctxbench.analysis.compare import compare_runs
+    from ctxbench.analysis.compare_pairs import pair_runs, unknown_names, waive_placement
+    from ctxbench.analysis.compare_why import why, why_dict
+    from ctxbench.analysis.gate import FAILED, PASSED, gate
+    from ctxbench.analysis.machine_history import variant_history
+    from ctxbench.views.difference import pair_lines, why_lines
+    from ctxbench.views.export import comparison_dict
+    from ctxbench.views.gate import gate_lines
+
+    fail_above, allowed = gate_options
+
+    pairing = None
+    compared = runs
+    if pair is not None:
+        names = tuple(name.strip() for name in pair.split(",") if name.strip())
+        if len(runs) != 2 or not names:
+            raise click.UsageError(
+                "--pair takes parameter names (e.g. --pair idle) and compares two runs: RUN_A RUN_B"
+            )
+        unknown = unknown_names(runs, names)
+        if unknown:
+            known = sorted({n for run in runs for r in run.results for n in r.get("params", {})})
+            raise BadInput(
+                f"no variant of either run has the parameter {', '.join(unknown)}; "
+                f"the runs' parameters are {', '.join(known) or 'none'}"
+            )
+        pairing = pair_runs(runs[0], runs[1], names)
+        if not pairing.paired:
+            raise BadInput(
+                f"no variant of B differs from one of A only in {', '.join(names)}; compare "
+                "runs that measured the same variants with other values of it"
+            )
+        compared = pairing.runs
+    with open_store(db, create=False) as store:
+        history = variant_history(store, compared)
+    comparison = compare_runs(compared, history=history, **options)
+    if pairing is not None:
+        comparison = waive_placement(comparison, pairing.names)
+    split_result = why(comparison, measured=runs) if split else None
+    judged = None if fail_above is None else gate(comparison, fail_above, allowed)
+    if as_json:
+        out = comparison_dict(comparison, judged)
+        if split_result is not None or pairing is not None:
+            out.update(why_dict(split_result, pairing))
+        click.echo(json.dumps(out, indent=2, allow_nan=False))
+    else:
+        console = new_console()
+        lines = []
+        if pairing is not None:
+            lines += pair_lines(pairing, comparison, console.width)
+        if split_result is not None:
+            lines += ([Text("")] if lines else []) + why_lines(
+                split_result, comparison, console.width
+            )
+        for line in lines:
+            console.print(line)
+    if judged is None:
+        return 0
+    for line in gate_lines(comparison, judged):
+        click.echo(fmt.terminal_text(line), file=QuietStream(sys.stderr) if as_json else None)
+    return {PASSED: 0, FAILED: 1}.get(judged.outcome, EXIT_INCONCLUSIVE)
 
 
 def _percentage(value: str | None, option: str, most: float = math.inf) -> float | None:

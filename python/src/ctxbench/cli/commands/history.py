@@ -25,8 +25,39 @@ from ctxbench.views import tables
     is_flag=True,
     help="Print the runs as JSON (schema/history.schema.json) instead of a table.",
 )
-def history(db: str | None, as_json: bool) -> None:
-    """The runs in the store, in the order they were measured."""
+@click.option(
+    "--changes",
+    is_flag=True,
+    help="Find the runs where a variant's figure shifted and stayed shifted, per machine "
+    "(host and run options), each with its size, interval and the environment difference "
+    "across it. docs/reading-a-difference.md",
+)
+@click.option("--machine", metavar="HOST", help="With --changes: only this host's runs.")
+@click.option(
+    "--probe", "probe", metavar="GLOB", help="With --changes: only these probes (e.g. 'syscall.*')."
+)
+@click.option(
+    "--min-effect",
+    type=click.FloatRange(0, 10),
+    default=0.05,
+    show_default=True,
+    help="With --changes: the smallest shift that counts (0.05: 5%), its whole interval beyond it.",
+)
+def history(
+    db: str | None,
+    as_json: bool,
+    changes: bool,
+    machine: str | None,
+    probe: str | None,
+    min_effect: float,
+) -> None:
+    """The runs in the store, in the order they were measured; --changes: where
+    a machine's figures shifted."""
+    if not changes and (machine or probe):
+        raise click.UsageError("--machine and --probe go with --changes")
+    if changes:
+        _print_changes(db, as_json, machine, probe, min_effect)
+        return
     try:
         store = open_store(db, create=False)
     except CtxbenchError as error:
@@ -46,6 +77,33 @@ def history(db: str | None, as_json: bool) -> None:
         return
     console = new_console()
     console.print(tables.history_table(infos, width=console.width))
+
+
+def _print_changes(
+    db: str | None, as_json: bool, machine: str | None, probe: str | None, min_effect: float
+) -> None:
+    from ctxbench.analysis.changes import changes_dict, find_changes, machine_groups
+    from ctxbench.views.difference import changes_lines
+
+    with open_store(db, create=False) as store:
+        infos = store.runs()
+        if machine is not None:
+            hosts = sorted({str(info.hostname) for info in infos})
+            infos = [info for info in infos if str(info.hostname) == machine]
+            if not infos:
+                raise BadInput(
+                    f"no run of machine {machine} in {store.location}; its hosts: "
+                    f"{', '.join(hosts) or 'none'}"
+                )
+        groups = machine_groups(infos, store.load)
+        location = store.location
+    found = [find_changes(runs, probe, min_effect) for _, runs in groups]
+    if as_json:
+        click.echo(json.dumps(changes_dict(location, found, min_effect), indent=2, allow_nan=False))
+        return
+    console = new_console()
+    for line in changes_lines(found, min_effect, console.width, probe):
+        console.print(line)
 
 
 def _print_history_json(location: str, infos: list[RunInfo]) -> None:

@@ -1,0 +1,273 @@
+"""Change points in a machine's history: the runs where a variant's figure shifted and stayed.
+
+Apache Otava (E-Divisive means, as MongoDB and DataStax run it on their
+nightly performance history) looks through a series of results for the
+points where its level moved. Here the series is one variant's figure
+(its median) over a machine's stored runs in the order they were measured; a
+machine is a host name and the run options that change what a figure is
+(``compare.run_options``: --quick, samples, batch time). Nothing else of
+the environment splits the history: a new kernel, a seccomp filter or a
+hypervisor change is what this looks for.
+
+A figure counts when its verdict is ``ok``, or ``suspect`` only for its
+spread (``NOISY``: unstable or high spread; on a shared machine most quick
+figures are): such a figure is noisier, not of something else. A suspect
+figure for any other reason (too few switches, a migration...) measured
+something else and is left out.
+
+The search is ``ruptures``' PELT (Killick, Fearnhead & Eckley 2012) with
+its rank cost (a segment's cost from the ranks of the figures, so one slow
+run on a shared machine does not look like a level of its own, and the
+figures' scale does not matter) and a penalty of ``PENALTY`` x log(n); each
+segment has at least ``MIN_RUNS`` runs, so a shift must stay to be found.
+docs/reading-a-difference.md says why PELT and not Otava's own E-Divisive or
+signal-processing-algorithms (measured on the recorded histories with
+bench/changepoints.py). Each change PELT proposes is then tested as a
+comparison is: the segment before against the segment after (the runs'
+figures as samples: Mann-Whitney U and the bootstrap interval of the ratio
+of their medians, ``stats.compare_samples``), and kept only when it is
+significant and the whole interval lies beyond ``min_effect``.
+
+Each change found gets the environment difference across it (the last run
+before against the first run after, ranked by ``envparts``) and the parts
+of that one pair of runs that moved (``compare_why``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ctxbench import stats
+from ctxbench.analysis import envparts
+from ctxbench.analysis.compare import MEASUREMENT_OPTIONS, run_options
+from ctxbench.records.core import params_key
+from ctxbench.records.envdiff import env_diff
+from ctxbench.store.schema import RunInfo, StoredRun
+
+METHOD = (
+    "ruptures PELT, rank cost, penalty 3 log n, at least 4 runs a segment; each change kept "
+    "when the U test of the runs before against after is significant and the whole bootstrap "
+    "interval of the ratio of their medians is beyond the minimum effect"
+)
+PENALTY = 3.0
+MIN_RUNS = 4
+DEFAULT_MIN_EFFECT = 0.05
+NOISY = ("unstable", "high_spread")  # suspect reasons that leave a figure in the series
+
+
+def counts(result: dict[str, Any]) -> bool:
+    """A figure of the series: ok, or suspect for its spread alone."""
+    verdict = result["verdict"]
+    if not result.get("summary"):
+        return False
+    if verdict["status"] == "ok":
+        return True
+    codes = {reason["code"] for reason in verdict.get("reasons", [])}
+    return verdict["status"] == "suspect" and bool(codes) and codes <= set(NOISY)
+
+
+@dataclass(frozen=True)
+class Point:
+    run_id: str
+    position: int  # 1-based, in the machine's measured order
+    figure: float
+
+
+@dataclass
+class Change:
+    probe: str
+    params: dict[str, Any]
+    unit: str
+    position: int  # 1-based: the first run of the new level
+    run_id: str  # that run
+    before_run_id: str  # the last run of the old level
+    before: list[Point]
+    after: list[Point]
+    difference: stats.Difference  # after against before
+    environment: list[envparts.KeyDifference] = field(default_factory=list)
+    largest_part: str | None = None  # the part of the row that moved most across it
+    largest_group: str | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.difference.ratio is None else self.difference.ratio.ratio
+
+
+@dataclass
+class MachineChanges:
+    hostname: str
+    options: dict[str, Any]
+    runs: list[RunInfo]
+    examined: int  # variants with enough figures to look at
+    too_short: int  # variants with fewer than 2 x MIN_RUNS figures
+    changes: list[Change]
+    proposed: int  # changes PELT proposed before the test
+
+
+def change_points(figures: Sequence[float], penalty: float = PENALTY) -> list[int]:
+    """The 0-based positions where a new level starts (PELT, see the module's text)."""
+    import ruptures
+
+    values = np.asarray(figures, dtype=float)
+    if values.size < 2 * MIN_RUNS or np.all(values == values[0]):
+        return []
+    algorithm = ruptures.Pelt(model="rank", min_size=MIN_RUNS, jump=1).fit(values.reshape(-1, 1))
+    ends = algorithm.predict(pen=penalty * math.log(values.size))
+    return [end for end in ends if end < values.size]
+
+
+def series_changes(
+    points: list[Point],
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    alpha: float = stats.DEFAULT_ALPHA,
+    level: float = stats.DEFAULT_LEVEL,
+) -> tuple[list[tuple[int, stats.Difference]], int]:
+    """The tested changes of one series (index of the first point after, the
+    difference), and how many PELT proposed."""
+    starts = change_points([p.figure for p in points])
+    bounds = [0, *starts, len(points)]
+    kept = []
+    for number, start in enumerate(starts, start=1):
+        before = [p.figure for p in points[bounds[number - 1] : start]]
+        after = [p.figure for p in points[start : bounds[number + 1]]]
+        difference = stats.compare_samples(before, after, alpha, level)
+        interval = difference.ratio
+        if not difference.significant or interval is None:
+            continue
+        if interval.low > 1.0 + min_effect or interval.high < 1.0 / (1.0 + min_effect):
+            kept.append((start, difference))
+    return kept, len(starts)
+
+
+def machine_groups(infos: list[RunInfo], load) -> list[tuple[tuple[str, str], list[StoredRun]]]:
+    """The stored runs grouped by machine (host, measurement options), measured order."""
+    groups: dict[tuple[str, str], list[StoredRun]] = {}
+    for info in infos:
+        run = load(info.run_id)
+        options = {k: v for k, v in run_options(run.env).items() if k in MEASUREMENT_OPTIONS}
+        key = (str(info.hostname), repr(sorted(options.items())))
+        groups.setdefault(key, []).append(run)
+    return list(groups.items())
+
+
+def find_changes(
+    runs: list[StoredRun],
+    probe: str | None = None,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+) -> MachineChanges:
+    """Every variant of one machine's runs (measured order) looked through."""
+    from ctxbench.analysis.compare_why import Resampler, RunParts, split_row
+
+    series: dict[tuple[str, str], list[Point]] = {}
+    first: dict[tuple[str, str], dict[str, Any]] = {}
+    for position, run in enumerate(runs, start=1):
+        for result in run.results:
+            if probe and not fnmatch.fnmatchcase(result["probe"], probe):
+                continue
+            summary = result.get("summary")
+            if not counts(result):
+                continue
+            key = (result["probe"], params_key(result.get("params", {})))
+            series.setdefault(key, []).append(Point(run.run_id, position, float(summary["median"])))
+            first.setdefault(key, result)
+    by_id = {run.run_id: run for run in runs}
+    changes, examined, too_short, proposed = [], 0, 0, 0
+    for key, points in series.items():
+        if len(points) < 2 * MIN_RUNS:
+            too_short += 1
+            continue
+        examined += 1
+        found, count = series_changes(points, min_effect)
+        proposed += count
+        for start, difference in found:
+            record = first[key]
+            before_run, after_run = by_id[points[start - 1].run_id], by_id[points[start].run_id]
+            change = Change(
+                probe=record["probe"],
+                params=dict(record.get("params", {})),
+                unit=record["unit"],
+                position=points[start].position,
+                run_id=after_run.run_id,
+                before_run_id=before_run.run_id,
+                before=points[:start],
+                after=points[start:],
+                difference=difference,
+            )
+            parts = [RunParts(before_run.results), RunParts(after_run.results)]
+            a, b = parts[0].by_key.get(key), parts[1].by_key.get(key)
+            group = None
+            if a is not None and b is not None:
+                row = split_row(a, b, parts, Resampler(parts, stats.DEFAULT_LEVEL))
+                if row.largest is not None:
+                    change.largest_part, group = row.largest.name, row.largest.group
+            change.largest_group = group
+            change.environment = envparts.ranked(
+                env_diff([before_run.env, after_run.env]), 1, group=group
+            )
+            changes.append(change)
+    changes.sort(key=lambda c: (c.position, c.probe))
+    options = {k: v for k, v in run_options(runs[0].env).items() if k in MEASUREMENT_OPTIONS}
+    return MachineChanges(
+        hostname=str(runs[0].info.hostname),
+        options=options,
+        runs=[run.info for run in runs],
+        examined=examined,
+        too_short=too_short,
+        changes=changes,
+        proposed=proposed,
+    )
+
+
+def changes_dict(store: str, machines: list[MachineChanges], min_effect: float) -> dict[str, Any]:
+    """The JSON form (schema/changes.schema.json), for a nightly job to alert on."""
+
+    def change(c: Change) -> dict[str, Any]:
+        interval = c.difference.ratio
+        return {
+            "probe": c.probe,
+            "params": c.params,
+            "unit": c.unit,
+            "position": c.position,
+            "run_id": c.run_id,
+            "before_run_id": c.before_run_id,
+            "runs_before": len(c.before),
+            "runs_after": len(c.after),
+            "median_before": c.difference.reference_median,
+            "median_after": c.difference.other_median,
+            "ratio": interval.ratio if interval else None,
+            "low": interval.low if interval else None,
+            "high": interval.high if interval else None,
+            "p_value": c.difference.u_test.p_value if c.difference.u_test else None,
+            "largest_part": c.largest_part,
+            "largest_group": c.largest_group,
+            "environment": [
+                {"key": k.key, "values": list(k.values), "acts_on": list(k.groups)}
+                for k in c.environment
+            ],
+        }
+
+    return {
+        "schema": 1,
+        "kind": "changes",
+        "store": store,
+        "method": METHOD,
+        "min_effect": min_effect,
+        "machines": [
+            {
+                "hostname": m.hostname,
+                "options": m.options,
+                "runs": [info.run_id for info in m.runs],
+                "variants_examined": m.examined,
+                "variants_too_short": m.too_short,
+                "proposed": m.proposed,
+                "changes": [change(c) for c in m.changes],
+            }
+            for m in machines
+        ],
+    }

@@ -1,0 +1,130 @@
+"""Rows that differ on purpose: B's variants paired with A's (``compare --pair``).
+
+Run B's variant is paired with run A's when they differ only in the named
+parameters (``compare A B --pair idle``). ``compare_runs`` matches rows on
+every parameter, so a run measured with idle free and one with
+``--hold-idle`` (idle=held) share no row, nor do a threads run and a
+processes run. Pairing matches a variant of B with the variant of A whose
+parameters are the same except the named ones, which must differ: A's
+idle=free with B's idle=held. A variant with no such partner, or with more
+than one (then which is meant is not known), stays unpaired: it is left out
+of the comparison and named. The pairs are then compared like any rows
+(noise, exclusions, decisions): B's paired records are given A's parameters
+for the match and keep their own under ``ORIGINAL`` (``original``), so what
+explains them (``compare_why``) sees the variant that was measured.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ctxbench.analysis.compare import Comparison, summarize
+from ctxbench.records.core import params_key
+from ctxbench.store.schema import StoredRun
+
+ORIGINAL = "_ctxbench_paired_from"  # a paired copy's own record, never stored
+
+
+@dataclass(frozen=True)
+class Pairing:
+    names: tuple[str, ...]
+    runs: list[StoredRun]  # A's paired records, and B's renamed to them
+    paired: int  # rows paired
+    unpaired_reference: list[str]  # variants of A with no partner in B, in words
+    unpaired_other: list[str]
+    ambiguous: list[str]  # variants with more than one partner
+
+
+def original(record: dict[str, Any]) -> dict[str, Any]:
+    """The record as measured (a paired copy's own), or the record itself."""
+    return record.get(ORIGINAL, record)
+
+
+def _rest(params: dict[str, Any], names: tuple[str, ...]) -> str:
+    return params_key({k: v for k, v in params.items() if k not in names})
+
+
+def _differs(a: dict[str, Any], b: dict[str, Any], names: tuple[str, ...]) -> bool:
+    return any(str(a.get(name)) != str(b.get(name)) for name in names)
+
+
+def unknown_names(runs: list[StoredRun], names: tuple[str, ...]) -> list[str]:
+    """The named parameters that no variant of either run has."""
+    seen = {name for run in runs for r in run.results for name in r.get("params", {})}
+    return [name for name in names if name not in seen]
+
+
+def pair_runs(reference: StoredRun, other: StoredRun, names: tuple[str, ...]) -> Pairing:
+    """B's variants renamed to their partners in A (see the module's text)."""
+    from ctxbench.records.core import variant_name
+
+    def partners(record: dict[str, Any], pool: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        params = record.get("params", {})
+        return [
+            r
+            for r in pool
+            if r["probe"] == record["probe"]
+            and _rest(r.get("params", {}), names) == _rest(params, names)
+            and _differs(r.get("params", {}), params, names)
+        ]
+
+    a_results, b_results = reference.results, other.results
+    renamed: list[dict[str, Any]] = []
+    paired_a: set[int] = set()
+    ambiguous: list[str] = []
+    for b in b_results:
+        candidates = partners(b, a_results)
+        if len(candidates) == 1 and len(partners(candidates[0], b_results)) == 1:
+            copied = copy.copy(b)
+            copied["params"] = dict(candidates[0].get("params", {}))
+            copied[ORIGINAL] = b
+            renamed.append(copied)
+            paired_a.add(id(candidates[0]))
+            continue
+        if len(candidates) > 1:
+            ambiguous.append(variant_name(b["probe"], b.get("params", {})))
+        renamed.append(b)  # unpaired
+    # Only the pairs are compared; what has no partner is named beside them.
+    unpaired_a = [
+        variant_name(r["probe"], r.get("params", {})) for r in a_results if id(r) not in paired_a
+    ]
+    unpaired_b = [
+        variant_name(r["probe"], r.get("params", {})) for r in renamed if ORIGINAL not in r
+    ]
+    kept_a = [r for r in a_results if id(r) in paired_a]
+    kept_b = [r for r in renamed if ORIGINAL in r]
+    return Pairing(
+        names=names,
+        runs=[
+            replace(reference, records=replace(reference.records, results=kept_a)),
+            replace(other, records=replace(other.records, results=kept_b)),
+        ],
+        paired=len(paired_a),
+        unpaired_reference=unpaired_a,
+        unpaired_other=unpaired_b,
+        ambiguous=ambiguous,
+    )
+
+
+def waive_placement(comparison: Comparison, names: tuple[str, ...]) -> Comparison:
+    """Paired on ``cpus``, the two sides ran on a different number of CPUs on
+    purpose: that is the change compared, not a reason to leave the row out.
+    Every other reason stays; the summaries are counted again."""
+    if "cpus" not in names:
+        return comparison
+    rows = []
+    for row in comparison.rows:
+        cells = [row.cells[0]] + [
+            replace(
+                cell, excluded=tuple(w for w in cell.excluded if not w.startswith("placement:"))
+            )
+            for cell in row.cells[1:]
+        ]
+        rows.append(replace(row, cells=cells))
+    return replace(
+        comparison,
+        rows=rows,
+        summaries=[summarize(rows, index) for index in range(1, len(comparison.runs))],
+    )
