@@ -212,3 +212,33 @@ def test_the_table_knows_which_part_each_difference_acts_on():
     assert group_of("IPI exit → idle exit") == "idle exit"
     assert group_of("call exit → next call") == KERNEL_ENTRY
     assert group_of("wakeup → switch") == SCHEDULER
+
+
+@pytest.mark.parametrize(
+    "a, b, extra",
+    [
+        ("host.jsonl", "other_machine.jsonl", []),  # this machine against a VM
+        ("affinity_a.jsonl", "affinity_b.jsonl", ["--pair", "cpus"]),  # pinned or not
+        ("between_a.jsonl", "between_b.jsonl", ["--pair", "between"]),  # threads, processes
+    ],
+)
+def test_each_seed_comparison_says_where_the_difference_sits_on_its_first_screen(
+    store, a, b, extra
+):
+    runs = load(store, a, b)
+    result = cli(store.location, "compare", runs[0].run_id, runs[1].run_id, "--why", *extra)
+    assert result.exit_code == 0, result.output
+    first = result.output.splitlines()[:25]
+    assert any("Where the difference sits:" in line for line in first), "\n".join(first)
+    assert any("What differs and acts on it:" in line for line in first), "\n".join(first)
+
+
+def test_the_run_lines_show_the_options_the_records_show(store):
+    runs = load(store, "idle_free.jsonl", "idle_held.jsonl", "tracepoints_b.jsonl")
+    result = cli(store.location, "compare", runs[0].run_id, runs[1].run_id)
+    assert result.exit_code == 0, result.output
+    [held] = [line for line in result.output.splitlines() if line.startswith("  B:")]
+    assert "--hold-idle" in held
+    result = cli(store.location, "compare", runs[0].run_id, runs[2].run_id)
+    [traced] = [line for line in result.output.splitlines() if line.startswith("  B:")]
+    assert "--trace" in traced and "tracepoints recording" in traced

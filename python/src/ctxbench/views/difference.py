@@ -21,7 +21,7 @@ from ctxbench.analysis.compare_pairs import Pairing, original
 from ctxbench.analysis.compare_why import RowWhy, Why
 from ctxbench.analysis.envparts import EVERYTHING, KeyDifference
 from ctxbench.records.core import variant_name
-from ctxbench.store.schema import StoredRun
+from ctxbench.views.machines import options_text
 from ctxbench.views.summary import MIN_WIDTH, heading_line, styled_line, wrapped_lines
 
 KEYS_SHOWN = 6  # environment differences listed under the rows
@@ -184,29 +184,6 @@ def why_lines(result: Why, comparison: Comparison, width: int) -> list[Text]:
 
 
 # ---- --pair: rows that differ on purpose -------------------------------------------
-def run_flags(run: StoredRun) -> list[str]:
-    """The options of a run that its records show but its options block does not:
-    --hold-idle (every idle variant held), --trace (a traced pass), a seccomp filter."""
-    flags = []
-    idle = {r["params"]["idle"] for r in run.results if "idle" in r.get("params", {})}
-    if idle == {"held"}:
-        flags.append("--hold-idle")
-    if any(original(r).get("trace") for r in run.results):
-        flags.append("--trace")
-    seccomp = ((run.env.get("sandbox") or {}).get("seccomp") or {}).get("mode")
-    if seccomp == "filter":
-        flags.append("under a seccomp filter")
-    tracepoints = (run.env.get("sandbox") or {}).get("tracepoints") or {}
-    if tracepoints.get("recording"):
-        flags.append(f"{tracepoints.get('enabled')} tracepoints recording")
-    return flags
-
-
-def options_text(options: dict[str, Any], run: StoredRun) -> str:
-    """The run's options as compare shows them, with ``run_flags``."""
-    return ", ".join(part for part in [fmt.run_options(options), *run_flags(run)] if part)
-
-
 def _helped(decision: str | None, change: str) -> tuple[str, str]:
     """'idle=free→held helped', 'made it slower' or 'did not help' (no difference beyond
     the noise: the words beside it say which)."""

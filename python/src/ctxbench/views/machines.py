@@ -16,8 +16,10 @@ from ctxbench import fmt
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import FASTER, SLOWER, describe
 from ctxbench.analysis.compare import summary_lines as comparison_summary_lines
+from ctxbench.analysis.compare_pairs import original
 from ctxbench.analysis.summary_data import Machines, Summary
 from ctxbench.records.core import params_key, variant_name
+from ctxbench.store.schema import StoredRun
 from ctxbench.views.summary import (
     MIN_WIDTH,
     heading_line,
@@ -38,7 +40,12 @@ def machine_lines(summary: Summary, width: int) -> list[Text]:
     lines = [heading_line("Runs (A is the reference)")]
     options = machines.comparison.options
     for index, run in enumerate(summary.runs):
-        measured = fmt.run_options(options[index]) if index < len(options) else "?"
+        stored = machines.comparison.runs
+        measured = (
+            options_text(options[index], stored[index])
+            if index < min(len(options), len(stored))
+            else "?"
+        )
         lines += wrapped_lines(f"{run.name}; {measured}", width, 2)
     lines += [Text(""), *_figure_lines(machines, width)]
     lines += [Text(""), *_other_difference_lines(machines, width)]
@@ -180,3 +187,26 @@ def _clipped_apart(values: list[str], limit: int) -> list[str]:
         return head + (piece[: len(piece) - len(tail)] if tail else piece) + tail
 
     return [clip(value) for value in values]
+
+
+def run_flags(run: StoredRun) -> list[str]:
+    """The options of a run that its records show but its options block does not:
+    --hold-idle (every idle variant held), --trace (a traced pass), a seccomp filter."""
+    flags = []
+    idle = {r["params"]["idle"] for r in run.results if "idle" in r.get("params", {})}
+    if idle == {"held"}:
+        flags.append("--hold-idle")
+    if any(original(r).get("trace") for r in run.results):
+        flags.append("--trace")
+    seccomp = ((run.env.get("sandbox") or {}).get("seccomp") or {}).get("mode")
+    if seccomp == "filter":
+        flags.append("under a seccomp filter")
+    tracepoints = (run.env.get("sandbox") or {}).get("tracepoints") or {}
+    if tracepoints.get("recording"):
+        flags.append(f"{tracepoints.get('enabled')} tracepoints recording")
+    return flags
+
+
+def options_text(options: dict[str, Any], run: StoredRun) -> str:
+    """The run's options as compare shows them, with ``run_flags``."""
+    return ", ".join(part for part in [fmt.run_options(options), *run_flags(run)] if part)
