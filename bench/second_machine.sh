@@ -17,6 +17,10 @@
 # machine's boot is untouched. Without hardware virtualization it falls back
 # to TCG emulation (-cpu max), which is much slower (see ACCEL below).
 #
+# SELECTION="ARGS" (with NAME, default selection) records one run of
+# `ctxbench-engine run --progress --json ARGS` instead, as OUTDIR/NAME.jsonl
+# (python/tests/fixtures/no_idle_driver.jsonl was recorded so).
+#
 # Environment: SMP (vCPUs; default 2 under KVM, 1 under TCG, see below), MEM
 # (default 2G), ENGINE_DIR (a directory holding the static ctxbench-engine,
 # ctxbench-exit0 and ctxbench-forkloop; default: built here into build/x86_64
@@ -135,6 +139,21 @@ if [ -z "$smp" ]; then
 fi
 echo "second_machine: accelerator $accel_mode (${accel[*]}), $smp vCPU(s), $mem" >&2
 
+# ---- what the guest runs ------------------------------------------------------
+if [ -n "${SELECTION:-}" ]; then
+  names=("${NAME:-selection}.jsonl")
+  guest_runs="ctxbench-engine run --progress --json --out /tmp/${names[0]} $SELECTION > /dev/console 2>&1
+send ${names[0]}
+"
+else
+  names=(other_machine.jsonl other_machine_broad.jsonl)
+  guest_runs="ctxbench-engine run --progress --quick --json --out /tmp/other_machine.jsonl $NARROW > /dev/console 2>&1
+send other_machine.jsonl
+ctxbench-engine run --progress --quick --json --out /tmp/other_machine_broad.jsonl $BROAD > /dev/console 2>&1
+send other_machine_broad.jsonl
+"
+fi
+
 # ---- the initramfs -----------------------------------------------------------
 root=$tmp/root
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc,opt/ctxbench}
@@ -161,11 +180,7 @@ send() {
   echo "@@ctxbench-end \$1 \$(wc -l < "/tmp/\$1")" > /dev/ttyS1
 }
 echo "second_machine: recording in the guest" > /dev/console
-ctxbench-engine run --progress --quick --json --out /tmp/other_machine.jsonl $NARROW > /dev/console 2>&1
-send other_machine.jsonl
-ctxbench-engine run --progress --quick --json --out /tmp/other_machine_broad.jsonl $BROAD > /dev/console 2>&1
-send other_machine_broad.jsonl
-echo "@@ctxbench-done" > /dev/ttyS1
+${guest_runs}echo "@@ctxbench-done" > /dev/ttyS1
 sync
 sleep 1
 poweroff -f
@@ -193,7 +208,7 @@ grep -q '^@@ctxbench-done' "$tmp/data.lf" || {
   echo "second_machine: the guest did not finish (console: $out/console.log)" >&2
   exit 1
 }
-for name in other_machine.jsonl other_machine_broad.jsonl; do
+for name in "${names[@]}"; do
   awk -v n="$name" '$0 == "@@ctxbench-begin " n {on = 1; next}
     on && index($0, "@@ctxbench-end " n " ") == 1 {exit}
     on {print}' "$tmp/data.lf" > "$out/$name"

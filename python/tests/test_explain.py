@@ -200,12 +200,15 @@ def test_recorded_runs_every_switch_figure_sums_to_its_median(records):
     switch = [
         r
         for r in records
-        if r["family"] == "switch"
+        if r["family"] in ("switch", "uswitch")  # every switch, user-level ones included
         and r["unit"] == "ns"
         and r["verdict"]["status"] in ("ok", "suspect")
     ]
     assert len(explained.explanations) == len(switch)
     for e in explained.explanations:
+        if e.probe.startswith("uswitch."):  # split along its chain: the parts add up
+            assert e.total_ns == pytest.approx(e.median_ns, rel=1e-9), (e.probe, e.params)
+            continue
         assert all(0 <= p.ns <= e.median_ns for p in e.parts), (e.probe, e.params)
         if e.parts[-1].name == REST:
             assert e.total_ns == pytest.approx(e.median_ns, rel=1e-9), (e.probe, e.params)
@@ -325,3 +328,36 @@ def test_report_carries_the_same_decomposition(tmp_path):
     assert 'id="explain"' in html and REST in html
     first = explain(real_run("run_a.jsonl").results).explanations[0]
     assert str(markupsafe.escape(first.parts[0].name)) in html
+
+
+def test_a_user_level_switch_is_split_along_its_chain_of_figures():
+    # Issue 30.5: `explain uswitch` had nothing; each user-level switch now gets its
+    # parts from the run's own figures, a step within noise said in words, and the
+    # coroutine and the floor say they cannot be split. The reference run's figures.
+    by_probe = {
+        (e.probe, tuple(sorted(e.params.items()))): e
+        for e in explain(read_run_file(REFERENCE).results).explanations
+        if e.probe.startswith("uswitch.")
+    }
+    fiber = by_probe[("uswitch.boost_fiber", (("fibers", 4),))]
+    assert [p.name for p in fiber.parts] == [
+        "register save/restore (own asm switch)",
+        "Boost.Context beyond the own switch",
+        "the fiber scheduler's own work",
+    ]
+    assert fiber.total_ns == pytest.approx(fiber.median_ns)
+    full = by_probe[("uswitch.asm", (("fpcontrol", "same"), ("fpstate", "full")))]
+    assert parts(full)["FP/vector state (XSAVE/XRSTOR)"] == pytest.approx(94.611 - 3.756, abs=0.01)
+    # fcontext's interval overlaps the own switch's: no 'own work' share, said why.
+    fcontext = by_probe[("uswitch.boost_context", (("api", "fcontext"),))]
+    assert len(fcontext.parts) == 1 and fcontext.total_ns == pytest.approx(fcontext.median_ns)
+    (words,) = fcontext.not_explained
+    assert words.startswith("Boost.Context's own work: ") and "intervals overlap" in words
+    coroutine = by_probe[("uswitch.coroutine", ())]
+    assert coroutine.parts[0].name == "the whole switch, not split"
+    assert "compiled into the coroutines' code" in coroutine.parts[0].source
+    # no line claims 'less every part above' where there is no part above
+    for e in by_probe.values():
+        assert all("less every part above" not in p.source for p in e.parts[:1])
+    text = CliRunner().invoke(cli, ["explain", "--help"]).output
+    assert "explain" in text

@@ -159,3 +159,21 @@ def test_a_yield_across_cpus_gets_words_not_a_ratio():
     text = _text(real_run(DEFAULT_QUICK))
     assert "0.4652×" not in text and "not a switch" in text
     assert "yield threads, yield processes: no ratio: on the other CPU" in text
+
+
+def test_why_states_no_idle_share_on_the_recorded_run_with_no_cpuidle_driver():
+    # fixtures/no_idle_driver.jsonl: the real engine in a QEMU TCG guest with no
+    # cpuidle driver (README): idle free and idle held were both measured, and
+    # neither Why nor explain calls their difference a share.
+    summary = summarize([stored(real_run("no_idle_driver.jsonl"))]).runs[0]
+    (cross,) = [line for line in summary.why if line.startswith("Another CPU")]
+    assert "no cpuidle driver is active here" in cross
+    assert "%" not in cross and "of it is waking" not in cross.split(":")[0]
+    cross_rung = next(r for r in summary.ladder if r.key == "cross_switch")
+    (explanation,) = [
+        e
+        for e in summary.explained.explanations
+        if (e.probe, e.params) == (cross_rung.point.probe, cross_rung.point.params)
+    ]
+    assert "waking an idle CPU" not in {p.name for p in explanation.parts}
+    assert explanation.withheld == {"waking an idle CPU": "no_idle_driver"}

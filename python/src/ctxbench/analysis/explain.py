@@ -1,36 +1,20 @@
 """Where the time of a switch goes, from figures measured in the same run.
 
-Every part of a decomposition is a difference or a product of medians recorded
-in the run being explained; nothing is estimated, looked up or carried over
-from another machine. The last part of each decomposition is the remainder
-(the measured median minus every part that could be measured), so the parts
-add up to the median by construction, and the remainder is labelled for what
-it is: the scheduler's wake-up and switch together, plus whatever this run
-could not separate (listed per figure under ``not_separated``).
-
-The parts, when the run holds the figures they need:
-
-- kernel entry/exit: the bare system call (``syscall.enosys``) times the
-  system calls one switch makes (``derived.syscalls_per_op``, stated by the
-  probe where the count does not depend on timing);
-- the primitive's own work: the probe's baseline (the same calls made in one
-  task, no switch) minus that kernel entry/exit;
-- the address-space switch: corrected(processes) - corrected(threads) of the
-  same probe and placement;
-- waking an idle CPU: median(idle=free) - median(idle=held) of the same
-  cross-CPU variant;
-- refilling the cache: for a ring hop, the fitted slope of the corrected
-  figure over the working set (``size_kib``) times that working set.
-
-A part that is the difference of two records is a share only where
-``analysis.shares`` says it holds (the one rule); otherwise, and where a
-difference comes out below zero or above the figure (noise, placement, or a
-primitive that did not switch), it moves to ``not_explained`` in words that
-name the two figures, and the remainder is taken over the parts that stand
-(none left: said in words too).
+Every part is a difference or a product of medians recorded in the run being
+explained, nothing estimated or carried over; the last part is the remainder
+(the median less every part measured: the scheduler's wake-up and switch,
+plus what the run could not separate, in ``not_separated``), so the parts add
+up to the median. The parts (docs/cli.md's table says how each is measured):
+kernel entry/exit, the primitive's own work, the address-space switch, waking
+an idle CPU, refilling the cache (a ring hop); a user-level switch is split
+along its chain of figures (``analysis.user_switch``). A part that is the
+difference of two records is a share only where ``analysis.shares`` says it
+holds (the one rule); otherwise, and where a difference comes out below zero
+or above the figure, it moves to ``not_explained`` in words naming the two
+figures, and the remainder is taken over the parts that stand.
 
 It also fits how ``create.fork`` grows (``analysis.fork_scaling``) and says
-what a seccomp filter adds (``ctxbench.analysis.filter_cost``); ``ctxbench.views.explain``
+what a seccomp filter adds (``analysis.filter_cost``); ``views.explain``
 prints the figures a reader asked for.
 """
 
@@ -51,11 +35,13 @@ from ctxbench.analysis.shares import (  # noqa: F401 (the codes: why.py imports 
     share_withheld,
     withheld_words,
 )
+from ctxbench.analysis.user_switch import chain_parts
 from ctxbench.records.core import params_key
 
 BARE_SYSCALL = "syscall.enosys"
 REST = "scheduler wake-up and switch (the rest)"
 IDLE_PART = "waking an idle CPU"
+REST_USER = "the whole switch, not split"
 MEASURED = ("ok", "suspect")
 
 
@@ -195,6 +181,8 @@ def explain(results: list[dict[str, Any]], run_id: str | None = None) -> Explain
     explanations: list[Explanation] = []
     unexplained: list[str] = []
     for r in results:
+        if r.get("family") == "uswitch" and _measured(r):
+            explanations.append(_user_level(r, by_key))
         if not _is_switch(r):
             continue
         if not _measured(r):
@@ -207,6 +195,15 @@ def explain(results: list[dict[str, Any]], run_id: str | None = None) -> Explain
     return Explained(
         run_id, explanations, _fork(results), bare_ns, unexplained, filter_costs(results)
     )
+
+
+def _user_level(r: dict[str, Any], by_key: dict[tuple, dict[str, Any]]) -> Explanation:
+    """A user-level switch split along its chain of figures (analysis.user_switch)."""
+    found = lambda probe, params: by_key.get(_key({"probe": probe, "params": params}))  # noqa: E731
+    chain, words, whole = chain_parts(r, found)
+    parts = [Part(*part) for part in chain] or [Part(REST_USER, _median(r) or 0.0, whole[0])]
+    return Explanation(r["probe"], dict(r["params"]), _median(r) or 0.0, r["verdict"]["status"],
+                       parts, whole[1:] if not chain else whole, None, [], words)  # fmt: skip
 
 
 def _explain_one(

@@ -1,0 +1,129 @@
+"""Where the time of a user-level switch goes, from figures of the same run.
+
+A user-level switch (the ``uswitch`` family) is split along a chain of
+figures the run measured, each containing the one before: the own assembly
+switch (``uswitch.asm`` fpstate=abi fpcontrol=same: the callee-saved
+registers and the stack pointer saved and restored) is the floor; the full
+FP/vector state (fpstate=full) and a changed FP control word (fpcontrol=
+differs) add to it; Boost.Context adds the library's own work, Boost.Fiber
+its scheduler on top of Boost.Context, glibc's ucontext its own work with an
+rt_sigprocmask system call. Each step is the difference of two figures, and
+a share only where ``analysis.shares`` says it holds; a step that does not
+is named in words and the next step spans both. A C++20 coroutine's transfer
+is compiled into the coroutines' code: nothing of it is measured apart.
+
+* ``chain_parts(record, find)``: (parts as (name, ns, source), not
+  explained in words, not separated in words); ``find(probe, params)`` gives
+  the run's measured record of that variant, or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ctxbench import fmt
+from ctxbench.analysis.shares import share_withheld, withheld_words
+
+ASM = "uswitch.asm"
+FLOOR = {"fpstate": "abi", "fpcontrol": "same"}
+SAVE = "register save/restore (own asm switch)"
+FP_STATE = "FP/vector state (XSAVE/XRSTOR)"
+FP_CONTROL = "FP control reload (the control word changed)"
+
+Stage = tuple[str, str, dict[str, Any] | None]  # part name, probe, params (None: the figure)
+
+
+def _stages(record: dict[str, Any]) -> list[Stage] | None:
+    """The chain of figures up to RECORD, smallest first; None: it cannot be split."""
+    probe, params = record["probe"], record.get("params", {})
+    floor: Stage = (SAVE, ASM, FLOOR)
+    if probe == ASM:
+        full = params.get("fpstate") == "full"
+        differs = params.get("fpcontrol") == "differs"
+        if not full and not differs:
+            return None
+        chain = [floor]
+        if full:
+            chain.append((FP_STATE, ASM, {"fpstate": "full", "fpcontrol": "same"}))
+        if differs:
+            chain.append((FP_CONTROL, ASM, dict(params)))
+        return chain
+    if probe == "uswitch.boost_context":
+        return [floor, ("Boost.Context's own work", probe, dict(params))]
+    if probe == "uswitch.boost_fiber":
+        return [
+            floor,
+            ("Boost.Context beyond the own switch", "uswitch.boost_context", {"api": "fiber"}),
+            ("the fiber scheduler's own work", probe, dict(params)),
+        ]
+    if probe == "uswitch.ucontext":
+        return [floor, ("glibc's own work, its rt_sigprocmask system call included", probe, {})]
+    return None
+
+
+WHOLE = {
+    ASM: "the own asm switch is the floor: the callee-saved registers and the stack "
+    "pointer saved and restored, nothing smaller measured apart",
+    "uswitch.coroutine": "a C++20 coroutine's transfer is compiled into the coroutines' "
+    "code: no save/restore of its own is measured apart, so it is not split",
+}
+
+
+def _median(record: dict[str, Any]) -> float:
+    return float(record["summary"]["median"])
+
+
+def chain_parts(
+    record: dict[str, Any], find: Callable[[str, dict[str, Any]], dict[str, Any] | None]
+) -> tuple[list[tuple[str, float, str]], list[str], list[str]]:
+    """RECORD's parts along its chain (name, ns, the figures it comes from),
+    what is not a share (in words), and what cannot be split (in words)."""
+    stages = _stages(record)
+    if stages is None:
+        words = WHOLE.get(record["probe"], "no smaller figure of this switch is measured apart")
+        return [], [], [words]
+    figures: list[tuple[str, dict[str, Any]]] = []
+    missing = []
+    for name, probe, params in stages[:-1]:
+        found = find(probe, params or {})
+        if found is None:
+            missing.append(f"{name}: {fmt.params(params or {})} of {probe} not measured here")
+        else:
+            figures.append((name, found))
+    figures.append((stages[-1][0], record))
+    # From the figure down: keep a smaller figure only where the step to it holds.
+    kept = [figures[-1]]
+    not_explained = []
+    pending = [stages[-1][0]]
+    for name, found in reversed(figures[:-1]):
+        upper = kept[-1][1]
+        code = share_withheld(upper, found)
+        if code is None:
+            kept[-1] = (" + ".join(reversed(pending)), upper)
+            kept.append((name, found))
+            pending = [name]
+        else:
+            step = _median(upper) - _median(found)
+            sides = (
+                (_label(upper), upper, _median(upper)),
+                (_label(found), found, _median(found)),
+            )
+            not_explained.append(withheld_words(code, " + ".join(pending), step, sides))
+            pending.append(name)
+    kept[-1] = (" + ".join(reversed(pending)), kept[-1][1])
+    kept.reverse()
+    parts, below = [], 0.0
+    for index, (name, found) in enumerate(kept):
+        ns = _median(found) - below
+        source = f"{_label(found)} ({fmt.value(_median(found), 'ns')})"
+        if index:
+            source += f" - {_label(kept[index - 1][1])} ({fmt.value(below, 'ns')})"
+        parts.append((name, ns, source))
+        below = _median(found)
+    return parts, not_explained, missing
+
+
+def _label(record: dict[str, Any]) -> str:
+    params = record.get("params") or {}
+    return f"{record['probe']} {fmt.params(params)}" if params else record["probe"]
