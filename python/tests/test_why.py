@@ -166,7 +166,8 @@ def test_why_states_no_idle_share_on_the_recorded_run_with_no_cpuidle_driver():
     # cpuidle driver (README): idle free and idle held were both measured, and
     # neither Why nor explain calls their difference a share.
     summary = summarize([stored(real_run("no_idle_driver.jsonl"))]).runs[0]
-    (cross,) = [line for line in summary.why if line.startswith("Another CPU")]
+    lines = why.why_lines(summary.explained, summary.ladder)
+    (cross,) = [line for line in lines if line.startswith("Another CPU")]
     assert "no cpuidle driver is active here" in cross
     assert "%" not in cross and "of it is waking" not in cross.split(":")[0]
     cross_rung = next(r for r in summary.ladder if r.key == "cross_switch")
