@@ -28,7 +28,7 @@ from conftest import REPO
 from ctxbench.acquire.runner import find_engine
 from ctxbench.cli.main import cli
 
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 COMMAND = re.compile(r"^(?:\$\s+)?(?:[\w./-]*/)?(ctxbench-engine|ctxbench)\s+(.+)$")
 RUN_ID_LIKE = re.compile(r"^\d{8}T\d{4}")
 SYNOPSIS = re.compile(r"[\[\]|]|\.\.\.|^[A-Z][A-Z_]+$")
