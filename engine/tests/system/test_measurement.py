@@ -32,9 +32,10 @@ def test_switch_pipe_between_processes_on_one_cpu_switches(engine):
     for policy, r in by_policy.items():
         # On a loaded machine the self-pipe baseline can come out above the
         # switch itself, or other work splits the samples into modes; the
-        # verdict then says so, which is right. The switch counts must hold.
+        # verdict then says so (interference: the kernel saw other work take
+        # the CPU), which is right. The switch counts must hold.
         codes = {x["code"] for x in r["verdict"]["reasons"]}
-        allowed = {"nonpositive_after_baseline", "unstable"}
+        allowed = {"nonpositive_after_baseline", "unstable", "interference"}
         assert r["verdict"]["status"] == "ok" or codes <= allowed, (
             policy,
             r["verdict"],
