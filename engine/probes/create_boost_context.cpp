@@ -18,7 +18,6 @@ using namespace ctx;
 #if CTXBENCH_HAVE_BOOST_CONTEXT
 class CreateBoostContext final : public uswitch::UserSwitchWorkload {
  public:
-  CreateBoostContext() : UserSwitchWorkload(1) {}
   void run(std::uint64_t iterations) override {
     namespace bctx = boost::context;
     for (std::uint64_t i = 0; i < iterations; ++i) {
@@ -44,6 +43,7 @@ const Registrar registrar({
           "free it",
     .unit = Unit::ns,
     .make = make,
+    .expects = expects_no_switches,
     .supported = [](const Params&) { return uswitch::boost_support(); },
     .method = "Boost.Context performance tests time switches only; this adds the creation",
     .where_time_goes = "malloc/free of the 64 KiB stack, make_fcontext, two jumps and the ontop call that ends the "

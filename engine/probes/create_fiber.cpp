@@ -14,7 +14,6 @@ using namespace ctx;
 #if CTXBENCH_HAVE_BOOST_FIBER
 class CreateFiber final : public uswitch::UserSwitchWorkload {
  public:
-  CreateFiber() : UserSwitchWorkload(1) {}
   void run(std::uint64_t iterations) override {
     for (std::uint64_t i = 0; i < iterations; ++i) {
       boost::fibers::fiber fiber([] {});
@@ -38,6 +37,7 @@ const Registrar registrar({
           "destroy it",
     .unit = Unit::ns,
     .make = make,
+    .expects = expects_no_switches,
     .supported = [](const Params&) { return uswitch::boost_support(); },
     .method = "osbench create_threads / libMicro pthread_create, for fibers (Boost.Fiber's skynet benchmark times "
               "spawn+join of a million fibers in a tree; this is one spawn+join at a time)",

@@ -43,6 +43,7 @@ const Registrar registrar({
     .tasks = [](const Params&) { return 2; },
     .method = "eliben thread-pipe-msgpersec and perf bench sched pipe -T (ops/sec), with the payload as a knob",
     .from_summary = rate_figures,
+    .derived = {{"bytes_per_s_each_way", Aggregation::recompute}},
 });
 
 }  // namespace CTXBENCH_UNITY_ID

@@ -66,6 +66,9 @@ const Registrar registrar({
     .method = "the classic two-process, two-pipe ping-pong run for a fixed number of switches and reported as "
               "the best of many tries (osbench's keep-the-minimum policy)",
     .from_summary = burst_figures,
+    .derived = {{"min_ns_per_switch", Aggregation::recompute},
+                {"min_ns_per_round_trip", Aggregation::recompute},
+                {"min_ns_per_switch_minus_baseline", Aggregation::recompute}},
 });
 
 }  // namespace CTXBENCH_UNITY_ID

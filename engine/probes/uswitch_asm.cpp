@@ -38,7 +38,7 @@ void inexact_division() {
 template <SwitchFn Switch>
 class AsmPingPong final : public uswitch::UserSwitchWorkload {
  public:
-  AsmPingPong(bool full, bool differs) : UserSwitchWorkload(2), full_(full), differs_(differs) {
+  AsmPingPong(bool full, bool differs) : full_(full), differs_(differs) {
     peer_ = full ? ctxbench_uswitch_make_full(stack_.bottom(), stack_.size(), peer_entry, this)
                  : ctxbench_uswitch_make(stack_.bottom(), stack_.size(), peer_entry, this);
     if (!peer_) throw ProbeError(Reason::not_supported_here, ctxbench_uswitch_full_state_what(), Status::unsupported);
@@ -46,7 +46,7 @@ class AsmPingPong final : public uswitch::UserSwitchWorkload {
   void run(std::uint64_t iterations) override {
     for (std::uint64_t i = 0; i < iterations; ++i) Switch(&main_, peer_, nullptr);  // there and back: two switches
   }
-  void annotate_more(Result& r) override {
+  void annotate(Result& r) override {
     r.derived["abi"] = ctxbench_uswitch_abi();
     r.derived["saved_state"] =
         full_ ? fmt::format("callee-saved general registers + {}", ctxbench_uswitch_full_state_what())
@@ -119,6 +119,7 @@ const Registrar registrar({
                 "inexact division, so every switch loads a changed value; on x86_64 that is a changed MXCSR, on "
                 "aarch64/riscv64 the abi switch does not touch FPCR/FPSR/fcsr at all (only fpstate=full does)"}},
     .make = make,
+    .expects = expects_no_switches,
     .supported = supported,
     .method = "Boost.Context's performance test (ping-pong of jumps, total / 2), with ctxbench's own switch "
               "(engine/uswitch/switch_*.S)",

@@ -24,7 +24,7 @@ namespace bctx = boost::context;
 class FiberPingPong final : public uswitch::UserSwitchWorkload {
  public:
   FiberPingPong()
-      : UserSwitchWorkload(2), peer_(std::allocator_arg, bctx::fixedsize_stack(64 * 1024), [](bctx::fiber&& main) {
+      : peer_(std::allocator_arg, bctx::fixedsize_stack(64 * 1024), [](bctx::fiber&& main) {
           for (;;) main = std::move(main).resume();  // answer every switch with one back
           return std::move(main);
         }) {}
@@ -38,9 +38,7 @@ class FiberPingPong final : public uswitch::UserSwitchWorkload {
 
 class FcontextPingPong final : public uswitch::UserSwitchWorkload {
  public:
-  FcontextPingPong() : UserSwitchWorkload(2) {
-    peer_ = bctx::detail::make_fcontext(stack_.top(), stack_.size(), peer_entry);
-  }
+  FcontextPingPong() { peer_ = bctx::detail::make_fcontext(stack_.top(), stack_.size(), peer_entry); }
   void run(std::uint64_t iterations) override {
     for (std::uint64_t i = 0; i < iterations; ++i)
       peer_ = bctx::detail::jump_fcontext(peer_, nullptr).fctx;  // there and back
@@ -77,6 +75,7 @@ const Registrar registrar({
                 "fiber: boost::context::fiber::resume(), the public API; fcontext: "
                 "boost::context::detail::jump_fcontext, the assembly under it"}},
     .make = make,
+    .expects = expects_no_switches,
     .supported = [](const Params&) { return uswitch::boost_support(); },
     .method = "Boost.Context performance/fcontext (ping-pong of jumps, total / 2), batched and timer-corrected",
     .where_time_goes = "jump_fcontext saves the same callee-saved set and FP control words as uswitch.asm "

@@ -22,7 +22,7 @@ using namespace ctx;
 #if CTXBENCH_HAVE_BOOST_FIBER
 class FiberRoundRobin final : public uswitch::UserSwitchWorkload {
  public:
-  explicit FiberRoundRobin(int fibers) : UserSwitchWorkload(fibers), turns_(static_cast<std::size_t>(fibers - 1), 0) {
+  explicit FiberRoundRobin(int fibers) : turns_(static_cast<std::size_t>(fibers - 1), 0) {
     for (int w = 0; w < fibers - 1; ++w)
       workers_.emplace_back([this, w] {
         while (!stop_) {
@@ -40,7 +40,7 @@ class FiberRoundRobin final : public uswitch::UserSwitchWorkload {
     stop_and_join();
     return {};
   }
-  void annotate_more(Result& r) override {
+  void annotate(Result& r) override {
     Check check;
     check.name = "fiber_turns";
     check.expected =
@@ -94,6 +94,7 @@ const Registrar registrar({
                 true},
                uswitch::laps_param()},
     .make = make,
+    .expects = expects_no_switches,
     .supported =
         [](const Params& p) {
           if (std::stol(p.at("fibers")) < 2)

@@ -68,7 +68,7 @@ Player play(Court& court, int me) {
 
 class CoroutinePingPong final : public uswitch::UserSwitchWorkload {
  public:
-  CoroutinePingPong() : UserSwitchWorkload(2) {
+  CoroutinePingPong() {
     for (int p = 0; p < 2; ++p) court_.player[p] = play(court_, p).handle;
     court_.holder = court_.player[0];
   }
@@ -95,6 +95,7 @@ const Registrar registrar({
     .unit = Unit::ns,
     .ops_per_iteration = constant(2),  // one iteration is a round trip = two transfers
     .make = [](Context&) { return std::make_unique<CoroutinePingPong>(); },
+    .expects = expects_no_switches,
     .method = "C++20 (P0913 symmetric transfer) ping-pong, batched and timer-corrected",
     .where_time_goes = "the suspending coroutine stores its resume point in its frame, await_suspend returns the "
                        "other handle and the compiler tail-calls its resume function: an indirect call, no stack "

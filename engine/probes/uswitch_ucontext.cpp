@@ -22,7 +22,7 @@ using namespace ctx;
 
 class UcontextPingPong final : public uswitch::UserSwitchWorkload {
  public:
-  UcontextPingPong() : UserSwitchWorkload(2) {
+  UcontextPingPong() {
     if (getcontext(&peer_) != 0) throw_errno("getcontext");
     peer_.uc_stack.ss_sp = stack_.bottom();
     peer_.uc_stack.ss_size = stack_.size();
@@ -35,7 +35,7 @@ class UcontextPingPong final : public uswitch::UserSwitchWorkload {
   void run(std::uint64_t iterations) override {
     for (std::uint64_t i = 0; i < iterations; ++i) swapcontext(&main_, &peer_);  // there and back: two swaps
   }
-  void annotate_more(Result& r) override {
+  void annotate(Result& r) override {
     r.notes.push_back(
         "each swapcontext makes one rt_sigprocmask system call (glibc saves and restores the signal mask); the "
         "baseline is that call alone, so the corrected figure is swapcontext's user-level part");
@@ -76,6 +76,7 @@ const Registrar registrar({
                 "is swapcontext's user-level part)",
     .make = [](Context&) { return std::make_unique<UcontextPingPong>(); },
     .make_baseline = [](Context&) { return std::make_unique<SigprocmaskCall>(); },
+    .expects = expects_no_switches,
     .method = "stress-ng context / libMicro setcontext style ping-pong; Boost.Context's ucontext comparison",
     .where_time_goes = "glibc stores the callee-saved and argument registers, the x87 environment (fnstenv/fldenv on "
                        "x86_64, slow instructions) and MXCSR in the ucontext_t, and enters the kernel once per swap "

@@ -256,7 +256,13 @@ std::string probes_markdown(const std::vector<nlohmann::json>& reference) {
       out += fmt::format("- **param `{}`:** {} — {}{}\n", spec.name, fmt::join(spec.values, ", "), spec.help,
                          default_note(spec));
     const auto described = describe_probe(p);
-    if (!described["expects"].is_null())
+    const auto& expects = described["expects"];
+    if (!expects.is_null() && expects["measuring_task_per_op"].get<double>() == 0 &&
+        expects["partner_per_handoff"].get<double>() == 0)
+      out += fmt::format(
+          "- **expects:** no kernel switch of the measuring task (voluntary + involuntary, over every batch): {}\n",
+          expects["why"].get<std::string>());
+    else if (!expects.is_null())
       out += fmt::format(
           "- **expects:** {} switches: {} per op by the measuring task, {} per hand-off by each "
           "partner (default parameters). {}\n",

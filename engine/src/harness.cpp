@@ -128,6 +128,29 @@ std::optional<std::pair<Reason, std::string>> judge_switches(double expected, do
 }
 
 namespace {
+std::optional<std::pair<Reason, std::string>> judge_switches_per_op(double switches, double ops, Check& check) {
+  const double per_op = ops > 0 ? switches / ops : 0;
+  check.name = no_switches_check;
+  check.expected = no_switches_expected();
+  check.observed = per_op;
+  check.ok = per_op < 0.01;
+  if (check.ok) return std::nullopt;
+  return std::make_pair(Reason::too_many_switches, kernel_switched_detail(per_op));
+}
+}  // namespace
+
+std::optional<std::pair<Reason, std::string>> judge_no_switches(const SwitchCount& switches, double ops, Check& check) {
+  check.detail = no_switches_counted(switches.voluntary, switches.involuntary, ops);
+  return judge_switches_per_op(static_cast<double>(switches.voluntary + switches.involuntary), ops, check);
+}
+
+std::optional<std::pair<Reason, std::string>> judge_pooled_no_switches(double switches, double ops, int rounds,
+                                                                       Check& check) {
+  check.detail = no_switches_pooled(switches, ops, rounds);
+  return judge_switches_per_op(switches, ops, check);
+}
+
+namespace {
 
 // Restores the calling thread's affinity and policy when a variant ends.
 class AffinityGuard {
@@ -192,6 +215,7 @@ struct Sampled {
   std::vector<double> set_aside;                  // per-op times of samples set aside as interference
   std::vector<SetAsideReason> set_aside_reasons;  // why, one per set-aside sample
   SwitchCount kept_switches;                      // the measuring thread's switches during the kept samples
+  SwitchCount all_switches;                       // and during every batch (calibration and warm-up included)
   std::optional<std::uint64_t> kept_cycles;       // its core cycles then, where the counter reads
   std::optional<CounterTotals> counters;          // the kernel's counters, where read
 };
@@ -228,13 +252,17 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
                std::vector<TimedBatch>* kept_batches = nullptr) {
   Sampled out;
   if (cycles) out.kept_cycles = 0;
+  auto add_switches = [](SwitchCount& total, const SwitchCount& before, const SwitchCount& after) {
+    total.voluntary += after.voluntary - before.voluntary;
+    total.involuntary += after.involuntary - before.involuntary;
+  };
   auto timed = [&](std::uint64_t n, TimedBatch* readings = nullptr) {
     out.all_iterations += n;
-    return time_batch(clock, timer, workload, n, readings);
-  };
-  auto add_switches = [&](const SwitchCount& before, const SwitchCount& after) {
-    out.kept_switches.voluntary += after.voluntary - before.voluntary;
-    out.kept_switches.involuntary += after.involuntary - before.involuntary;
+    // Every batch's switches, outside its timing (for an expectation of none).
+    const SwitchCount before = thread_switches();
+    const double ns = time_batch(clock, timer, workload, n, readings);
+    add_switches(out.all_switches, before, thread_switches());
+    return ns;
   };
   out.iterations_per_sample = probe.fixed_iterations ? probe.fixed_iterations(params) : 0;
   if (out.iterations_per_sample == 0) out.iterations_per_sample = batch;  // an earlier round's calibration
@@ -309,7 +337,7 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
       out.per_op.push_back(per_op);
       if (kept_batches) kept_batches->push_back(readings);
       out.total_iterations += out.iterations_per_sample;
-      add_switches(before, after);
+      add_switches(out.kept_switches, before, after);
       if (cycles_before && cycles_after && out.kept_cycles)
         *out.kept_cycles += *cycles_after - *cycles_before;
       else
@@ -770,11 +798,10 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
     const Summary summary = summarize(r.samples);
     r.summary = summary;
     r.timer_corrected = true;
-    if (probe.expects) {
-      if (auto expectation = probe.expects(params))
-        add_switch_checks(*expectation, ops_total, static_cast<double>(measured.all_iterations) * ops_per_iteration,
-                          measured.kept_switches, partners, r);
-    }
+    const double ops_all = static_cast<double>(measured.all_iterations) * ops_per_iteration;
+    const std::optional<Expectation> expectation = probe.expects ? probe.expects(params) : std::nullopt;
+    if (expectation && !expectation->none())
+      add_switch_checks(*expectation, ops_total, ops_all, measured.kept_switches, partners, r);
     if (probe.matrix && !probe.expects) add_preemption_check(measured.kept_switches, partners, r);
     add_placement_check(placement, r);
     if (probe.syscalls_per_op) r.derived["syscalls_per_op"] = probe.syscalls_per_op(params);
@@ -820,6 +847,12 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
       r.stability = assess_stability(r.samples);
       if (r.stability && r.stability->unstable)
         r.verdict.add(Status::suspect, Reason::unstable, unstable_detail(*r.stability, r));
+      if (expectation && expectation->none()) {
+        Check check;
+        if (auto problem = judge_no_switches(measured.all_switches, ops_all, check))
+          r.verdict.add(Status::suspect, problem->first, problem->second);
+        r.checks.push_back(check);
+      }
       workload->annotate(r);
     }
   } catch (const ProbeError& e) {

@@ -146,4 +146,16 @@ long counted_switches(const SwitchCount& c, Counter counter);
 // Fills `check`; returns the reason when outside 90%..110%.
 std::optional<std::pair<Reason, std::string>> judge_switches(double expected, double observed, Check& check);
 
+// Verdict where no switch is expected (Expectation::none): the kernel may
+// switch the measuring task fewer than once per 100 ops (a timer tick can
+// preempt any batch; more means the operation itself enters the scheduler).
+// `switches` and `ops` cover every batch. Pure, tested on recorded counts.
+// Fills `check` (named no_switches_check); returns the reason when it fails.
+inline constexpr const char* no_switches_check = "kernel_not_involved";
+std::optional<std::pair<Reason, std::string>> judge_no_switches(const SwitchCount& switches, double ops, Check& check);
+// The same rule over a variant's rounds (merge_rounds): `switches` of both
+// kinds in all, over `ops` in `rounds` rounds.
+std::optional<std::pair<Reason, std::string>> judge_pooled_no_switches(double switches, double ops, int rounds,
+                                                                       Check& check);
+
 }  // namespace ctx

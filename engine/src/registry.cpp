@@ -24,6 +24,12 @@ const char* counter_name(Counter counter) {
   return "voluntary";
 }
 
+std::optional<Expectation> expects_no_switches(const Params&) {
+  return Expectation{Counter::any, 0, 0,
+                     "the operation stays in user space (a user-level switch, or making a user-level context), so "
+                     "the kernel's scheduler is never entered; a timer tick may still preempt a batch now and then"};
+}
+
 void insert_probe(std::vector<ProbeDescriptor>& probes, ProbeDescriptor descriptor) {
   if (!descriptor.ops_per_iteration) descriptor.ops_per_iteration = constant(1);
   if (descriptor.make_baseline && !descriptor.baseline_ops_per_iteration)
@@ -156,6 +162,17 @@ Expectation switch_expectation(const Params& params, const std::string& wait) {
   return {Counter::any, 0.5, 1,
           "each side switches out once per round trip (two switches): a sleep in " + wait +
               ", or, while another task wants the CPU, a preemption after which " + wait + " finds the token waiting"};
+}
+
+Aggregation aggregation_of(const ProbeDescriptor* probe, const std::string& name) {
+  auto named = [&](const DerivedFigure& figure) { return figure.name == name; };
+  if (probe)
+    if (auto own = std::find_if(probe->derived.begin(), probe->derived.end(), named); own != probe->derived.end())
+      return own->aggregation;
+  const auto& harness = harness_figures();
+  if (auto figure = std::find_if(harness.begin(), harness.end(), named); figure != harness.end())
+    return figure->aggregation;
+  return Aggregation::mean;
 }
 
 std::string descriptor_problems(const ProbeDescriptor& d) {

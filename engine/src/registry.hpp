@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "derived.hpp"
 #include "record.hpp"
 
 namespace ctx {
@@ -53,13 +54,22 @@ std::map<std::string, double> numeric_params(const ProbeDescriptor& probe, const
 enum class Counter { voluntary, involuntary, any };
 const char* counter_name(Counter counter);
 
-// What getrusage should show if the operation really switches.
+// What getrusage should show: so many switches where the operation really
+// switches, or none where it must never enter the kernel's scheduler (a
+// user-level switch: expects_no_switches). The harness checks it.
 struct Expectation {
   Counter counter = Counter::voluntary;
   double main_per_op = 0;          // switches the measuring task makes per op
   double partner_per_handoff = 0;  // switches a partner makes per hand-off it serves
-  std::string why;                 // one sentence: where the switches come from
+  std::string why;                 // one sentence: where the switches come from, or why none
+  // No switch at all: the kernel leaves the measuring task alone, counted
+  // over every batch it runs (calibration and warm-up included).
+  bool none() const { return main_per_op == 0 && partner_per_handoff == 0; }
 };
+
+// The descriptor's `expects` of a probe whose operation is a user-level
+// switch (or the creation of a user-level context): no kernel switch.
+std::optional<Expectation> expects_no_switches(const Params& params);
 
 struct Support {
   bool ok = true;
@@ -159,6 +169,10 @@ struct ProbeDescriptor {
   // rounds are merged (merge_rounds), so no such figure is an average of the
   // rounds'. Null: none.
   std::function<void(Result&)> from_summary;
+  // The probe's own derived figures, each with how a variant's rounds combine
+  // it (derived.hpp): every figure from_summary writes (recompute), and any
+  // total (sum). A figure defined nowhere is a per-op mean.
+  std::vector<DerivedFigure> derived;
   // A CPU-pair matrix probe (see PairMatrixSpec); null for every other probe.
   std::optional<PairMatrixSpec> matrix;
   // The system calls one op makes, by name and number, for a probe with the
@@ -211,6 +225,11 @@ ParamSpec seccomp_param();  // how many CPU pairs a matrix probe measures before
 // token without sleeping: the switch is involuntary, still one per round trip
 // (the split is in derived.*_switches_per_round_trip).
 Expectation switch_expectation(const Params& params, const std::string& wait);
+
+// How a variant's rounds combine `probe`'s derived figure `name`: the
+// probe's definition, else the harness's (derived.hpp), else mean. `probe`
+// may be null (the harness's figures alone).
+Aggregation aggregation_of(const ProbeDescriptor* probe, const std::string& name);
 
 // Checks a descriptor is complete; returns what is missing ("" when complete).
 std::string descriptor_problems(const ProbeDescriptor& descriptor);

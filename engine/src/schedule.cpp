@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -51,17 +52,10 @@ bool judged_again(Reason code) {
          code == Reason::too_many_switches || code == Reason::interference;
 }
 
-// Derived figures that are totals over the rounds; the others are per-op
-// figures, averaged over the rounds weighted by their samples, except those
-// that are functions of the summary, which `derive` computes again over the
-// pooled samples (derive_from_summary).
-bool is_total(const std::string& key) {
-  return key == "ops_executed" || key == "ops_in_figure" || key == "involuntary_switches_measuring_task";
-}
-
 }  // namespace
 
-Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::function<void(Result&)>& derive) {
+Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::function<void(Result&)>& derive,
+                    const ProbeDescriptor* probe) {
   if (rounds.empty()) throw std::invalid_argument("merge_rounds: no rounds");
   const int count = static_cast<int>(rounds.size());
   for (int k = 0; k < count; ++k)
@@ -100,8 +94,16 @@ Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::funct
   std::map<std::string, double> weighted;  // per-op derived figures x samples
   double weights = 0;
   std::set<std::string> notes;
+  double unexpected_switches = 0, unexpected_switches_ops = 0;  // where no switch is expected: every round's
   for (int k = 0; k < count; ++k) {
     const Result& part = rounds[static_cast<std::size_t>(k)];
+    for (const auto& check : part.checks)
+      if (check.name == no_switches_check && check.observed.is_number()) {
+        // Its figure is per op over every batch of the round (derived.ops_executed).
+        const double ops = part.derived.value("ops_executed", 0.0);
+        unexpected_switches += std::round(check.observed.get<double>() * ops);
+        unexpected_switches_ops += ops;
+      }
     r.samples.insert(r.samples.end(), part.samples.begin(), part.samples.end());
     r.set_aside.insert(r.set_aside.end(), part.set_aside.begin(), part.set_aside.end());
     r.set_aside_reasons.insert(r.set_aside_reasons.end(), part.set_aside_reasons.begin(), part.set_aside_reasons.end());
@@ -135,12 +137,15 @@ Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::funct
     const double weight = static_cast<double>(part.samples.size());
     weights += weight;
     for (const auto& [key, value] : part.derived.items()) {
-      if (is_total(key) && value.is_number())
-        r.derived[key] = r.derived.value(key, 0.0) + value.get<double>();
-      else if (value.is_number())
-        weighted[key] += value.get<double>() * weight;
-      else if (!r.derived.contains(key))
-        r.derived[key] = value;
+      if (!value.is_number()) {
+        if (!r.derived.contains(key)) r.derived[key] = value;  // a text: the same in every round
+        continue;
+      }
+      switch (aggregation_of(probe, key)) {
+        case Aggregation::sum: r.derived[key] = r.derived.value(key, 0.0) + value.get<double>(); break;
+        case Aggregation::mean: weighted[key] += value.get<double>() * weight; break;
+        case Aggregation::recompute: break;  // computed below, over the pooled samples and counts
+      }
     }
     if (!part.trace.is_null()) r.trace = part.trace;  // the variant's traced pass, from the round that ran it
     if (part.interference && !part.interference->attempts.empty()) {
@@ -164,6 +169,11 @@ Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::funct
   for (auto& check : r.checks) {
     if (check.name == "placement") {
       check.observed = nlohmann::json{{"start", r.observed_start}, {"end", r.observed_end}};
+      continue;
+    }
+    if (check.name == no_switches_check) {
+      if (auto problem = judge_pooled_no_switches(unexpected_switches, unexpected_switches_ops, count, check))
+        r.verdict.add(Status::suspect, problem->first, problem->second);
       continue;
     }
     if (check.name.find("_switches.") == std::string::npos || !check.expected.is_number() ||
@@ -235,8 +245,9 @@ Result Scheduler::merged(const Pending& pending) const { return merged(pending.i
 
 Result Scheduler::merged(std::size_t index, const std::vector<Result>& rounds) const {
   const ProbeDescriptor& probe = *variants_[index].probe;
-  Result r = merge_rounds(rounds, harness_.reference ? harness_.reference->best_ns() : 0,
-                          [&](Result& m) { derive_from_summary(probe, clock_.counts_ticks(), timer_, m); });
+  Result r = merge_rounds(
+      rounds, harness_.reference ? harness_.reference->best_ns() : 0,
+      [&](Result& m) { derive_from_summary(probe, clock_.counts_ticks(), timer_, m); }, &probe);
   r.run_id = run_id_;
   r.variant_index = index + 1;
   r.schedule = schedule_record(variants_[index]);

@@ -61,8 +61,11 @@ int rounds_for(const ProbeDescriptor& probe, int samples, const ScheduleOptions&
 // best_ns: the host reference's best (0 without one), to judge the pooled
 // reference times by. derive: computes the figures that are functions of the
 // summary (derive_from_summary for the variant's probe) over the pooled
-// samples; may be empty.
-Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::function<void(Result&)>& derive);
+// samples; may be empty. probe: whose derived figures say how they combine
+// (aggregation_of: summed, averaged by samples, or left to `derive`); null:
+// the harness's figures alone.
+Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::function<void(Result&)>& derive,
+                    const ProbeDescriptor* probe = nullptr);
 
 // What the scheduler needs from the command line around it.
 struct ScheduleHooks {

@@ -150,6 +150,29 @@ std::string ended_early_note(std::size_t done, int rounds) {
   return fmt::format("the run ended after {} of this variant's {} rounds; the record holds those", done, rounds);
 }
 
+std::string no_switches_expected() {
+  return "0 kernel context switches per op (voluntary + involuntary, getrusage RUSAGE_THREAD)";
+}
+
+std::string no_switches_counted(long voluntary, long involuntary, double ops) {
+  return fmt::format("{} voluntary and {} involuntary over {:.0f} ops (calibration and warm-up included)", voluntary,
+                     involuntary, ops);
+}
+
+std::string no_switches_pooled(double switches, double ops, int rounds) {
+  return fmt::format(
+      "{:.0f} kernel context switches (voluntary + involuntary) over {:.0f} ops in {} rounds (calibration and "
+      "warm-up included)",
+      switches, ops, rounds);
+}
+
+std::string kernel_switched_detail(double per_op) {
+  return fmt::format(
+      "the kernel switched the measuring thread {:.3f} times per op: the operation is not the user-level switch "
+      "alone",
+      per_op);
+}
+
 std::string nonpositive_detail(double baseline, double median) {
   return fmt::format(
       "the baseline ({:.1f} ns) is not below the result ({:.1f} ns): the figure is the primitive's own cost, and the "

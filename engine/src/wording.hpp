@@ -21,6 +21,14 @@ std::string set_aside_statement(const std::vector<double>& kept, const std::vect
 // the likely cause where the placement points at one.
 std::string unstable_detail(const Stability& stability, const Result& r);
 
+// The kernel_not_involved check of an operation that expects no switch
+// (harness.hpp's judge_no_switches): what is expected, what was counted, and
+// the reason when the kernel switched the measuring task too often.
+std::string no_switches_expected();
+std::string no_switches_counted(long voluntary, long involuntary, double ops);
+std::string no_switches_pooled(double switches, double ops, int rounds);
+std::string kernel_switched_detail(double per_op);
+
 // A baseline that is not below the figure it would be subtracted from.
 std::string nonpositive_detail(double baseline, double median);
 

@@ -52,7 +52,11 @@ def test_measured_records_are_consistent(quick_run):
 
 
 def test_switch_probes_carry_switch_checks_and_placement(quick_run, catalogue):
-    expecting = {p["name"] for p in catalogue if p["expects"]}
+    expecting = {
+        p["name"]
+        for p in catalogue
+        if p["expects"] and p["expects"]["measuring_task_per_op"] > 0
+    }
     for r in results(quick_run):
         if r["probe"] not in expecting or r["verdict"]["status"] not in ("ok", "suspect"):
             continue
@@ -68,6 +72,24 @@ def test_switch_probes_carry_switch_checks_and_placement(quick_run, catalogue):
             assert r["verdict"]["status"] == "suspect", (r["probe"], failed_checks)
         if r["verdict"]["status"] == "ok":
             assert not failed_checks
+
+
+def test_user_level_switches_expect_no_kernel_switch(quick_run, catalogue):
+    # The harness's expectation of none: every batch counted, under 1 per 100 ops.
+    expecting_none = {
+        p["name"]
+        for p in catalogue
+        if p["expects"] and p["expects"]["measuring_task_per_op"] == 0
+    }
+    assert {"uswitch.asm", "uswitch.ucontext", "create.coroutine"} <= expecting_none
+    for r in results(quick_run):
+        if r["probe"] not in expecting_none or r["verdict"]["status"] not in ("ok", "suspect"):
+            continue
+        [check] = [c for c in r["checks"] if c["name"] == "kernel_not_involved"]
+        assert check["ok"] == (check["observed"] < 0.01), (r["probe"], check)
+        assert not any("switches.measuring_task" in c["name"] for c in r["checks"])
+        if not check["ok"]:
+            assert r["verdict"]["status"] == "suspect", (r["probe"], check)
 
 
 def test_list_describes_every_probe(catalogue):

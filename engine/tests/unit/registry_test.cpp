@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "describe.hpp"
+#include "stats.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {
@@ -17,6 +18,31 @@ using namespace ctx;
 TEST(Registry, EveryDescriptorIsComplete) {
   ASSERT_FALSE(all_probes().empty());
   for (const auto& p : all_probes()) EXPECT_EQ(descriptor_problems(p), "") << p.name;
+}
+
+// A figure from_summary writes is a function of the summary: merged rounds
+// must compute it again over the pooled samples, not average the rounds'
+// (schedule.hpp). So the probe defines it as recompute, or the harness does
+// (round_trip_figures); this fails for a new figure defined nowhere.
+TEST(Registry, EveryFigureFromTheSummaryIsRecomputedOverMergedRounds) {
+  for (const auto& p : all_probes()) {
+    if (!p.from_summary) continue;
+    const Params params = default_params(p);
+    Result r;
+    r.params = params;
+    r.numeric_params = numeric_params(p, params);
+    r.samples = {10, 11, 12};
+    r.summary = summarize(r.samples);
+    Baseline baseline;
+    baseline.samples = {2, 3};
+    baseline.summary = summarize(baseline.samples);
+    baseline.value = baseline.summary->median;
+    r.baseline = baseline;
+    p.from_summary(r);
+    EXPECT_FALSE(r.derived.empty()) << p.name;
+    for (const auto& [name, value] : r.derived.items())
+      EXPECT_EQ(aggregation_of(&p, name), Aggregation::recompute) << p.name << ": derived." << name;
+  }
 }
 
 // The registration function itself, on a registry of the test's own (a

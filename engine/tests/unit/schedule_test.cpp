@@ -146,6 +146,72 @@ TEST(Schedule, RoundsAddTheirCountersAndKeepEachSetAsideReason) {
       << r.verdict.reasons.back().second;
 }
 
+// Each derived figure combines as its definition says: a probe's total is
+// summed, a figure defined nowhere is a per-op mean weighted by samples, and
+// a function of the summary is left to `derive` (absent without one), never
+// the rounds' average.
+TEST(Schedule, MergedRoundsCombineEachFigureByItsAggregation) {
+  ProbeDescriptor probe;
+  probe.name = "test.cost";
+  probe.derived = {{"made", Aggregation::sum}, {"from_median", Aggregation::recompute}};
+  Result a = round_of({10, 11, 12}, 100, 100);
+  Result b = round_of({10, 10, 13, 14}, 100, 100);
+  for (Result* part : {&a, &b}) {
+    part->derived["made"] = static_cast<double>(part->samples.size());
+    part->derived["per_op"] = part->samples.size() == 3 ? 1.0 : 2.0;
+    part->derived["from_median"] = part->summary->median;
+    part->derived["where"] = "here";
+  }
+  const Result r = merge_rounds({a, b}, 0, {}, &probe);
+  EXPECT_DOUBLE_EQ(r.derived["made"].get<double>(), 7);
+  EXPECT_DOUBLE_EQ(r.derived["per_op"].get<double>(), (3 * 1.0 + 4 * 2.0) / 7);
+  EXPECT_FALSE(r.derived.contains("from_median"));
+  EXPECT_EQ(r.derived["where"], "here");
+  EXPECT_DOUBLE_EQ(r.derived["ops_executed"].get<double>(), 2000);  // the harness's own total
+  // With `derive`, the figure is the pooled samples' median (11), not the rounds' averaged (11.25).
+  const Result derived = merge_rounds(
+      {a, b}, 0, [](Result& m) { m.derived["from_median"] = m.summary->median; }, &probe);
+  EXPECT_DOUBLE_EQ(derived.derived["from_median"].get<double>(), 11);
+}
+
+// A user-level switch's rounds: each round's kernel_not_involved figure is
+// per op over its every batch (derived.ops_executed); the record judges the
+// switches of every round over their ops, once. Counts as recorded for
+// uswitch.ucontext (2 involuntary over 891364 ops) and a round preempted 15
+// times in 1000 ops (1.5 per 100: over the rule alone, under it pooled).
+Result user_switch_round(double switches, double ops) {
+  Result r;
+  r.probe = "test.user_switch";
+  r.samples = {5, 5, 6};
+  r.summary = summarize(r.samples);
+  Check check;
+  if (auto problem = judge_no_switches({0, static_cast<long>(switches)}, ops, check))
+    r.verdict.add(Status::suspect, problem->first, problem->second);
+  r.checks.push_back(check);
+  r.derived["ops_executed"] = ops;
+  return r;
+}
+
+TEST(Schedule, MergedRoundsJudgeNoKernelSwitchOverEveryRound) {
+  const Result quiet = merge_rounds({user_switch_round(2, 891364), user_switch_round(15, 1000)}, 0, {});
+  ASSERT_EQ(quiet.checks.size(), 1u);
+  EXPECT_EQ(quiet.checks[0].name, no_switches_check);
+  EXPECT_DOUBLE_EQ(quiet.checks[0].observed.get<double>(), 17 / 892364.0);
+  EXPECT_TRUE(quiet.checks[0].ok);
+  EXPECT_EQ(quiet.verdict.status, Status::ok);
+  EXPECT_EQ(quiet.checks[0].detail,
+            "17 kernel context switches (voluntary + involuntary) over 892364 ops in 2 rounds (calibration and "
+            "warm-up included)");
+
+  const Result busy = merge_rounds({user_switch_round(15, 1000), user_switch_round(10, 1000)}, 0, {});
+  ASSERT_EQ(busy.checks.size(), 1u);
+  EXPECT_DOUBLE_EQ(busy.checks[0].observed.get<double>(), 0.0125);
+  EXPECT_FALSE(busy.checks[0].ok);
+  ASSERT_EQ(busy.verdict.reasons.size(), 1u);  // judged once, not once per round
+  EXPECT_EQ(busy.verdict.status, Status::suspect);
+  EXPECT_EQ(busy.verdict.reasons[0].first, Reason::too_many_switches);
+}
+
 // The figures that are functions of the summary (2 x the median for
 // per_round_trip_ns, ticks per op, ns per observed switch, a rate's ns per
 // message) are those of the pooled samples, exactly as derive_from_summary
