@@ -220,7 +220,8 @@ def test_the_timer_is_stated_where_corrected_figures_are_shown(tmp_path, monkeyp
     db = str(tmp_path / "timer.db")
     CliRunner().invoke(cli, ["import", str(fixture_path("run_a.jsonl")), "--db", db])
     shown = CliRunner().invoke(cli, ["show", "latest", "--db", db, "--all"]).output
-    ladder, table = shown.split("\n\n")[1], shown.split("every result")[1]
+    ladder = shown.split("What one operation costs here")[1].split("\n\n")[0]
+    table = shown.split("every result")[1]
     assert "timer: rdtscp" in " ".join(ladder.split())  # under the ladder
     assert "timer: rdtscp" in " ".join(table.split())  # under the table of every result
     assert "corrected" not in table  # the column is 'less baseline': '—' means no baseline

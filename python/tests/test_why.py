@@ -59,7 +59,7 @@ def test_the_ladder_is_cheapest_first_and_defines_idle_held():
     terms = why.terms(summary.ladder)
     assert len(terms) == 1 and terms[0].startswith("idle held: ")
     text = _text(real_run(DEFAULT_QUICK))
-    ladder = text.split("Why")[0]
+    ladder = text.split("What one operation costs here")[1].split("\n\n")[0]
     assert "thread switch, cross CPU, idle held" in ladder and "idle held: while" in ladder
 
 

@@ -331,15 +331,15 @@ def answer_lines(run: RunSummary, width: int) -> list[Text]:
 
 
 def run_lines(summary: Summary, width: int, index: int = 0) -> list[Text]:
-    """The summary of run INDEX: ladder, why, same vs cross, explanation, verdicts."""
+    """The summary of run INDEX: answers, why, ladder, same vs cross, explanation, verdicts."""
     width = max(width, MIN_WIDTH)
     run = summary.runs[index]
     label = _explained_label(run)
     sections = [
         sandbox_lines(run, width),
         answer_lines(run, width),
+        why_lines(run, width),  # the answers' causes, before the ladder they come from
         ladder_lines(run, width),
-        why_lines(run, width),
         same_vs_cross_lines(run, width),
         explanation_lines(run.explanation, label, width),
         verdict_lines(run, width),
