@@ -182,6 +182,8 @@ def test_why_and_pair_as_json_follow_the_schema(store):
     document = json.loads(result.output)
     jsonschema.validate(document, SCHEMA)
     assert document["pairing"]["parameters"] == ["between"]
+    assert {p["other_params"]["between"] for p in document["pairing"]["pairs"]} == {"processes"}
+    assert {p["params"]["between"] for p in document["pairing"]["pairs"]} == {"threads"}
     assert document["why"]["top_group"] == ADDRESS_SPACE
 
 

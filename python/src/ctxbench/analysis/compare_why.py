@@ -548,6 +548,14 @@ def why_dict(result: Why | None, pairing: Any = None) -> dict[str, Any]:
             "unpaired_reference": pairing.unpaired_reference,
             "unpaired_other": pairing.unpaired_other,
             "ambiguous": pairing.ambiguous,
+            "pairs": [
+                {
+                    "probe": record["probe"],
+                    "params": record.get("params", {}),
+                    "other_params": original(record).get("params", {}),
+                }
+                for record in pairing.runs[1].results
+            ],
         }
     if result is not None:
 
