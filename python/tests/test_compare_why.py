@@ -137,7 +137,7 @@ def test_pairing_idle_pairs_every_cross_cpu_row_and_says_whether_holding_helped(
     assert result.exit_code == 0, result.output
     said = [line for line in result.output.splitlines() if "idle=free→held" in line]
     assert len(said) == len(held)  # one verdict line per pair, each naming the change
-    verdicts = ("helped", "made it slower", "did not help", "not judged")
+    verdicts = ("helped", "made it slower", "neither helped nor hurt", "not judged")
     assert all(any(word in line for word in verdicts) for line in said)
     summary = next(
         line for line in result.output.splitlines() if "pair" in line and "shown" in line

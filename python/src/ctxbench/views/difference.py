@@ -185,13 +185,13 @@ def why_lines(result: Why, comparison: Comparison, width: int) -> list[Text]:
 
 # ---- --pair: rows that differ on purpose -------------------------------------------
 def _helped(decision: str | None, change: str) -> tuple[str, str]:
-    """'idle=free→held helped', 'made it slower' or 'did not help' (no difference beyond
-    the noise: the words beside it say which)."""
+    """'idle=free→held helped', 'made it slower' or 'neither helped nor hurt' (no
+    difference beyond the noise: the words beside it say which)."""
     if decision == FASTER:
         return f"{change} helped", "green"
     if decision == SLOWER:
         return f"{change} made it slower", "red"
-    return f"{change} did not help", "dim"
+    return f"{change} neither helped nor hurt", "dim"
 
 
 def pair_lines(pairing: Pairing, comparison: Comparison, width: int) -> list[Text]:
