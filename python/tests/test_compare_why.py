@@ -139,6 +139,8 @@ def test_pairing_idle_pairs_every_cross_cpu_row_and_says_whether_holding_helped(
     assert len(said) == len(held)  # one verdict line per pair, each naming the change
     verdicts = ("helped", "made it slower", "neither helped nor hurt", "not judged")
     assert all(any(word in line for word in verdicts) for line in said)
+    suspect = [r for r in free + held if r["verdict"]["status"] != "ok"]
+    assert suspect and result.output.count("[marked:") >= 1  # a suspect side is marked, kept
     summary = next(
         line for line in result.output.splitlines() if "pair" in line and "shown" in line
     )

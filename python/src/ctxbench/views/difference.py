@@ -194,6 +194,17 @@ def _helped(decision: str | None, change: str) -> tuple[str, str]:
     return f"{change} neither helped nor hurt", "dim"
 
 
+def _suspect_sides(reference: dict[str, Any], other: dict[str, Any]) -> list[str]:
+    """'A suspect (unstable)' for each side whose verdict is not ok."""
+    marks = []
+    for name, result in (("A", reference), ("B", other)):
+        verdict = result["verdict"]
+        if verdict["status"] != "ok":
+            codes = ", ".join(sorted({reason["code"] for reason in verdict.get("reasons", [])}))
+            marks.append(f"{name} {verdict['status']}" + (f" ({codes})" if codes else ""))
+    return marks
+
+
 def pair_lines(pairing: Pairing, comparison: Comparison, width: int) -> list[Text]:
     """Each pair: A's variant, what changed, both figures, whether the change
     helped; then one summary line that counts exactly these rows and names the
@@ -239,9 +250,10 @@ def pair_lines(pairing: Pairing, comparison: Comparison, width: int) -> list[Tex
         words = describe(cell.difference, row.unit, comparison.min_effect, judged_by=cell.noise)
         source = noise.words(cell.noise, short=True)
         text = f"{helped}: {words}" + (f", {source}" if source else "")
-        if cell.excluded:
+        marks = list(cell.excluded) or _suspect_sides(a.result, cell.result)
+        if marks:
             marked += 1
-            text += f" [marked: {'; '.join(cell.excluded)}]"
+            text += f" [marked: {'; '.join(marks)}]"
             style = "yellow"
         lines += wrapped_lines(text, width, 4, style)
     lines.append(Text(""))
