@@ -202,6 +202,10 @@ def test_a_parameter_no_variant_has_is_bad_input(store):
         ["compare", runs[0].run_id, runs[0].run_id, "--pair", "idle", "--db", str(store.location)],
     )
     assert result.exit_code == 2
+    third = load(store, "host.jsonl")[0]
+    ids = [runs[0].run_id, runs[1].run_id, third.run_id]
+    result = CliRunner().invoke(main, ["compare", *ids, "--why", "--db", str(store.location)])
+    assert result.exit_code == 2 and "two runs" in result.output
 
 
 def test_the_table_knows_which_part_each_difference_acts_on():

@@ -226,6 +226,11 @@ def _why_or_pairs(
 
     fail_above, allowed = gate_options
 
+    if split and len(runs) != 2:
+        raise click.UsageError(
+            "--why splits one run against another: give two runs (RUN_A RUN_B), "
+            "or --baseline and one run at a time"
+        )
     pairing = None
     compared = runs
     if pair is not None:
