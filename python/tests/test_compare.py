@@ -18,14 +18,12 @@ from ctxbench.analysis.compare import (
     Summary,
     compare_runs,
     decide,
-    describe,
-    summary_line,
-    summary_lines,
     time_ratio,
 )
 from ctxbench.records.core import group_run, params_key
 from ctxbench.records.envdiff import env_diff
 from ctxbench.store.db import Store
+from ctxbench.views.comparison import describe, summary_line, summary_lines
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from conftest import REPO, real_run, require_chromium, with_run_id
 from ctxbench import fmt
 from ctxbench.records.core import group_run, params_key, read_run_file, record_problem
 from ctxbench.store.db import Store
+from ctxbench.views.comparison import cell_words
 from ctxbench.views.report import render
 
 EVIL = "</script><img src=x onerror=alert(1)><script>alert('xss')</script>&amp;"
@@ -366,8 +367,8 @@ def test_machine_vs_machine(store_with_runs):
         # ratio [CI] as compare prints it, p, and the words of compare.describe
         assert text[3] == fmt.ratio(cell.ci_low, cell.ratio, cell.ci_high)
         assert text[4] == fmt.p_value(cell.p_value)
-        assert text[5].startswith(cell.words)
-    words = [cell.words for figure in machines.figures for cell in figure.cells]
+        assert text[5].startswith(cell_words(machines, figure, 1))
+    words = [cell_words(machines, figure, 1) for figure in machines.figures]
     assert "not significant" in words  # two runs of one machine: most figures do not differ
     assert summary.count('class="not-significant"') == words.count("not significant")
     # One machine: none of the keys that explain a difference differs.
@@ -414,6 +415,7 @@ def test_machine_vs_machine_on_two_machines(tmp_path):
         page = render(runs)
     machines = summarize(runs).machines
     by_key = {figure.key: figure.cells[0] for figure in machines.figures}
+    words = {figure.key: cell_words(machines, figure, 1) for figure in machines.figures}
     # The vDSO call, the bare syscall and both same-CPU switches have a ratio. The
     # cross-CPU switch has none: run_a's is policy=batch, a variant the newer engine
     # runs only on one CPU (and on one vCPU its cross-CPU variants are unsupported).
@@ -421,7 +423,7 @@ def test_machine_vs_machine_on_two_machines(tmp_path):
         cell = by_key[key]
         assert cell.ratio is not None and cell.significant, key
         assert cell.ci_low <= cell.ratio <= cell.ci_high
-        assert cell.ratio > 1 and cell.words.startswith("B ran ") and "slower than A" in cell.words
+        assert cell.ratio > 1 and words[key].startswith("B ran ") and "slower than A" in words[key]
     assert by_key["cross_switch"].ratio is None
     assert by_key["cross_switch"].note == "not in this run"
     # run_a's switch.pipe has no idle knob (older engine), other_machine's says

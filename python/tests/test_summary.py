@@ -12,13 +12,13 @@ import copy
 import pytest
 
 from conftest import REPO, real_run
-from ctxbench.analysis.compare import describe
 from ctxbench.analysis.explain import REST
 from ctxbench.analysis.summary import is_remainder, pick, section_id, summarize, variant_key
 from ctxbench.analysis.summary_rules import LADDER, REASON_SENTENCES, reason_sentence
 from ctxbench.records.core import group_run, params_key, read_run_file, schema
 from ctxbench.store.db import Store
 from ctxbench.views import why
+from ctxbench.views.comparison import cell_words, describe
 
 REFERENCE_RUN = REPO / "docs" / "data" / "reference-run.jsonl"
 
@@ -224,9 +224,10 @@ def test_machines(store):
             cell.difference.ratio.high,
         )
         assert mine.significant == cell.difference.significant
-        assert mine.words == describe(cell.difference, row.unit, comparison.min_effect, "B", "A")
+        words = cell_words(machines, figure, 1)
+        assert words == describe(cell.difference, row.unit, comparison.min_effect, "B", "A")
         if not mine.significant:
-            assert mine.words == "not significant"
+            assert words == "not significant"
     # One machine, one minute apart: the environment keys of interest agree.
     assert machines.env == []
     assert summarize([run_a]).machines is None

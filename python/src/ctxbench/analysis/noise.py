@@ -316,26 +316,3 @@ def _between_runs(
 def within_run() -> Noise:
     """The noise of a comparison of pooled samples alone (e.g. a matrix's pair class)."""
     return Noise(WITHIN_RUN, None, 0, floor=WITHIN_RUN_FLOOR)
-
-
-SHORT_WORDS = {REPEATS: "by repeats", HISTORY: "by history", WITHIN_RUN: "within-run only"}
-
-
-def words(noise: Noise | None, short: bool = False) -> str:
-    """'judged by repeats (run-to-run spread 3.1%, 6 repeats); could detect 8%',
-    'judged by within-run samples only (floor 22%); could detect 22%';
-    ``short``: 'by repeats, could detect 8%', 'within-run only, could detect 22%'."""
-    if noise is None:
-        return ""
-    could = detectable(noise)
-    seen = f"could detect {could:.0%}" if could is not None else ""
-    if short:
-        return SHORT_WORDS[noise.source] + (f", {seen}" if seen else "")
-    spread = f"{noise.spread:.1%}" if noise.spread is not None else "unknown"
-    if noise.source == REPEATS:
-        text = f"judged by repeats (run-to-run spread {spread}, {noise.n} repeats)"
-    elif noise.source == HISTORY:
-        text = f"judged by this machine's history (spread {spread} over {noise.n} earlier runs)"
-    else:
-        text = f"judged by within-run samples only (floor {noise.floor_effect:.0%})"
-    return text + (f"; {seen}" if seen else "")

@@ -49,7 +49,7 @@ API (stable; later changes only add)::
     MachineFigure key, label, probe, params, unit, reference_median,
                cells: list[MachineCell] (one per other run), row (of key_comparison)
     MachineCell median, ratio, ci_low, ci_high, p_value, significant, decision,
-               words (compare.describe), excluded (why not comparable), note,
+               excluded (why not comparable), note,
                variant (the other run's own variant where it did not measure A's)
     EnvDifference key, label, values (one per run, None where absent)
 
@@ -65,7 +65,7 @@ from typing import Any
 
 from ctxbench import fmt
 from ctxbench.analysis.answers import answers
-from ctxbench.analysis.compare import compare_runs, describe
+from ctxbench.analysis.compare import compare_runs
 from ctxbench.analysis.explain import REST, Explained, Explanation, explain
 from ctxbench.analysis.summary_data import (  # noqa: F401 (section_id, point: their users import them here)
     EnvDifference,
@@ -334,14 +334,6 @@ def machines(runs: list[StoredRun], summaries: list[RunSummary], **options: Any)
                     p_value=difference.u_test.p_value if difference and difference.u_test else None,
                     significant=bool(difference and difference.significant),
                     decision=cell.decision,
-                    words=describe(
-                        difference,
-                        row.unit,
-                        comparison.min_effect,
-                        fmt.run_letter(index),
-                        fmt.run_letter(0),
-                        cell.noise,
-                    ),
                     excluded=cell.excluded,
                     noise=cell.noise,
                     note=cell.note or (difference.why_not if difference else None),

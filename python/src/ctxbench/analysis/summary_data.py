@@ -134,7 +134,6 @@ class MachineCell:
     p_value: float | None
     significant: bool
     decision: str | None  # compare.SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE
-    words: str  # compare.describe: 'B ran 1.52× (1.49–1.55) slower than A', 'not significant'
     excluded: tuple[str, ...]
     note: str | None  # why there is no ratio
     noise: Noise | None = None  # what judged the difference (repeats, history, within-run)

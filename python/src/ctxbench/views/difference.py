@@ -15,12 +15,12 @@ from typing import Any
 from rich.text import Text
 
 from ctxbench import fmt
-from ctxbench.analysis import noise
-from ctxbench.analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, Comparison, describe
+from ctxbench.analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, Comparison
 from ctxbench.analysis.compare_pairs import Pairing, original
 from ctxbench.analysis.compare_why import RowWhy, Why
 from ctxbench.analysis.envparts import EVERYTHING, KeyDifference
 from ctxbench.records.core import variant_name
+from ctxbench.views.comparison import describe, noise_words
 from ctxbench.views.machines import options_text
 from ctxbench.views.summary import MIN_WIDTH, heading_line, styled_line, wrapped_lines
 
@@ -248,7 +248,7 @@ def pair_lines(pairing: Pairing, comparison: Comparison, width: int) -> list[Tex
         helped, style = _helped(cell.decision, change)
         counts[cell.decision] += 1
         words = describe(cell.difference, row.unit, comparison.min_effect, judged_by=cell.noise)
-        source = noise.words(cell.noise, short=True)
+        source = noise_words(cell.noise, short=True)
         text = f"{helped}: {words}" + (f", {source}" if source else "")
         marks = list(cell.excluded) or _suspect_sides(a.result, cell.result)
         if marks:

@@ -24,17 +24,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from ctxbench import fmt, stats
-from ctxbench.analysis.compare import (
-    Comparison,
-    MatrixComparison,
-    summary_line,
-    summary_lines,
-    time_ratio,
-)
+from ctxbench.analysis.compare import Comparison, MatrixComparison, time_ratio
 from ctxbench.analysis.gate import Gate, GateRow, not_judged_reason
 from ctxbench.analysis.noise import Noise, detectable
 from ctxbench.records.core import dumps, variant_name
 from ctxbench.store.db import StoredRun
+from ctxbench.views.comparison import summary_line, summary_lines
 
 FORMATS = ("json", "csv", "bmf")
 # Bencher measure slug per record unit (the record schema's unit enum).

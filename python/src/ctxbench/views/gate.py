@@ -22,6 +22,7 @@ from ctxbench.analysis.gate import (
     GateRow,
 )
 from ctxbench.records.core import variant_name
+from ctxbench.views.comparison import SHORT_WORDS, noise_words
 
 
 def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str]:
@@ -41,7 +42,7 @@ def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str
         lines.append(
             f"slower by more than {percent}: {_name(verdict)}: {words}, "
             + (f"{p}, " if p else "")
-            + noise.words(cell.noise)
+            + noise_words(cell.noise)
         )
     inconclusive = judged.of(INCONCLUSIVE)
     for verdict in inconclusive[:shown]:
@@ -88,7 +89,7 @@ def inconclusive_words(verdict: GateRow) -> str:
     return text + ("; would decide it: " + " or ".join(ways) if ways else "")
 
 
-SOURCE_WORDS = noise.SHORT_WORDS
+SOURCE_WORDS = SHORT_WORDS
 CAUSE_WORDS = {
     noise.SUSPECT: "{run} suspect, its samples spread {spread:.0%}",
     noise.SLOWED: "{run}'s host reference still ran {spread:.0%} slow",

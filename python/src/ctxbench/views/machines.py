@@ -1,7 +1,7 @@
 """The summary of two or more runs as terminal text: machine vs machine, answers first.
 
 The runs, one line per key figure with the ratio, its CI and the decision in
-words (``compare.describe``), the other rows that differ, the environment
+words (``comparison.describe``), the other rows that differ, the environment
 differences that plausibly explain them, and the summary line per run. The
 layout rules are summary_view's (80 columns at the least).
 """
@@ -13,13 +13,13 @@ from typing import Any
 from rich.text import Text
 
 from ctxbench import fmt
-from ctxbench.analysis import noise
-from ctxbench.analysis.compare import FASTER, SLOWER, describe
-from ctxbench.analysis.compare import summary_lines as comparison_summary_lines
+from ctxbench.analysis.compare import FASTER, SLOWER
 from ctxbench.analysis.compare_pairs import original
 from ctxbench.analysis.summary_data import Machines, Summary
 from ctxbench.records.core import params_key, variant_name
 from ctxbench.store.schema import StoredRun
+from ctxbench.views.comparison import cell_words, describe, noise_words
+from ctxbench.views.comparison import summary_lines as comparison_summary_lines
 from ctxbench.views.summary import (
     MIN_WIDTH,
     heading_line,
@@ -74,7 +74,10 @@ def _figure_lines(machines: Machines, width: int) -> list[Text]:
     lines = [heading, styled_line((head, "dim"))]
     for figure, row in zip(machines.figures, medians, strict=True):
         start = f"  {figure.label:<{label_w}}" + "".join(f"  {m:>{median_w}}" for m in row)
-        verdicts = [_cell_words(cell) for cell in figure.cells]
+        verdicts = [
+            _cell_words(cell, cell_words(machines, figure, index))
+            for index, cell in enumerate(figure.cells, start=1)
+        ]
         if len(verdicts) > 1:  # several runs against A: say which each line is about
             verdicts = [
                 (text if text.startswith(f"{letter} ran ") else f"{letter}: {text}", style)
@@ -121,7 +124,7 @@ def _other_difference_lines(machines: Machines, width: int) -> list[Text]:
                 (
                     f"{variant_name(row.probe, row.params)}: {words}"
                     + (f", {fmt.p_value(p.p_value)}" if p else "")
-                    + f", {noise.words(cell.noise, short=True)}",
+                    + f", {noise_words(cell.noise, short=True)}",
                     "red" if cell.decision == SLOWER else "green",
                 )
             )
@@ -140,16 +143,16 @@ def _other_difference_lines(machines: Machines, width: int) -> list[Text]:
     return lines
 
 
-def _cell_words(cell: Any) -> tuple[str, str]:
+def _cell_words(cell: Any, words: str) -> tuple[str, str]:
     """'B ran 1.94× (1.24–3.96) slower than A, p = 0.031', styled by the decision."""
     if cell.excluded:
-        return f"{cell.words}, not comparable: {'; '.join(cell.excluded)}", "yellow"
+        return f"{words}, not comparable: {'; '.join(cell.excluded)}", "yellow"
     if cell.note and cell.ratio is None:
         return cell.note, "dim"
     p = f", {fmt.p_value(cell.p_value)}" if cell.p_value is not None else ""
-    source = f", {noise.words(cell.noise, short=True)}" if cell.noise else ""
+    source = f", {noise_words(cell.noise, short=True)}" if cell.noise else ""
     style = {"slower": "red", "faster": "green"}.get(cell.decision or "", "dim")
-    return cell.words + p + source, style
+    return words + p + source, style
 
 
 def _env_lines(machines: Machines, width: int) -> list[Text]:

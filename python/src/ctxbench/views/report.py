@@ -35,7 +35,6 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from ctxbench import __version__, fmt
-from ctxbench.analysis.compare import describe, summary_lines
 from ctxbench.analysis.explain import explain
 from ctxbench.analysis.phases import traced_line
 from ctxbench.analysis.summary import is_remainder, run_name, section_id, summarize
@@ -47,6 +46,7 @@ from ctxbench.riscv.report import parts_rows
 from ctxbench.store.schema import StoredRun
 from ctxbench.views import why
 from ctxbench.views.answers import sentences
+from ctxbench.views.comparison import cell_words, describe, summary_lines
 from ctxbench.views.report_families import (
     BLOCK_LEGEND,
     FamilySection,
@@ -145,6 +145,7 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
         "notes": notes,
         "fmt": fmt,
         "describe": describe,
+        "cell_words": cell_words,
         "summary_lines": summary_lines(comparison) if comparison else [],
         "letter": fmt.run_letter,
         "plotly_js": Markup(packed(chart_library())),

@@ -12,8 +12,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from ctxbench import fmt
-from ctxbench.analysis import noise
-from ctxbench.analysis.compare import Comparison, describe
+from ctxbench.analysis.compare import Comparison
 from ctxbench.analysis.explain import Explanation
 from ctxbench.analysis.summary import is_remainder, run_name
 from ctxbench.analysis.summary_data import Machines, Point, RunSummary, Summary
@@ -21,6 +20,7 @@ from ctxbench.analysis.summary_rules import LADDER
 from ctxbench.fmt import params_text
 from ctxbench.records.core import params_key
 from ctxbench.store.schema import StoredRun
+from ctxbench.views.comparison import describe, noise_words
 from ctxbench.views.report_figures import (
     PALETTE,
     RATIO_TICKS,
@@ -79,7 +79,7 @@ def comparison_figure(
                             judged_by=row.cells[index].noise,
                         )
                         + "; "
-                        + noise.words(row.cells[index].noise)
+                        + noise_words(row.cells[index].noise)
                         + ("; excluded: " + "; ".join(row.cells[index].excluded))
                         * bool(row.cells[index].excluded)
                     )

@@ -23,6 +23,7 @@ from ctxbench import fmt
 from ctxbench.records import matrix
 from ctxbench.records.envdiff import flatten_env
 from ctxbench.store.schema import RunInfo
+from ctxbench.views.comparison import noise_words
 
 if TYPE_CHECKING:  # the comparison tables' types; compare (numpy) loads with `compare`
     from ctxbench.analysis.compare import Comparison, MatrixComparison
@@ -202,7 +203,7 @@ def matrix_comparison_tables(comparison: Comparison) -> list[Table]:
 
 def _matrix_comparison_table(comparison: Comparison, compared: MatrixComparison) -> Table:
     from ctxbench.analysis import noise
-    from ctxbench.analysis.compare import describe
+    from ctxbench.views.comparison import describe
 
     title = f"{compared.probe} ({fmt.params(compared.params)}) per pair class (ratio = other / A)"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
@@ -365,8 +366,7 @@ def comparison_table(
 
     Below NARROW columns, params go under the probe and p under the ratio.
     """
-    from ctxbench.analysis import noise
-    from ctxbench.analysis.compare import describe
+    from ctxbench.views.comparison import describe
 
     narrow = width is not None and width < NARROW
     table = Table(
@@ -429,7 +429,7 @@ def comparison_table(
                 ),
                 style={"slower": "red", "faster": "green"}.get(cell.decision or "", "dim"),
             )
-            words.append("\n" + noise.words(cell.noise), style="dim")
+            words.append("\n" + noise_words(cell.noise), style="dim")
             if cell.excluded:
                 words.stylize("dim")
                 words.append("\nexcluded: " + "; ".join(cell.excluded), style="yellow")

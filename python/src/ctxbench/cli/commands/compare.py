@@ -10,12 +10,13 @@ from typing import Any
 import click
 
 from ctxbench import fmt
-from ctxbench.analysis.compare import Comparison, summary_lines
+from ctxbench.analysis.compare import Comparison
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import QuietStream, new_console
 from ctxbench.errors import BadInput
 from ctxbench.store.schema import StoredRun
 from ctxbench.views import tables
+from ctxbench.views.comparison import summary_lines
 
 EXIT_INCONCLUSIVE = 4  # compare --fail-above: neither passed nor failed (docs/cli.md)
 
