@@ -117,8 +117,8 @@ def test_progress_under_rounds_counts_visits_in_order(capsys):
     # Issue 30: interleaved rounds visit the variants in a drawn order, and the
     # lines printed '[2/2]' before '[1/2]'. They count visits now, in order, and
     # name the variant and its round beside; without rounds, '[n/N]' as before.
-    from ctxbench.run_lifecycle import ProgressView
-    from ctxbench.runner import Progress
+    from ctxbench.acquire.runner import Progress
+    from ctxbench.cli.run_lifecycle import ProgressView
 
     view = ProgressView()
     view.live = False  # the line per variant, as on a pipe or in CI
