@@ -66,6 +66,8 @@ std::optional<SetAsideReason> judge_sample(const SampleCounters& sample, Sharing
     }
     case Sharing::own_cpus:
       if (sample.involuntary > 0) return SetAsideReason::preempted;
+      if (sample.wall_ns > 0 && sample.run_delay_ns > own_cpus_wait_limit * sample.wall_ns)
+        return sample.steal_ns > 0 ? SetAsideReason::steal : SetAsideReason::cpu_taken;
       if (sample.steal_ns > 0) return SetAsideReason::steal;
       return std::nullopt;
     case Sharing::unknown:

@@ -168,7 +168,10 @@ nlohmann::json counters_to_json(const CounterTotals& c) {
                          {"run_delay_ns", k.run_delay_ns}, {"steal_ns", k.steal_ns}, {"interfered", c.kept_interfered}};
   if (c.sharing == Sharing::one_cpu)
     kept["other_share"] = k.wall_ns > 0 ? std::max(0.0, k.wall_ns - k.exec_ns) / k.wall_ns : 0.0;
-  if (c.sharing == Sharing::own_cpus) kept["involuntary"] = k.involuntary;
+  if (c.sharing == Sharing::own_cpus) {
+    kept["involuntary"] = k.involuntary;
+    kept["wait_share"] = k.wall_ns > 0 ? k.run_delay_ns / k.wall_ns : 0.0;
+  }
   nlohmann::json set_aside = nlohmann::json::object();
   for (int i = 0; i < set_aside_reason_count; ++i)
     set_aside[set_aside_reason_name(static_cast<SetAsideReason>(i))] = c.set_aside[static_cast<std::size_t>(i)];
@@ -176,6 +179,7 @@ nlohmann::json counters_to_json(const CounterTotals& c) {
                       {"tasks", c.tasks},
                       {"cpus", c.cpus},
                       {"other_share_limit", other_share_limit},
+                      {"own_cpus_wait_limit", own_cpus_wait_limit},
                       {"kept_interfered_limit", kept_interfered_limit},
                       {"kept", kept},
                       {"set_aside", set_aside}};

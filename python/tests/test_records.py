@@ -59,6 +59,7 @@ def test_the_kernel_counters_and_each_set_aside_reason_are_read():
         "tasks": 2,
         "cpus": [1],
         "other_share_limit": 0.03,
+        "own_cpus_wait_limit": 0.1,
         "kept_interfered_limit": 0.2,
         "kept": {
             "samples": 30,

@@ -2,6 +2,7 @@
 syscall.getpid really enters the kernel on every call."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -218,17 +219,20 @@ def test_each_sample_is_judged_by_the_kernels_counters_and_the_record_says_why(e
             assert 0 <= kept["other_share"] <= 1
             assert "involuntary" not in kept
         if counters["sharing"] == "own_cpus":
-            assert "involuntary" in kept
+            assert "involuntary" in kept and kept["wait_share"] >= 0
     # One task, or two on one CPU: the CPU time judges; each on its own CPU:
     # the switches and steal.
     assert sharing[("syscall.getppid", None)] == "one_cpu"
     assert sharing[("switch.pipe", "same")] == "one_cpu"
-    assert sharing[("switch.pipe", "cross")] == "own_cpus"
+    several = len(os.sched_getaffinity(0)) > 1
+    if several:
+        assert sharing[("switch.pipe", "cross")] == "own_cpus"
     same = next(
         r for r in results(records) if r["probe"] == "switch.pipe" and r["params"]["cpus"] == "same"
     )
-    # A same-CPU variant goes where the other work is least, and says so.
-    assert "least other work" in same["placement"]["why"]
+    # A same-CPU variant goes where the other work is least, and says so; a
+    # single allowed CPU is taken as it is.
+    assert ("least other work" if several else "the only CPU") in same["placement"]["why"]
     assert same["counters"]["cpus"] == same["placement"]["cpus"][:1]
     assert same["counters"]["tasks"] == 2
 
