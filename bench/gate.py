@@ -272,6 +272,7 @@ def judge(directory: str, manifest: dict, thresholds: list[float], allow: float)
         "untouched_slower": defaultdict(list),  # (percent, kind) -> variants
         "aa_slower": defaultdict(list),  # percent -> variants called slower in A/A
         "sources": Counter(),
+        "why": defaultdict(Counter),  # (percent, kind) -> inconclusive rows by why
     }
     try:
         with Store.open(history_db) as store:
@@ -327,6 +328,8 @@ def tally(tallies: dict, kind: str, percent: float, judged) -> None:
         tallies["rows"][(percent, kind, name)][verdict.outcome] += 1
         if verdict.detectable is not None:
             tallies["detectable"][(percent, kind, name)].append(verdict.detectable)
+        if verdict.outcome == INCONCLUSIVE:
+            tallies["why"][(percent, kind)][f"{name}: {verdict.why}"] += 1
         if verdict.outcome != SLOWER:
             continue
         variant = f"{verdict.row.probe} {verdict.row.params}"
@@ -410,6 +413,13 @@ def report(manifest: dict, tallies: dict, thresholds: list[float], allow: float)
                 f"but not {', '.join(MAY_SWITCH)}) called slower: {len(wrong)}"
                 + (f" ({'; '.join(sorted(set(wrong)))})" if wrong else "")
             )
+        for kind in kinds:
+            why = tallies["why"][(percent, kind)]
+            if why:
+                print(
+                    f"{label[kind]} inconclusive rows by class and why: "
+                    + ", ".join(f"{k} {n}" for k, n in sorted(why.items()))
+                )
         inconclusive = sum(
             c[INCONCLUSIVE] for (p, _, _), c in tallies["rows"].items() if p == percent
         )
