@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,72 @@ from servers import PostgresServer, SSHServer, postgres_bindir, sshd_binary
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
+
+
+FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
+
+
+def invoke(*args: str, input: str | None = None) -> Any:
+    """The CLI in this process, as every test runs it. One exception policy:
+    an exception the CLI does not turn into its one-line error propagates
+    (catch_exceptions=False), so a traceback fails the test instead of
+    passing for a non-zero exit."""
+    from click.testing import CliRunner
+
+    from ctxbench.cli.main import cli
+
+    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+
+def import_runs(db: str, *names: str, labels: tuple[str, ...] = ()) -> list[str]:
+    """The recorded runs NAMES (fixture files) imported into DB, in order, with
+    LABELS if given; their run ids."""
+    for index, name in enumerate(names):
+        label = ["--label", labels[index]] if labels else []
+        done = invoke("import", str(fixture_path(name)), *label, "--db", db)
+        assert done.exit_code == 0, done.stderr
+    return [real_run(name).run_id for name in names]
+
+
+@pytest.fixture
+def db(tmp_path) -> str:
+    """A fresh store's path for the CLI's --db."""
+    return str(tmp_path / "test.db")
+
+
+@pytest.fixture
+def store(tmp_path) -> Iterator[Any]:
+    """A fresh store, open."""
+    from ctxbench.store.db import Store
+
+    with Store.open(tmp_path / "store.db") as opened:
+        yield opened
+
+
+@pytest.fixture
+def two_runs(db) -> list[str]:
+    """run_a and run_b (two runs of one machine, a second apart:
+    fixtures/README.md) in the store at `db`, labelled A and B; their ids."""
+    return import_runs(db, "run_a.jsonl", "run_b.jsonl", labels=("A", "B"))
+
+
+def fake_engine_wrapper(directory: Path) -> Path:
+    """An executable ctxbench-engine in DIRECTORY that runs fake_engine.py
+    (its FAKE_ENGINE_* variables say what it replays and how it fails)."""
+    wrapper = directory / "ctxbench-engine"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_ENGINE}" "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+@pytest.fixture
+def fake_engine(tmp_path, monkeypatch) -> Path:
+    """The fake engine as CTXBENCH_ENGINE, replaying run_a; the file it
+    appends the arguments it received to."""
+    monkeypatch.setenv("CTXBENCH_ENGINE", str(fake_engine_wrapper(tmp_path)))
+    monkeypatch.setenv("FAKE_ENGINE_RECORDS", str(fixture_path("run_a.jsonl")))
+    monkeypatch.setenv("FAKE_ENGINE_ARGS", str(tmp_path / "engine-args.jsonl"))
+    return tmp_path / "engine-args.jsonl"
 
 
 @pytest.fixture(autouse=True)

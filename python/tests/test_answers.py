@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import invoke
 from ctxbench.analysis.answers import answers
 from ctxbench.cli.main import cli
 from ctxbench.records.core import read_run_file
@@ -23,8 +24,10 @@ REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "data" / "reference-r
 @pytest.fixture(scope="module")
 def shown(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("answers") / "answers.db")
-    CliRunner().invoke(cli, ["import", str(REFERENCE), "--db", db])
-    result = CliRunner().invoke(cli, ["show", "latest", "--db", db], env={"COLUMNS": "80"})
+    invoke("import", str(REFERENCE), "--db", db)
+    result = CliRunner().invoke(
+        cli, ["show", "latest", "--db", db], env={"COLUMNS": "80"}, catch_exceptions=False
+    )
     assert result.exit_code == 0, result.output
     return result.output
 

@@ -13,26 +13,16 @@ import inspect
 import io
 import itertools
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from conftest import fixture_path, lab_run, real_run
+from conftest import fixture_path, invoke, lab_run, real_run
 from ctxbench import riscv as riscv_lab
-from ctxbench.cli.main import cli
 from ctxbench.errors import StoreError
 from ctxbench.records.core import record_problem
 from ctxbench.riscv import tools as riscv_tools
 from ctxbench.store.db import Store
-
-FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
-
-
-def invoke(*args: str, input: str | None = None):
-    runner = CliRunner()
-    return runner.invoke(cli, list(args), input=input, catch_exceptions=False)
 
 
 def one_error_line(result) -> str:
@@ -42,30 +32,6 @@ def one_error_line(result) -> str:
     assert len(errors) == 1, result.stderr
     assert lines[-1] == errors[0] and errors[0].startswith("ctxbench: error: ")
     return errors[0]
-
-
-@pytest.fixture
-def db(tmp_path) -> str:
-    return str(tmp_path / "cli.db")
-
-
-@pytest.fixture
-def two_runs(db):
-    for name, label in (("run_a.jsonl", "A"), ("run_b.jsonl", "B")):
-        result = invoke("import", str(fixture_path(name)), "--label", label, "--db", db)
-        assert result.exit_code == 0, result.stderr
-    return real_run("run_a.jsonl").run_id, real_run("run_b.jsonl").run_id
-
-
-@pytest.fixture
-def fake_engine(tmp_path, monkeypatch):
-    wrapper = tmp_path / "ctxbench-engine"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_ENGINE}" "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("CTXBENCH_ENGINE", str(wrapper))
-    monkeypatch.setenv("FAKE_ENGINE_RECORDS", str(fixture_path("run_a.jsonl")))
-    monkeypatch.setenv("FAKE_ENGINE_ARGS", str(tmp_path / "engine-args.jsonl"))
-    return tmp_path / "engine-args.jsonl"
 
 
 # ---- import / history / show -------------------------------------------------------

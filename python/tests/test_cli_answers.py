@@ -14,17 +14,11 @@ import json
 import re
 
 import pytest
-from click.testing import CliRunner
 
-from conftest import LAB_FIXTURE, REPO, fixture_path, lab_run, real_run
-from ctxbench.cli.main import cli
+from conftest import LAB_FIXTURE, REPO, fixture_path, invoke, lab_run, real_run
 
 ENGINE_RUN = real_run("default_quick.jsonl").run_id
 LAB_RUN = lab_run().run_id
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(cli, list(args))
 
 
 @pytest.fixture

@@ -26,12 +26,6 @@ from ctxbench.store.db import Store
 from ctxbench.views.comparison import describe, summary_line, summary_lines
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(tmp_path / "compare.db") as opened:
-        yield opened
-
-
 def stored(store, run, label=None):
     store.add_run(run, origin="import", label=label)
     return store.load(run.run_id)

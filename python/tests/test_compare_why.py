@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES, fixture_path
+from conftest import FIXTURES, fixture_path, invoke
 from ctxbench.analysis.compare import compare_runs
 from ctxbench.analysis.compare_pairs import pair_runs, waive_placement
 from ctxbench.analysis.compare_why import why
@@ -29,16 +29,9 @@ from ctxbench.analysis.envparts import (
 )
 from ctxbench.cli.main import cli as main
 from ctxbench.records.core import read_run_file
-from ctxbench.store.db import Store
 
 WHY = FIXTURES / "why"
 SCHEMA = json.loads((FIXTURES.parent.parent.parent / "schema/compare.schema.json").read_text())
-
-
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(tmp_path / "why.db") as opened:
-        yield opened
 
 
 def load(store, *names):
@@ -191,20 +184,18 @@ def test_why_and_pair_as_json_follow_the_schema(store):
 
 def test_a_parameter_no_variant_has_is_bad_input(store):
     runs = load(store, "idle_free.jsonl", "idle_held.jsonl")
-    result = CliRunner().invoke(
-        main,
-        ["compare", runs[0].run_id, runs[1].run_id, "--pair", "idel", "--db", str(store.location)],
+    result = invoke(
+        "compare", runs[0].run_id, runs[1].run_id, "--pair", "idel", "--db", str(store.location)
     )
     assert result.exit_code == 2
     assert "idel" in result.output and "idle" in result.output
-    result = CliRunner().invoke(
-        main,
-        ["compare", runs[0].run_id, runs[0].run_id, "--pair", "idle", "--db", str(store.location)],
+    result = invoke(
+        "compare", runs[0].run_id, runs[0].run_id, "--pair", "idle", "--db", str(store.location)
     )
     assert result.exit_code == 2
     third = load(store, "host.jsonl")[0]
     ids = [runs[0].run_id, runs[1].run_id, third.run_id]
-    result = CliRunner().invoke(main, ["compare", *ids, "--why", "--db", str(store.location)])
+    result = invoke("compare", *ids, "--why", "--db", str(store.location))
     assert result.exit_code == 2 and "two runs" in result.output
 
 

@@ -11,11 +11,9 @@ from pathlib import Path
 
 import markupsafe
 import pytest
-from click.testing import CliRunner
 
-from conftest import fixture_path, real_run
+from conftest import fixture_path, invoke, real_run
 from ctxbench.analysis.explain import REST, explain
-from ctxbench.cli.main import cli
 from ctxbench.records.core import read_run_file
 from ctxbench.views.explain import narrow, render_text
 
@@ -299,30 +297,26 @@ def test_narrow_to_a_glob_and_headline_first():
 
 def test_cli_explain_text_and_json(tmp_path):
     db = str(tmp_path / "x.db")
-    runner = CliRunner()
-    imported = runner.invoke(cli, ["import", str(fixture_path("run_a.jsonl")), "--db", db])
+    imported = invoke("import", str(fixture_path("run_a.jsonl")), "--db", db)
     assert imported.exit_code == 0, imported.stderr
-    text = runner.invoke(cli, ["explain", "--db", db])
+    text = invoke("explain", "--db", db)
     assert text.exit_code == 0, text.stderr
     assert "per switch" in text.stdout and REST in text.stdout
-    as_json = runner.invoke(cli, ["explain", "latest", "--json", "--db", db])
+    as_json = invoke("explain", "latest", "--json", "--db", db)
     assert as_json.exit_code == 0
     data = json.loads(as_json.stdout)
     assert data["run_id"] == real_run("run_a.jsonl").run_id
     for e in data["explanations"]:
         assert sum(p["ns"] for p in e["parts"]) == pytest.approx(e["median_ns"])
-    missing = runner.invoke(cli, ["explain", "nope", "--db", db])
+    missing = invoke("explain", "nope", "--db", db)
     assert missing.exit_code != 0 and "Traceback" not in missing.stderr
 
 
 def test_report_carries_the_same_decomposition(tmp_path):
     db = str(tmp_path / "x.db")
-    runner = CliRunner()
-    assert (
-        runner.invoke(cli, ["import", str(fixture_path("run_a.jsonl")), "--db", db]).exit_code == 0
-    )
+    assert invoke("import", str(fixture_path("run_a.jsonl")), "--db", db).exit_code == 0
     out = tmp_path / "r.html"
-    made = runner.invoke(cli, ["report", "latest", "-o", str(out), "--db", db])
+    made = invoke("report", "latest", "-o", str(out), "--db", db)
     assert made.exit_code == 0, made.stderr
     html = out.read_text()
     assert 'id="explain"' in html and REST in html
@@ -359,5 +353,5 @@ def test_a_user_level_switch_is_split_along_its_chain_of_figures():
     # no line claims 'less every part above' where there is no part above
     for e in by_probe.values():
         assert all("less every part above" not in p.source for p in e.parts[:1])
-    text = CliRunner().invoke(cli, ["explain", "--help"]).output
+    text = invoke("explain", "--help").output
     assert "explain" in text

@@ -15,11 +15,9 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from conftest import REPO, fixture_path, real_run
+from conftest import REPO, fixture_path, invoke, real_run
 from ctxbench import fmt
-from ctxbench.cli.main import cli
 from ctxbench.records.core import read_run_file
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -102,10 +100,9 @@ def test_a_changed_output_fails_and_only_a_new_file_is_written(tmp_path, monkeyp
 
 def _store(tmp_path, *names: str) -> str:
     db = str(tmp_path / "golden.db")
-    runner = CliRunner()
     for name in names:
         args = ["import", str(fixture_path(name)), "--db", db]
-        assert runner.invoke(cli, args).exit_code == 0
+        assert invoke(*args).exit_code == 0
     return db
 
 
@@ -124,7 +121,7 @@ REFERENCE = REPO / "docs" / "data" / "reference-run.jsonl"
 def test_show_matches_golden(tmp_path, monkeypatch, columns, name, source, extra):
     monkeypatch.setenv("COLUMNS", columns)
     db = _store(tmp_path, source)
-    shown = CliRunner().invoke(cli, ["show", "latest", "--db", db, *extra])
+    shown = invoke("show", "latest", "--db", db, *extra)
     assert shown.exit_code == 0
     _golden(f"{name}_{columns}.txt", shown.stdout)
     if columns == "80":
@@ -145,7 +142,7 @@ def test_compare_summary_matches_golden(tmp_path, monkeypatch, columns, name, ot
     monkeypatch.setenv("COLUMNS", columns)
     db = _store(tmp_path, "run_a.jsonl", other)
     a, b = real_run("run_a.jsonl").run_id, real_run(other).run_id
-    compared = CliRunner().invoke(cli, ["compare", a, b, "--db", db])
+    compared = invoke("compare", a, b, "--db", db)
     assert compared.exit_code == 0
     _golden(f"{name}_{columns}.txt", compared.stdout)
     if columns == "80":
@@ -156,12 +153,11 @@ def test_compare_all_matches_golden(tmp_path, monkeypatch):
     """--all: the summary, then the runs, the environment diff and every row."""
     monkeypatch.setenv("COLUMNS", "200")
     db = str(tmp_path / "golden.db")
-    runner = CliRunner()
     for name, label in (("run_a.jsonl", "A"), ("run_b.jsonl", "B")):
         args = ["import", str(fixture_path(name)), "--label", label, "--db", db]
-        assert runner.invoke(cli, args).exit_code == 0
+        assert invoke(*args).exit_code == 0
     a, b = real_run("run_a.jsonl").run_id, real_run("run_b.jsonl").run_id
-    compared = runner.invoke(cli, ["compare", a, b, "--all", "--db", db])
+    compared = invoke("compare", a, b, "--all", "--db", db)
     assert compared.exit_code == 0
     _golden("compare_a_b_all_200.txt", compared.stdout)
 
@@ -195,9 +191,7 @@ def test_three_runs_say_which_run_each_line_is_about(tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     names = ("run_a.jsonl", "run_b.jsonl", "other_machine.jsonl")
     db = _store(tmp_path, *names)
-    compared = CliRunner().invoke(
-        cli, ["compare", *(real_run(n).run_id for n in names), "--db", db]
-    )
+    compared = invoke("compare", *(real_run(n).run_id for n in names), "--db", db)
     assert compared.exit_code == 0
     lines = compared.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80
@@ -218,8 +212,8 @@ def test_the_timer_is_stated_where_corrected_figures_are_shown(tmp_path, monkeyp
     assert "e-" not in line  # never in e-notation
     monkeypatch.setenv("COLUMNS", "80")
     db = str(tmp_path / "timer.db")
-    CliRunner().invoke(cli, ["import", str(fixture_path("run_a.jsonl")), "--db", db])
-    shown = CliRunner().invoke(cli, ["show", "latest", "--db", db, "--all"]).output
+    invoke("import", str(fixture_path("run_a.jsonl")), "--db", db)
+    shown = invoke("show", "latest", "--db", db, "--all").output
     ladder = shown.split("What one operation costs here")[1].split("\n\n")[0]
     table = shown.split("every result")[1]
     assert "timer: rdtscp" in " ".join(ladder.split())  # under the ladder

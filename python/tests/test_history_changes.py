@@ -11,11 +11,9 @@ import os
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
 
-from conftest import FIXTURES
+from conftest import FIXTURES, invoke
 from ctxbench.analysis.changes import change_points, find_changes
-from ctxbench.cli.main import cli as main
 from ctxbench.records.core import read_run_file
 from ctxbench.store.db import Store
 
@@ -56,9 +54,7 @@ def test_twenty_identical_runs_have_no_change(tmp_path):
 
 def test_the_json_follows_the_schema_and_a_probe_selects(tmp_path):
     path, _ = stored(tmp_path, "history_change")
-    result = CliRunner().invoke(
-        main, ["history", "--changes", "--json", "--probe", "syscall.*", "--db", str(path)]
-    )
+    result = invoke("history", "--changes", "--json", "--probe", "syscall.*", "--db", str(path))
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
     jsonschema.validate(document, SCHEMA)
@@ -70,7 +66,7 @@ def test_the_json_follows_the_schema_and_a_probe_selects(tmp_path):
 
 def test_the_text_names_the_run_and_what_differs_across_it(tmp_path):
     path, _ = stored(tmp_path, "history_change")
-    result = CliRunner().invoke(main, ["history", "--changes", "--db", str(path)])
+    result = invoke("history", "--changes", "--db", str(path))
     assert result.exit_code == 0, result.output
     assert "from run 11 of 20" in result.output or "from run 10 of 20" in result.output
     assert "across it: sandbox.seccomp." in result.output
@@ -78,11 +74,9 @@ def test_the_text_names_the_run_and_what_differs_across_it(tmp_path):
 
 def test_an_unknown_machine_is_bad_input_and_options_need_changes(tmp_path):
     path, _ = stored(tmp_path, "history_same")
-    result = CliRunner().invoke(
-        main, ["history", "--changes", "--machine", "nowhere", "--db", str(path)]
-    )
+    result = invoke("history", "--changes", "--machine", "nowhere", "--db", str(path))
     assert result.exit_code == 2 and "nowhere" in result.output
-    result = CliRunner().invoke(main, ["history", "--probe", "x", "--db", str(path)])
+    result = invoke("history", "--probe", "x", "--db", str(path))
     assert result.exit_code == 2
 
 

@@ -19,12 +19,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
 from referencing import Registry, Resource
 
-from conftest import REPO, fixture_path, real_run
+from conftest import REPO, fixture_path, invoke, real_run
 from ctxbench import fmt
-from ctxbench.cli.main import cli
 from ctxbench.records.core import record_problem, variant_name
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
@@ -57,26 +55,11 @@ BMF_SCHEMA = {
 }
 
 
-def invoke(*args: str):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-
-@pytest.fixture
-def db(tmp_path) -> str:
-    return str(tmp_path / "machine.db")
-
-
 def _import(db: str, *names: str) -> list[str]:
     for name in names:
         done = invoke("import", str(fixture_path(name)), "--db", db)
         assert done.exit_code == 0, done.stderr
     return [real_run(name).run_id for name in names]
-
-
-@pytest.fixture
-def two_runs(db) -> list[str]:
-    """Two runs of one machine, a second apart (fixtures/README.md)."""
-    return _import(db, "run_a.jsonl", "run_b.jsonl")
 
 
 # ---- compare --json ------------------------------------------------------------------
@@ -248,7 +231,7 @@ def test_fail_above_with_json_keeps_stdout_json(db, two_runs):
     ],
 )
 def test_allow_inconclusive_is_checked(db, two_runs, args, named):
-    done = CliRunner().invoke(cli, ["compare", *two_runs, *args, "--db", db])
+    done = invoke("compare", *two_runs, *args, "--db", db)
     assert done.exit_code == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ctxbench: error: ") and named in lines[0]
@@ -256,7 +239,7 @@ def test_allow_inconclusive_is_checked(db, two_runs, args, named):
 
 @pytest.mark.parametrize("bad", ["abc", "-3", "nan", "inf", ""])
 def test_a_bad_threshold_is_one_line_and_exit_2(db, two_runs, bad):
-    done = CliRunner().invoke(cli, ["compare", *two_runs, "--fail-above", bad, "--db", db])
+    done = invoke("compare", *two_runs, "--fail-above", bad, "--db", db)
     assert done.exit_code == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ctxbench: error: ")

@@ -12,10 +12,9 @@ import re
 
 import pytest
 
-from conftest import fixture_path, real_run
+from conftest import fixture_path, invoke, real_run
 from ctxbench import stats
 from ctxbench.analysis.compare import compare_runs
-from ctxbench.cli.main import cli
 from ctxbench.records import matrix
 from ctxbench.records.core import record_problem
 from ctxbench.store.db import Store
@@ -211,15 +210,6 @@ def test_blocks_of_a_two_node_smt_machine():
 
 
 # ---- show ------------------------------------------------------------------------------
-@pytest.fixture
-def db(tmp_path):
-    return str(tmp_path / "matrix.db")
-
-
-def invoke(*args):
-    from click.testing import CliRunner
-
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def test_show_prints_the_grid_and_the_classes(db, monkeypatch):
