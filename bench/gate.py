@@ -21,8 +21,8 @@ then every A and A' joins it, so later pairs are judged by a longer history.
 B runs never join it (a user's store would not hold a slowed run as the
 machine's usual): each A/B comparison is made in a copy of the history
 store with B added. With --load, a `stress-ng --cpu 1` runs beside every
-run (started before the first run, stopped after the last, and on any exit
-of this script).
+run (bench/cpu_hog.py: started before the first run, stopped after the
+last, and on any exit of this script).
 
 Judging (`compare`'s own code: compare_runs, the machine's history, gate)
 per threshold: how many A/A and A/B gates passed, failed or were
@@ -61,6 +61,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
+from cpu_hog import cpu_hog
 from run_to_run_cv import row_class
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -168,35 +169,6 @@ def _write(path: str, text: str) -> None:
         handle.write(text)
 
 
-@contextlib.contextmanager
-def cpu_hog(load: bool) -> Iterator[None]:
-    """`stress-ng --cpu 1` in a session of its own for the block, killed with its
-    children however the block ends."""
-    if not load:
-        yield
-        return
-    hog = subprocess.Popen(
-        ["stress-ng", "--cpu", "1", "--quiet"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        time.sleep(1.0)
-        if hog.poll() is not None:
-            raise RuntimeError(f"stress-ng exited {hog.returncode} at once")
-        yield
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(hog.pid, signal.SIGTERM)
-        try:
-            hog.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(hog.pid, signal.SIGKILL)
-            hog.wait()
-
-
 def run_once(selection: list[str], args: list[str], env: dict[str, str], directory: str,
              name: str) -> str:  # fmt: skip
     """One quick run, its records in DIRECTORY/NAME.jsonl; that path."""
@@ -272,6 +244,7 @@ def judge(directory: str, manifest: dict, thresholds: list[float], allow: float)
         "untouched_slower": defaultdict(list),  # (percent, kind) -> variants
         "aa_slower": defaultdict(list),  # percent -> variants called slower in A/A
         "sources": Counter(),
+        "why": defaultdict(Counter),  # (percent, kind) -> inconclusive rows by why
     }
     try:
         with Store.open(history_db) as store:
@@ -327,6 +300,8 @@ def tally(tallies: dict, kind: str, percent: float, judged) -> None:
         tallies["rows"][(percent, kind, name)][verdict.outcome] += 1
         if verdict.detectable is not None:
             tallies["detectable"][(percent, kind, name)].append(verdict.detectable)
+        if verdict.outcome == INCONCLUSIVE:
+            tallies["why"][(percent, kind)][f"{name}: {verdict.why}"] += 1
         if verdict.outcome != SLOWER:
             continue
         variant = f"{verdict.row.probe} {verdict.row.params}"
@@ -410,6 +385,13 @@ def report(manifest: dict, tallies: dict, thresholds: list[float], allow: float)
                 f"but not {', '.join(MAY_SWITCH)}) called slower: {len(wrong)}"
                 + (f" ({'; '.join(sorted(set(wrong)))})" if wrong else "")
             )
+        for kind in kinds:
+            why = tallies["why"][(percent, kind)]
+            if why:
+                print(
+                    f"{label[kind]} inconclusive rows by class and why: "
+                    + ", ".join(f"{k} {n}" for k, n in sorted(why.items()))
+                )
         inconclusive = sum(
             c[INCONCLUSIVE] for (p, _, _), c in tallies["rows"].items() if p == percent
         )
@@ -465,7 +447,7 @@ def main() -> int:
         directory = options.keep or tempfile.mkdtemp(prefix="ctxbench-gate-")
         os.makedirs(directory, exist_ok=True)
         # SIGTERM and SIGHUP end the script through its finally blocks (the
-        # hog and the tracefs instance go with it).
+        # hog, bench/cpu_hog.py, and the tracefs instance go with it).
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, lambda number, frame: sys.exit(128 + number))
         try:

@@ -120,7 +120,7 @@ def test_the_detectable_slowdown_is_the_minimum_detectable_effect(tmp_path):
     comparison = _compare(tmp_path, _run("a", 100.0), _run("b", 100.0), QUIET_HISTORY)
     judged_by = comparison.rows[0].cells[1].noise
     assert judged_by.source == noise.HISTORY and judged_by.df == 4
-    se = stats.log_spread(QUIET_HISTORY) * math.sqrt(2.0)
+    se = stats.weighted_log_spread(QUIET_HISTORY, [1.0] * 5).spread * math.sqrt(2.0)
     assert judged_by.se == pytest.approx(se)
     t = scipy_stats.t
     expected = math.expm1((t.ppf(0.975, 4) + t.ppf(0.80, 4)) * se)
@@ -194,21 +194,48 @@ def test_a_run_whose_host_reference_ran_slowed_as_a_whole_is_not_compared_as_the
     assert gate(calm, 10).rows[0].outcome == NOT_SLOWER
 
 
+def test_a_side_whose_cpu_others_took_widens_by_what_they_may_have_added(tmp_path):
+    """A suspect side whose counters say others took half its kept samples'
+    time may be up to 2x inflated: its noise widens by log 2, and a 1.5x
+    ratio against it is inconclusive, not slower."""
+    b = _run("b", 150.0, "suspect")
+    for result in b.results:
+        result["counters"] = {"sharing": "one_cpu", "kept": {"other_share": 0.5}}
+    comparison = _compare(tmp_path, _run("a", 100.0), b, QUIET_HISTORY)
+    causes = {w.cause: w.spread for w in comparison.rows[0].cells[1].noise.widened}
+    assert causes[noise.TAKEN] == pytest.approx(math.log(2.0))
+    row = gate(comparison, 10).rows[0]
+    assert row.outcome == INCONCLUSIVE and row.decider.quieter
+
+
 def test_the_machines_history_counts_a_suspect_run_as_half():
     figures = [(100.0, 1.0), (104.0, 1.0), (96.0, noise.SUSPECT_WEIGHT), (100.0, 1.0)]
     _, judged_by = noise.judge(getpid(100.0), getpid(100.0), history=figures)
     assert judged_by.source == noise.HISTORY and judged_by.n == 4
     assert judged_by.df == pytest.approx(3.5 - 1.0)
-    logs = [math.log(f) for f, _ in figures]
-    weights = [w for _, w in figures]
-    mean = sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights)
-    variance = sum(w * (x - mean) ** 2 for w, x in zip(weights, logs, strict=True)) / 2.5
-    assert judged_by.spread == pytest.approx(math.sqrt(variance))
+    # Weighted median of the logs: log 100; of the deviations (0, 0, 0.039 at
+    # weight 0.5... 0.041): the cumulative weight reaches half (1.75) at 0.
+    assert judged_by.spread == pytest.approx(0.0)
     # Two ok runs and two suspect ones make 3 runs' worth: enough. One fewer is not.
     enough = [(100.0, 1.0), (101.0, 1.0), (99.0, 0.5), (100.0, 0.5)]
     assert noise.judge(getpid(100.0), getpid(100.0), history=enough)[1].source == noise.HISTORY
     short = enough[:3]
     assert noise.judge(getpid(100.0), getpid(100.0), history=short)[1].source == noise.WITHIN_RUN
+
+
+def test_one_run_in_a_slow_spell_does_not_make_the_machines_spread():
+    """Nine runs within 2% and one 2.4x slower (a spell, flagged suspect): the
+    spread is the nine's, not the spell's (the gate quiet on 2026-11-26 had
+    such a run among its history)."""
+    calm = [1790.0, 1774.0, 1765.0, 1826.0, 1759.0, 1793.0, 1768.0, 1757.0, 1836.0]
+    figures = [(f, 1.0) for f in calm] + [(4383.0, noise.SUSPECT_WEIGHT)]
+    spread = stats.weighted_log_spread([f for f, _ in figures], [w for _, w in figures])
+    assert spread.spread < 0.03
+    calm_logs = [math.log(f) for f in calm]
+    center = sorted(calm_logs)[4]
+    mad = sorted(abs(x - center) for x in calm_logs)[4]
+    assert spread.spread == pytest.approx(stats.MAD_TO_SD * mad, rel=0.25)
+    assert spread.df == pytest.approx(9.5 - 1.0)
 
 
 def test_an_inconclusive_row_says_how_many_repeats_would_decide_it():

@@ -56,16 +56,20 @@ def test_repeats_judge_when_both_runs_have_them():
 
 def test_history_judges_when_a_run_lacks_repeats():
     a, b = result(100.0), result(130.0, [128.0, 130.0, 132.0])
-    history = [100.0, 104.0, 96.0, 100.0]
+    history = [100.0, 104.0, 96.0, 101.0, 98.0]
     difference, judged_by = noise.judge(a, b, history=history)
-    assert (judged_by.source, judged_by.n) == (noise.HISTORY, 4)
-    assert judged_by.spread == pytest.approx(stats.log_spread(history))
-    expected = stats.t_ratio_interval(100.0, 130.0, stats.log_spread(history), 3, 1, 1)
+    assert (judged_by.source, judged_by.n) == (noise.HISTORY, 5)
+    spread = stats.weighted_log_spread(history, [1.0] * len(history)).spread
+    assert spread > 0 and judged_by.spread == pytest.approx(spread)
+    # The weighted median absolute deviation: the logs' median is log 100,
+    # the deviations' (0, 0.0100, 0.0202, 0.0392, 0.0408) median log(100/98).
+    assert spread == pytest.approx(stats.MAD_TO_SD * math.log(100.0 / 98.0))
+    expected = stats.t_ratio_interval(100.0, 130.0, spread, 4, 1, 1)
     assert (difference.ratio.low, difference.ratio.high) == pytest.approx(
         (expected.low, expected.high)
     )
-    assert judged_by.se == pytest.approx(stats.log_spread(history) * math.sqrt(2.0))
-    assert judged_by.df == 3 and judged_by.widened == ()
+    assert judged_by.se == pytest.approx(spread * math.sqrt(2.0))
+    assert judged_by.df == 4 and judged_by.widened == ()
 
 
 def test_too_short_a_history_leaves_the_within_run_samples():

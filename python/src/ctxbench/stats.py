@@ -49,6 +49,7 @@ DEFAULT_LEVEL = 0.95
 DEFAULT_RESAMPLES = 4000
 DEFAULT_ALPHA = 0.05
 MIN_SAMPLES = 2
+MAD_TO_SD = 1.4826  # a normal distribution's standard deviation per median absolute deviation
 
 
 @dataclass(frozen=True)
@@ -284,9 +285,12 @@ def t_log_interval(
 
 
 def weighted_log_spread(values: Sequence[float], weights: Sequence[float]) -> PooledSpread | None:
-    """The log spread of per-run figures where some count less (weights in
-    (0, 1], as frequency weights: the variance divides by sum(w) - 1, which is
-    also the degrees of freedom, possibly fractional). None below df 1."""
+    """A robust log spread of per-run figures where some count less (weights
+    in (0, 1]): the weighted median absolute deviation of their logs from
+    their weighted median (numpy's weighted quantiles, inverted CDF), scaled
+    by 1.4826 to a normal standard deviation, so one run in a slow spell
+    does not make the spread of all; degrees of freedom sum(w) - 1 (possibly
+    fractional). None below df 1."""
     logs = _positive_logs(values)
     w = np.asarray(weights, dtype=float)
     if logs is None or w.shape != logs.shape or np.any(w <= 0.0):
@@ -294,8 +298,9 @@ def weighted_log_spread(values: Sequence[float], weights: Sequence[float]) -> Po
     df = float(w.sum()) - 1.0
     if df < 1.0:
         return None
-    mean = float(np.average(logs, weights=w))
-    return PooledSpread(spread=math.sqrt(float(np.sum(w * (logs - mean) ** 2)) / df), df=df)
+    center = np.quantile(logs, 0.5, weights=w, method="inverted_cdf")
+    deviation = np.quantile(np.abs(logs - center), 0.5, weights=w, method="inverted_cdf")
+    return PooledSpread(spread=MAD_TO_SD * float(deviation), df=df)
 
 
 def sample_log_spread(samples: Sequence[float]) -> float | None:

@@ -10,10 +10,11 @@ therefore judged against the best source of run-to-run spread there is:
    degrees of freedom.
 2. ``history``: the store holds earlier runs of run A's machine
    (``machine_history``: host, CPU model, kernel, sandbox) with this
-   variant, worth at least MIN_HISTORY_RUNS: the log spread of their
-   figures, an ``ok`` figure counting as one run and a ``suspect`` one as
-   SUSPECT_WEIGHT of a run (frequency weights: the spread divides by
-   sum(w) - 1, the degrees of freedom).
+   variant, worth at least MIN_HISTORY_RUNS: the robust log spread of
+   their figures (``stats.weighted_log_spread``: the weighted median
+   absolute deviation, so one run in a slow spell does not make the spread
+   of twenty), an ``ok`` figure counting as one run and a ``suspect`` one as
+   SUSPECT_WEIGHT of a run; sum(w) - 1 degrees of freedom.
 3. ``within-run``: only the samples of the two runs: the bootstrap interval
    of the ratio of medians and the U test (``stats.compare_samples``), and
    a floor: a difference smaller than WITHIN_RUN_FLOOR (in log terms) is
@@ -25,9 +26,10 @@ Between runs (1 and 2) the standard error of the log ratio is the spread
 times sqrt(1/n_A + 1/n_B), widened (added in quadrature, Welch-Satterthwaite
 degrees of freedom) by what says this pair of figures moved more than the
 machine's usual (``Widening``): a ``suspect`` side's own uncertainty (the
-standard error of its median from the IQR of its samples' logs), a side
-whose host reference still ran slowed (the log of its reference's ratio to
-its best), and a run whose host reference ran slowed as a whole
+standard error of its median from the IQR of its samples' logs; and, when
+the kernel's counters saw other work take a share of its kept samples'
+time, -log(1 - share)), a side whose host reference still ran slowed
+(the log of its reference's ratio to its best), and a run whose host reference ran slowed as a whole
 (``HostState``: the median over its variants over the reference's slowed
 ratio): that run is not compared as if the host had been the same. The
 interval is a t interval of the log ratio.
@@ -67,7 +69,7 @@ GATE_POWER = 0.80
 
 WIDENED_METHOD = "bootstrap of the ratio of medians, widened by the suspect or slowed sides"
 # What widened a row's noise (``Widening.cause``).
-SUSPECT, SLOWED, HOST_SLOWED = "suspect", "slowed", "host slowed"
+SUSPECT, SLOWED, HOST_SLOWED, TAKEN = "suspect", "slowed", "host slowed", "cpu taken"
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,12 @@ def side_widenings(result: dict[str, Any], side: int) -> list[Widening]:
             # spread (sqrt(pi/2) * sigma / sqrt(n), normal asymptotics).
             se = math.sqrt(math.pi / 2.0) * spread / math.sqrt(len(samples))
             widened.append(Widening(side, SUSPECT, se, len(samples) - 1.0))
+    taken = ((result.get("counters") or {}).get("kept") or {}).get("other_share")
+    suspect = result["verdict"]["status"] == "suspect"
+    if suspect and isinstance(taken, (int, float)) and 0.0 < taken < 1.0:
+        # The kernel saw others take this share of the kept samples' time:
+        # the figure may be inflated by up to 1 / (1 - share).
+        widened.append(Widening(side, TAKEN, -math.log1p(-taken)))
     block = result.get("interference") or {}
     attempts = block.get("attempts") or []
     kept = block.get("kept")

@@ -91,9 +91,10 @@ def inconclusive_words(verdict: GateRow) -> str:
 
 SOURCE_WORDS = SHORT_WORDS
 CAUSE_WORDS = {
-    noise.SUSPECT: "{run} suspect, its samples spread {spread:.0%}",
+    noise.SUSPECT: "{run} suspect, its median unsure by {spread:.0%}",
     noise.SLOWED: "{run}'s host reference still ran {spread:.0%} slow",
     noise.HOST_SLOWED: "{run}'s host reference ran {spread:.0%} slow over the whole run",
+    noise.TAKEN: "{run} ran with other work, which may have added up to {spread:.0%}",
 }
 
 
