@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "kernel_counters.hpp"
 #include "stats.hpp"
@@ -31,20 +32,22 @@ HostReference::HostReference(Clock& clock, double target_ns, double spread_s) : 
     if (elapsed >= target_ns || iterations_ >= (1ull << 32)) break;
     iterations_ *= 2;
   }
-  auto lower_best = [this] {
-    const double elapsed = time_loop();
-    if (elapsed > 0 && (best_ns_ == 0 || elapsed < best_ns_)) best_ns_ = elapsed;
-  };
-  for (int i = 0; i < 51; ++i) lower_best();
-  // The host's slow spells last up to seconds: a best taken in one moment may
-  // be a slowed one, and every variant judged against it would pass. So the
-  // best also gets timings spread over spread_s (the CPU sleeps between them;
-  // only the fastest counts, so the wake-up does not matter).
+  for (int i = 0; i < 51; ++i) time_loop();  // warm-up: caches, branch predictors, the CPU's clock
+  // The host's slow spells last up to seconds, and its fast moments too: the
+  // fastest of many timings in a row is one moment's, and every variant judged
+  // against a best taken in a fast one is slowed (every sample set aside, on
+  // every row), against a slow one never. So the best is the median of
+  // timings spread over spread_s; after each pause (the CPU sleeps) the loop
+  // runs twice and the second, warm, timing counts, as a sample's reference
+  // runs on a busy CPU.
   const auto pause = std::chrono::duration<double>(spread_s / spread_timings);
+  std::vector<double> spread;
   for (int i = 0; i < spread_timings; ++i) {
     if (spread_s > 0) std::this_thread::sleep_for(pause);
-    lower_best();
+    time_loop();
+    spread.push_back(time_loop());
   }
+  best_ns_ = summarize(spread).median;
 }
 
 double HostReference::time_loop() {
@@ -58,9 +61,9 @@ double HostReference::time_once() { return time_loop(); }
 std::string HostReference::describe() const {
   return fmt::format(
       "{} getppid system calls (kernel entry and exit, which every switch also makes), timed on the measuring "
-      "task's CPU before each sample; a variant is slowed when the median of those times is over {:.2f}x the "
-      "fastest taken when the run started",
-      iterations_, slowed_ratio);
+      "task's CPU before each sample; a variant is slowed when the median of those times is over {:.2f}x their "
+      "time when the run started (the median of {} timings spread over its first moments)",
+      iterations_, slowed_ratio, spread_timings);
 }
 
 InterferenceAttempt judge_attempt(const std::vector<double>& reference_ns, double best_ns, double median) {

@@ -13,7 +13,9 @@
 // ran fastest. It never chooses by the probe's own figure. The best is
 // established once, when the engine starts, and fixed from then on: a best
 // that kept falling would tighten the threshold as the run went on, and the
-// first variants would be judged by another rule than the last.
+// first variants would be judged by another rule than the last. It is a
+// median, not the fastest: the fastest of many timings is one fast moment's,
+// and against it every sample of every variant ran slowed.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -34,8 +36,9 @@ std::uint64_t reference_loop(std::uint64_t iterations);
 class HostReference {
  public:
   // Calibrates the loop to about `target_ns` on `clock` and establishes its
-  // best time: over 51 timings in a row, then `spread_timings` more spread
-  // over `spread_s` seconds. The best does not change after this.
+  // best time: after 51 timings in a row (a warm-up), the median of
+  // `spread_timings` more spread over `spread_s` seconds (each the second of
+  // two in a row). The best does not change after this.
   static constexpr int spread_timings = 20;
   explicit HostReference(Clock& clock, double target_ns = 20000, double spread_s = 1.0);
   // Times one run of the loop (ns); the best stays as established.
