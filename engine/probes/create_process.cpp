@@ -280,6 +280,7 @@ const Registrar fork_probe({
     .name = "create.fork",
     .op = "one fork whose child calls _exit(0) at once, and the parent's "
           "waitpid that reaps it; the parent is the engine, with parent_mib MiB of touched private memory added",
+    .roles = {{"ladder:fork", 0}, {"answer:process", 0}, {"explain:fork_size", 0}},
     .params = {{"parent_mib",
                 {"0", "64", "512"},
                 {},
@@ -296,6 +297,7 @@ const Registrar fork_minimal_parent_probe({
     .name = "create.fork_minimal_parent",
     .op = "one fork whose child calls _exit(0) at once, and the waitpid that reaps it, made by the small static "
           "helper ctxbench-forkloop (k forks per request over a pipe; the pipe round trip is spread over k)",
+    .roles = {{"explain:fork_minimal_parent", 0}},
     .make = [](Context&) { return std::make_unique<MinimalParentFork>(); },
     .supported =
         [](const Params& p) {
@@ -330,6 +332,7 @@ const Registrar fork_exec_probe({
     .name = "create.fork_exec",
     .op = "one fork whose child execve's the static helper ctxbench-exit0 "
           "(which exits 0 at once), and the waitpid",
+    .roles = {{"ladder:exec", 0}, {"answer:exec", 0}},
     .make = [](Context&) { return std::make_unique<ExecHelper>(false); },
     .supported = helper_here,
     .method = "lmbench lat_proc 'exec proc' (fork + execve of a static "

@@ -169,6 +169,7 @@ const Registrar pthread_probe({
     .name = "create.pthread",
     .op = "one pthread_create (default attributes) of a thread that returns at "
           "once, and its pthread_join",
+    .roles = {{"ladder:thread_create", 0}, {"answer:thread", 0}},
     .make = [](Context&) { return std::make_unique<CreateJoin>(std::nullopt); },
     .method = "libMicro pthread_create, osbench create_threads, eliben "
               "threadoverhead",
@@ -188,6 +189,7 @@ const Registrar pthread_detached_probe({
 const Registrar std_thread_probe({
     .name = "create.std_thread",
     .op = "one std::thread constructed with an empty lambda, and its join",
+    .roles = {{"answer:thread", 1}},
     .make = [](Context&) { return std::make_unique<StdThreadJoin>(); },
     .method = "Boost.Fiber performance/thread (std::thread variant), osbench "
               "create_threads",

@@ -21,6 +21,7 @@ void rate_figures(Result& r) {
 const Registrar registrar({
     .name = "msgrate.pipe",
     .op = "one round trip: a payload-sized message to a partner thread over a pipe and one back over another",
+    .roles = {{"answer:message_rate", 0}},
     .unit = Unit::msgs_per_s,
     .ops_per_iteration = constant(1),  // one iteration is one round trip
     .params =

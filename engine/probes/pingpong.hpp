@@ -311,6 +311,7 @@ class SharedStateChannel : public SharedChannel {
 struct SwitchProbe {
   std::string name;
   std::string op;
+  std::vector<ProbeRole> roles = {};  // ProbeDescriptor::roles
   std::string baseline;
   std::string wait;  // the call in which each side sleeps, for the expectation
   std::string method;
@@ -332,6 +333,7 @@ ProbeDescriptor switch_descriptor(const SwitchProbe& probe, ChannelFactory<Chann
   return {
       .name = probe.name,
       .op = probe.op,
+      .roles = probe.roles,
       .unit = Unit::ns,
       .ops_per_iteration = constant(2),  // one iteration is a round trip = two switches
       .params = params,

@@ -34,6 +34,7 @@ const Registrar registrar({
     .name = "switch.burst",
     .op = "one context switch within a burst of n in a row between two processes over two pipes (half a round "
           "trip of a 1-byte token)",
+    .roles = {{"answer:burst", 0}},
     .unit = Unit::ns,
     .ops_per_iteration = constant(2),  // one iteration is a round trip = two switches
     .params =

@@ -103,6 +103,7 @@ const Registrar registrar(switch_descriptor<CondvarChannel>(
     {
         .name = "switch.condvar",
         .op = "one context switch: half a round trip of a wakeup over a pthread mutex and two condition variables",
+        .roles = {{"answer:condvar", 0}},
         .baseline = "mutex lock + pthread_cond_signal with no waiter + unlock, then lock + check + unlock, in one "
                     "thread (the primitive's cost per switch, no switch)",
         .wait = "pthread_cond_wait",

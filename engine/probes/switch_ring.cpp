@@ -193,6 +193,7 @@ Support ring_supported(const Params& p) {
 const Registrar registrar({
     .name = "switch.ring",
     .op = "one hop round a ring of N processes: a context switch plus the next process summing its S KiB",
+    .roles = {{"explain:ring", 0}},
     .unit = Unit::ns,
     // One iteration is a lap of the ring: N hops.
     .ops_per_iteration = [](const Params& p) { return std::stod(p.at("procs")); },

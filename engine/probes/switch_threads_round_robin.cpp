@@ -74,6 +74,7 @@ int thread_count(const Params& p) { return static_cast<int>(std::stol(p.at("thre
 const Registrar registrar({
     .name = "switch.threads_round_robin",
     .op = "one kernel context switch: a futex hand-off from one of N threads passing a baton round-robin to the next",
+    .roles = {{"answer:round_robin", 0}},
     .unit = Unit::ns,
     .ops_per_iteration = [](const Params& p) { return static_cast<double>(thread_count(p)); },  // a lap: N hand-offs
     .params = {{"threads", {"2", "4", "8"}, {"4"}, "threads in the ring, the measuring one included", true, true},

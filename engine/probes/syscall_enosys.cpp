@@ -59,6 +59,7 @@ const Registrar registrar({
     .name = "syscall.enosys",
     .op = "one system call with an unused number (100000) that the kernel rejects with ENOSYS: the bare entry and "
           "exit",
+    .roles = {{"ladder:syscall", 0}, {"answer:syscall", 0}, {"explain:bare_syscall", 0}},
     .make = [](Context&) { return std::make_unique<InvalidCall>(); },
     .supported = answers_enosys,
     .method = "mode-switch-stat's empty system call (an invalid number); batched and timer-corrected",

@@ -14,6 +14,7 @@ using namespace ctx;
 const Registrar registrar({
     .name = "syscall.getpid",
     .op = "one getpid system call through syscall(SYS_getpid), bypassing any libc cache",
+    .roles = {{"ladder:syscall", 2}, {"answer:syscall", 2}, {"seccomp:per_call", 1}},
     .unit = Unit::ns,
     .params = {seccomp_param()},
     .make = [](Context&) { return loop_of([] { syscall(SYS_getpid); }); },

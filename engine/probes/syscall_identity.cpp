@@ -16,6 +16,7 @@ using namespace ctx;
 const Registrar getppid_probe({
     .name = "syscall.getppid",
     .op = "one getppid system call through syscall(SYS_getppid)",
+    .roles = {{"ladder:syscall", 1}, {"answer:syscall", 1}, {"seccomp:per_call", 0}},
     .params = {seccomp_param()},
     .make = [](Context&) { return loop_of([] { syscall(SYS_getppid); }); },
     .method = "lmbench lat_syscall 'null' (getppid) and perf bench syscall basic; batched and timer-corrected",
@@ -25,6 +26,7 @@ const Registrar getppid_probe({
 const Registrar getsid_probe({
     .name = "syscall.getsid",
     .op = "one getsid(0) system call through syscall(SYS_getsid, 0): the caller's session id",
+    .roles = {{"seccomp:per_call", 3}},
     .params = {seccomp_param()},
     .make = [](Context&) { return loop_of([] { syscall(SYS_getsid, 0); }); },
     .method = "a null system call in the manner of lmbench lat_syscall; batched and timer-corrected",
@@ -34,6 +36,7 @@ const Registrar getsid_probe({
 const Registrar getuid_probe({
     .name = "syscall.getuid",
     .op = "one getuid system call through syscall(SYS_getuid)",
+    .roles = {{"seccomp:per_call", 2}},
     .params = {seccomp_param()},
     .make = [](Context&) { return loop_of([] { syscall(SYS_getuid); }); },
     .method = "UnixBench syscall.c's mix (getuid is one of its four calls), taken alone; batched and timer-corrected",

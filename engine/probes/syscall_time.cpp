@@ -67,6 +67,7 @@ const Registrar gettimeofday_syscall({
 const Registrar clock_gettime_vdso({
     .name = "syscall.clock_gettime_vdso",
     .op = "one clock_gettime(CLOCK_MONOTONIC) through libc, answered in the vDSO without entering the kernel",
+    .roles = {{"ladder:vdso", 1}},
     .make =
         [](Context&) {
           return vdso_loop([] {

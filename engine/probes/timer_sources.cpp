@@ -319,6 +319,7 @@ WorkloadFactory clock_read(std::string source, Op op, ReadFn read, TickRate rate
 const Registrar clock_gettime_monotonic({
     .name = "timer.clock_gettime_monotonic",
     .op = "one clock_gettime(CLOCK_MONOTONIC) through libc, answered in the vDSO without entering the kernel",
+    .roles = {{"ladder:vdso", 0}},
     .make = clock_read(
         "clock_gettime(CLOCK_MONOTONIC)",
         [] {

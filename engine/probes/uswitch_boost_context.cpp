@@ -67,6 +67,7 @@ std::unique_ptr<Workload> make(Context& ctx) {
 const Registrar registrar({
     .name = "uswitch.boost_context",
     .op = "one Boost.Context switch (half a round trip between two contexts on their own stacks)",
+    .roles = {{"uswitch:boost_context", 0}},
     .unit = Unit::ns,
     .ops_per_iteration = constant(2),  // one iteration is a round trip = two switches
     .params = {{"api",

@@ -92,6 +92,7 @@ class CoroutinePingPong final : public uswitch::UserSwitchWorkload {
 const Registrar registrar({
     .name = "uswitch.coroutine",
     .op = "one C++20 symmetric transfer: one coroutine suspends and resumes the other (half a round trip)",
+    .roles = {{"ladder:coroutine", 0}, {"answer:coroutine", 0}, {"uswitch:compiled", 0}},
     .unit = Unit::ns,
     .ops_per_iteration = constant(2),  // one iteration is a round trip = two transfers
     .make = [](Context&) { return std::make_unique<CoroutinePingPong>(); },

@@ -70,6 +70,7 @@ const Registrar registrar({
     .name = "uswitch.ucontext",
     .op = "one swapcontext (glibc ucontext): one user-level context switch, half a round trip, including the "
           "rt_sigprocmask system call it makes",
+    .roles = {{"uswitch:ucontext", 0}},
     .unit = Unit::ns,
     .ops_per_iteration = constant(2),  // one iteration is a round trip = two swapcontext calls
     .baseline = "one rt_sigprocmask(SIG_SETMASK) system call, as swapcontext makes per switch (the corrected figure "

@@ -24,6 +24,12 @@ namespace ctx {
 class Context;
 struct ProbeDescriptor;
 
+// One thing a front end uses a probe for (ProbeDescriptor::roles).
+struct ProbeRole {
+  std::string role;  // "ladder:<rung>", "answer:<figure>", "explain:<part>", "seccomp:<axis>"
+  int rank = 0;      // among the probes with this role, lowest first
+};
+
 struct ParamSpec {
   std::string name;
   std::vector<std::string> values;  // every allowed value
@@ -131,6 +137,12 @@ struct PairMatrixSpec {
 struct ProbeDescriptor {
   std::string name;  // family.variant
   std::string op;    // what one operation is, in one sentence
+  // What a front end uses this probe for, so that no front end names a probe:
+  // e.g. {"ladder:syscall", 0}, the summary ladder's bare system call, first
+  // choice; {"explain:bare_syscall", 0}, the figure `explain` prices system
+  // calls at. Rank orders the probes that share a role, lowest first. `list
+  // --json` and `docs probe-names` give them (schema/probe-names.json).
+  std::vector<ProbeRole> roles;
   Unit unit = Unit::ns;
   // Operations in one iteration of Workload::run, e.g. 2 when one iteration
   // is a round trip and one op is one switch. A function when it depends on

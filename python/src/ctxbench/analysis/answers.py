@@ -23,6 +23,7 @@ from typing import Any
 
 from ctxbench.analysis.summary_data import Point, point, ratio
 from ctxbench.analysis.summary_rules import pick  # the ladder's own matching
+from ctxbench.records.roles import probes_with
 from ctxbench.stats import RatioInterval
 
 
@@ -31,8 +32,12 @@ class Wanted:
     key: str
     label: str  # what the figure is, in the list of figures
     short: str  # its name in a ratio
-    candidates: tuple[str, ...]
+    role: str  # the probes with the role answer:ROLE measure it (records.roles)
     match: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        return probes_with(f"answer:{self.role}")
 
 
 @dataclass(frozen=True)
@@ -41,8 +46,13 @@ class Question:
     title: str
     wanted: tuple[Wanted, ...]
     ratios: tuple[tuple[str, str], ...]  # (figure, against): figure / against
-    # how to measure what the run lacks: `ctxbench run ...` arguments
+    # how to measure what the run lacks: `ctxbench run ...` arguments; {probes}:
+    # the first probe of each wanted figure's role
     command: str
+
+    def run_arguments(self) -> str:
+        probes = dict.fromkeys(w.candidates[0] for w in self.wanted if w.candidates)
+        return self.command.format(probes=" ".join(probes))
 
 
 @dataclass(frozen=True)
@@ -72,26 +82,26 @@ QUESTIONS: tuple[Question, ...] = (
         "fibers",
         "Fibers, coroutines or threads",
         (
-            Wanted("coroutine", "coroutine (C++20)", "coroutine", ("uswitch.coroutine",)),
+            Wanted("coroutine", "coroutine (C++20)", "coroutine", "coroutine"),
             Wanted(
                 "fiber",
                 "fiber (Boost.Fiber)",
                 "fiber",
-                ("uswitch.boost_fiber",),
+                "fiber",
                 {"fibers": (4, None)},
             ),
             Wanted(
                 "futex",
                 "thread hand-off (futex, one CPU)",
                 "thread hand-off",
-                ("switch.futex",),
+                "futex",
                 {**SAME_THREADS, "policy": BATCH_FIRST},
             ),
             Wanted(
                 "round_robin",
                 "4-thread round robin",
                 "round robin",
-                ("switch.threads_round_robin",),
+                "round_robin",
                 {"cpus": ("same",), "threads": (4, None), "policy": BATCH_FIRST},
             ),
         ),
@@ -106,25 +116,25 @@ QUESTIONS: tuple[Question, ...] = (
                 "syscall",
                 "system call",
                 "system call",
-                ("syscall.enosys", "syscall.getppid", "syscall.getpid"),
+                "syscall",
             ),
             Wanted(
                 "thread",
                 "thread (create + join)",
                 "thread",
-                ("create.pthread", "create.std_thread"),
+                "thread",
             ),
             Wanted(
                 "process",
                 "process (fork + wait)",
                 "process",
-                ("create.fork",),
+                "process",
                 {"parent_mib": (0, None)},
             ),
-            Wanted("exec", "fork + exec", "fork + exec", ("create.fork_exec",)),
+            Wanted("exec", "fork + exec", "fork + exec", "exec"),
         ),
         (("thread", "syscall"), ("process", "thread"), ("exec", "process")),
-        "syscall.enosys create.pthread create.fork create.fork_exec",
+        "{probes}",
     ),
     Question(
         "burst",
@@ -134,14 +144,14 @@ QUESTIONS: tuple[Question, ...] = (
                 f"{cpus}_{n}",
                 f"{'pinned' if cpus == 'same' else 'unpinned'} n={n}",
                 f"{'pinned' if cpus == 'same' else 'unpinned'} n={n}",
-                ("switch.burst",),
+                "burst",
                 {"n": (n,), "cpus": (cpus,), "policy": NORMAL_FIRST},
             )
             for n in (20, 200, 20000)
             for cpus in ("same", "any")
         ),
         tuple((f"any_{n}", f"same_{n}") for n in (20, 200, 20000)),
-        "switch.burst --cpus same,any",
+        "{probes} --cpus same,any",
     ),
     Question(
         "handoff",
@@ -151,21 +161,21 @@ QUESTIONS: tuple[Question, ...] = (
                 "pipe",
                 "pipe",
                 "pipe",
-                ("switch.pipe",),
+                "pipe",
                 {**SAME_THREADS, "policy": NORMAL_FIRST},
             ),
             Wanted(
                 "condvar",
                 "condvar",
                 "condvar",
-                ("switch.condvar",),
+                "condvar",
                 {**SAME_THREADS, "policy": NORMAL_FIRST},
             ),
             Wanted(
                 "rate_same",
                 "1-byte messages over a pipe, one CPU",
                 "messages, one CPU",
-                ("msgrate.pipe",),
+                "message_rate",
                 {
                     "payload": (1,),
                     "cpus": ("same",),
@@ -177,7 +187,7 @@ QUESTIONS: tuple[Question, ...] = (
                 "rate_cross",
                 "across CPUs",
                 "messages across CPUs",
-                ("msgrate.pipe",),
+                "message_rate",
                 {
                     "payload": (1,),
                     "cpus": ("cross",),
@@ -187,7 +197,7 @@ QUESTIONS: tuple[Question, ...] = (
             ),
         ),
         (("condvar", "pipe"),),
-        "switch.pipe switch.condvar msgrate.pipe --between threads",
+        "{probes} --between threads",
     ),
 )
 
@@ -226,5 +236,7 @@ def answers(results: list[dict[str, Any]]) -> list[Answer]:
             if a in found and b in found and found[b].median
         ]
         figures = [(w.label, found[w.key]) for w in question.wanted if w.key in found]
-        out.append(Answer(question.key, question.title, figures, ratios, missing, question.command))
+        out.append(
+            Answer(question.key, question.title, figures, ratios, missing, question.run_arguments())
+        )
     return out

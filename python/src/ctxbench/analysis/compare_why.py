@@ -40,7 +40,15 @@ from ctxbench import stats
 from ctxbench.analysis import envparts
 from ctxbench.analysis.compare import FASTER, SLOWER, Comparison, Row
 from ctxbench.analysis.compare_pairs import original
-from ctxbench.analysis.explain import BARE_SYSCALL, BASELINE, REST, Explanation, Part, Term, explain
+from ctxbench.analysis.explain import (
+    BASELINE,
+    REST,
+    Explanation,
+    Part,
+    Term,
+    bare_syscall,
+    explain,
+)
 from ctxbench.analysis.phases import traced_view
 from ctxbench.records.core import params_key
 from ctxbench.store.schema import StoredRun
@@ -135,15 +143,15 @@ def call_parts(record: dict[str, Any], bare: dict[str, Any] | None) -> list[Part
     from ctxbench.analysis.explain import MEDIAN, term
 
     median = float(record["summary"]["median"])
-    if record["probe"] == BARE_SYSCALL:
-        return [Part("kernel entry/exit", median, BARE_SYSCALL, [term(1.0, record, MEDIAN)])]
+    if record["probe"] == bare_syscall():
+        return [Part("kernel entry/exit", median, bare_syscall(), [term(1.0, record, MEDIAN)])]
     if bare is None or not bare.get("summary"):
         return []
     entry = float(bare["summary"]["median"])
     if entry > median:
         return []
     return [
-        Part("kernel entry/exit", entry, BARE_SYSCALL, [term(1.0, bare)]),
+        Part("kernel entry/exit", entry, bare_syscall(), [term(1.0, bare)]),
         Part(
             CALL_WORK,
             median - entry,
@@ -177,12 +185,12 @@ class RunParts:
                 (
                     r
                     for (probe, _), r in self.by_key.items()
-                    if probe == BARE_SYSCALL and r["verdict"]["status"] in ("ok", "suspect")
+                    if probe == bare_syscall() and r["verdict"]["status"] in ("ok", "suspect")
                 ),
                 None,
             )
             parts = call_parts(record, bare)
-            return parts, [] if parts else [f"{BARE_SYSCALL} was not measured beside it"]
+            return parts, [] if parts else [f"{bare_syscall()} was not measured beside it"]
         found = self.explanation(record)
         if found is None:
             return [], []

@@ -37,8 +37,14 @@ from ctxbench.analysis.shares import (  # noqa: F401 (the codes: why.py imports 
 )
 from ctxbench.analysis.user_switch import chain_parts
 from ctxbench.records.core import params_key
+from ctxbench.records.roles import has_role, probe_with
 
-BARE_SYSCALL = "syscall.enosys"
+
+def bare_syscall() -> str:
+    """The probe whose figure prices a system call (its descriptor's role)."""
+    return probe_with("explain:bare_syscall")
+
+
 REST = "scheduler wake-up and switch (the rest)"
 IDLE_PART = "waking an idle CPU"
 REST_USER = "the whole switch, not split"
@@ -174,7 +180,7 @@ def _is_switch(record: dict[str, Any]) -> bool:
 def explain(results: list[dict[str, Any]], run_id: str | None = None) -> Explained:
     """Decomposes every measured switch figure of one run's result records."""
     by_key = {_key(r): r for r in results if _measured(r)}
-    bare = next((r for r in results if r["probe"] == BARE_SYSCALL and _measured(r)), None)
+    bare = next((r for r in results if r["probe"] == bare_syscall() and _measured(r)), None)
     bare_ns = _median(bare) if bare else None
     ring_slopes = _ring_slopes(results)
 
@@ -233,7 +239,7 @@ def _explain_one(
             "with this primitive, so it is not priced separately"
         )
     elif bare is None:
-        missing.append(f"kernel entry/exit: {BARE_SYSCALL} was not measured in this run")
+        missing.append(f"kernel entry/exit: {bare_syscall()} was not measured in this run")
     else:
         bare_ns = _median(bare)
         assert bare_ns is not None
@@ -244,7 +250,7 @@ def _explain_one(
                 "kernel entry/exit",
                 entry,
                 f"{_fmt_value(float(calls))} system call{plural} x {time_text(bare_ns)} "
-                f"({BARE_SYSCALL})",
+                f"({bare_syscall()})",
                 [term(float(calls), bare)],
             )
         )
@@ -339,7 +345,7 @@ def _explain_one(
             )
         else:
             missing.append("address-space switch: no between=threads twin measured in this run")
-    elif params.get("between") is None and r["probe"] == "switch.ring":
+    elif params.get("between") is None and has_role(r["probe"], "explain:ring"):
         missing.append("address-space switch: the ring runs processes only, no thread twin")
 
     # Waking an idle CPU: idle=free against idle=held, all else equal.
@@ -378,7 +384,7 @@ def _explain_one(
 
     # Cache refill for a ring hop with a working set.
     size = params.get("size_kib")
-    if r["probe"] == "switch.ring" and size is not None:
+    if has_role(r["probe"], "explain:ring") and size is not None:
         fit = ring_slopes.get(_key(r, without=("size_kib",)))
         if fit is not None and float(size) > 0:
             slope, n = fit
@@ -504,7 +510,11 @@ def _interference_notes(used: list[dict[str, Any]]) -> list[str]:
 def _ring_slopes(results: list[dict[str, Any]]) -> dict[tuple, tuple[float, int]]:
     groups: dict[tuple, list[tuple[float, float]]] = {}
     for r in results:
-        if r["probe"] != "switch.ring" or not _measured(r) or "size_kib" not in r.get("params", {}):
+        if (
+            not has_role(r["probe"], "explain:ring")
+            or not _measured(r)
+            or "size_kib" not in r.get("params", {})
+        ):
             continue
         corrected = _corrected(r)
         assert corrected is not None
@@ -524,13 +534,15 @@ def _fork(results: list[dict[str, Any]]) -> ForkScaling | None:
     points = sorted(
         (float(r["params"]["parent_mib"]), float(_median(r) or 0))
         for r in results
-        if r["probe"] == "create.fork" and _measured(r) and "parent_mib" in r.get("params", {})
+        if has_role(r["probe"], "explain:fork_size")
+        and _measured(r)
+        and "parent_mib" in r.get("params", {})
     )
     minimal = next(
         (
             _median(r)
             for r in results
-            if r["probe"] == "create.fork_minimal_parent" and _measured(r)
+            if has_role(r["probe"], "explain:fork_minimal_parent") and _measured(r)
         ),
         None,
     )

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxbench import fmt
+from ctxbench.records.roles import probes_with
 
 FILTERS = ("allow", "profile")
-# The per-call reference: the first of these the run measured under the filter.
-PER_CALL_PROBES = ("syscall.getppid", "syscall.getpid", "syscall.getuid", "syscall.getsid")
+# The per-call reference: the first probe with the role seccomp:per_call
+# (records.roles) the run measured under the filter.
 MEASURED = ("ok", "suspect")
 
 
@@ -118,7 +119,7 @@ def filter_costs(results: list[dict[str, Any]]) -> list[FilterCost]:
             )
         )
     per_call = {}
-    for probe in reversed(PER_CALL_PROBES):
+    for probe in reversed(probes_with("seccomp:per_call")):
         for c in costs:
             if c.probe == probe:
                 per_call[c.mode] = c

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# Which record stands for a rung: the first candidate probe the run measured,
+from ctxbench.records.roles import probes_with
+
+# Which record stands for a rung: the first candidate probe the run measured
+# (the probes with its role, records.roles),
 # with params matching ``match``. A match value is a tuple of accepted values
 # in order of preference; None accepts a record without that param (older
 # records, or a probe that has no such knob). Params not named are free.
@@ -19,50 +22,54 @@ SAME_CPU_SWITCH = {**DEFAULT_SWITCH, "idle": ("free", None, "held")}
 class RungSpec:
     key: str
     label: str
-    candidates: tuple[str, ...]  # probe names, preferred first
+    role: str  # the probes with the role ladder:ROLE stand for it (records.roles)
     match: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        """The probes that may stand for this rung, preferred first, as the
+        engine's descriptors rank them."""
+        return probes_with(f"ladder:{self.role}")
 
 
 LADDER: tuple[RungSpec, ...] = (
-    RungSpec("coroutine", "coroutine resume", ("uswitch.coroutine",)),
+    RungSpec("coroutine", "coroutine resume", "coroutine"),
     RungSpec(
         "asm",
         "own asm switch",
-        ("uswitch.asm",),
+        "asm",
         {"fpstate": ("abi", None), "fpcontrol": ("same", None)},
     ),
-    RungSpec("fiber", "Boost.Fiber yield", ("uswitch.boost_fiber",)),
+    RungSpec("fiber", "Boost.Fiber yield", "fiber"),
     RungSpec(
         "vdso",
         "vDSO clock_gettime",
-        ("timer.clock_gettime_monotonic", "syscall.clock_gettime_vdso"),
+        "vdso",
     ),
-    RungSpec(
-        "syscall", "bare system call", ("syscall.enosys", "syscall.getppid", "syscall.getpid")
-    ),
-    RungSpec("signal", "signal round trip", ("trap.signal",)),
+    RungSpec("syscall", "bare system call", "syscall"),
+    RungSpec("signal", "signal round trip", "signal"),
     RungSpec(
         "thread_switch",
         "thread switch, same CPU",
-        ("switch.pipe",),
+        "switch",
         {"between": ("threads",), "cpus": ("same",), **SAME_CPU_SWITCH},
     ),
     RungSpec(
         "process_switch",
         "process switch, same CPU",
-        ("switch.pipe",),
+        "switch",
         {"between": ("processes",), "cpus": ("same",), **SAME_CPU_SWITCH},
     ),
     RungSpec(
         "cross_switch",
         "thread switch, cross CPU",
-        ("switch.pipe",),
+        "switch",
         {"between": ("threads",), "cpus": ("cross",), **DEFAULT_SWITCH},
     ),
     RungSpec(
         "cross_switch_held",
         "thread switch, cross CPU, idle held",
-        ("switch.pipe",),
+        "switch",
         {
             "between": ("threads",),
             "cpus": ("cross",),
@@ -70,9 +77,9 @@ LADDER: tuple[RungSpec, ...] = (
             "idle": ("held",),
         },
     ),
-    RungSpec("thread_create", "thread creation", ("create.pthread",)),
-    RungSpec("fork", "fork", ("create.fork",), {"parent_mib": (0, None)}),
-    RungSpec("exec", "fork + exec", ("create.fork_exec",)),
+    RungSpec("thread_create", "thread creation", "thread_create"),
+    RungSpec("fork", "fork", "fork", {"parent_mib": (0, None)}),
+    RungSpec("exec", "fork + exec", "exec"),
 )
 
 # Knobs an older engine did not have: a record without one was measured the way

@@ -24,8 +24,8 @@ from typing import Any
 
 from ctxbench import fmt
 from ctxbench.analysis.shares import share_withheld, withheld_words
+from ctxbench.records.roles import has_role, probe_with
 
-ASM = "uswitch.asm"
 FLOOR = {"fpstate": "abi", "fpcontrol": "same"}
 SAVE = "register save/restore (own asm switch)"
 FP_STATE = "FP/vector state (XSAVE/XRSTOR)"
@@ -37,35 +37,38 @@ Stage = tuple[str, str, dict[str, Any] | None]  # part name, probe, params (None
 def _stages(record: dict[str, Any]) -> list[Stage] | None:
     """The chain of figures up to RECORD, smallest first; None: it cannot be split."""
     probe, params = record["probe"], record.get("params", {})
-    floor: Stage = (SAVE, ASM, FLOOR)
-    if probe == ASM:
+    asm = probe_with("uswitch:floor")
+    floor: Stage = (SAVE, asm, FLOOR)
+    if probe == asm:
         full = params.get("fpstate") == "full"
         differs = params.get("fpcontrol") == "differs"
         if not full and not differs:
             return None
         chain = [floor]
         if full:
-            chain.append((FP_STATE, ASM, {"fpstate": "full", "fpcontrol": "same"}))
+            chain.append((FP_STATE, asm, {"fpstate": "full", "fpcontrol": "same"}))
         if differs:
-            chain.append((FP_CONTROL, ASM, dict(params)))
+            chain.append((FP_CONTROL, asm, dict(params)))
         return chain
-    if probe == "uswitch.boost_context":
+    if has_role(probe, "uswitch:boost_context"):
         return [floor, ("Boost.Context's own work", probe, dict(params))]
-    if probe == "uswitch.boost_fiber":
+    if has_role(probe, "uswitch:on_boost_context"):
+        context = probe_with("uswitch:boost_context")
         return [
             floor,
-            ("Boost.Context beyond the own switch", "uswitch.boost_context", {"api": "fiber"}),
+            ("Boost.Context beyond the own switch", context, {"api": "fiber"}),
             ("the fiber scheduler's own work", probe, dict(params)),
         ]
-    if probe == "uswitch.ucontext":
+    if has_role(probe, "uswitch:ucontext"):
         return [floor, ("glibc's own work, its rt_sigprocmask system call included", probe, {})]
     return None
 
 
+# Why a switch is not split, by the role of its probe (records.roles).
 WHOLE = {
-    ASM: "the own asm switch is the floor: the callee-saved registers and the stack "
-    "pointer saved and restored, nothing smaller measured apart",
-    "uswitch.coroutine": "a C++20 coroutine's transfer is compiled into the coroutines' "
+    "uswitch:floor": "the own asm switch is the floor: the callee-saved registers and the "
+    "stack pointer saved and restored, nothing smaller measured apart",
+    "uswitch:compiled": "a C++20 coroutine's transfer is compiled into the coroutines' "
     "code: no save/restore of its own is measured apart, so it is not split",
 }
 
@@ -81,7 +84,10 @@ def chain_parts(
     what is not a share (in words), and what cannot be split (in words)."""
     stages = _stages(record)
     if stages is None:
-        words = WHOLE.get(record["probe"], "no smaller figure of this switch is measured apart")
+        words = next(
+            (w for role, w in WHOLE.items() if has_role(record["probe"], role)),
+            "no smaller figure of this switch is measured apart",
+        )
         return [], [], [words]
     figures: list[tuple[str, dict[str, Any]]] = []
     missing = []

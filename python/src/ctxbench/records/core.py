@@ -52,16 +52,21 @@ MAX_NUMBER = 1e18
 MAX_INT_DIGITS = 19
 
 
-def schema_path() -> Path:
-    """The installed package's copy (wheel data), else schema/ of a source checkout."""
-    packaged = Path(str(resources.files("ctxbench").joinpath("data", SCHEMA_FILE)))
+def data_path(name: str) -> Path:
+    """A file of schema/: the installed package's copy (wheel data), else
+    schema/ of a source checkout."""
+    packaged = Path(str(resources.files("ctxbench").joinpath("data", name)))
     if packaged.is_file():
         return packaged
     for parent in Path(__file__).resolve().parents:
-        candidate = parent / "schema" / SCHEMA_FILE
+        candidate = parent / "schema" / name
         if candidate.is_file():
             return candidate
-    raise FileNotFoundError(f"{SCHEMA_FILE} is neither in the package nor in a source checkout")
+    raise FileNotFoundError(f"{name} is neither in the package nor in a source checkout")
+
+
+def schema_path() -> Path:
+    return data_path(SCHEMA_FILE)
 
 
 @cache

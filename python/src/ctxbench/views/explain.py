@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxbench.analysis.explain import (
-    BARE_SYSCALL,
     IDLE_PART,
     Explained,
     Explanation,
     Part,
+    bare_syscall,
     explain,
     time_text,
 )
@@ -28,18 +28,20 @@ from ctxbench.analysis.filter_cost import FilterCost, cost_lines
 from ctxbench.analysis.phases import render_traced
 from ctxbench.errors import BadInput
 from ctxbench.fmt import param_value
+from ctxbench.records.roles import probe_with
 from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import explain_lines
 
 # ---- choosing what to show ------------------------------------------------------------
-# The headline switches, in this order: a thread switch on one CPU, the same
+# The headline switches, in this order, of the probe with the role
+# explain:headline (records.roles): a thread switch on one CPU, the same
 # across CPUs, and processes on one CPU. Each matches the default variant
 # (policy normal, else batch or absent; idle free or absent).
-HEADLINE: tuple[tuple[str, dict[str, str]], ...] = (
-    ("switch.pipe", {"between": "threads", "cpus": "same"}),
-    ("switch.pipe", {"between": "threads", "cpus": "cross"}),
-    ("switch.pipe", {"between": "processes", "cpus": "same"}),
+HEADLINE: tuple[dict[str, str], ...] = (
+    {"between": "threads", "cpus": "same"},
+    {"between": "threads", "cpus": "cross"},
+    {"between": "processes", "cpus": "same"},
 )
 _DEFAULTS = {
     "policy": ("normal", "batch", None),
@@ -62,7 +64,8 @@ def headline(explanations: Sequence[Explanation]) -> list[Explanation]:
     """The headline switches this run explains, in HEADLINE's order: per slot,
     the variant closest to the default."""
     found = []
-    for probe, params in HEADLINE:
+    probe = probe_with("explain:headline")
+    for params in HEADLINE:
         candidates = [
             (rank, e)
             for e in explanations
@@ -161,7 +164,7 @@ def render_text(
         lines.append(f"# where the time goes, run {explained.run_id}")
     if explained.bare_syscall_ns is not None:
         lines.append(
-            f"# a bare system call ({BARE_SYSCALL}) costs "
+            f"# a bare system call ({bare_syscall()}) costs "
             f"{time_text(explained.bare_syscall_ns)} in this run"
         )
     for e in shown:

@@ -12,6 +12,7 @@ from ctxbench import fmt
 from ctxbench.analysis.summary import run_name
 from ctxbench.fmt import param_value, params_text
 from ctxbench.records import matrix
+from ctxbench.records.roles import has_role
 from ctxbench.store.schema import StoredRun
 from ctxbench.views.report_figures import (
     PALETTE,
@@ -23,8 +24,6 @@ from ctxbench.views.report_figures import (
     value_axis,
     variant_label,
 )
-
-RING_PROBE = "switch.ring"
 
 
 @dataclass
@@ -183,7 +182,9 @@ def _ring_axes(results: list[dict[str, Any]]) -> tuple[str, str | None, list[str
 def ring_figures(figures: Figures, runs: list[StoredRun]) -> list[Figure]:
     out = []
     for index, run in enumerate(runs):
-        results = [r for r in run.results if r["probe"] == RING_PROBE and r.get("summary")]
+        results = [
+            r for r in run.results if has_role(r["probe"], "explain:ring") and r.get("summary")
+        ]
         if not results:
             continue
         axes = _ring_axes(results)
@@ -227,7 +228,7 @@ def ring_figures(figures: Figures, runs: list[StoredRun]) -> list[Figure]:
             what = (
                 "corrected cost per switch (minus baseline)" if corrected else "median per switch"
             )
-            title = f"{RING_PROBE} grid, {run_name(index, run)}: {what}"
+            title = f"{results[0]['probe']} grid, {run_name(index, run)}: {what}"
             if key:
                 title += f" — {key}"
             out.append(figures.make(title, figure, max(300, 120 + 40 * len(ys))))
