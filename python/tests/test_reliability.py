@@ -233,31 +233,29 @@ def test_a_killed_ctxbench_takes_the_engine_with_it_and_leaves_the_spool(tmp_pat
         pytest.skip(str(error))
     db = tmp_path / "killed.db"
     env = dict(os.environ, PYTHONPATH=str(SOURCE), CTXBENCH_ENGINE=str(engine))
+    # --interleave off: variant after variant, so the second announced means the
+    # first written; --retries 0: a variant slowed by the host is not measured
+    # again after the rest (which held its record back for minutes on a loaded
+    # machine, and the test ran out of time with ctxbench still running).
+    command = ["run", "syscall.*", "--samples", "200", "--db", str(db)]
+    command += ["--interleave", "off", "--retries", "0"]
     process = subprocess.Popen(
-        # --interleave off: variant after variant, so the second announced means the first written
-        [
-            sys.executable,
-            "-m",
-            "ctxbench",
-            "run",
-            "syscall.*",
-            "--samples",
-            "200",
-            "--db",
-            str(db),
-            "--interleave",
-            "off",
-            # No sample taken again: a variant slowed by other work would be
-            # re-measured at the end of the run and written only then.
-            "--retries",
-            "0",
-        ],
+        [sys.executable, "-m", "ctxbench", *command],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
         env=env,
     )
+    try:
+        _kill_and_import(process, tmp_path, db, env)
+    finally:  # a failed check leaves no ctxbench (and so no engine) running
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def _kill_and_import(process: subprocess.Popen, tmp_path: Path, db: Path, env: dict) -> None:
     announced = 0
     for line in process.stderr:
         # The second announcement: the first variant is done.

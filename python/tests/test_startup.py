@@ -37,7 +37,8 @@ print(json.dumps({{"code": code, "heavy": heavy}}))
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     db = tmp_path_factory.mktemp("startup") / "startup.db"
-    _loaded(["import", str(fixture_path("run_a.jsonl")), "--db", str(db)])
+    # the default run: it has a ring and fork sizes, whose fits once pulled scipy into show
+    _loaded(["import", str(fixture_path("default_quick.jsonl")), "--db", str(db)])
     return db
 
 

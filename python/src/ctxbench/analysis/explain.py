@@ -177,8 +177,11 @@ def _is_switch(record: dict[str, Any]) -> bool:
 
 
 # ---- the decomposition -------------------------------------------------------------------
-def explain(results: list[dict[str, Any]], run_id: str | None = None) -> Explained:
-    """Decomposes every measured switch figure of one run's result records."""
+def explain(
+    results: list[dict[str, Any]], run_id: str | None = None, *, fork: bool = True
+) -> Explained:
+    """Decomposes every measured switch figure of one run's result records.
+    FORK=False leaves out the fork fit (the summary never shows it; scipy fits it)."""
     by_key = {_key(r): r for r in results if _measured(r)}
     bare = next((r for r in results if r["probe"] == bare_syscall() and _measured(r)), None)
     bare_ns = _median(bare) if bare else None
@@ -199,7 +202,12 @@ def explain(results: list[dict[str, Any]], run_id: str | None = None) -> Explain
             continue
         explanations.append(_explain_one(r, by_key, bare, ring_slopes))
     return Explained(
-        run_id, explanations, _fork(results), bare_ns, unexplained, filter_costs(results)
+        run_id,
+        explanations,
+        _fork(results) if fork else None,
+        bare_ns,
+        unexplained,
+        filter_costs(results),
     )
 
 
@@ -523,10 +531,10 @@ def _ring_slopes(results: list[dict[str, Any]]) -> dict[tuple, tuple[float, int]
     slopes = {}
     for key, points in groups.items():
         if len({x for x, _ in points}) >= 2:
-            from scipy import stats as sps  # seconds to import: only where a ring is fitted
+            import numpy as np  # numpy's least squares: scipy takes a second to import
 
-            fit = sps.linregress([x for x, _ in points], [y for _, y in points])
-            slopes[key] = (float(fit.slope), len(points))
+            slope = np.polyfit([x for x, _ in points], [y for _, y in points], 1)[0]
+            slopes[key] = (float(slope), len(points))
     return slopes
 
 

@@ -231,7 +231,9 @@ def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) ->
     """One run's summary; LIKE: run A's ladder, when this run is compared with it."""
     results = run.results
     rungs = ladder(results, like)
-    explained = explain(results, run.run_id)
+    explained = explain(
+        results, run.run_id, fork=False
+    )  # the fork fit: explain's, not the summary's
     has_any = bool(explained.explanations) or explained.fork is not None
     return RunSummary(
         name=run_name(index, run),

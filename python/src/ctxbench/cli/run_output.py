@@ -5,8 +5,9 @@ from __future__ import annotations
 import textwrap
 
 from ctxbench import fmt
-from ctxbench import riscv as riscv_lab
 from ctxbench.cli.console import new_console
+from ctxbench.riscv.answer import is_lab_run
+from ctxbench.riscv.report import format_report
 from ctxbench.store.schema import StoredRun
 from ctxbench.views import tables
 
@@ -34,8 +35,8 @@ def print_run(stored: StoredRun, show_all: bool = False, title: str | None = Non
     console = new_console()
     console.print(title or _run_header(stored), markup=False)
     console.print()
-    if riscv_lab.is_lab_run(stored.results):
-        console.print(riscv_lab.format_report(stored.results), markup=False, end="")
+    if is_lab_run(stored.results):
+        console.print(format_report(stored.results), markup=False, end="")
     else:
         for line in run_lines(summarize([stored]), console.width):
             console.print(line)

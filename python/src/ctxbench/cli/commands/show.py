@@ -7,11 +7,11 @@ from typing import Any
 
 import click
 
-from ctxbench import riscv as riscv_lab
 from ctxbench.analysis.phases import render_trace_detail
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import say
 from ctxbench.cli.run_output import print_run
+from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.store import choice as run_choice
 from ctxbench.store.schema import StoredRun
 from ctxbench.views import explain as explain_view
@@ -54,8 +54,8 @@ def _run_json(stored: StoredRun) -> dict[str, Any]:
         "summary": as_dict(summarize([stored]).runs[0]),
         "records": stored.records.all(),
     }
-    if riscv_lab.is_lab_run(stored.results):
-        data["lab"] = riscv_lab.lab_dict(stored.results)
+    if is_lab_run(stored.results):
+        data["lab"] = lab_dict(stored.results)
     return data
 
 
