@@ -23,7 +23,6 @@ from ctxbench import fmt
 from ctxbench.records import matrix
 from ctxbench.records.envdiff import flatten_env
 from ctxbench.store.schema import RunInfo
-from ctxbench.views.comparison import noise_words
 
 if TYPE_CHECKING:  # the comparison tables' types; compare (numpy) loads with `compare`
     from ctxbench.analysis.compare import Comparison, MatrixComparison
@@ -366,7 +365,8 @@ def comparison_table(
 
     Below NARROW columns, params go under the probe and p under the ratio.
     """
-    from ctxbench.views.comparison import describe
+    # views.comparison needs compare's statistics (numpy): only `compare` loads it
+    from ctxbench.views.comparison import describe, noise_words
 
     narrow = width is not None and width < NARROW
     table = Table(
