@@ -264,8 +264,9 @@ def _kill_and_import(process: subprocess.Popen, tmp_path: Path, db: Path, env: d
             break
     # Its record reaches the spool from the engine's stdout, which ctxbench
     # reads apart from the progress lines: wait until a whole result line is
-    # there (on a busy machine it came after the second announcement).
-    deadline = time.monotonic() + 60  # a hang guard, not a measure
+    # there (on a busy machine it came after the second announcement; beside
+    # ten other jobs on two CPUs it took over a minute).
+    deadline = time.monotonic() + 300  # a hang guard, not a measure
     while not any(
         '"kind": "result"' in line or '"kind":"result"' in line
         for spool in tmp_path.glob(".ctxbench-unstored-*.jsonl")
