@@ -27,7 +27,6 @@ from ctxbench.cli.main import cli
 from ctxbench.store.db import Store
 from ctxbench.views.explain import render_text
 from ctxbench.views.report import render
-from test_cli import fake_engine  # noqa: F401 (a fixture)
 
 
 @pytest.fixture(scope="module")
