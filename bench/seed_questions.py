@@ -11,7 +11,7 @@ that the question's answer is within the first 25 lines. With --report it
 also writes each run's HTML report and opens it in Debian's chromium at
 1280x800 (playwright), saves a screenshot, and checks that each answer's text
 is drawn inside the first screen, unscrolled. With --live it also makes one
-live run (`ctxbench run --preset fibers-vs-threads --param laps=20000
+live run (`ctxbench run --preset fibers-vs-threads --param laps=100000
 --quick`) and prints its first screen.
 
     python3 bench/seed_questions.py [--ctxbench CMD] [--report DIR] [--live]
@@ -157,15 +157,15 @@ def main() -> int:
         if options.live:
             print(
                 f"\n=== live: $ {options.ctxbench} run --preset fibers-vs-threads "
-                "--param laps=20000 --quick   (first screen)"
+                "--param laps=100000 --quick   (first screen)"
             )
             live = cli(
                 command,
-                ["run", "--preset", "fibers-vs-threads", "--param", "laps=20000", "--quick"],
+                ["run", "--preset", "fibers-vs-threads", "--param", "laps=100000", "--quick"],
                 db,
             )
             lines = first_screen(live.stdout)
-            print("\n".join(lines))
+            print("\n".join(lines) or live.stderr.strip())
             ok = answered(lines, "Fibers, coroutines or threads:")
             failures += not ok
             print(f"--> answer on the first screen of run: {'yes' if ok else 'NO'}")
