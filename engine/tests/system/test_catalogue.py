@@ -53,9 +53,7 @@ def test_measured_records_are_consistent(quick_run):
 
 def test_switch_probes_carry_switch_checks_and_placement(quick_run, catalogue):
     expecting = {
-        p["name"]
-        for p in catalogue
-        if p["expects"] and p["expects"]["measuring_task_per_op"] > 0
+        p["name"] for p in catalogue if p["expects"] and p["expects"]["measuring_task_per_op"] > 0
     }
     for r in results(quick_run):
         if r["probe"] not in expecting or r["verdict"]["status"] not in ("ok", "suspect"):
@@ -77,9 +75,7 @@ def test_switch_probes_carry_switch_checks_and_placement(quick_run, catalogue):
 def test_user_level_switches_expect_no_kernel_switch(quick_run, catalogue):
     # The harness's expectation of none: every batch counted, under 1 per 100 ops.
     expecting_none = {
-        p["name"]
-        for p in catalogue
-        if p["expects"] and p["expects"]["measuring_task_per_op"] == 0
+        p["name"] for p in catalogue if p["expects"] and p["expects"]["measuring_task_per_op"] == 0
     }
     assert {"uswitch.asm", "uswitch.ucontext", "create.coroutine"} <= expecting_none
     for r in results(quick_run):
