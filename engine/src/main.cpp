@@ -37,6 +37,7 @@
 #include "selection.hpp"
 #include "tasks.hpp"
 #include "timer.hpp"
+#include "trace.hpp"
 #include "traced_pass.hpp"
 
 namespace {
@@ -88,22 +89,44 @@ struct RunOptions {
   std::string preset;
   bool dry_run = false;
   bool trace = false;
+  bool trace_optional = false;
 };
 
 // The engine ends (as on SIGTERM: children reaped, run_end written) when the
 // process that started it dies, even by SIGKILL. For a front end such as
 // ctxbench, which starts the engine in a session of its own where no
-// terminal hang-up reaches it.
-bool die_with_parent() {
+// terminal hang-up reaches it. The kernel signals it (PR_SET_PDEATHSIG);
+// where a sandbox refuses prctl, the monitor watches the parent instead.
+struct ParentWatch {
+  bool gone = false;  // the parent died before the watch began: nobody will signal us
+  pid_t poll = 0;     // the parent the monitor must watch (0: the kernel signals us)
+  int refused = 0;    // the errno prctl gave
+};
+
+ParentWatch die_with_parent() {
+  ParentWatch watch;
   const pid_t parent = getppid();
-  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) return false;
-  return getppid() == parent;  // the parent died before prctl: nobody will signal us
+  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) {
+    watch.refused = errno;
+    watch.poll = parent;
+  }
+  watch.gone = getppid() != parent;
+  return watch;
 }
 
 int run_command(const RunOptions& o) {
-  if (o.die_with_parent && !die_with_parent()) {
-    diagnostic("error: the process that started the engine is gone; nothing was run");
-    return exit_interrupted;
+  ParentWatch parent;
+  if (o.die_with_parent) {
+    parent = die_with_parent();
+    if (parent.gone) {
+      diagnostic("error: the process that started the engine is gone; nothing was run");
+      return exit_interrupted;
+    }
+    if (parent.refused != 0)
+      diagnostic(
+          fmt::format("note: prctl(PR_SET_PDEATHSIG) was refused ({}: a sandbox's seccomp filter?); the "
+                      "engine checks every 0.1 s that the process that started it is still there instead",
+                      std::strerror(parent.refused)));
   }
   HarnessOptions harness;
   ScheduleOptions schedule;
@@ -161,6 +184,21 @@ int run_command(const RunOptions& o) {
   } catch (const UsageError& e) {
     return usage_error(e.what());
   }
+  // Checked before anything is measured, while the engine has one thread
+  // (a mount namespace of its own is the whole process's only then).
+  if (o.trace_optional && !o.trace) return usage_error("--trace-optional goes with --trace; add --trace or drop it");
+  if (o.trace) {
+    bool mounted = false;
+    if (const auto problem = prepare_tracing(&mounted)) {
+      if (!o.trace_optional)
+        return usage_error(fmt::format("--trace: {}; or give --trace-optional to run untraced", *problem));
+      if (!o.dry_run) diagnostic(fmt::format("note: --trace: {}; running untraced (--trace-optional)", *problem));
+    } else if (mounted && !o.dry_run) {
+      diagnostic(
+          "note: --trace: tracefs was not mounted; the engine mounted it at /sys/kernel/tracing in a mount "
+          "namespace of its own, which ends with the run (nothing changed outside it)");
+    }
+  }
   if (o.dry_run) {
     std::string text;
     for (const auto& v : variants) text += variant_json(v).dump() + "\n";
@@ -171,6 +209,7 @@ int run_command(const RunOptions& o) {
   Output output;
   Monitor monitor;
   monitor.output = &output;
+  monitor.parent = parent.poll;
   std::thread monitor_thread;
   try {
     monitor_thread = std::thread([&] { monitor.loop(); });
@@ -297,6 +336,11 @@ int run_command(const RunOptions& o) {
                        [&](const OutputError& failure) {
                          monitor.end_now(output_exit_code(failure.error),
                                          fmt::format("error: {}; the run stopped", failure.what()));
+                       },
+                       [&](const Result& so_far) {
+                         // Beside the progress: a front end keeps the rounds taken should the
+                         // engine be killed (SIGKILL, SIGSYS) before the variant's record.
+                         if (o.progress) to_stderr(fmt::format("@partial {}\n", result_to_json(so_far).dump()));
                        }});
   {
     std::lock_guard guard(output.lock());
@@ -389,6 +433,9 @@ int main(int argc, char** argv) try {
   run->add_option("--out", run_options.out, "Write JSON Lines to this file (with --json: instead of stdout)");
   run->add_option("--preset", run_options.preset,
                   "Run a named experiment, a set of probe variants, instead of probes (e.g. fibers-vs-threads)");
+  run->add_flag("--trace-optional", run_options.trace_optional,
+                "With --trace: where the traced pass cannot record here (no tracefs, no permission), say so once "
+                "and run untraced, each record saying why, instead of stopping before the run");
   run->add_flag("--trace", run_options.trace,
                 "After each switch variant, run it again with the kernel's tracepoints recorded and split its "
                 "switches into phases (the record's trace block; needs root or CAP_PERFMON and tracefs)");

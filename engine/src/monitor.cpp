@@ -34,6 +34,8 @@ void Monitor::loop() {
       interrupted_flag().store(true);
       end_now(exit_interrupted, fmt::format("interrupted by {}", strsignal(sig)));
     }
+    if (parent != 0 && getppid() != parent)
+      end_now(exit_interrupted, "the process that started the engine is gone; the run stopped");
     std::string broken;
     {
       // A reader that went away (`| head`, or a killed ctxbench) ends the

@@ -5,9 +5,11 @@
 // variant that overruns its time limit it kills the children and raises the
 // timeout flag, which makes the variant fail with `timeout` (at the next
 // batch boundary for in-process probes) and the run go on. It also watches
-// the outputs: a pipe whose reader went away ends the run at once.
+// the outputs: a pipe whose reader went away ends the run at once; and,
+// where prctl(PR_SET_PDEATHSIG) was refused, the engine's parent.
 #pragma once
 #include <signal.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
@@ -28,6 +30,9 @@ struct Monitor {
   std::uint64_t run_started_ns = 0;
   std::atomic<std::uint64_t> variant_deadline_ns{0};
   std::atomic<bool> stop{false};
+  // Where the kernel cannot signal the engine when its parent dies (prctl
+  // refused): the parent to watch; the run ends as on SIGTERM once it is gone.
+  pid_t parent = 0;
 
   // Ends the run now: waits for a record being written, kills and reaps
   // every child, writes the unfinished variants and run_end (interrupted) to

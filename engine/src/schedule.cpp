@@ -393,6 +393,8 @@ void Scheduler::run_rounds() {
           Result r = whole ? std::move(*whole) : merged(p);
           p.written = true;
           failed = finish_locked(r);
+        } else if (hooks_.round_kept) {
+          hooks_.round_kept(unfinished(p));
         }
       }
       if (failed) hooks_.output_failed(*failed);
@@ -400,21 +402,26 @@ void Scheduler::run_rounds() {
   }
 }
 
+Result Scheduler::unfinished(const Pending& p) const {
+  Result r;
+  if (schedule_.interleave) {
+    r = merged(p);
+    r.notes.push_back(
+        ended_early_note(p.rounds.size(), rounds_for(*variants_[p.index].probe, harness_.samples, schedule_)));
+  } else {
+    r = p.result;
+    r.notes.push_back(ended_early_note(0, 0));
+  }
+  close_interference(r, harness_);
+  return r;
+}
+
 void Scheduler::write_unfinished_locked() {
   for (auto& p : pending_) {
     if (p.written) continue;
     p.written = true;
-    Result r;
-    if (schedule_.interleave) {
-      if (p.rounds.empty()) continue;
-      r = merged(p);
-      r.notes.push_back(
-          ended_early_note(p.rounds.size(), rounds_for(*variants_[p.index].probe, harness_.samples, schedule_)));
-    } else {
-      r = std::move(p.result);
-      r.notes.push_back(ended_early_note(0, 0));
-    }
-    close_interference(r, harness_);
+    if (schedule_.interleave && p.rounds.empty()) continue;
+    const Result r = unfinished(p);
     try {
       output_.result_locked(r);
     } catch (const OutputError&) {

@@ -79,6 +79,11 @@ struct ScheduleHooks {
   std::function<void(const Variant& variant, Result& result)> after_measured;
   // Ends the run after an output failed (does not return).
   std::function<void(const OutputError&)> output_failed;
+  // Interleaved: after a round that is not its variant's last, the variant
+  // as it stands (what write_unfinished_locked would write), for a front end
+  // that keeps it in case the engine is killed before the variant's record
+  // is written. Called with output.lock() held. May be empty.
+  std::function<void(const Result& so_far)> round_kept;
 };
 
 class Scheduler {
@@ -104,6 +109,8 @@ class Scheduler {
   // Closes the record's interference and writes it; the failure, if any.
   std::optional<OutputError> finish_locked(Result& result);
   Result merged(const Pending& pending) const;
+  // A variant begun and not finished, as it stands, with the note that says so.
+  Result unfinished(const Pending& pending) const;
   Result merged(std::size_t index, const std::vector<Result>& rounds) const;
   nlohmann::json schedule_record(const Variant& variant) const;
 

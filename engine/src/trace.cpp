@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 #include <linux/perf_event.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +18,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+
+#include "tasks.hpp"
 
 namespace ctx {
 
@@ -136,6 +140,51 @@ std::optional<std::string> find_tracefs(std::string* why) {
   }
   *why = fmt::format("tracefs is not mounted ({}); as root: mount -t tracefs nodev /sys/kernel/tracing",
                      fmt::join(problems, "; "));
+  return std::nullopt;
+}
+
+namespace {
+
+// Mounts tracefs at /sys/kernel/tracing in a mount namespace of the engine's
+// own: / is made private first, so nothing mounted here reaches the host's
+// table, and the mount goes when the engine (and its children) end.
+bool mount_private_tracefs(std::string* why) {
+  if (unshare(CLONE_NEWNS) != 0) {
+    *why = fmt::format("unshare(CLONE_NEWNS): {}", std::strerror(errno));
+    return false;
+  }
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    *why = fmt::format("making / private in the engine's mount namespace: {}", std::strerror(errno));
+    return false;
+  }
+  if (mount("nodev", "/sys/kernel/tracing", "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    *why = fmt::format("mount -t tracefs nodev /sys/kernel/tracing: {}", std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::string> prepare_tracing(bool* mounted) {
+  *mounted = false;
+  std::string why;
+  if (!find_tracefs(&why)) {
+    if (why.find("not mounted") == std::string::npos) return why;
+    std::string failed;
+    if (geteuid() != 0) return why;
+    if (!mount_private_tracefs(&failed))
+      return fmt::format(
+          "tracefs is not mounted, and mounting it in a mount namespace of the engine's own failed "
+          "({}); as root: mount -t tracefs nodev /sys/kernel/tracing",
+          failed);
+    *mounted = true;
+  }
+  // What recording needs beyond tracefs (perf_event_open on a CPU's
+  // tracepoints): tried on one CPU, then closed.
+  const std::vector<int> cpus = allowed_cpus();
+  bool denied = false;
+  if (!cpus.empty() && !TraceSession::open({cpus.front()}, &why, &denied)) return why;
   return std::nullopt;
 }
 

@@ -7,7 +7,8 @@
 // Why perf_event_open and not tracefs's own buffer or eBPF (docs/tracing.md):
 // the events live as file descriptors of this process, so nothing is left
 // enabled on any way out (Ctrl-C, a crash, SIGKILL: the kernel closes them);
-// tracefs is only read, never written; no library and no compiler is needed
+// tracefs is only read, never written (mounted, where it was not, in the
+// engine's own mount namespace: prepare_tracing); no library and no compiler is needed
 // (libbpf and a BPF program would be both), and a sample costs a ring write,
 // which the docs measure.
 #pragma once
@@ -39,6 +40,14 @@ const std::vector<TracepointSpec>& traced_tracepoints();
 // "/sys/kernel/tracing" or "/sys/kernel/debug/tracing" when its sched_switch
 // id is readable; nullopt and `why` otherwise.
 std::optional<std::string> find_tracefs(std::string* why);
+
+// Before a traced run, while the engine has one thread: whether the traced
+// pass can record here. Where tracefs is not mounted and the engine runs as
+// root, it is mounted in a mount namespace of the engine's own (unshare, /
+// made private: nothing changes outside the engine, and the mount ends with
+// it; `mounted` is set). nullopt when a session can be opened; else what
+// stands in the way and the fix, in one sentence.
+std::optional<std::string> prepare_tracing(bool* mounted);
 
 class TraceSession {
  public:

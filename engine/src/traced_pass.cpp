@@ -3,6 +3,7 @@
 #include "traced_pass.hpp"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -87,6 +88,27 @@ void write_events(const char* path, const std::vector<TraceEvent>& events, int s
                  static_cast<int>(e.kind), static_cast<long long>(e.a), static_cast<long long>(e.b));
   std::fclose(out);
 }
+
+// Runs the calling thread on `cpus` for the guard's lifetime, then restores its mask.
+class RunOn {
+ public:
+  explicit RunOn(const std::vector<int>& cpus) {
+    saved_ok_ = sched_getaffinity(0, sizeof saved_, &saved_) == 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : cpus) CPU_SET(cpu, &set);
+    if (saved_ok_ && !cpus.empty()) sched_setaffinity(0, sizeof set, &set);
+  }
+  ~RunOn() {
+    if (saved_ok_) sched_setaffinity(0, sizeof saved_, &saved_);
+  }
+  RunOn(const RunOn&) = delete;
+  RunOn& operator=(const RunOn&) = delete;
+
+ private:
+  cpu_set_t saved_{};
+  bool saved_ok_ = false;
+};
 
 nlohmann::json not_traced(const std::string& status, const std::string& reason) {
   return {{"status", status}, {"reason", reason}, {"method", method}};
@@ -183,6 +205,11 @@ void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Param
     untraced.notes.push_back("no traced pass: " + why);
     return;
   }
+  // The variant's tasks are followed from this thread's forks, recorded on
+  // the traced CPUs only: a variant measured on a thread of its own (the
+  // seccomp axis) starts that thread from here, so this thread runs on the
+  // traced CPUs while the variant runs, and its fork is recorded.
+  RunOn traced_cpus(cpus);
   // The cost of recording one event: getppid with its two syscall events
   // recorded, against without (each the least of five loops).
   const double plain_ns = getppid_ns(clock, 5, 1000);

@@ -196,6 +196,66 @@ def test_sigint_in_rounds_keeps_the_rounds_taken_and_reaps_children(engine):
     assert leftover_children() == 0
 
 
+def test_sigkill_in_rounds_leaves_each_variant_as_it_stood_on_stderr(engine):
+    """A hard kill writes nothing more: in rounds a variant's record comes
+    after its last round, so everything measured was lost. With --progress,
+    after each round that is not its variant's last, the engine writes
+    `@partial {record}`: the variant as it stands, a valid result record with
+    the note a Ctrl-C would give it, which the front end keeps."""
+    become_subreaper()
+    run = Engine(
+        engine,
+        *("syscall.getppid", "syscall.getpid", "--rounds", "4"),
+        *("--samples", "400", "--min-time", "0.005"),
+    )
+    # Round 3 begun: every variant has two rounds taken.
+    run.wait_for(lambda r: any(p["round"] == 3 for p in r.progress()))
+    run.proc.send_signal(signal.SIGKILL)
+    code, records = run.finish()
+    assert code == -signal.SIGKILL
+    assert results(records) == [] and records[-1]["kind"] == "env"  # nothing written: rounds
+    partial = [line.split(" ", 1)[1] for line in run.err if line.startswith("@partial ")]
+    kept = {}
+    for record in parse_records("".join(partial)):  # each one schema-valid
+        assert record["kind"] == "result" and record["run_id"] == records[0]["run_id"]
+        kept[record["variant_index"]] = record
+    assert sorted(kept) == [1, 2]
+    for record in kept.values():
+        done = len(record["samples"])
+        assert 0 < done < 400
+        assert any(
+            note.startswith("the run ended after") and note.endswith("the record holds those")
+            for note in record["notes"]
+        )
+    assert leftover_children() == 0
+
+
+def test_no_partial_lines_without_rounds_or_progress(engine):
+    proc = subprocess.run(
+        [
+            engine,
+            "run",
+            "syscall.getppid",
+            "--quick",
+            "--json",
+            "--progress",
+            "--interleave",
+            "off",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and "@partial" not in proc.stderr
+    proc = subprocess.run(
+        [engine, "run", "syscall.getppid", "--quick", "--json", "--rounds", "3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and "@partial" not in proc.stderr
+
+
 # ---- idle=held: the /dev/cpu_dma_latency request is released -----------------------
 # The device path can be redirected (CTXBENCH_CPU_DMA_LATENCY) to a plain file,
 # so the hold/release logic is tested as any user; as root the real device is

@@ -163,21 +163,32 @@ def test_timeout_holds_for_in_process_probes(engine):
     assert result["samples"] == []  # nothing measured past the limit is kept
 
 
-def test_engine_dies_with_its_parent(engine, tmp_path):
+JAIL = pathlib.Path(__file__).with_name("seccomp_jail.py")
+DIE = "--die-with-parent"
+
+
+def kill_the_parent_mid_run(engine, tmp_path, *jail):
+    """Starts the engine (under JAIL, a seccomp_jail.py command, if given)
+    from a parent process, SIGKILLs the parent once the engine is running;
+    the engine's exit status, records and stderr."""
     become_subreaper()
     out = tmp_path / "run.jsonl"
     # A parent that starts the engine and prints its pid; SIGKILL it mid-run.
     starter = (
         "import subprocess, sys\n"
-        "p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL)\n"
+        "err = open(sys.argv[1], 'w')\n"
+        "p = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stderr=err)\n"
         "print(p.pid, flush=True)\n"
         "p.wait()\n"
     )
+    stderr = tmp_path / "stderr"
     parent = subprocess.Popen(
         [
             sys.executable,
             "-c",
             starter,
+            str(stderr),
+            *jail,
             engine,
             "run",
             "switch.pipe",
@@ -198,7 +209,7 @@ def test_engine_dies_with_its_parent(engine, tmp_path):
     engine_pid = int(parent.stdout.readline())
     deadline = time.monotonic() + 60
     while not out.exists() or not out.read_text().strip():  # the env record: it is running
-        assert time.monotonic() < deadline, "the engine wrote nothing"
+        assert time.monotonic() < deadline, "the engine wrote nothing: " + stderr.read_text()
         time.sleep(0.05)
     parent.kill()
     parent.wait()
@@ -212,9 +223,49 @@ def test_engine_dies_with_its_parent(engine, tmp_path):
             os.waitpid(engine_pid, 0)
             pytest.fail("the engine outlived its parent")
         time.sleep(0.05)
-    assert os.waitstatus_to_exitcode(status) == EXIT_INTERRUPTED
-    records = parse_records(out.read_text())
+    return os.waitstatus_to_exitcode(status), parse_records(out.read_text()), stderr.read_text()
+
+
+def test_engine_dies_with_its_parent(engine, tmp_path):
+    code, records, _ = kill_the_parent_mid_run(engine, tmp_path)
+    assert code == EXIT_INTERRUPTED
     assert records[-1]["kind"] == "run_end" and records[-1]["interrupted"] is True
+    assert leftover_children() == 0
+
+
+def jail(refused):
+    from seccomp_jail import supported
+
+    if not supported():
+        pytest.skip("seccomp_jail.py knows no system call numbers for this architecture")
+    return [sys.executable, str(JAIL), refused, "--"]
+
+
+def test_a_refused_prctl_is_not_a_dead_parent(engine):
+    """Under an outer seccomp filter that answers prctl(2) with EPERM, the
+    engine read the refused PR_SET_PDEATHSIG as 'the process that started the
+    engine is gone' and ran nothing (exit 130). It runs, and says once that
+    it watches its parent itself."""
+    proc = subprocess.run(
+        [*jail("errno=prctl"), engine, "run", "syscall.getppid", "--quick", "--json", DIE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = parse_records(proc.stdout)
+    assert len(results(records)) >= 1
+    assert records[-1]["kind"] == "run_end" and records[-1]["interrupted"] is False
+    assert "is gone" not in proc.stderr
+    notes = [line for line in error_lines(proc.stderr) if "PR_SET_PDEATHSIG" in line]
+    assert len(notes) == 1 and "Operation not permitted" in notes[0], proc.stderr
+
+
+def test_with_prctl_refused_the_engine_still_dies_with_its_parent(engine, tmp_path):
+    code, records, stderr = kill_the_parent_mid_run(engine, tmp_path, *jail("errno=prctl"))
+    assert code == EXIT_INTERRUPTED, stderr
+    assert records[-1]["kind"] == "run_end" and records[-1]["interrupted"] is True
+    assert "the process that started the engine is gone" in stderr
     assert leftover_children() == 0
 
 

@@ -103,15 +103,93 @@ def test_non_switch_probes_are_not_traced(engine):
     assert "trace" not in r
 
 
+def tracing_reason(text):
+    return "tracefs" in text or "perf_event_open" in text or "tracing" in text
+
+
 @as_other_user
-def test_unsupported_with_the_reason_as_nobody(reachable_engine):
+def test_as_nobody_the_run_stops_before_measuring_saying_why(reachable_engine):
+    """Asked for tracing that cannot record, the run stops before it
+    measures, in one line with the fix (it ran, untraced, and said so only
+    in each record)."""
     proc = as_nobody(reachable_engine, "--trace", *QUICK, *PIPE_SAME, "--param", "cpus=same")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    (line,) = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert line.startswith("ctxbench-engine: error: --trace: ") and "--trace-optional" in line
+    assert tracing_reason(line)
+
+
+@as_other_user
+def test_unsupported_with_the_reason_as_nobody_with_trace_optional(reachable_engine):
+    proc = as_nobody(
+        reachable_engine, "--trace", "--trace-optional", *QUICK, *PIPE_SAME, "--param", "cpus=same"
+    )
     assert proc.returncode == 0, proc.stderr
+    assert (
+        sum("running untraced (--trace-optional)" in line for line in proc.stderr.splitlines()) == 1
+    )
     (r,) = results(parse_records(proc.stdout))
     t = r["trace"]
     assert t["status"] == "unsupported"
-    assert "tracefs" in t["reason"] or "perf_event_open" in t["reason"] or "tracing" in t["reason"]
+    assert tracing_reason(t["reason"])
     assert r["summary"]["median"] > 0  # the untraced figure stands
+
+
+def test_trace_optional_needs_trace(engine):
+    proc = subprocess.run(
+        [engine, "run", "syscall.getppid", "--trace-optional", "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "--trace-optional goes with --trace" in proc.stderr
+
+
+UNSHARE = ["unshare", "--mount", "--propagation", "private"]
+TRACED = ["run", "--json", "--trace"]
+SECCOMP_AXIS = ["switch.pipe", "--param", "seccomp=none,allow"]
+WITHOUT_TRACEFS = (
+    "umount -l /sys/kernel/tracing 2>/dev/null; umount -l /sys/kernel/debug 2>/dev/null; "
+    "grep -c ' - tracefs ' /proc/self/mountinfo; "
+    '"$@"; status=$?; grep -c " - tracefs " /proc/self/mountinfo; exit $status'
+)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting tracefs (and unmounting it) needs root")
+def test_without_tracefs_the_engine_mounts_its_own_and_traces_the_seccomp_axis(engine):
+    """`run switch.pipe --trace --param seccomp=none,allow` (every default
+    variant of the probe) with tracefs not mounted (unmounted in a mount
+    namespace of the test's own, so the host's table is untouched): the
+    engine mounts it in a namespace of its own, the traced pass works for
+    every variant, and nothing stays mounted once the engine has ended.
+    With the seccomp axis a cpus=same variant often matched 0 switches: the
+    variant's thread was started from a thread on an untraced CPU, so its
+    fork was not recorded (cpus=same is the first allowed CPU; the engine's
+    thread ran on either)."""
+    proc = subprocess.run(
+        [*UNSHARE, "sh", "-c", WITHOUT_TRACEFS, "sh", engine, *TRACED, *QUICK, *SECCOMP_AXIS],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    mounted_before, mounted_after = int(lines[0]), int(lines[-1])
+    assert mounted_before == 0 and mounted_after == 0  # absent, and not left behind
+    assert "the engine mounted it at /sys/kernel/tracing in a mount namespace" in proc.stderr
+    records = results(parse_records("\n".join(lines[1:-1])))
+    measured = [r for r in records if r["verdict"]["status"] in ("ok", "suspect")]
+    assert {r["params"]["seccomp"] for r in measured} == {"none", "allow"}, records
+    assert {r["params"]["cpus"] for r in measured} >= {"same"}
+    failed = [
+        (r["params"], r["trace"].get("reason")) for r in measured if r["trace"]["status"] != "ok"
+    ]
+    assert failed == []
+    for r in measured:
+        t = r["trace"]
+        assert t["switches"]["matched"] > 0 and t["switches"]["tasks"] >= 2
+        assert t["tracefs"] == "/sys/kernel/tracing"
 
 
 @live
