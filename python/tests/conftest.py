@@ -102,6 +102,22 @@ def _isolated_store(tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "240")
 
 
+@pytest.fixture
+def env(tmp_path) -> dict[str, str]:
+    """The environment of a ctxbench process run as a real process: its own
+    store, tests/fake_engine.py (replaying run_a) as the engine."""
+    wrapper = fake_engine_wrapper(tmp_path)
+    return dict(
+        os.environ,
+        PYTHONPATH=str(Path(__file__).parents[1] / "src"),
+        CTXBENCH_DB=str(tmp_path / "store.db"),
+        CTXBENCH_ENGINE=str(wrapper),
+        FAKE_ENGINE_RECORDS=str(fixture_path("run_a.jsonl")),
+        FAKE_ENGINE_ARGS=str(tmp_path / "engine-args.jsonl"),  # marks our engines in /proc
+        FAKE_ENGINE_RUN_ID="20260101T000000Z-0000beef",  # not one of the fixtures' runs
+    )
+
+
 def _session_server(server: Any, missing: str) -> Iterator[Any]:
     """Start SERVER for the test session and stop it at the end; skip with
     MISSING (which binary, which Debian package) when it is None."""

@@ -74,9 +74,10 @@ def test_show_takes_the_hash_part_and_names_the_candidates_of_an_ambiguous_one(d
 
 
 def test_history_without_a_store(tmp_path):
+    """As every command that reads: one line, exit 2 (it was exit 0)."""
     result = invoke("history", "--db", str(tmp_path / "none.db"))
-    assert result.exit_code == 0
-    assert "no store at" in result.stderr
+    assert result.exit_code == 2
+    assert "no store at" in one_error_line(result)
     assert not (tmp_path / "none.db").exists()
 
 
@@ -306,7 +307,10 @@ def test_run_passes_selection_to_the_engine_and_checks_it_first(db, fake_engine)
         "run", "--preset", "fibers-vs-threads", "--param", "laps=10000", "--param", "fibers=4",
         "--timeout", "30", "--retries", "1", "--cpus", "same", "--db", db,
     )  # fmt: skip
-    assert result.exit_code == 0, result.stderr
+    # The recorded run has no fibers-vs-threads result: a run without one is not stored.
+    assert result.exit_code == 1, result.stderr
+    assert "the engine wrote no result; nothing stored" in one_error_line(result)
+    assert Store.open(db).runs() == []
     dry, real = (json.loads(line) for line in fake_engine.read_text().splitlines())
     assert "--dry-run" in dry and "--dry-run" not in real
     for args in (dry, real):

@@ -342,13 +342,12 @@ def test_history_json_validates_and_lists_the_runs_as_show_describes_them(db, tw
     assert not _history_validator().is_valid(broken)
 
 
-def test_history_json_of_no_store_is_an_empty_list(tmp_path):
+def test_history_json_of_no_store_is_an_error(tmp_path):
+    """No store is not an empty one: exit 2 and one line, nothing on stdout."""
     db = str(tmp_path / "none.db")
     done = invoke("history", "--json", "--db", db)
-    assert done.exit_code == 0, done.stderr
-    data = json.loads(done.stdout)
-    _history_validator().validate(data)
-    assert data["runs"] == [] and "no store at" in done.stderr
+    assert done.exit_code == 2
+    assert done.stdout == "" and "no store at" in done.stderr
     assert not os.path.exists(db)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fake_engine_wrapper, fixture_path, real_run
+from conftest import fixture_path, real_run
 from ctxbench.acquire.runner import find_engine
 from ctxbench.errors import EngineError
 from ctxbench.records.core import RecordError, read_run_file
@@ -30,21 +30,6 @@ from ctxbench.views import tables
 SOURCE = Path(__file__).parents[1] / "src"
 EXIT_OUTPUT = 3
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
-
-
-@pytest.fixture
-def env(tmp_path) -> dict[str, str]:
-    """The environment of a ctxbench process: its own store, the fake engine."""
-    wrapper = fake_engine_wrapper(tmp_path)
-    return dict(
-        os.environ,
-        PYTHONPATH=str(SOURCE),
-        CTXBENCH_DB=str(tmp_path / "store.db"),
-        CTXBENCH_ENGINE=str(wrapper),
-        FAKE_ENGINE_RECORDS=str(fixture_path("run_a.jsonl")),
-        FAKE_ENGINE_ARGS=str(tmp_path / "engine-args.jsonl"),  # marks our engines in /proc
-        FAKE_ENGINE_RUN_ID="20260101T000000Z-0000beef",  # not one of the fixtures' runs
-    )
 
 
 def ctxbench(env, *args, stdout=subprocess.PIPE, input: bytes | None = None):
@@ -72,6 +57,12 @@ def error_line(process) -> str:
 def stored_runs(env) -> list[str]:
     with Store.open(Path(env["CTXBENCH_DB"])) as store:
         return [info.run_id for info in store.runs()]
+
+
+def engine_calls(env) -> list[list[str]]:
+    """The argument lists the fake engine was started with, in order."""
+    path = Path(env["FAKE_ENGINE_ARGS"])
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def our_engines(env) -> list[int]:
@@ -312,10 +303,37 @@ def test_a_run_the_store_refuses_stays_in_the_spool(env):
     assert kept.run_id == run_a and len(kept.results) == len(real_run().results)
 
 
+def test_no_room_for_the_spool_refuses_before_measuring(env):
+    """A file-size limit (what a full disk looks like to one process) leaves
+    no place that can take the run's spool: the run is refused before the
+    engine starts, in one line that names the fix, and nothing is stored."""
+    run_b = real_run("run_b.jsonl").run_id
+    assert ctxbench(env, "import", str(fixture_path("run_b.jsonl"))).returncode == 0
+    limit = 20_000
+
+    def limit_file_size():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxbench", "run"],
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+        preexec_fn=limit_file_size,
+    )
+    assert done.returncode == 1
+    line = error_line(done)
+    assert "no safety copy of the records can be kept" in line and "nothing was run" in line
+    assert "--without-spool" in line and "File too large" in line
+    assert not any("--progress" in call for call in engine_calls(env)), "the engine measured"
+    assert stored_runs(env) == [run_b]
+
+
 def test_a_full_disk_during_the_run_keeps_earlier_runs_and_whole_spool_lines(env, tmp_path):
-    """A file-size limit (what a full disk looks like to one process): the
-    store cannot take the run, the spool stops at its last whole line, the
-    error is one line saying where the records are; the earlier run is intact."""
+    """With --without-spool the run goes on where its spool has no room:
+    the store cannot take the run, the spool stops at its last whole line,
+    the error is one line saying where the records are; the earlier run is intact."""
     run_b = real_run("run_b.jsonl").run_id
     assert ctxbench(env, "import", str(fixture_path("run_b.jsonl"))).returncode == 0
     limit = 20_000  # about half the run's records; less than the store already is
@@ -324,7 +342,7 @@ def test_a_full_disk_during_the_run_keeps_earlier_runs_and_whole_spool_lines(env
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     done = subprocess.run(
-        [sys.executable, "-m", "ctxbench", "run"],
+        [sys.executable, "-m", "ctxbench", "run", "--without-spool"],
         capture_output=True,
         env=env,
         timeout=120,

@@ -36,6 +36,7 @@ from ctxbench.records.core import loads_record, record_problem
 
 ENGINE_NAME = "ctxbench-engine"
 PROGRESS_PREFIX = "@progress "
+PARTIAL_PREFIX = "@partial "  # a variant as it stands after a round (interleaved rounds)
 ENGINE_ERROR_PREFIX = "ctxbench-engine: error:"
 EXIT_USAGE = 2  # the engine's usage error
 
@@ -79,7 +80,31 @@ def _engine_failure(command: str, returncode: int, stderr: str) -> EngineError |
                 return BadInput(message)
             return EngineError(f"engine {command} failed: {message}")
     tail = lines[-1] if lines else "no message"
+    if returncode < 0:
+        return EngineError(f"engine {command} was killed by {signal_text(-returncode)}: {tail}")
     return EngineError(f"engine {command} failed (exit {returncode}): {tail}")
+
+
+# What usually sends the signals that kill an engine, for the message.
+SIGNAL_CAUSES = {
+    signal.SIGKILL: "kill -9, or the kernel's out-of-memory killer",
+    signal.SIGSYS: "a seccomp filter refused one of its system calls",
+    signal.SIGSEGV: "a crash: please report it",
+    signal.SIGABRT: "a failed check: please report it",
+    signal.SIGBUS: "a crash: please report it",
+    signal.SIGXCPU: "its CPU time limit, ulimit -t",
+    signal.SIGXFSZ: "a file size limit, ulimit -f",
+}
+
+
+def signal_text(number: int) -> str:
+    """'SIGKILL (signal 9: kill -9, or ...)': a signal by name, and what sends it."""
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+    cause = SIGNAL_CAUSES.get(signal.Signals(number))
+    return f"{name} (signal {number}{': ' + cause if cause else ''})"
 
 
 def _engine_stdout(engine: Path, args: list[str]) -> str:
@@ -167,6 +192,7 @@ class RunOptions:
     hold_idle: bool = False
     retries: int | None = None  # re-measurements after host interference
     trace: bool = False  # each switch variant again with the kernel's tracepoints recorded
+    trace_optional: bool = False  # where tracing cannot record here, run untraced (else stop)
     interleave: str | None = None  # off | rounds: how the engine schedules the variants' samples
     rounds: int | None = None  # rounds per variant with interleave=rounds
     seed: int | None = None  # seed of the rounds' order
@@ -198,6 +224,8 @@ class RunOptions:
             args.append("--hold-idle")
         if self.trace:
             args.append("--trace")
+        if self.trace_optional:
+            args.append("--trace-optional")
         for option, value in (
             ("--interleave", self.interleave),
             ("--rounds", self.rounds),
@@ -247,6 +275,9 @@ class EngineRun:
         self._first_index: int | None = None
         self.interrupts = 0
         self.problems: list[str] = []  # stdout lines that were not valid records
+        self._partials: dict[int, dict[str, Any]] = {}  # variant_index -> latest @partial
+        self._written: set[Any] = set()  # variant_index of every result on stdout
+        self._ended = False  # run_end seen
         self.returncode: int | None = None
 
     def command(self) -> list[str]:
@@ -283,11 +314,42 @@ class EngineRun:
                 if progress is not None:
                     self.on_progress(progress)
                     continue
+            if line.startswith(PARTIAL_PREFIX):
+                self._keep_partial(line[len(PARTIAL_PREFIX) :])
+                continue
             if line.strip():
                 self._stderr_tail.append(line)
                 if not line.startswith(ENGINE_ERROR_PREFIX):
                     # Errors are not echoed: failure() reports them, once.
                     self.on_diagnostic(line)
+
+    def _valid(self, text: str, where: str) -> dict[str, Any] | None:
+        """The record TEXT holds, or None with the problem kept in ``problems``."""
+        try:
+            record = loads_record(text)
+        except ValueError as error:
+            self.problems.append(f"engine {where}: {error}")
+            return None
+        problem = record_problem(record)
+        if problem is not None:
+            self.problems.append(f"engine {where}: {problem}")
+            return None
+        return record
+
+    def _keep_partial(self, text: str) -> None:
+        record = self._valid(text, "@partial line")
+        if record is not None and record["kind"] == "result":
+            self._partials[record["variant_index"]] = record
+
+    def unfinished(self) -> list[dict[str, Any]]:
+        """After the engine ended without its closing record (killed by a
+        signal): the variants it had begun and not written, as the last
+        round left them (each says in a note how many rounds it holds)."""
+        if self._ended or self.returncode is None:
+            return []
+        return [
+            record for index, record in sorted(self._partials.items()) if index not in self._written
+        ]
 
     def _parse_progress(self, text: str) -> Progress | None:
         try:
@@ -313,15 +375,13 @@ class EngineRun:
         for number, line in enumerate(self._process.stdout, start=1):
             if not line.strip():
                 continue
-            try:
-                record = loads_record(line)
-            except ValueError as error:
-                self.problems.append(f"engine stdout line {number}: {error}")
+            record = self._valid(line, f"stdout line {number}")
+            if record is None:
                 continue
-            problem = record_problem(record)
-            if problem is not None:
-                self.problems.append(f"engine stdout line {number}: {problem}")
-                continue
+            if record["kind"] == "result":
+                self._written.add(record.get("variant_index"))
+            elif record["kind"] == "run_end":
+                self._ended = True
             yield record
         self.returncode = self._process.wait()
         if self._stderr_thread is not None:

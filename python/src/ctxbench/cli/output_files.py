@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from pathlib import Path
 
 from ctxbench.cli.console import say
@@ -11,7 +12,11 @@ from ctxbench.errors import BadInput, OutputError
 from ctxbench.store.schema import StoredRun
 
 
-def check_output_path(path: Path | None, option: str) -> None:
+def check_output_path(path: Path | None, option: str, stdout: bool = True) -> None:
+    """Refuses, before anything runs, an output path that cannot be written.
+    ``-`` is stdout where the command allows it (STDOUT)."""
+    if path is not None and str(path) == "-" and not stdout:
+        raise BadInput(f"{option} -: stdout carries the run's summary; give a file name")
     if path is None or str(path) == "-":
         return
     parent = path.parent if str(path.parent) else Path(".")
@@ -24,7 +29,12 @@ def check_output_path(path: Path | None, option: str) -> None:
 
 
 def write_text(path: Path, text: str, option: str) -> None:
-    """Write a whole output file; if that fails, no cut file is left behind."""
+    """Write a whole output file; if that fails, no cut file is left behind.
+    ``-``: stdout."""
+    if str(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
     check_output_path(path, option)
     existed = path.exists()
     try:
@@ -57,7 +67,8 @@ def write_report(runs: list[StoredRun], path: Path, title: str | None = None) ->
     from ctxbench.views.report import has_cartesian_bundle, render  # plotly is slow to import
 
     write_text(path, render(runs, title=title), "report")
-    say(f"report written to {path}")
+    if str(path) != "-":
+        say(f"report written to {path}")
     if not has_cartesian_bundle():
         say(
             "note: this install lacks the report's trimmed chart library, so the report "

@@ -7,8 +7,13 @@ store has them."""
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
+import shlex
 import signal
+import stat
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -207,20 +212,27 @@ class LineFile:
     """A JSON Lines file written in whole lines: each record is one write of
     its full line. If a write fails (a full disk, a file-size limit, a closed
     pipe), a regular file is cut back to its last whole line, writing stops
-    and ``error`` says why; the caller decides what that means."""
+    and ``error`` says why; the caller decides what that means. ``fd``: a
+    file already open for writing (the spool's), else ``path`` is created or
+    truncated (``--json``, a path the user chose)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, fd: int | None = None):
         self.path = path
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        self._regular = os.path.isfile(path)
+        if fd is None:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        self._fd: int | None = fd
+        self._regular = stat.S_ISREG(os.fstat(fd).st_mode)
         self._size = 0
         self.lines = 0
         self.error: OSError | None = None
 
     def write(self, record: dict[str, Any]) -> None:
+        self.write_line(dumps(record) + "\n")
+
+    def write_line(self, line: str) -> None:
         if self._fd is None:
             return
-        data = memoryview((dumps(record) + "\n").encode("utf-8"))
+        data = memoryview(line.encode("utf-8"))
         try:
             while data:
                 data = data[os.write(self._fd, data) :]
@@ -243,54 +255,236 @@ class LineFile:
                 self.error = self.error or error
 
 
+SPOOL_PREFIX = ".ctxbench-unstored-"
+SPOOL_BYTES_PER_RECORD = 32 * 1024  # a traced switch record is about 15 KiB
+
+
+def spool_places(store_dir: Path) -> list[Path]:
+    """Where a run's spool may go, in order: beside the store, then the
+    user's state and data directories (XDG), then $TMPDIR (/tmp where unset)."""
+    import platformdirs
+
+    places = [
+        store_dir,
+        Path(platformdirs.user_state_dir("ctxbench")),
+        Path(platformdirs.user_data_dir("ctxbench")),
+        # $TMPDIR as named (tempfile.gettempdir() would try other places
+        # where it is full, and the run could not be told it has none).
+        Path(os.environ.get("TMPDIR") or "/tmp"),
+    ]
+    return list(dict.fromkeys(places))
+
+
+class SpoolFile:
+    """One spool file, created as a temporary file is: an unpredictable name,
+    O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600 (tempfile.mkstemp), so no path that
+    exists (a link planted by another user, the spool of an earlier run) is
+    ever opened, let alone truncated. An exclusive flock is held while it is
+    written: ``import`` refuses a spool whose writer is alive."""
+
+    def __init__(self, directory: Path, reserve: int, tag: str = ""):
+        fd, name = tempfile.mkstemp(
+            prefix=f"{SPOOL_PREFIX}{os.getpid()}{tag}-", suffix=".jsonl", dir=directory
+        )
+        self.path = Path(name)
+        try:
+            os.set_inheritable(fd, False)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self._identity = _file_id(os.fstat(fd))
+            _reserve(fd, reserve)
+            self.file = LineFile(self.path, fd=os.dup(fd))
+        except OSError:
+            self._remove(fd)
+            raise
+        self._lock_fd: int | None = fd  # the lock lives as long as this descriptor
+
+    def _remove(self, fd: int) -> None:
+        """Unlinks the spool if its name still names this file (another user
+        may have moved it in a shared directory), then lets go of the lock."""
+        with contextlib.suppress(OSError):
+            if _file_id(os.lstat(self.path)) == _file_id(os.fstat(fd)):
+                self.path.unlink()
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+    def close(self, remove: bool) -> None:
+        self.file.close()
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is None:
+            return
+        if remove:
+            self._remove(fd)
+        else:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def spool_in_use(path: Path) -> bool:
+    """Whether a running ctxbench still writes PATH (it holds the spool's
+    lock); False for any file nobody has locked, or that cannot be opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
+
+
+def _file_id(info: os.stat_result) -> tuple[int, int]:
+    return info.st_dev, info.st_ino
+
+
+def _reserve(fd: int, size: int) -> None:
+    """Checks that the file system can take SIZE bytes now (ENOSPC, EDQUOT or
+    EFBIG otherwise), and gives them back: the spool is then empty again."""
+    if size <= 0:
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as error:
+        if error.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            return  # no way to ask: the writes will tell
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+
+
 class Spool:
     """Records as they arrive, in a file beside the store, until the run is stored.
 
+    The file is created before the engine starts, with room checked for the
+    run's records: beside the store, else in the first fallback place that
+    can take it (``spool_places``). ``ready`` says whether one could be made
+    and ``problems`` why not. If a write fails mid-run (the disk filled), the
+    records so far are written again to the next place that takes them.
     If ctxbench dies or the store refuses the run, the file stays and the
     message says how to store it (`ctxbench import`); once stored, or when
-    there is nothing worth storing, it goes.
+    there is nothing worth storing, it goes. An existing file is never
+    opened: every spool is a new file.
     """
 
-    def __init__(self, directory: Path, tag: str = "", store_location: str | None = None):
-        self.path = directory / f".ctxbench-unstored-{os.getpid()}{tag}.jsonl"
+    def __init__(
+        self,
+        places: Path | list[Path],
+        tag: str = "",
+        store_location: str | None = None,
+        reserve: int = 0,
+    ):
+        self.places = spool_places(places) if isinstance(places, Path) else list(places)
+        self.tag = tag
         self.store_location = store_location  # for the import command in messages
-        self.file: LineFile | None = None
+        self.reserve = reserve
+        self.spool: SpoolFile | None = None
+        self.problems: list[str] = []  # why a place could not take the spool
         self.reported = False  # the error message already says where the records are
         self.discard = False  # nothing worth keeping (e.g. every result unsupported)
+        self._lines: list[str] = []
+        self._error: OSError | None = None  # the last write that failed, where none took over
+        self._moved: list[str] = []  # the spools abandoned for a full disk
+
+    @property
+    def path(self) -> Path | None:
+        return None if self.spool is None else self.spool.path
+
+    @property
+    def ready(self) -> bool:
+        return self.spool is not None
+
+    def _open(self, places: list[Path]) -> None:
+        for directory in places:
+            try:
+                if directory != self.places[0]:
+                    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                size = self.reserve + sum(len(line.encode()) for line in self._lines)
+                spool = SpoolFile(directory, size, self.tag)
+            except OSError as error:
+                self.problems.append(f"{directory}: {error.strerror}")
+                continue
+            for line in self._lines:
+                spool.file.write_line(line)
+            if spool.file.error is not None:
+                self.problems.append(f"{directory}: {spool.file.error.strerror}")
+                spool.close(remove=True)
+                continue
+            self.spool = spool
+            return
 
     def __enter__(self) -> Spool:
-        try:
-            self.file = LineFile(self.path)
-        except OSError:
-            self.file = None  # a read-only directory: run without the safety copy
+        self._open(self.places)
         return self
 
+    def without_room(self) -> None:
+        """No place had room for the whole run: keep what fits, where a file
+        can be made at all (the user said to go on)."""
+        self.reserve = 0
+        self._open(self.places)
+
     def write(self, record: dict[str, Any]) -> None:
-        if self.file is not None:
-            self.file.write(record)
+        line = dumps(record) + "\n"
+        self._lines.append(line)
+        if self.spool is None:
+            return
+        self.spool.file.write_line(line)
+        error = self.spool.file.error
+        if error is None:
+            return
+        # The disk filled: the whole run so far goes to the next place that takes it.
+        failed = self.spool
+        index = next((i for i, place in enumerate(self.places) if place == failed.path.parent), 0)
+        self.spool = None
+        self._open(self.places[index + 1 :])
+        if self.spool is None:
+            self._error = error
+            self.spool = failed  # keep what it holds: whole lines, importable
+        else:
+            self._moved.append(f"{failed.path} ({error.strerror})")
+            failed.close(remove=True)
+
+    def import_command(self) -> str:
+        """The command that stores the spool, quoted for a shell."""
+        command = ["ctxbench", "import", str(self.path)]
+        if self.store_location:
+            command += ["--db", self.store_location]
+        return shlex.join(command)
+
+    def refusal(self) -> str:
+        """Why no spool could be made, for the line said before measuring."""
+        where = "; ".join(self.problems) or "no place to try"
+        return (
+            f"no safety copy of the records can be kept ({where}): if the store could not "
+            "take the run at its end, every measurement would be lost"
+        )
 
     def hint(self) -> str:
         """Where the records are kept and how to store them, for a message."""
-        if self.file is None or self.file.lines == 0:
+        if self.spool is None or self.spool.file.lines == 0:
             return "no safety copy of the records could be kept"
+        file = self.spool.file
         cut = ""
-        if self.file.error is not None:
-            cut = f" (the copy stopped there: {self.file.error.strerror})"
-        where = f" --db {self.store_location}" if self.store_location else ""
+        if self._error is not None:
+            cut = f" (the copy stopped there: {self._error.strerror})"
         return (
-            f"the {self.file.lines} records received are kept in {self.path}{cut}; "
-            f"`ctxbench import {self.path}{where}` stores them"
+            f"the {file.lines} records received are kept in {self.path}{cut}; "
+            f"`{self.import_command()}` stores them"
         )
 
     def __exit__(self, kind: object, error: object, trace: object) -> None:
-        if self.file is None:
+        if self.spool is None:
             return
-        self.file.close()
-        if error is not None and not self.discard and self.file.lines:
-            if not self.reported:
-                say(f"ctxbench: {self.hint()}")
-        else:
-            self.path.unlink(missing_ok=True)
+        keep = error is not None and not self.discard and self.spool.file.lines > 0
+        self.spool.close(remove=not keep)
+        if keep and not self.reported:
+            say(f"ctxbench: {self.hint()}")
 
 
 def stream_engine_run(
@@ -315,6 +509,12 @@ def stream_engine_run(
                     copy.write(record)
                 if record["kind"] == "result":
                     view.finished_one()
+            # Killed before it wrote them: the variants begun, as their last round left them.
+            for record in engine_run.unfinished():
+                records.append(record)
+                spool.write(record)
+                if copy is not None:
+                    copy.write(record)
         finally:
             stop.say = say
             if copy is not None:

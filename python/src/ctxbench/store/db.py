@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -279,7 +280,9 @@ class Store:
 
     # ---- writing -----------------------------------------------------------
     def add_run(self, run: RunRecords, origin: str, label: str | None = None) -> str:
-        """Store one run (env, results, run_end) in one transaction."""
+        """Store one run (env, results, run_end) in one transaction. A run
+        already stored is refused, unless what is stored is a copy of it cut
+        short (a spool imported while its run went on): the whole run replaces it."""
         env, end = run.env, run.end
         interrupted = end is None or bool(end.get("interrupted"))
         producer = env.get("producer", {})
@@ -298,12 +301,11 @@ class Store:
             for seq, result in enumerate(run.results)
         ]
         with self._write() as conn:
-            exists = conn.execute(sa.select(RUNS.c.run_id).where(RUNS.c.run_id == run.run_id))
-            if exists.first() is not None:
-                raise BadInput(
-                    f"run {run.run_id} is already in {self.location}; nothing was stored "
-                    "(see `ctxbench show " + run.run_id + "`)"
-                )
+            if self._cut_copy(conn, run, result_rows):
+                # A copy of this run cut short (its spool, imported while it
+                # ran) is replaced by the run itself.
+                conn.execute(RESULTS.delete().where(RESULTS.c.run_id == run.run_id))
+                conn.execute(RUNS.delete().where(RUNS.c.run_id == run.run_id))
             stored_seq = conn.execute(
                 sa.select(sa.func.coalesce(sa.func.max(RUNS.c.stored_seq), 0) + 1)
             ).scalar_one()
@@ -328,6 +330,36 @@ class Store:
             if result_rows:
                 conn.execute(RESULTS.insert(), result_rows)
         return run.run_id
+
+    def _cut_copy(self, conn: sa.Connection, run: RunRecords, rows: list[dict[str, Any]]) -> bool:
+        """False when RUN is not in the store; True when the store holds a
+        copy of it cut short: no run_end, the same env record, and its results
+        the first of RUN's, fewer or without the end RUN has. Otherwise the
+        run is refused (BadInput): a stored run is never overwritten."""
+        row = conn.execute(
+            sa.select(RUNS.c.complete, RUNS.c.env).where(RUNS.c.run_id == run.run_id)
+        ).first()
+        if row is None:
+            return False
+        stored = list(
+            conn.execute(
+                sa.select(RESULTS.c.record)
+                .where(RESULTS.c.run_id == run.run_id)
+                .order_by(RESULTS.c.seq)
+            ).scalars()
+        )
+        longer = len(rows) > len(stored) or (run.end is not None and len(rows) == len(stored))
+        if (
+            not row.complete
+            and json.loads(row.env) == run.env
+            and longer
+            and stored == [r["record"] for r in rows[: len(stored)]]
+        ):
+            return True
+        raise BadInput(
+            f"run {run.run_id} is already in {self.location}; nothing was stored "
+            "(see `ctxbench show " + run.run_id + "`)"
+        )
 
     # ---- reading -----------------------------------------------------------
     def runs(self) -> list[RunInfo]:

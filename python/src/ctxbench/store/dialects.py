@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -35,7 +36,8 @@ def default_target() -> str:
 
 
 def is_url(target: str) -> bool:
-    return urlsplit(target).scheme in POSTGRES_SCHEMES
+    scheme, sep, _ = target.partition("://")
+    return bool(sep) and scheme.lower() in POSTGRES_SCHEMES
 
 
 # ---- the dialect boundary ----------------------------------------------------
@@ -208,6 +210,14 @@ class PostgreSQLDialect(Dialect):
     MARK_TABLE = "ctxbench_store"
 
     def __init__(self, url: str, lock_timeout: float):
+        try:
+            urlsplit(url).port  # noqa: B018 (parsing the port checks it)
+        except ValueError as error:
+            # The URL is not repeated: it may hold a password.
+            raise StoreError(
+                f"the --db URL (or CTXBENCH_DB) is not a valid URL ({error}); write it as "
+                "postgresql://USER@HOST[:PORT]/DATABASE, an IPv6 host in brackets"
+            ) from None
         super().__init__(without_password(url), lock_timeout)
         self.url = url
 
@@ -318,9 +328,20 @@ def check_path(path: Path, create: bool, explicit: bool) -> bool:
     Returns True when the store must be opened read-only (it exists, can be
     read but not written, and the caller only reads)."""
     hint = "choose another --db (or CTXBENCH_DB)"
-    if path.is_dir():
+    try:
+        mode = path.stat().st_mode  # a link to a store is followed, as SQLite does
+    except FileNotFoundError:
+        mode = None
+    except OSError as error:
+        raise StoreError(f"cannot use store path {path}: {error.strerror}; {hint}") from None
+    if mode is not None and stat.S_ISDIR(mode):
         raise StoreError(f"store path {path} is a directory; {hint}, a file path")
-    if path.exists():
+    if mode is not None and not stat.S_ISREG(mode):
+        # Never opened: a FIFO would block the read below for ever.
+        raise StoreError(
+            f"store path {path} is {_file_kind(mode)}, not a regular file; {hint}, a file path"
+        )
+    if mode is not None:
         if not os.access(path, os.R_OK):
             raise StoreError(f"cannot read store {path} (permission denied); {hint}")
         try:
@@ -350,6 +371,16 @@ def check_path(path: Path, create: bool, explicit: bool) -> bool:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise StoreError(f"cannot create store {path}: {parent} is not writable; {hint}")
     return False
+
+
+def _file_kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((kind for test, kind in kinds if test(mode)), "a special file")
 
 
 def without_password(url: str) -> str:

@@ -3,7 +3,8 @@
 Renders only from stored records (``StoredRun``); measures nothing. The page
 carries plotly.js inline (gzip-compressed, docs/report.md "Size") and makes no
 network request. Every string that
-comes from a record reaches the page escaped: Jinja2 autoescapes the HTML,
+comes from a record reaches the page escaped, its control and bidi-override
+characters replaced as the terminal views do (fmt.terminal_text): Jinja2 autoescapes the HTML,
 figure data travels as JSON in ``<script type="application/json">`` with
 ``<``, ``>`` and ``&`` escaped, and labels given to plotly (which
 understands a few HTML tags) are HTML-escaped first.
@@ -198,10 +199,20 @@ def _labs(names: list[str], runs: list[StoredRun]) -> list[dict[str, Any]]:
     return labs
 
 
+def _page_text(value: Any) -> Any:
+    """Every value the page shows, as the terminal views show it: control and
+    bidirectional-override characters replaced (fmt.terminal_text), so a
+    hostname cannot reorder what is read or send escapes to `cat report.html`."""
+    if isinstance(value, Markup):  # made here: the chart library, figures (cleaned when made)
+        return value
+    return fmt.terminal_text(value) if isinstance(value, str) else value
+
+
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.PackageLoader("ctxbench", "templates"),
         autoescape=True,
+        finalize=_page_text,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from markupsafe import Markup
 
-from ctxbench.fmt import params_text
+from ctxbench.fmt import params_text, terminal_text
 
 LOG_SPAN = 20.0  # log axis when max/min over a plot exceeds this
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
@@ -105,6 +105,19 @@ def unit_title(unit: str) -> str:
     )
 
 
+def _page_strings(data: Any) -> Any:
+    """DATA with every string shown as the terminal views show it
+    (fmt.terminal_text): a record's control or bidi-override character
+    reaches no plot label."""
+    if isinstance(data, str):
+        return terminal_text(data)
+    if isinstance(data, list):
+        return [_page_strings(item) for item in data]
+    if isinstance(data, dict):
+        return {key: _page_strings(value) for key, value in data.items()}
+    return data
+
+
 class Figures:
     def __init__(self) -> None:
         self._ids = count(1)
@@ -116,7 +129,7 @@ class Figures:
 
     def _shared(self, figure_json: str) -> str:
         """FIGURE_JSON without its template where it is the shared one."""
-        data = json.loads(figure_json)
+        data = _page_strings(json.loads(figure_json))
         template = data["layout"].get("template")
         if self._template is None:
             self._template = template

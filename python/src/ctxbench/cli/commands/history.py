@@ -10,9 +10,8 @@ import click
 
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import new_console, say
-from ctxbench.errors import BadInput, CtxbenchError
+from ctxbench.errors import BadInput
 from ctxbench.records.core import group_run, read_records, read_run_file
-from ctxbench.store.dialects import default_target
 from ctxbench.store.schema import RunInfo
 from ctxbench.views import tables
 
@@ -58,16 +57,7 @@ def history(
     if changes:
         _print_changes(db, as_json, machine, probe, min_effect)
         return
-    try:
-        store = open_store(db, create=False)
-    except CtxbenchError as error:
-        if not str(error).startswith("no store at"):
-            raise
-        say(f"{error}")
-        if as_json:
-            _print_history_json(db or default_target(), [])
-        return
-    with store:
+    with open_store(db, create=False) as store:
         infos = store.runs()
     if as_json:
         _print_history_json(store.location, infos)
@@ -130,6 +120,14 @@ def import_command(path: Path, label: str | None, db: str | None) -> None:
             raise BadInput(f"no file {path}; give the JSON Lines file written by `run --json`")
         if path.is_dir():
             raise BadInput(f"{path} is a directory; give a JSON Lines file")
+        from ctxbench.cli.run_lifecycle import spool_in_use
+
+        if spool_in_use(path):
+            raise BadInput(
+                f"{path} is the spool of a run still going (its ctxbench holds the file's "
+                "lock): that run stores it when it ends; wait for it, or stop it with Ctrl-C "
+                "(it keeps what was measured)"
+            )
         run_records = read_run_file(path, notes)
     for note in notes:
         say(f"ctxbench: note: {note}")

@@ -19,7 +19,7 @@ from ctxbench.cli.output_files import check_output_path, write_report
     type=click.Path(path_type=Path),
     default=Path("report.html"),
     show_default=True,
-    help="HTML file to write.",
+    help="HTML file to write ('-': stdout).",
 )
 @click.option("--title", help="Title of the page.")
 @db_option

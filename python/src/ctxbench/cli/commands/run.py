@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import shlex
 import sqlite3
 import sys
 from dataclasses import replace
@@ -33,6 +34,7 @@ from ctxbench.cli.commands.run_hosts import run_on_hosts
 from ctxbench.cli.console import discard_stdout, say
 from ctxbench.cli.output_files import check_output_path, check_writable, write_report
 from ctxbench.cli.run_lifecycle import (
+    SPOOL_BYTES_PER_RECORD,
     LineFile,
     Spool,
     StopSignals,
@@ -71,8 +73,10 @@ def _resolve_selectors(selectors: tuple[str, ...], probes: list[dict[str, Any]])
     return resolved
 
 
-def _db_hint(db: Path | None, store: Store) -> str:
-    return f" --db {store.location}" if db is not None else ""
+def _command(words: list[str], db: str | None, store: Store) -> str:
+    """A ctxbench command for a message, quoted for a shell; with --db when
+    the run was given one."""
+    return shlex.join(["ctxbench", *words, *(["--db", store.location] if db is not None else [])])
 
 
 @click.command()
@@ -119,9 +123,23 @@ def _db_hint(db: Path | None, store: Store) -> str:
     is_flag=True,
     help="After each switch variant, run it again with the kernel's tracepoints recorded and "
     "split its switches into phases that `ctxbench explain` shows (needs root and tracefs; "
-    "otherwise each record says why not). docs/tracing.md",
+    "otherwise the run stops before it measures, saying why and what would permit it; as root "
+    "the engine mounts tracefs in a mount namespace of its own where it is not mounted). "
+    "docs/tracing.md",
+)
+@click.option(
+    "--trace-optional",
+    is_flag=True,
+    help="With --trace: where the traced pass cannot record here, say so once and run untraced "
+    "(each record says why) instead of stopping.",
 )
 @db_option
+@click.option(
+    "--without-spool",
+    is_flag=True,
+    help="Run even where no spool (the safety copy that keeps the records until the store "
+    "has them) can be made; by default such a run is refused before it measures.",
+)
 @click.option(
     "--json",
     "json_path",
@@ -197,7 +215,9 @@ def run(
     retries: int | None,
     hold_idle: bool,
     trace: bool,
+    trace_optional: bool,
     db: str | None,
+    without_spool: bool,
     json_path: Path | None,
     report_path: Path | None,
     label: str | None,
@@ -218,8 +238,8 @@ def run(
     """
     if (problem := param_problem(params, probes)) is not None:
         raise BadInput(problem)
-    check_output_path(json_path, "--json")
-    check_output_path(report_path, "--report")
+    check_output_path(json_path, "--json", stdout=False)
+    check_output_path(report_path, "--report", stdout=False)
     check_writable(report_path, "--report")
     if ssh_config is not None and not hosts:
         raise click.UsageError("--ssh-config is for --host runs; give --host DEST too")
@@ -248,6 +268,7 @@ def run(
             retries=retries,
             hold_idle=hold_idle,
             trace=trace,
+            trace_optional=trace_optional,
             interleave=interleave,
             rounds=rounds,
             seed=seed,
@@ -262,7 +283,16 @@ def run(
             )
         copy = open_copy(json_path)
         with StopSignals() as stop:
-            with Spool(store.spool_dir, store_location=store.location) as spool:
+            reserve = SPOOL_BYTES_PER_RECORD * (len(variants) * count + 2)
+            with Spool(store.spool_dir, store_location=store.location, reserve=reserve) as spool:
+                if not spool.ready:
+                    if not without_spool:
+                        raise CtxbenchError(
+                            f"{spool.refusal()}; nothing was run: free some space, choose "
+                            "another --db, or give --without-spool to run anyway"
+                        )
+                    say(f"ctxbench: warning: {spool.refusal()}; running anyway (--without-spool)")
+                    spool.without_room()
                 records, engine_runs = _measure(options, engine, variants, count, copy, spool, stop)
                 problems = [problem for each in engine_runs for problem in each.problems]
                 failure = next((f for each in engine_runs if (f := each.failure())), None)
@@ -277,6 +307,15 @@ def run(
                         return stop.exit_code
                     raise EngineError("the engine wrote no env record; nothing stored")
                 run_records = group_run(records, "engine output")
+                if not run_records.results:
+                    # A run without a result would only become `latest`.
+                    spool.discard = True
+                    if failure is not None:
+                        raise EngineError(f"{failure}; no result was finished, nothing stored")
+                    if stop.received is not None or interrupted:
+                        say("interrupted before the first result; nothing stored")
+                        return stop.exit_code
+                    raise EngineError("the engine wrote no result; nothing stored")
                 reason = shared_unsupported_reason(run_records.results)
                 if reason is not None:
                     spool.discard = True
@@ -359,7 +398,7 @@ def _measure(
 def _show_stored_run(
     stored: StoredRun,
     store: Store,
-    db: Path | None,
+    db: str | None,
     copy: LineFile | None,
     report_path: Path | None,
     show_all: bool = False,
@@ -370,7 +409,6 @@ def _show_stored_run(
     that says the run is safe and how to write that output again, and
     whether stdout's reader went away (no message for that: exit 141)."""
     run_id = stored.run_id
-    where = _db_hint(db, store)
     failures: list[str] = []
     closed = False
     try:
@@ -382,20 +420,23 @@ def _show_stored_run(
             closed = True
         else:
             failures.append(
-                f"stdout failed ({error.strerror}); `ctxbench show {run_id}{where}` shows it"
+                f"stdout failed ({error.strerror}); "
+                f"`{_command(['show', run_id], db, store)}` shows it"
             )
     state = "partial run" if stored.info.interrupted else "run"
     say(f"stored {state} {run_id} ({len(stored.results)} results) in {store.location}")
     if copy is not None and copy.error is not None:
         failures.append(
             f"--json {copy.path} failed after {copy.lines} records ({copy.error.strerror}); "
-            f"`ctxbench export {run_id} -o {copy.path}{where}` writes them all again"
+            f"`{_command(['export', run_id, '-o', str(copy.path)], db, store)}` "
+            "writes them all again"
         )
     if report_path is not None:
         try:
             write_report([stored], report_path)
         except OutputError as error:
-            failures.append(f"{error}; `ctxbench report {run_id} -o FILE{where}` writes it again")
+            again = _command(["report", run_id, "-o", str(report_path)], db, store)
+            failures.append(f"{error}; `{again}` writes it again")
     if not failures:
         return None, closed
     return OutputError(f"run {run_id} is stored and safe, but " + "; and ".join(failures)), False

@@ -48,6 +48,9 @@ def _drive(job: _HostRun, view: ProgressView, spool: Spool) -> None:
         for record in run.records():
             job.records.append(record)
             spool.write(record)
+        for record in run.unfinished():  # the engine died before it wrote them
+            job.records.append(record)
+            spool.write(record)
         job.error = run.host_failure()
         view.state(job.host, "failed" if job.error else "done")
     except CtxbenchError as error:

@@ -1,0 +1,280 @@
+"""The spool, a run's safety copy until the store has it: created as a
+temporary file (never a path that exists, never through a link, mode 0600),
+never touching an earlier run's, locked while written, moved to a fallback
+place when the store's directory has no room (issue 31).
+
+Real processes, real files, real links and a real second user (``nobody``,
+where the test runs as root); tests/fake_engine.py replays a recorded run
+unless a test needs the real engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import fixture_path, real_run
+from ctxbench.store.db import Store
+from test_reliability import ctxbench, error_line, stored_runs
+
+SOURCE = Path(__file__).parents[1] / "src"
+PREFIX = ".ctxbench-unstored-"
+STRACE = ["strace", "-f", "-qq", "-e", "trace=open,openat,creat"]
+UNSHARE = ["unshare", "--mount", "--propagation", "private"]
+
+
+def spools(directory: Path) -> list[Path]:
+    return sorted(directory.glob(f"{PREFIX}*.jsonl"))
+
+
+def start_run(env, *args: str, shell_prefix: str = "") -> subprocess.Popen:
+    """`ctxbench run` as a real process; SHELL_PREFIX runs first in the same
+    process (sh, then exec), so it knows ctxbench's PID as $$."""
+    command = f'{shell_prefix}exec "{sys.executable}" -m ctxbench run "$@"'
+    return subprocess.Popen(
+        ["sh", "-c", command, "sh", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+
+
+def wait_for_spool_line(directory: Path, process: subprocess.Popen) -> Path:
+    """The spool, once it holds a whole result line."""
+    deadline = time.monotonic() + 60  # a hang guard, not a measure
+    while True:
+        for spool in spools(directory):
+            text = spool.read_text()
+            if '"kind":"result"' in text and text.endswith("\n"):
+                return spool
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no result reached the spool"
+        time.sleep(0.02)
+
+
+# ---- 1, 2: a link or an earlier spool at the old, predictable name ----------------------------
+def test_a_link_planted_at_the_spool_name_is_never_followed(env, tmp_path):
+    """The spool was `.ctxbench-unstored-PID.jsonl`, opened with O_TRUNC and
+    following links: a link planted there had its target overwritten with
+    records, then the link was removed."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    link = f'"{tmp_path}/{PREFIX}$$.jsonl"'
+    process = start_run(env, shell_prefix=f'ln -s "{victim}" {link}; ')
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert victim.read_text() == "precious\n"
+    planted = [p for p in tmp_path.glob(f"{PREFIX}*") if p.is_symlink()]
+    assert len(planted) == 1 and planted[0].resolve() == victim  # left as it was
+    assert [p for p in spools(tmp_path) if not p.is_symlink()] == []  # ours is gone: stored
+
+
+def test_an_earlier_runs_spool_is_left_alone(env, tmp_path):
+    """A spool left by a killed run, at the name this run's PID gave (PIDs
+    come round again after a reboot): it was truncated, overwritten and
+    deleted. Only `import` touches it now."""
+    kept = fixture_path("run_b.jsonl").read_bytes()
+    earlier = f'"{tmp_path}/{PREFIX}$$.jsonl"'
+    process = start_run(env, shell_prefix=f'cp "{fixture_path("run_b.jsonl")}" {earlier}; ')
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    (left,) = spools(tmp_path)
+    assert left.read_bytes() == kept
+    assert ctxbench(env, "import", str(left)).returncode == 0
+    assert real_run("run_b.jsonl").run_id in stored_runs(env)
+
+
+def test_the_spool_is_a_new_private_file_with_a_name_nobody_can_guess(env, tmp_path):
+    process = start_run(dict(env, FAKE_ENGINE_DELAY="0.2"))
+    spool = wait_for_spool_line(tmp_path, process)
+    info = os.lstat(spool)
+    assert stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o600
+    assert info.st_uid == os.getuid()
+    assert spool.name != f"{PREFIX}{process.pid}.jsonl"  # a random part follows the PID
+    assert spool.name.startswith(f"{PREFIX}{process.pid}-")
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert spools(tmp_path) == []
+
+
+# ---- the same, across users -------------------------------------------------------------------
+ATTACKER = r"""
+import os, sys, time
+shared, victim, first = sys.argv[1], sys.argv[2], int(sys.argv[3])
+os.setgid(65534)
+os.setuid(65534)
+for pid in range(first, first + 300):  # the next PIDs: ctxbench will get one of them
+    os.symlink(victim, os.path.join(shared, f".ctxbench-unstored-{pid}.jsonl"))
+# And a file of nobody's own where the spool would go, to be truncated.
+with open(os.path.join(shared, f".ctxbench-unstored-{first}-own.jsonl"), "w") as own:
+    own.write("nobody's\n")
+print("planted", flush=True)
+"""
+
+
+def _writes(strace_log: Path) -> list[tuple[str, str]]:
+    """(path, flags) of every file opened for writing, from strace -f."""
+    found = []
+    for line in strace_log.read_text().splitlines():
+        if "open" not in line or "= -1" in line:
+            continue
+        if not any(flag in line for flag in ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC")):
+            continue
+        start = line.find('"')
+        end = line.find('"', start + 1)
+        if start < 0 or end < 0:
+            continue
+        found.append((line[start + 1 : end], line[end + 1 :]))
+    return found
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the attacker runs as nobody")
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_a_shared_store_directory_lets_no_other_user_redirect_a_write(env):
+    """A store directory shared with another user (mode 1777): nobody plants
+    links at the next 300 PIDs' spool names, pointing at a root-owned 0600
+    file. Root's run opens no file there for writing but the store's own
+    and a spool it creates new (O_EXCL, O_NOFOLLOW); the victim and nobody's
+    own file are as they were."""
+    shared = Path(tempfile.mkdtemp(prefix="ctxbench-shared-", dir="/tmp"))
+    try:
+        shared.chmod(0o1777)
+        victim = shared / "root-secret"
+        victim.write_text("root's\n")
+        victim.chmod(0o600)
+        db = shared / "store.db"
+        env = dict(env, CTXBENCH_DB=str(db))
+        assert ctxbench(env, "import", str(fixture_path("run_b.jsonl"))).returncode == 0
+        with open("/proc/sys/kernel/ns_last_pid") as handle:
+            first = int(handle.read()) + 1
+        planted = subprocess.run(
+            [sys.executable, "-c", ATTACKER, str(shared), str(victim), str(first)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert planted.stdout.strip() == "planted", planted.stderr
+        log = shared.parent / f"{shared.name}.strace"
+        done = subprocess.run(
+            [*STRACE, "-o", str(log), sys.executable, "-m", "ctxbench", "run"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert victim.read_text() == "root's\n" and stat.S_IMODE(victim.stat().st_mode) == 0o600
+        assert (shared / f"{PREFIX}{first}-own.jsonl").read_text() == "nobody's\n"
+        writes = [(path, flags) for path, flags in _writes(log) if path.startswith(str(shared))]
+        store_files = {str(db), f"{db}-journal", f"{db}-wal", f"{db}-shm"}
+        spool_writes = [(path, flags) for path, flags in writes if path not in store_files]
+        assert spool_writes, "the run made no spool in the store's directory"
+        for path, flags in spool_writes:
+            assert Path(path).name.startswith(PREFIX), (path, flags)
+            assert "O_EXCL" in flags and "O_NOFOLLOW" in flags, (path, flags)
+            assert not Path(path).is_symlink()
+        assert len(stored_runs(env)) == 2
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+        Path(f"{shared}.strace").unlink(missing_ok=True)
+
+
+# ---- 9: a spool still being written -----------------------------------------------------------
+def test_a_spool_still_being_written_is_not_imported(env, tmp_path):
+    """Its run holds the spool's lock: `import FILE` is refused in one line
+    (exit 2). A copy imported another way (from stdin) is a cut copy of the
+    run: the run, when it ends, replaces it and is stored whole."""
+    process = start_run(dict(env, FAKE_ENGINE_DELAY="1.0"))  # 21 results: 20 s to act in
+    spool = wait_for_spool_line(tmp_path, process)
+    refused = ctxbench(env, "import", str(spool))
+    assert refused.returncode == 2
+    assert "still going" in error_line(refused)
+    cut = ctxbench(env, "import", "-", input=spool.read_bytes())
+    assert cut.returncode == 0, cut.stderr
+    run_id = env["FAKE_ENGINE_RUN_ID"]
+    with Store.open(Path(env["CTXBENCH_DB"])) as store:
+        assert len(store.load(run_id).results) < len(real_run().results)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    with Store.open(Path(env["CTXBENCH_DB"])) as store:
+        stored = store.load(run_id)
+        assert [info.run_id for info in store.runs()] == [run_id]
+    assert len(stored.results) == len(real_run().results) and stored.info.complete
+    assert spools(tmp_path) == []
+
+
+def test_a_spool_whose_run_died_is_imported(env, tmp_path):
+    """The lock goes with the process: after a SIGKILL the spool imports."""
+    process = start_run(dict(env, FAKE_ENGINE_DELAY="0.3"))
+    spool = wait_for_spool_line(tmp_path, process)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    done = ctxbench(env, "import", str(spool))
+    assert done.returncode == 0, done.stderr
+    assert stored_runs(env) == [env["FAKE_ENGINE_RUN_ID"]]
+
+
+def test_a_complete_run_is_never_replaced(env):
+    assert ctxbench(env, "import", str(fixture_path("run_a.jsonl"))).returncode == 0
+    again = ctxbench(env, "import", str(fixture_path("run_a.jsonl")))
+    assert again.returncode == 2 and "already in" in error_line(again)
+
+
+# ---- 3: no room beside the store --------------------------------------------------------------
+FULL_DISK = Path(__file__).with_name("full_disk.py")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: mounts a small tmpfs")
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="unshare (util-linux) is not installed")
+def test_a_full_store_disk_keeps_the_run_in_a_fallback_spool(tmp_path):
+    """The store on a full tmpfs (in a mount namespace of the test's own):
+    `ctxbench run syscall --quick` with the real engine measures, the store
+    cannot take the run, and every record is in a spool in the user's state
+    directory; the import command the error gives stores the whole run
+    once there is room. With every fallback place full as well, the run is
+    refused before the engine measures anything."""
+    try:
+        from ctxbench.acquire.runner import find_engine
+
+        engine = find_engine()
+    except Exception as error:  # no engine built: nothing to test here
+        pytest.skip(str(error))
+    done = subprocess.run(
+        [*UNSHARE, sys.executable, str(FULL_DISK), str(tmp_path), str(engine)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(SOURCE)),
+        timeout=500,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    fallback, refused = report["fallback"], report["refused"]
+    # The run measured, could not be stored, and said where its records are.
+    assert fallback["run"]["returncode"] == 1, fallback
+    line = fallback["run"]["error"]
+    assert "measured but could not be stored" in line and str(tmp_path / "state") in line, line
+    assert fallback["spools_beside_store"] == [], fallback
+    assert fallback["import"]["returncode"] == 0, fallback
+    assert fallback["stored_results"] == fallback["variants"] > 0, fallback
+    assert fallback["stored_complete"], fallback
+    # Nowhere to keep a copy: refused before measuring, nothing stored.
+    assert refused["run"]["returncode"] == 1, refused
+    assert "no safety copy of the records can be kept" in refused["run"]["error"], refused
+    assert "nothing was run" in refused["run"]["error"]
+    assert not refused["measured"], refused
+    # Nothing stays mounted outside the namespace.
+    assert str(tmp_path) not in Path("/proc/self/mountinfo").read_text()
