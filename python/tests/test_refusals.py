@@ -138,7 +138,10 @@ def one_error(stderr: str) -> str:
     return line
 
 
+# Two variants, four rounds of 100 samples of at least 20 ms: a run of some
+# 16 s, long enough that the kill falls inside it.
 SELECTION = ("syscall.getppid", "syscall.getpid", "--samples", "400", "--rounds", "4")
+SELECTION += ("--min-time", "0.02")
 
 
 def test_a_hard_kill_in_rounds_keeps_the_rounds_taken(tmp_path):
@@ -267,3 +270,14 @@ def test_a_printed_recovery_command_survives_a_shell(env, tmp_path):
         check=True,
     )
     assert parsed.stdout.splitlines() == words[1:]
+
+
+def test_a_printed_command_names_a_postgresql_store_without_its_password():
+    """Messages mask the password (u:***@), which no command accepts; a
+    command printed for the user drops it, libpq takes it from PGPASSWORD
+    or ~/.pgpass."""
+    from ctxbench.store.dialects import PostgreSQLDialect
+
+    dialect = PostgreSQLDialect("postgresql://u:secret@db.example:5433/runs", 1.0)
+    assert dialect.location == "postgresql://u:***@db.example:5433/runs"
+    assert dialect.command_target == "postgresql://u@db.example:5433/runs"

@@ -10,6 +10,7 @@ unless a test needs the real engine.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -24,6 +25,8 @@ from pathlib import Path
 import pytest
 
 from conftest import fixture_path, real_run
+from ctxbench.errors import BadInput
+from ctxbench.records.core import group_run
 from ctxbench.store.db import Store
 from test_reliability import ctxbench, error_line, stored_runs
 
@@ -278,3 +281,25 @@ def test_a_full_store_disk_keeps_the_run_in_a_fallback_spool(tmp_path):
     assert not refused["measured"], refused
     # Nothing stays mounted outside the namespace.
     assert str(tmp_path) not in Path("/proc/self/mountinfo").read_text()
+
+
+def test_the_store_replaces_a_cut_copy_with_the_whole_run(store_target):
+    """The rule behind the replacement, on SQLite and a real PostgreSQL: a
+    stored copy with no run_end, the same env and its results the first of
+    the new run's is replaced; a complete run, or one that differs, never."""
+    whole = real_run("run_a.jsonl")
+    cut = group_run([whole.env, *whole.results[:5]])
+    with Store.open(store_target) as store:
+        store.add_run(cut, origin="import")
+        store.add_run(whole, origin="run")
+        stored = store.load(whole.run_id)
+        assert len(stored.results) == len(whole.results) and stored.info.complete
+        with pytest.raises(BadInput, match="already in"):
+            store.add_run(whole, origin="run")  # complete: never replaced
+        other = real_run("run_b.jsonl")
+        store.add_run(group_run([other.env, *other.results[:3]]), origin="import")
+        changed = copy.deepcopy(other.all())
+        changed[1]["notes"] = [*changed[1].get("notes", []), "not the same record"]
+        with pytest.raises(BadInput, match="already in"):
+            store.add_run(group_run(changed), origin="run")  # not a cut copy of this one
+        assert sorted(info.run_id for info in store.runs()) == sorted([whole.run_id, other.run_id])

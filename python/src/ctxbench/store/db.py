@@ -89,6 +89,13 @@ class Store:
         return self._dialect.readonly
 
     @property
+    def command_target(self) -> str:
+        """The store as --db in a command printed for the user: the path, or
+        the URL without its password (never printed), which libpq completes
+        from PGPASSWORD or ~/.pgpass."""
+        return self._dialect.command_target
+
+    @property
     def spool_dir(self) -> Path:
         """Where records of a run wait until it is stored (beside an SQLite file)."""
         return self._dialect.spool_dir()

@@ -49,6 +49,7 @@ class Dialect:
 
     def __init__(self, location: str, lock_timeout: float):
         self.location = location  # for messages: a path, or a URL without its password
+        self.command_target = location  # for --db in a command printed for the user
         self.lock_timeout = lock_timeout
         self.readonly = False
 
@@ -220,6 +221,7 @@ class PostgreSQLDialect(Dialect):
             ) from None
         super().__init__(without_password(url), lock_timeout)
         self.url = url
+        self.command_target = without_password(url, mark="")
 
     def engine(self) -> sa.Engine:
         import psycopg  # only a PostgreSQL store needs the driver
@@ -383,13 +385,16 @@ def _file_kind(mode: int) -> str:
     return next((kind for test, kind in kinds if test(mode)), "a special file")
 
 
-def without_password(url: str) -> str:
+def without_password(url: str, mark: str = ":***") -> str:
+    """URL with its password replaced by MARK (for messages); mark="": a URL
+    a command can be given (libpq then takes the password from PGPASSWORD or
+    ~/.pgpass)."""
     parts = urlsplit(url)
     if parts.password is None:
         return url
     netloc = parts.netloc.rsplit("@", 1)
     user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    return urlunsplit(parts._replace(netloc=f"{user}{mark}@{netloc[1]}"))
 
 
 def first_line(error: object) -> str:

@@ -76,7 +76,8 @@ def _resolve_selectors(selectors: tuple[str, ...], probes: list[dict[str, Any]])
 def _command(words: list[str], db: str | None, store: Store) -> str:
     """A ctxbench command for a message, quoted for a shell; with --db when
     the run was given one."""
-    return shlex.join(["ctxbench", *words, *(["--db", store.location] if db is not None else [])])
+    target = ["--db", store.command_target] if db is not None else []
+    return shlex.join(["ctxbench", *words, *target])
 
 
 @click.command()
@@ -284,7 +285,9 @@ def run(
         copy = open_copy(json_path)
         with StopSignals() as stop:
             reserve = SPOOL_BYTES_PER_RECORD * (len(variants) * count + 2)
-            with Spool(store.spool_dir, store_location=store.location, reserve=reserve) as spool:
+            with Spool(
+                store.spool_dir, store_location=store.command_target, reserve=reserve
+            ) as spool:
                 if not spool.ready:
                     if not without_spool:
                         raise CtxbenchError(
