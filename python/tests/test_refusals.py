@@ -123,7 +123,7 @@ def run_and_kill_the_engine(environ, after_lines: int, *selection: str):
     seen = []
     for line in process.stderr:
         seen.append(line)
-        if sum(1 for each in seen if re.match(r"\[\d+/\d+\]", each)) >= after_lines:
+        if sum(1 for each in seen if re.match(r"\[(visit \d+|\d+/\d+)\]", each)) >= after_lines:
             break
     os.kill(engine_child(process), signal.SIGKILL)
     _, rest = process.communicate(timeout=120)
