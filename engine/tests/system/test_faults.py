@@ -206,7 +206,7 @@ def test_sigkill_in_rounds_leaves_each_variant_as_it_stood_on_stderr(engine):
     run = Engine(
         engine,
         *("syscall.getppid", "syscall.getpid", "--rounds", "4"),
-        *("--samples", "400", "--min-time", "0.005"),
+        *("--samples", "400", "--min-time", "0.02"),  # some 16 s: the kill falls inside it
     )
     # Round 3 begun: every variant has two rounds taken.
     run.wait_for(lambda r: any(p["round"] == 3 for p in r.progress()))
