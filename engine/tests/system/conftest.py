@@ -34,6 +34,33 @@ def engine():
     return path
 
 
+def run_engine(engine, *args, prefix=(), status=0, timeout=300, **popen):
+    """Runs `ctxbench-engine ARGS` to its end (behind `prefix`, a wrapper such
+    as setpriv or strace, when given) and returns the finished process, its
+    output as text. An exit other than `status` fails the test with the
+    engine's stderr; status=None accepts any."""
+    proc = subprocess.run(
+        [*prefix, str(engine), *args], capture_output=True, text=True, timeout=timeout, **popen
+    )
+    if status is not None:
+        assert proc.returncode == status, proc.stderr
+    return proc
+
+
+def run_records(engine, *args, **kwargs):
+    """`ctxbench-engine run --json ARGS`, exit 0: its records, each validated."""
+    return parse_records(run_engine(engine, "run", "--json", *args, **kwargs).stdout)
+
+
+def progress(stderr):
+    """The `@progress {json}` lines of the engine's stderr, parsed."""
+    return [
+        json.loads(line.split(" ", 1)[1])
+        for line in stderr.splitlines()
+        if line.startswith("@progress ")
+    ]
+
+
 def parse_records(text):
     """JSON Lines -> list of records, each validated against the schema."""
     records = []
@@ -56,17 +83,12 @@ def results(records):
 @pytest.fixture(scope="session")
 def quick_run(engine, tmp_path_factory):
     """The whole catalogue with --quick, once per session (shared by the smoke tests)."""
-    proc = subprocess.run(
-        [engine, "run", "--quick", "--json"], capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr
-    return parse_records(proc.stdout)
+    return run_records(engine, "--quick", timeout=600)
 
 
 @pytest.fixture(scope="session")
 def catalogue(engine):
-    proc = subprocess.run([engine, "list", "--json"], capture_output=True, text=True, check=True)
-    return json.loads(proc.stdout)
+    return json.loads(run_engine(engine, "list", "--json").stdout)
 
 
 # Tests that run the engine as another user (setpriv needs root).

@@ -2,15 +2,14 @@
 a placement the machine cannot give is an `unsupported` record, not a crash."""
 
 import shutil
-import subprocess
 
 import pytest
 
-from conftest import parse_records, results
+from conftest import results, run_engine, run_records
 
 
 def usage(engine, *args):
-    proc = subprocess.run([engine, *args], capture_output=True, text=True, timeout=60)
+    proc = run_engine(engine, *args, status=None, timeout=60)
     lines = proc.stderr.strip().splitlines()
     return proc.returncode, lines, proc.stdout
 
@@ -75,27 +74,18 @@ def test_unwritable_out_file_is_refused(engine, tmp_path):
 
 @pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset not installed (util-linux)")
 def test_cross_on_one_allowed_cpu_is_unsupported_not_a_crash(engine):
-    proc = subprocess.run(
-        [
-            "taskset",
-            "-c",
-            "0",
-            engine,
-            "run",
-            "--json",
-            "--quick",
-            "switch.pipe",
-            "--cpus",
-            "cross,same",
-            "--between",
-            "processes",
-        ],
-        capture_output=True,
-        text=True,
+    records = run_records(
+        engine,
+        "--quick",
+        "switch.pipe",
+        "--cpus",
+        "cross,same",
+        "--between",
+        "processes",
+        prefix=["taskset", "-c", "0"],
         timeout=120,
     )
-    assert proc.returncode == 0, proc.stderr
-    by_cpus = {r["params"]["cpus"]: r for r in results(parse_records(proc.stdout))}
+    by_cpus = {r["params"]["cpus"]: r for r in results(records)}
     cross = by_cpus["cross"]
     assert cross["verdict"]["status"] == "unsupported"
     assert cross["verdict"]["reasons"][0]["code"] == "placement_unavailable"

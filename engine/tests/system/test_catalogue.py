@@ -2,9 +2,7 @@
 silently missing, and each probe's checks are computed (smoke tests assert on
 checks and record shape, never on speed)."""
 
-import subprocess
-
-from conftest import results
+from conftest import results, run_engine
 
 
 def test_every_record_validates_and_the_run_is_framed(quick_run):
@@ -95,9 +93,7 @@ def test_list_describes_every_probe(catalogue):
 
 
 def test_version_and_help(engine):
-    out = subprocess.run([engine, "--version"], capture_output=True, text=True, check=True).stdout
+    out = run_engine(engine, "--version").stdout
     assert out.startswith("ctxbench-engine ")
-    out = subprocess.run(
-        [engine, "run", "--help"], capture_output=True, text=True, check=True
-    ).stdout
+    out = run_engine(engine, "run", "--help").stdout
     assert "--samples" in out and "--cpus" in out

@@ -5,7 +5,6 @@ The test process makes itself a child subreaper, so any process the engine
 leaves behind is re-parented here, where os.waitpid can see it."""
 
 import ctypes
-import json
 import os
 import pathlib
 import selectors
@@ -15,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import parse_records, results
+from conftest import parse_records, progress, results
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -94,9 +93,7 @@ class Engine:
         raise AssertionError(f"timed out; stderr so far: {''.join(self.err)}")
 
     def progress(self):
-        return [
-            json.loads(line.split(" ", 1)[1]) for line in self.err if line.startswith("@progress ")
-        ]
+        return progress("".join(self.err))
 
     def finish(self, timeout=120):
         out, err = self.proc.communicate(timeout=timeout)

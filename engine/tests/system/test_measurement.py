@@ -5,28 +5,19 @@ import json
 import os
 import re
 import shutil
-import subprocess
 
 import pytest
 
-from conftest import parse_records, results
+from conftest import parse_records, progress, results, run_engine, run_records
 
 pytestmark = pytest.mark.measures
-
-
-def run_json(engine, *args, timeout=300):
-    proc = subprocess.run(
-        [engine, "run", "--json", *args], capture_output=True, text=True, timeout=timeout
-    )
-    assert proc.returncode == 0, proc.stderr
-    return parse_records(proc.stdout)
 
 
 def test_switch_pipe_between_processes_on_one_cpu_switches(engine):
     # By default cpus=same runs under both policies: normal (what applications
     # and perf bench get) first, batch beside it.
     records = results(
-        run_json(engine, "switch.pipe", "--between", "processes", "--cpus", "same", "--quick")
+        run_records(engine, "switch.pipe", "--between", "processes", "--cpus", "same", "--quick")
     )
     by_policy = {r["params"]["policy"]: r for r in records}
     assert sorted(by_policy) == ["batch", "normal"] and len(records) == 2
@@ -76,35 +67,21 @@ def test_switch_pipe_between_processes_on_one_cpu_switches(engine):
 )
 def test_getpid_enters_the_kernel_on_every_call(engine, tmp_path):
     counts = tmp_path / "strace.txt"
-    proc = subprocess.run(
-        [
-            "strace",
-            "-f",
-            "-c",
-            "-e",
-            "trace=getpid",
-            "-o",
-            str(counts),
-            engine,
-            "run",
-            "--json",
-            "syscall.getpid",
-            "--samples",
-            "3",
-            "--min-time",
-            "0.001",
-            # One attempt: a variant measured again after host interference
-            # (strace slows the reference too) makes its first attempt's
-            # calls as well, and the record counts the kept attempt's.
-            "--retries",
-            "0",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    records = run_records(
+        engine,
+        "syscall.getpid",
+        "--samples",
+        "3",
+        "--min-time",
+        "0.001",
+        # One attempt: a variant measured again after host interference
+        # (strace slows the reference too) makes its first attempt's
+        # calls as well, and the record counts the kept attempt's.
+        "--retries",
+        "0",
+        prefix=["strace", "-f", "-c", "-e", "trace=getpid", "-o", str(counts)],
     )
-    assert proc.returncode == 0, proc.stderr
-    (r,) = results(parse_records(proc.stdout))
+    (r,) = results(records)
     match = re.search(
         r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?getpid\s*$", counts.read_text(), re.M
     )
@@ -120,7 +97,7 @@ def test_every_variant_records_the_host_reference(engine):
     # Whatever the host did, the record is the kept attempt's: its median is
     # the kept attempt's, and no more attempts ran than --retries allows.
     for retries in ("0", "1"):
-        records = run_json(engine, "syscall.getppid", "--quick", "--retries", retries)
+        records = run_records(engine, "syscall.getppid", "--quick", "--retries", retries)
         assert results(records)[0]["variant_index"] == 1
         env = next(r for r in records if r["kind"] == "env")
         assert env["options"]["retries"] == int(retries)
@@ -164,7 +141,7 @@ def test_every_variant_records_the_host_reference(engine):
 
 
 def test_host_reference_off_takes_no_reference_and_sets_nothing_aside(engine):
-    records = run_json(
+    records = run_records(
         engine,
         "syscall.getppid",
         "switch.pipe",
@@ -187,7 +164,7 @@ def test_host_reference_off_takes_no_reference_and_sets_nothing_aside(engine):
 def test_each_sample_is_judged_by_the_kernels_counters_and_the_record_says_why(engine):
     # What the kernel said about the samples, and the reason of each one set
     # aside: checked for consistency, never for what load would change.
-    records = run_json(
+    records = run_records(
         engine,
         "syscall.getppid",
         "switch.pipe",
@@ -241,10 +218,9 @@ def test_each_result_names_its_place_in_the_selection(engine):
     # Re-measured variants are written after the others, so the order of the
     # lines may change; the indices are the selection's, each once.
     args = ["syscall.getppid", "syscall.getpid", "syscall.enosys", "--quick"]
-    dry = subprocess.run([engine, "run", *args, "--dry-run"], capture_output=True, text=True)
-    assert dry.returncode == 0, dry.stderr
+    dry = run_engine(engine, "run", *args, "--dry-run")
     planned = [json.loads(line)["probe"] for line in dry.stdout.splitlines() if line.strip()]
-    written = results(run_json(engine, *args))
+    written = results(run_records(engine, *args))
     assert sorted(r["variant_index"] for r in written) == list(range(1, len(planned) + 1))
     assert [r["probe"] for r in sorted(written, key=lambda r: r["variant_index"])] == planned
 
@@ -252,13 +228,7 @@ def test_each_result_names_its_place_in_the_selection(engine):
 def test_interleaved_rounds_spread_each_variant_over_the_run(engine):
     args = ["syscall.getppid", "syscall.enosys", "--quick", "--samples", "6"]
     schedule = ["--interleave", "rounds", "--rounds", "3", "--seed", "7"]
-    proc = subprocess.run(
-        [engine, "run", "--json", "--progress", *args, *schedule],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = run_engine(engine, "run", "--json", "--progress", *args, *schedule)
     records = parse_records(proc.stdout)
     env = next(r for r in records if r["kind"] == "env")
     assert (env["options"]["interleave"], env["options"]["rounds"], env["options"]["seed"]) == (
@@ -266,20 +236,16 @@ def test_interleaved_rounds_spread_each_variant_over_the_run(engine):
         3,
         7,
     )
-    progress = [
-        json.loads(line.split(" ", 1)[1])
-        for line in proc.stderr.splitlines()
-        if line.startswith("@progress ")
-    ]
+    announced = progress(proc.stderr)
     # Every variant once per round, round after round, each line saying which.
-    rounds = [p["round"] for p in progress if "attempt" not in p]
+    rounds = [p["round"] for p in announced if "attempt" not in p]
     assert rounds == [1, 1, 2, 2, 3, 3]
-    assert all(p["rounds"] == 3 for p in progress)
+    assert all(p["rounds"] == 3 for p in announced)
     for round_ in (1, 2, 3):
-        assert sorted(p["index"] for p in progress if p["round"] == round_) == [1, 2]
+        assert sorted(p["index"] for p in announced if p["round"] == round_) == [1, 2]
     for r in results(records):
         assert r["schedule"] == {"interleave": "rounds", "rounds": 3, "seed": 7}
         assert len(r["samples"]) == 6 and r["summary"]["n"] == 6  # 2 + 2 + 2, pooled
     # Not interleaved: the record says so.
-    (r,) = results(run_json(engine, "syscall.getppid", "--quick", "--interleave", "off"))
+    (r,) = results(run_records(engine, "syscall.getppid", "--quick", "--interleave", "off"))
     assert r["schedule"] == {"interleave": "off"}

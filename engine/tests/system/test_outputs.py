@@ -17,7 +17,7 @@ import time
 import pytest
 from test_faults import become_subreaper, leftover_children
 
-from conftest import as_other_user, parse_records, results
+from conftest import as_other_user, parse_records, progress, results, run_engine, run_records
 
 EXIT_OUTPUT = 3
 EXIT_INTERRUPTED = 130
@@ -118,18 +118,16 @@ def test_closed_pipe_ends_the_run_and_leaves_no_child(engine):
     lines = error_lines(stderr)
     errors = [line for line in lines if not line.startswith("@progress ")]
     assert len(errors) == 1 and "Broken pipe" in errors[0], errors
-    progress = [
-        json.loads(line.split(" ", 1)[1]) for line in lines if line.startswith("@progress ")
-    ]
-    assert progress
-    last = progress[-1]
+    announced = progress(stderr)
+    assert announced
+    last = announced[-1]
     if "rounds" in last:
         # Interleaved rounds: a variant is written after its last round, so
         # the first write comes late in the run; it stopped there, not ran
         # on: fewer visits were announced than the whole run makes.
-        rounds = {p["index"]: p["rounds"] for p in progress}
+        rounds = {p["index"]: p["rounds"] for p in announced}
         whole_run = sum(rounds.values()) + last["total"] - len(rounds)
-        assert len(progress) < whole_run, progress
+        assert len(announced) < whole_run, announced
     else:
         assert last["index"] < last["total"]  # it stopped, not ran on
     assert leftover_children() == 0
@@ -138,25 +136,18 @@ def test_closed_pipe_ends_the_run_and_leaves_no_child(engine):
 def test_timeout_holds_for_in_process_probes(engine):
     # One sample of at least 5 s, with 0.2 s allowed: the harness must stop
     # between batches (getpid has no child to kill).
-    proc = subprocess.run(
-        [
-            engine,
-            "run",
-            "syscall.getpid",
-            "--samples",
-            "1",
-            "--min-time",
-            "5",
-            "--timeout",
-            "0.2",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
+    records = run_records(
+        engine,
+        "syscall.getpid",
+        "--samples",
+        "1",
+        "--min-time",
+        "5",
+        "--timeout",
+        "0.2",
         timeout=120,
     )
-    assert proc.returncode == 0, proc.stderr
-    (result,) = results(parse_records(proc.stdout))
+    (result,) = results(records)
     assert result["verdict"]["status"] == "failed", result["verdict"]
     codes = [reason["code"] for reason in result["verdict"]["reasons"]]
     assert codes == ["timeout"], result["verdict"]
@@ -290,22 +281,22 @@ def test_no_thread_or_process_to_spare_is_a_failed_record_or_one_line(reachable_
         def set_limit():
             resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
 
-        return subprocess.run(
-            [
-                "setpriv",
-                f"--reuid={uid}",
-                f"--regid={uid}",
-                "--clear-groups",
-                "--inh-caps=-all",
-                str(reachable_engine),
-                "run",
-                "create.pthread",
-                "create.fork",
-                "--quick",
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
+        setpriv = [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ]
+        return run_engine(
+            reachable_engine,
+            "run",
+            "create.pthread",
+            "create.fork",
+            "--quick",
+            "--json",
+            prefix=setpriv,
+            status=None,
             timeout=300,
             cwd="/",
             preexec_fn=set_limit,

@@ -3,11 +3,10 @@ those of the same probes run by name with the same parameters, field by field
 (figures aside), and in table mode each row is printed once."""
 
 import json
-import subprocess
 
 import pytest
 
-from conftest import parse_records, results
+from conftest import parse_records, results, run_engine
 
 pytestmark = pytest.mark.measures
 
@@ -42,9 +41,7 @@ HOST_NOTES = ("host interference", "a re-measurement after host interference")
 
 
 def engine_run(engine, *args):
-    proc = subprocess.run([engine, "run", *args], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    return run_engine(engine, "run", *args).stdout
 
 
 def preset_variants(engine):

@@ -7,18 +7,16 @@ import subprocess
 
 import pytest
 
-from conftest import parse_records, results
+from conftest import parse_records, results, run_engine, run_records
 
 
-def env_of(command):
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    [env] = parse_records(proc.stdout)
+def env_of(engine, prefix=()):
+    [env] = parse_records(run_engine(engine, "env", "--json", prefix=prefix, timeout=120).stdout)
     return env
 
 
 def test_a_plain_engine_runs_unfiltered_and_untraced(engine):
-    sandbox = env_of([engine, "env", "--json"])["sandbox"]
+    sandbox = env_of(engine)["sandbox"]
     assert sandbox["seccomp"]["mode"] == "disabled"
     assert sandbox["seccomp"]["filters"] == 0
     assert sandbox["traced"] is False and sandbox["tracer_pid"] == 0
@@ -39,7 +37,7 @@ def test_scheduler_tracepoints_recording_in_an_instance_are_counted(engine, tmp_
         pytest.skip(
             "tracefs is not mounted at /sys/kernel/tracing (as root: mount -t tracefs nodev it)"
         )
-    before = env_of([engine, "env", "--json"])["sandbox"]["tracepoints"]
+    before = env_of(engine)["sandbox"]["tracepoints"]
     instance = tracefs / "instances" / f"ctxbench-test-{tmp_path.name[-12:]}"
     try:
         instance.mkdir()
@@ -48,7 +46,7 @@ def test_scheduler_tracepoints_recording_in_an_instance_are_counted(engine, tmp_
     try:
         (instance / "set_event").write_text("sched:sched_switch\nsched:sched_wakeup\n")
         (instance / "tracing_on").write_text("1\n")
-        env = env_of([engine, "env", "--json"])
+        env = env_of(engine)
     finally:
         (instance / "tracing_on").write_text("0\n")
         (instance / "set_event").write_text("\n")
@@ -61,7 +59,7 @@ def test_scheduler_tracepoints_recording_in_an_instance_are_counted(engine, tmp_
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 def test_an_engine_under_strace_says_it_is_traced(engine):
-    env = env_of(["strace", "-f", "-qq", "-o", "/dev/null", engine, "env", "--json"])
+    env = env_of(engine, prefix=["strace", "-f", "-qq", "-o", "/dev/null"])
     assert env["sandbox"]["traced"] is True
     assert env["sandbox"]["tracer_pid"] > 0
     assert any("traced by process" in note for note in env["notes"])
@@ -77,9 +75,7 @@ def seccomp_exec(engine):
 @pytest.mark.parametrize("mode", ["allow", "profile"])
 def test_an_engine_run_under_a_filter_says_so(engine, mode):
     wrapper = seccomp_exec(engine)
-    proc = subprocess.run(
-        [wrapper, mode, "--", engine, "env", "--json"], capture_output=True, text=True
-    )
+    proc = run_engine(engine, "env", "--json", prefix=[wrapper, mode, "--"], status=None)
     if proc.returncode == 1 and ("without libseccomp" in proc.stderr or "refused" in proc.stderr):
         pytest.skip(proc.stderr.strip())  # no library, or an outer sandbox forbids filters
     assert proc.returncode == 0, proc.stderr
@@ -98,24 +94,16 @@ def test_the_wrapper_refuses_bad_usage_in_one_line(engine):
 
 
 def test_the_axis_measures_each_filter_and_says_what_was_installed(engine):
-    proc = subprocess.run(
-        [
-            engine,
-            "run",
-            "syscall.getppid",
-            "--quick",
-            "--samples",
-            "5",
-            "--json",
-            "--param",
-            "seccomp=none,allow,profile",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    records = run_records(
+        engine,
+        "syscall.getppid",
+        "--quick",
+        "--samples",
+        "5",
+        "--param",
+        "seccomp=none,allow,profile",
     )
-    assert proc.returncode == 0, proc.stderr
-    records = {r["params"]["seccomp"]: r for r in results(parse_records(proc.stdout))}
+    records = {r["params"]["seccomp"]: r for r in results(records)}
     assert set(records) == {"none", "allow", "profile"}
     assert "seccomp_instructions" not in records["none"]["derived"]
     assert records["allow"]["derived"]["seccomp_instructions"] == 2

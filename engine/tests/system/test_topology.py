@@ -4,23 +4,10 @@ with the reason where it has not, decided from the env record of the same
 run), a substitute sysfs tree, and the matrix probes' records."""
 
 import os
-import subprocess
 
 import pytest
 
-from conftest import parse_records, results
-
-
-def run_records(engine, *args, env=None, timeout=300):
-    proc = subprocess.run(
-        [engine, "run", "--json", "--quick", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return parse_records(proc.stdout)
+from conftest import results, run_records
 
 
 def cpu_list(text):
@@ -33,7 +20,7 @@ def cpu_list(text):
 
 def test_placements_follow_the_topology_in_the_env_record(engine):
     records = run_records(
-        engine, "switch.futex", "--between", "threads", "--cpus", "smt,llc,remote"
+        engine, "--quick", "switch.futex", "--between", "threads", "--cpus", "smt,llc,remote"
     )
     env = records[0]
     places = {p["cpu"]: p for p in env["cpu"]["topology"]}
@@ -92,17 +79,14 @@ def test_a_substitute_sysfs_tree_is_read_and_named(engine, tmp_path):
         write(root, f"{cpu}cpu{n}/cache/index3/type", "Unified")
         write(root, f"{cpu}cpu{n}/cache/index3/shared_cpu_list", "0-1")
         write(root, f"{cpu}cpu{n}/cache/index3/id", "7")
-    probe = subprocess.run(
-        [engine, "run", "--json", "--samples", "1", "syscall.getpid"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    allowed = parse_records(probe.stdout)[0]["cpu"]["allowed"]
+    allowed = run_records(engine, "--samples", "1", "syscall.getpid", timeout=60)[0]["cpu"][
+        "allowed"
+    ]
     if allowed[:2] != [0, 1]:
         pytest.skip("needs CPUs 0 and 1 allowed")
     records = run_records(
         engine,
+        "--quick",
         "switch.futex",
         "--between",
         "threads",
@@ -121,7 +105,7 @@ def test_a_substitute_sysfs_tree_is_read_and_named(engine, tmp_path):
 
 
 def test_matrix_records_cover_every_pair(engine):
-    records = run_records(engine, "matrix.*")
+    records = run_records(engine, "--quick", "matrix.*")
     allowed = records[0]["cpu"]["allowed"]
     n = len(allowed)
     by_probe = {r["probe"]: r for r in results(records)}

@@ -13,7 +13,7 @@ import time
 import pytest
 from test_unprivileged import as_nobody
 
-from conftest import as_other_user, parse_records, results
+from conftest import as_other_user, parse_records, results, run_records
 
 pytestmark = pytest.mark.measures
 
@@ -44,14 +44,7 @@ def enable_state():
 
 
 def traced(engine, *args):
-    proc = subprocess.run(
-        [engine, "run", "--json", "--trace", *QUICK, *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return results(parse_records(proc.stdout))
+    return results(run_records(engine, "--trace", *QUICK, *args))
 
 
 @live

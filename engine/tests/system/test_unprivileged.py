@@ -5,30 +5,16 @@ figure. The engine changes no system setting, so this also runs as root."""
 
 import os
 import pwd
-import subprocess
 
-from conftest import as_other_user, parse_records, results
+from conftest import as_other_user, parse_records, results, run_engine
 
 PRIVILEGE_REASONS = {"permission_denied"}
 
 
 def as_nobody(engine, *args):
-    return subprocess.run(
-        [
-            "setpriv",
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
-            "--inh-caps=-all",
-            str(engine),
-            "run",
-            "--json",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd="/",
+    setpriv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all"]
+    return run_engine(
+        engine, "run", "--json", *args, prefix=setpriv, status=None, timeout=600, cwd="/"
     )
 
 

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 namespace {
 namespace CTXBENCH_UNITY_ID {
@@ -24,39 +25,111 @@ const PhaseStat* phase(const PhaseReport& r, const std::string& from, const std:
   return it == r.phases.end() ? nullptr : &*it;
 }
 
-// The partner (31814) was forked from the measuring task (31807) while traced.
-std::vector<TraceEvent> with_fork(std::vector<TraceEvent> events, int parent, int child) {
-  events.insert(events.begin(), {0, 0, parent, K::fork, parent, child});
-  return events;
+// System calls by their x86-64 numbers, as the recorded events carry them.
+enum Syscall : std::int64_t { read_call = 0, write_call = 1, yield_call = 24, futex_call = 202 };
+
+// Writes an event stream as the kernel records one: each event is on a CPU,
+// by the task running there. on(cpu, task) says which task runs on a CPU
+// (where an excerpt starts, or where an event fires in another task's
+// context) and makes it the CPU the next events are on; switch_to hands the
+// CPU to the next task, whose events follow. A fork is the parent's, on CPU 0.
+class Events {
+ public:
+  Events& fork(std::uint64_t ts, int parent, int child) { return add({ts, 0, parent, K::fork, parent, child}); }
+  Events& on(int cpu, int task) {
+    running_[cpu] = task;
+    return on(cpu);
+  }
+  Events& on(int cpu) {
+    cpu_ = cpu;
+    return *this;
+  }
+  Events& enter(std::uint64_t ts, Syscall call) { return here(ts, K::sys_enter, call); }
+  Events& exit(std::uint64_t ts, Syscall call) { return here(ts, K::sys_exit, call); }
+  // A wake-up of `task`, whose CPU is `task_cpu` (this one when not given).
+  Events& waking(std::uint64_t ts, int task, int task_cpu = -1) {
+    return here(ts, K::waking, task, task_cpu < 0 ? cpu_ : task_cpu);
+  }
+  Events& wakeup(std::uint64_t ts, int task, int task_cpu = -1) {
+    return here(ts, K::wakeup, task, task_cpu < 0 ? cpu_ : task_cpu);
+  }
+  Events& switch_to(std::uint64_t ts, int next) {
+    here(ts, K::sched_switch, running_.at(cpu_), next);
+    running_[cpu_] = next;
+    return *this;
+  }
+  Events& ipi_entry(std::uint64_t ts) { return here(ts, K::ipi_entry); }
+  Events& ipi_exit(std::uint64_t ts) { return here(ts, K::ipi_exit); }
+  Events& idle_exit(std::uint64_t ts) { return here(ts, K::cpu_idle, ctx::idle_exit_state, cpu_); }
+  operator std::vector<TraceEvent>() const { return events_; }
+
+ private:
+  Events& here(std::uint64_t ts, K kind, std::int64_t a = 0, std::int64_t b = 0) {
+    return add({ts, cpu_, running_.at(cpu_), kind, a, b});
+  }
+  Events& add(TraceEvent event) {
+    events_.push_back(event);
+    return *this;
+  }
+  std::map<int, int> running_;  // CPU -> the task on it
+  int cpu_ = 0;
+  std::vector<TraceEvent> events_;
+};
+
+// The builder writes what a recorded excerpt holds: the events, in order,
+// each with its CPU and task.
+TEST(Phases, TheEventBuilderWritesTheKernelsRecords) {
+  const std::vector<TraceEvent> built = Events()
+                                            .fork(0, 7, 8)
+                                            .on(0, 8)
+                                            .enter(10, write_call)
+                                            .waking(20, 7, 1)
+                                            .switch_to(30, 0)
+                                            .on(1, 7)
+                                            .exit(40, read_call);
+  const std::vector<TraceEvent> written = {
+      {0, 0, 7, K::fork, 7, 8},          {10, 0, 8, K::sys_enter, 1, 0}, {20, 0, 8, K::waking, 7, 1},
+      {30, 0, 8, K::sched_switch, 8, 0}, {40, 1, 7, K::sys_exit, 0, 0},
+  };
+  ASSERT_EQ(built.size(), written.size());
+  for (std::size_t i = 0; i < built.size(); ++i) {
+    EXPECT_EQ(built[i].ts, written[i].ts) << i;
+    EXPECT_EQ(built[i].cpu, written[i].cpu) << i;
+    EXPECT_EQ(built[i].tid, written[i].tid) << i;
+    EXPECT_EQ(built[i].kind, written[i].kind) << i;
+    EXPECT_EQ(built[i].a, written[i].a) << i;
+    EXPECT_EQ(built[i].b, written[i].b) << i;
+  }
 }
 
 // Recorded: pipe ping-pong on CPU 0, SCHED_OTHER. 31814 writes and wakes
 // 31807, is preempted on its way back to user mode; 31807's write wakes
 // nobody (31814 is runnable), its read blocks and gives the CPU straight
 // back to 31814, which resumes in user mode and writes again.
-const std::vector<TraceEvent> same_cpu = with_fork(
-    {
-        {10, 0, 31814, K::sys_enter, 1, 0},
-        {324, 0, 31814, K::waking, 31807, 0},
-        {794, 0, 31814, K::wakeup, 31807, 0},
-        {1016, 0, 31814, K::sys_exit, 1, 0},
-        {1357, 0, 31814, K::sched_switch, 31814, 31807},
-        {1807, 0, 31807, K::sys_exit, 0, 0},
-        {2240, 0, 31807, K::sys_enter, 1, 0},
-        {2550, 0, 31807, K::sys_exit, 1, 0},
-        {2858, 0, 31807, K::sys_enter, 0, 0},
-        {3398, 0, 31807, K::sched_switch, 31807, 31814},
-        {3987, 0, 31814, K::sys_enter, 0, 0},
-        {4262, 0, 31814, K::sys_exit, 0, 0},
-        {4540, 0, 31814, K::sys_enter, 1, 0},
-        {4850, 0, 31814, K::waking, 31807, 0},
-        {5228, 0, 31814, K::wakeup, 31807, 0},
-        {5449, 0, 31814, K::sys_exit, 1, 0},
-        {5794, 0, 31814, K::sched_switch, 31814, 31807},
-        {6240, 0, 31807, K::sys_exit, 0, 0},
-        {6662, 0, 31807, K::sys_enter, 1, 0},
-    },
-    31807, 31814);
+const std::vector<TraceEvent> same_cpu = [] {
+  Events events;
+  events.fork(0, 31807, 31814);
+  events.on(0, 31814)
+      .enter(10, write_call)
+      .waking(324, 31807)
+      .wakeup(794, 31807)
+      .exit(1016, write_call)
+      .switch_to(1357, 31807);
+  events.exit(1807, read_call)
+      .enter(2240, write_call)
+      .exit(2550, write_call)
+      .enter(2858, read_call)
+      .switch_to(3398, 31814);
+  events.enter(3987, read_call)
+      .exit(4262, read_call)
+      .enter(4540, write_call)
+      .waking(4850, 31807)
+      .wakeup(5228, 31807)
+      .exit(5449, write_call)
+      .switch_to(5794, 31807);
+  events.exit(6240, read_call).enter(6662, write_call);
+  return events;
+}();
 
 TEST(Phases, SameCpuWakeChainsFromRecordedEvents) {
   const PhaseReport r = analyze_switches(same_cpu, 31807);
@@ -115,21 +188,17 @@ TEST(Phases, EventCostIsTakenFromTheEventsInsideEachPhase) {
 // Recorded: the same probe with cpus=cross; CPU 1 ran another task, so the
 // wake-up enqueues remotely and a reschedule IPI preempts that task.
 TEST(Phases, CrossCpuWakeWithReschedulingInterrupt) {
-  const std::vector<TraceEvent> events = with_fork(
-      {
-          {10, 0, 31910, K::sys_enter, 1, 0},
-          {39101, 0, 31910, K::waking, 31926, 1},
-          {56133, 0, 31910, K::wakeup, 31926, 1},
-          {57782, 0, 31910, K::sys_exit, 1, 0},
-          {58100, 0, 31910, K::sys_enter, 0, 0},
-          {59269, 0, 31910, K::sched_switch, 31910, 31759},
-          {74911, 1, 31908, K::ipi_entry, 0, 0},
-          {75882, 1, 31908, K::ipi_exit, 0, 0},
-          {76900, 1, 31908, K::sched_switch, 31908, 31926},
-          {78100, 1, 31926, K::sys_exit, 0, 0},
-          {78700, 1, 31926, K::sys_enter, 1, 0},
-      },
-      31910, 31926);
+  Events events;
+  events.fork(0, 31910, 31926);
+  events.on(0, 31910)
+      .enter(10, write_call)
+      .waking(39101, 31926, 1)
+      .wakeup(56133, 31926, 1)
+      .exit(57782, write_call)
+      .enter(58100, read_call)
+      .switch_to(59269, 31759);
+  events.on(1, 31908).ipi_entry(74911).ipi_exit(75882).switch_to(76900, 31926);
+  events.exit(78100, read_call).enter(78700, write_call);
   const PhaseReport r = analyze_switches(events, 31910);
   EXPECT_EQ(r.matched, 1u);
   EXPECT_EQ(r.cross_cpu, 1u);
@@ -145,21 +214,13 @@ TEST(Phases, CrossCpuWakeWithReschedulingInterrupt) {
 // By hand, in the kernel's order for an idle target woken through the
 // wake list: IPI, the wake-up inside it, idle exit, switch from idle (pid 0).
 TEST(Phases, CrossCpuWakeOfAnIdleTarget) {
-  const std::vector<TraceEvent> events = with_fork(
-      {
-          {100, 0, 50, K::sys_enter, 202, 0},
-          {400, 0, 50, K::waking, 51, 1},
-          {2400, 1, 0, K::ipi_entry, 0, 0},
-          {2600, 1, 0, K::wakeup, 51, 1},
-          {2700, 1, 0, K::ipi_exit, 0, 0},
-          {3000, 1, 0, K::cpu_idle, ctx::idle_exit_state, 1},
-          {3500, 1, 0, K::sched_switch, 0, 51},
-          {4100, 1, 51, K::sys_exit, 202, 0},
-          {4600, 0, 99, K::sys_enter, 1, 0},  // another task's events never join a chain
-          {4800, 1, 51, K::sys_enter, 202, 0},
-          {5000, 1, 51, K::waking, 50, 0},
-      },
-      50, 51);
+  Events events;
+  events.fork(0, 50, 51);
+  events.on(0, 50).enter(100, futex_call).waking(400, 51, 1);
+  events.on(1, 0).ipi_entry(2400).wakeup(2600, 51).ipi_exit(2700).idle_exit(3000).switch_to(3500, 51);
+  events.exit(4100, futex_call);
+  events.on(0, 99).enter(4600, write_call);  // another task's events never join a chain
+  events.on(1).enter(4800, futex_call).waking(5000, 50, 0);
   const PhaseReport r = analyze_switches(events, 50);
   EXPECT_EQ(r.matched, 1u);
   EXPECT_EQ(r.woken, 2u);
@@ -173,14 +234,11 @@ TEST(Phases, CrossCpuWakeOfAnIdleTarget) {
 }
 
 TEST(Phases, WokenBeforeItSleptIsNotASwitch) {
-  const std::vector<TraceEvent> events = with_fork(
-      {
-          {100, 0, 50, K::sys_enter, 202, 0},
-          {200, 0, 50, K::waking, 51, 1},
-          {300, 1, 50, K::wakeup, 51, 1},
-          {400, 1, 51, K::sys_exit, 202, 0},  // 51 never left its CPU
-      },
-      50, 51);
+  Events events;
+  events.fork(0, 50, 51);
+  events.on(0, 50).enter(100, futex_call).waking(200, 51, 1);
+  events.on(1, 50).wakeup(300, 51);
+  events.on(1, 51).exit(400, futex_call);  // 51 never left its CPU
   const PhaseReport r = analyze_switches(events, 50);
   EXPECT_EQ(r.woken, 1u);
   EXPECT_EQ(r.without_switch, 1u);
@@ -189,19 +247,15 @@ TEST(Phases, WokenBeforeItSleptIsNotASwitch) {
 }
 
 TEST(Phases, OnlyTheSeedAndItsDescendantsCount) {
-  const std::vector<TraceEvent> events = {
-      {10, 0, 7, K::fork, 7, 8},   // 8 is a child of the seed
-      {20, 0, 9, K::fork, 9, 10},  // 10 is not
-      {30, 0, 8, K::fork, 8, 11},  // a grandchild is
-  };
+  Events events;
+  events.fork(10, 7, 8);   // 8 is a child of the seed
+  events.fork(20, 9, 10);  // 10 is not
+  events.fork(30, 8, 11);  // a grandchild is
   EXPECT_EQ(ctx::variant_tasks(events, 7), (std::set<int>{7, 8, 11}));
   // A wake between two tasks that are not the variant's makes no chain.
-  const std::vector<TraceEvent> foreign = {
-      {100, 0, 9, K::sys_enter, 202, 0},
-      {200, 0, 9, K::waking, 10, 0},
-      {300, 0, 9, K::sched_switch, 9, 10},
-      {400, 0, 10, K::sys_exit, 202, 0},
-  };
+  Events foreign;
+  foreign.on(0, 9).enter(100, futex_call).waking(200, 10).switch_to(300, 10);
+  foreign.exit(400, futex_call);
   const PhaseReport r = analyze_switches(foreign, 7);
   EXPECT_EQ(r.woken, 0u);
   EXPECT_EQ(r.matched, 0u);
@@ -209,17 +263,11 @@ TEST(Phases, OnlyTheSeedAndItsDescendantsCount) {
 
 TEST(Phases, YieldSwitchesHaveNoWakeUp) {
   // Two tasks yielding to each other on one CPU.
-  const std::vector<TraceEvent> events = with_fork(
-      {
-          {100, 0, 50, K::sys_enter, 24, 0},
-          {300, 0, 50, K::sched_switch, 50, 51},
-          {500, 0, 51, K::sys_exit, 24, 0},
-          {700, 0, 51, K::sys_enter, 24, 0},
-          {900, 0, 51, K::sched_switch, 51, 50},
-          {1100, 0, 50, K::sys_exit, 24, 0},
-          {1300, 0, 50, K::sys_enter, 24, 0},
-      },
-      50, 51);
+  Events events;
+  events.fork(0, 50, 51);
+  events.on(0, 50).enter(100, yield_call).switch_to(300, 51);
+  events.exit(500, yield_call).enter(700, yield_call).switch_to(900, 50);
+  events.exit(1100, yield_call).enter(1300, yield_call);
   const PhaseReport r = analyze_switches(events, 50);
   EXPECT_EQ(r.matched, 2u);
   EXPECT_EQ(r.direct, 2u);
@@ -304,14 +352,20 @@ TEST(Tiling, AMissingSwitchLeavesItsTimeUnattributed) {
 // time, which the chain of one ping-pong never does; the overlap is counted
 // once and said, so the shares never sum past the batch.
 TEST(Tiling, OverlappingChainsAreCountedOnce) {
-  const std::vector<TraceEvent> events = {
-      {0, 0, 50, K::fork, 50, 51},         {0, 0, 50, K::fork, 50, 52},         {0, 0, 50, K::fork, 50, 53},
-      {100, 0, 50, K::sys_enter, 1, 0},    {150, 2, 52, K::sys_enter, 1, 0},    {200, 0, 50, K::waking, 51, 0},
-      {250, 2, 52, K::waking, 53, 0},      {260, 2, 52, K::wakeup, 53, 0},      {270, 0, 50, K::wakeup, 51, 0},
-      {300, 1, 0, K::sched_switch, 0, 51}, {350, 3, 0, K::sched_switch, 0, 53}, {400, 1, 51, K::sys_exit, 0, 0},
-      {450, 3, 53, K::sys_exit, 0, 0},     {650, 3, 53, K::sys_enter, 1, 0},    {700, 3, 53, K::waking, 52, 0},
-      {900, 1, 51, K::sys_enter, 1, 0},    {950, 1, 51, K::waking, 50, 0},
-  };
+  Events events;
+  events.fork(0, 50, 51);
+  events.fork(0, 50, 52);
+  events.fork(0, 50, 53);
+  events.on(0, 50).enter(100, write_call);
+  events.on(2, 52).enter(150, write_call);
+  events.on(0).waking(200, 51);
+  events.on(2).waking(250, 53, 0).wakeup(260, 53, 0);
+  events.on(0).wakeup(270, 51);
+  events.on(1, 0).switch_to(300, 51);
+  events.on(3, 0).switch_to(350, 53);
+  events.on(1).exit(400, read_call);
+  events.on(3).exit(450, read_call).enter(650, write_call).waking(700, 52, 0);
+  events.on(1).enter(900, write_call).waking(950, 50, 0);
   const PhaseReport r = analyze_switches(events, 50, std::nullopt, {{100, 1000, 2}});
   EXPECT_EQ(r.matched, 2u);
   // 51's chain covers 100..900, 53's 150..650 lies inside it; after it, 51
@@ -325,16 +379,11 @@ TEST(Tiling, OverlappingChainsAreCountedOnce) {
 // A task woken before it slept makes no switch, but its chain is part of the
 // ping-pong's time: in the tiling, not among the switches followed.
 TEST(Tiling, AWakeUpWithoutASwitchIsTiledToo) {
-  const std::vector<TraceEvent> events = with_fork(
-      {
-          {100, 0, 50, K::sys_enter, 202, 0},
-          {200, 0, 50, K::waking, 51, 1},
-          {300, 1, 50, K::wakeup, 51, 1},
-          {400, 1, 51, K::sys_exit, 202, 0},
-          {500, 1, 51, K::sys_enter, 202, 0},
-          {550, 1, 51, K::waking, 50, 0},
-      },
-      50, 51);
+  Events events;
+  events.fork(0, 50, 51);
+  events.on(0, 50).enter(100, futex_call).waking(200, 51, 1);
+  events.on(1, 50).wakeup(300, 51);
+  events.on(1, 51).exit(400, futex_call).enter(500, futex_call).waking(550, 50, 0);
   const PhaseReport r = analyze_switches(events, 50, std::nullopt, {{100, 500, 1}});
   EXPECT_EQ(r.matched, 0u);
   EXPECT_EQ(r.without_switch, 1u);
@@ -346,18 +395,11 @@ TEST(Tiling, AWakeUpWithoutASwitchIsTiledToo) {
 // Across CPUs the chain goes from the waker's CPU to the wakee's, on one
 // clock: the interrupt and the switch on CPU 1 are phases of the same tiling.
 TEST(Tiling, ACrossCpuChainTilesOverBothCpus) {
-  const std::vector<TraceEvent> events = with_fork(
-      {
-          {10, 0, 31910, K::sys_enter, 1, 0},
-          {39101, 0, 31910, K::waking, 31926, 1},
-          {56133, 0, 31910, K::wakeup, 31926, 1},
-          {57782, 0, 31910, K::sys_exit, 1, 0},
-          {74911, 1, 31908, K::ipi_entry, 0, 0},
-          {75882, 1, 31908, K::ipi_exit, 0, 0},
-          {76900, 1, 31908, K::sched_switch, 31908, 31926},
-          {78100, 1, 31926, K::sys_exit, 0, 0},
-      },
-      31910, 31926);
+  Events events;
+  events.fork(0, 31910, 31926);
+  events.on(0, 31910).enter(10, write_call).waking(39101, 31926, 1).wakeup(56133, 31926, 1).exit(57782, write_call);
+  events.on(1, 31908).ipi_entry(74911).ipi_exit(75882).switch_to(76900, 31926);
+  events.exit(78100, read_call);
   const PhaseReport r = analyze_switches(events, 31910, std::nullopt, {{10, 78100, 1}});
   EXPECT_DOUBLE_EQ(r.tiling->covered_share, 1.0);
   EXPECT_DOUBLE_EQ(tiled(r, "wakeup", "IPI entry")->per_switch_ns, 74911.0 - 56133);
@@ -387,33 +429,32 @@ TEST(Tiling, TheMedianSampleIsTiled) {
 // 9356 blocks in its read and the CPU goes to another session's task (6519)
 // for 2.37 ms before 9347, runnable, gets it back. The hand-over is a chain
 // through other work: call entry, other task, switch.
-const std::vector<TraceEvent> via_other_task = with_fork(
-    {
-        {490076, 0, 9356, K::sys_exit, 0, 0},
-        {490355, 0, 9356, K::sys_enter, 1, 0},
-        {490661, 0, 9356, K::waking, 9347, 0},
-        {491074, 0, 9356, K::wakeup, 9347, 0},
-        {491326, 0, 9356, K::sys_exit, 1, 0},
-        {491610, 0, 9356, K::sys_enter, 0, 0},
-        {492094, 0, 9356, K::sched_switch, 9356, 9347},
-        {492787, 0, 9347, K::sys_exit, 0, 0},
-        {493250, 0, 9347, K::sys_enter, 1, 0},
-        {493605, 0, 9347, K::waking, 9356, 0},
-        {493981, 0, 9347, K::wakeup, 9356, 0},
-        {494230, 0, 9347, K::sys_exit, 1, 0},
-        {494541, 0, 9347, K::sched_switch, 9347, 9356},
-        {495247, 0, 9356, K::sys_exit, 0, 0},
-        {495716, 0, 9356, K::sys_enter, 1, 0},
-        {496025, 0, 9356, K::sys_exit, 1, 0},
-        {496341, 0, 9356, K::sys_enter, 0, 0},
-        {497720, 0, 9356, K::sched_switch, 9356, 6519},
-        {2868726, 0, 6519, K::sched_switch, 6519, 9347},
-        {2872127, 0, 9347, K::sys_enter, 0, 0},
-        {2873257, 0, 9347, K::sys_exit, 0, 0},
-        {2873588, 0, 9347, K::sys_enter, 1, 0},
-        {2874284, 0, 9347, K::waking, 9356, 0},
-    },
-    9347, 9356);
+const std::vector<TraceEvent> via_other_task = [] {
+  Events events;
+  events.fork(0, 9347, 9356);
+  events.on(0, 9356)
+      .exit(490076, read_call)
+      .enter(490355, write_call)
+      .waking(490661, 9347)
+      .wakeup(491074, 9347)
+      .exit(491326, write_call)
+      .enter(491610, read_call)
+      .switch_to(492094, 9347);
+  events.exit(492787, read_call)
+      .enter(493250, write_call)
+      .waking(493605, 9356)
+      .wakeup(493981, 9356)
+      .exit(494230, write_call)
+      .switch_to(494541, 9356);
+  events.exit(495247, read_call)
+      .enter(495716, write_call)
+      .exit(496025, write_call)
+      .enter(496341, read_call)
+      .switch_to(497720, 6519);
+  events.switch_to(2868726, 9347);
+  events.enter(2872127, read_call).exit(2873257, read_call).enter(2873588, write_call).waking(2874284, 9356);
+  return events;
+}();
 
 TEST(Tiling, AHandOverThroughAnotherTaskIsAChainWithItsOtherWork) {
   const PhaseReport r = analyze_switches(via_other_task, 9347, std::nullopt, {{490355, 2873588, 3}});
@@ -431,20 +472,17 @@ TEST(Tiling, AHandOverThroughAnotherTaskIsAChainWithItsOtherWork) {
 // A woken task whose CPU goes to other work first: the waker blocks, another
 // task runs, then the wakee.
 TEST(Tiling, AWokenTaskBehindOtherWorkHasTheOtherTaskMark) {
-  const std::vector<TraceEvent> events = with_fork(
-      {
-          {100, 0, 50, K::sys_enter, 1, 0},
-          {200, 0, 50, K::waking, 51, 0},
-          {300, 0, 50, K::wakeup, 51, 0},
-          {400, 0, 50, K::sys_exit, 1, 0},
-          {500, 0, 50, K::sys_enter, 0, 0},
-          {600, 0, 50, K::sched_switch, 50, 77},
-          {5600, 0, 77, K::sched_switch, 77, 51},
-          {5900, 0, 51, K::sys_exit, 0, 0},
-          {6000, 0, 51, K::sys_enter, 1, 0},
-          {6100, 0, 51, K::waking, 50, 0},
-      },
-      50, 51);
+  Events events;
+  events.fork(0, 50, 51);
+  events.on(0, 50)
+      .enter(100, write_call)
+      .waking(200, 51)
+      .wakeup(300, 51)
+      .exit(400, write_call)
+      .enter(500, read_call)
+      .switch_to(600, 77);
+  events.switch_to(5600, 51);
+  events.exit(5900, read_call).enter(6000, write_call).waking(6100, 50);
   const PhaseReport r = analyze_switches(events, 50, std::nullopt, {{100, 6000, 1}});
   EXPECT_EQ(r.matched, 1u);
   EXPECT_DOUBLE_EQ(phase(r, "wakeup", "other task")->summary.median, 300);
@@ -458,23 +496,19 @@ TEST(Tiling, AWokenTaskBehindOtherWorkHasTheOtherTaskMark) {
 // phase, and the time neither was (both switched out: a wake-up the events
 // missed) is left.
 TEST(Tiling, BetweenChainsTheVariantRunningIsAttributedAndNothingElse) {
-  const std::vector<TraceEvent> events = with_fork(
-      {
-          {50, 0, 0, K::sched_switch, 0, 50},
-          {60, 1, 0, K::sched_switch, 0, 51},
-          {100, 0, 50, K::sys_enter, 1, 0},
-          {200, 0, 50, K::waking, 51, 1},
-          {250, 1, 50, K::wakeup, 51, 1},
-          {300, 1, 51, K::sys_exit, 0, 0},  // woken before it slept: the first chain ends here
-          {320, 0, 50, K::sched_switch, 50, 0},
-          {350, 1, 51, K::sched_switch, 51, 0},
-          {450, 0, 0, K::sched_switch, 0, 50},  // no wake-up of 50 recorded
-          {600, 0, 50, K::sys_enter, 1, 0},
-          {650, 0, 50, K::waking, 51, 1},
-          {660, 1, 50, K::wakeup, 51, 1},
-          {700, 1, 51, K::sys_exit, 0, 0},
-      },
-      50, 51);
+  Events events;
+  events.fork(0, 50, 51);
+  events.on(0, 0).switch_to(50, 50);
+  events.on(1, 0).switch_to(60, 51);
+  events.on(0).enter(100, write_call).waking(200, 51, 1);
+  events.on(1, 50).wakeup(250, 51);
+  events.on(1, 51).exit(300, read_call);  // woken before it slept: the first chain ends here
+  events.on(0).switch_to(320, 0);
+  events.on(1).switch_to(350, 0);
+  events.on(0).switch_to(450, 50);  // no wake-up of 50 recorded
+  events.enter(600, write_call).waking(650, 51, 1);
+  events.on(1, 50).wakeup(660, 51);
+  events.on(1, 51).exit(700, read_call);
   const PhaseReport r = analyze_switches(events, 50, std::nullopt, {{100, 700, 2}});
   // Chains 100..300 and 600..700; 300..350 both ran, 450..600 50 ran; 350..450 neither.
   EXPECT_DOUBLE_EQ(tiled(r, "between switches", "a task of the variant ran")->per_switch_ns, (50.0 + 150) / 2);
