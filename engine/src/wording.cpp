@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cstring>
 
 #include "output.hpp"
 #include "stats.hpp"
@@ -185,6 +186,135 @@ std::string round_failed_note(int round) {
       "this variant was measured in interleaved rounds and round {} did not finish; the record is that round's, and "
       "the samples of the rounds before it are not kept",
       round);
+}
+
+std::string interrupted_detail() { return "interrupted"; }
+
+std::string stopped_between_batches_detail() {
+  return "the variant overran its time limit (--timeout); stopped between batches";
+}
+
+std::string counters_unread_note() {
+  return "some task's /proc files or /proc/stat could not be read (a task ended?); those samples were judged by the "
+         "host reference alone";
+}
+
+std::string cycle_counter_unavailable(int error) {
+  return fmt::format("perf_event_open(cycles): {}", std::strerror(error));
+}
+
+std::string cycles_user_only() { return "user mode only (perf_event_paranoid)"; }
+
+std::string cycle_counter_read_failed() { return "counter read failed"; }
+
+std::string no_switches_were_expected() { return "no switches were expected"; }
+
+std::string too_few_switches_detail(const std::string& check, double observed, double expected) {
+  return fmt::format(
+      "{}: {:.0f} observed vs {:.0f} expected ({:.0f}%): a waiter did not sleep (it spun or found the hand-off "
+      "already done), so part of the figure is a call cost, not a switch",
+      check, observed, expected, 100.0 * observed / expected);
+}
+
+std::string too_many_switches_detail(const std::string& check, double observed, double expected) {
+  return fmt::format(
+      "{}: {:.0f} observed vs {:.0f} expected ({:.0f}%): the primitive switches more than once per hand-off; see "
+      "derived.per_observed_switch_ns",
+      check, observed, expected, 100.0 * observed / expected);
+}
+
+std::string partner_switches_detail(std::size_t partners) {
+  return fmt::format("{} partner task(s), over their whole life (warm-up included)", partners);
+}
+
+std::string preemptions_expected() {
+  return "switches of the spinning tasks (voluntary + involuntary): none when nothing else wants their CPUs";
+}
+
+std::string spinning_tasks_preempted_detail(long switches) {
+  return fmt::format(
+      "the spinning tasks were switched out {} times: another task took their CPU, so some samples include a wait "
+      "for the scheduler (is the machine busy?)",
+      switches);
+}
+
+std::string migrated_detail() { return "a task ran on a CPU other than the one it was pinned to"; }
+
+std::string unpinned_detail() { return "unpinned: the scheduler placed the tasks"; }
+
+std::string quantization_detail(double shortest_batch_ns, double resolution_ns) {
+  return fmt::format("the shortest batch lasted {:.0f} ns, under 100x the timer's resolution ({:.1f} ns)",
+                     shortest_batch_ns, resolution_ns);
+}
+
+std::string idle_held_without_driver_note() {
+  return "idle=held: no cpuidle driver is active (current_driver: none), so an idle CPU takes the architecture's "
+         "default halt, which the latency request does not change; held and free measure the same idle path here";
+}
+
+std::string budget_ran_out_note(std::size_t samples, double budget_s) {
+  return fmt::format("sampling stopped after {} samples: the variant's time budget ({:.0f} s) ran out", samples,
+                     budget_s);
+}
+
+std::string no_seccomp_thread_detail(const std::string& error) {
+  return fmt::format("no thread could be started to measure the seccomp variant: {}", error);
+}
+
+std::string seccomp_axis_note() {
+  return "seccomp axis: measured on a thread made for the variant, without the host reference (under a filter its "
+         "system calls would pay the filter), as every value of the axis is, so the values differ by the filter alone";
+}
+
+std::string only_allowed_cpu_why(int cpu) { return fmt::format("CPU {}: the only CPU the affinity mask allows", cpu); }
+
+std::string least_busy_cpu_why(int cpu, const std::string& why) { return fmt::format("CPU {}: {}", cpu, why); }
+
+std::string matrix_needs_two_cpus(int only_cpu) {
+  return fmt::format(
+      "a CPU-pair matrix needs two CPUs but only CPU {} is allowed (affinity mask); run without taskset or allow "
+      "more CPUs",
+      only_cpu);
+}
+
+std::string matrix_diagonal(bool measured, const std::string& why_not) {
+  return measured ? "measured: each CPU with itself" : "not measured: " + why_not;
+}
+
+std::string matrix_cell_name(int row, int column) { return fmt::format("cell {}->{}", row, column); }
+
+std::string matrix_cell_reason(const std::string& cell, const std::string& detail) { return cell + ": " + detail; }
+
+std::string matrix_cell_problem(const std::string& reason, const std::string& detail) {
+  return fmt::format("{}: {}", reason, detail);
+}
+
+std::string matrix_summed_switches_detail(std::size_t cells) {
+  return fmt::format("summed over the {} cells; each cell is judged on its own (matrix cells' switches)", cells);
+}
+
+std::string matrix_placement_expected() { return "each cell's two CPUs"; }
+
+std::string matrix_placement_detail(bool stayed, std::size_t cells) {
+  return stayed ? fmt::format("every task of the {} cells stayed on its CPU", cells)
+                : "a task of some cell ran elsewhere (see the cells' problems)";
+}
+
+std::string matrix_reason_detail(std::size_t cells_with_it, std::size_t cells, const std::string& first) {
+  return fmt::format("{} of {} cells; the first, {}", cells_with_it, cells, first);
+}
+
+std::string matrix_cut_short_note(std::size_t cut_short, std::size_t cells, double budget_s) {
+  return fmt::format(
+      "{} of {} cells stopped sampling early: the matrix's budget ({:.0f} s) is shared by its cells, each taking at "
+      "least five samples",
+      cut_short, cells, budget_s);
+}
+
+std::string matrix_baseline_failed(const std::string& error) { return "baseline: " + error; }
+
+std::string matrix_nonpositive_detail(double baseline, double median) {
+  return fmt::format("the baseline ({:.1f} ns) is not below the matrix's median ({:.1f} ns)", baseline, median);
 }
 
 }  // namespace ctx

@@ -1,7 +1,9 @@
-// What the harness tells a reader in words: the notes and details a record
-// carries beside its figures. The reasons' names are the closed catalogue in
-// record.hpp; the sentences that explain a reason or a host reference's
-// decision are here, so the harness measures and decides and nothing else.
+// What the harness tells a reader in words, its one job: every note, detail
+// and check text a record carries beside its figures. The reasons' names are
+// the closed catalogue in record.hpp; the sentences that explain a reason or
+// a decision are here, so the harness (harness.hpp, sampling.hpp,
+// verdict_checks.hpp, attempts.hpp, pair_matrix.hpp) measures and decides
+// and nothing else.
 #pragma once
 #include <cstddef>
 #include <optional>
@@ -61,5 +63,46 @@ std::string ended_early_note(std::size_t done, int rounds);
 // A variant measured in rounds whose round `round` (from 2) was unsupported
 // or failed: the record is that round's.
 std::string round_failed_note(int round);
+
+// ---- sampling (sampling.hpp) and the cycle counter (cycle_counter.hpp) ----
+std::string interrupted_detail();
+std::string stopped_between_batches_detail();      // --timeout, for a probe with no child to kill
+std::string counters_unread_note();                // the kernel's counters could not be read for some samples
+std::string cycle_counter_unavailable(int error);  // perf_event_open failed with `error` (an errno)
+std::string cycles_user_only();
+std::string cycle_counter_read_failed();
+
+// ---- the verdict checks (verdict_checks.hpp) ----
+std::string no_switches_were_expected();  // a descriptor whose expectation counts none (not Expectation::none)
+std::string too_few_switches_detail(const std::string& check, double observed, double expected);
+std::string too_many_switches_detail(const std::string& check, double observed, double expected);
+std::string partner_switches_detail(std::size_t partners);
+std::string preemptions_expected();
+std::string spinning_tasks_preempted_detail(long switches);
+std::string migrated_detail();
+std::string unpinned_detail();
+std::string quantization_detail(double shortest_batch_ns, double resolution_ns);
+
+// ---- one variant (harness.hpp) ----
+std::string idle_held_without_driver_note();
+std::string budget_ran_out_note(std::size_t samples, double budget_s);
+std::string no_seccomp_thread_detail(const std::string& error);
+std::string seccomp_axis_note();
+std::string only_allowed_cpu_why(int cpu);
+std::string least_busy_cpu_why(int cpu, const std::string& why);
+
+// ---- the CPU-pair matrix (pair_matrix.hpp) ----
+std::string matrix_needs_two_cpus(int only_cpu);
+std::string matrix_diagonal(bool measured, const std::string& why_not);
+std::string matrix_cell_name(int row, int column);
+std::string matrix_cell_reason(const std::string& cell, const std::string& detail);
+std::string matrix_cell_problem(const std::string& reason, const std::string& detail);
+std::string matrix_summed_switches_detail(std::size_t cells);
+std::string matrix_placement_expected();
+std::string matrix_placement_detail(bool stayed, std::size_t cells);
+std::string matrix_reason_detail(std::size_t cells_with_it, std::size_t cells, const std::string& first);
+std::string matrix_cut_short_note(std::size_t cut_short, std::size_t cells, double budget_s);
+std::string matrix_baseline_failed(const std::string& error);
+std::string matrix_nonpositive_detail(double baseline, double median);
 
 }  // namespace ctx

@@ -1,0 +1,197 @@
+#include "sampling.hpp"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "wording.hpp"
+
+namespace ctx {
+
+double batch_target_ns(const HarnessOptions& options, const TimerInfo& timer) {
+  return std::max({options.min_sample_s * 1e9, 1000.0 * timer.resolution_ns, 100.0 * timer.overhead_ns});
+}
+
+std::uint64_t calibrate_batch(const std::function<double(std::uint64_t)>& timed_run, double target_ns,
+                              std::uint64_t max_iterations) {
+  // The first batch pays for cold caches, page faults and lazy binding; it
+  // only warms up and is never taken as the answer.
+  timed_run(1);
+  std::uint64_t iterations = 1;
+  for (;;) {
+    double elapsed = timed_run(iterations);
+    if (iterations >= max_iterations) return iterations;
+    if (elapsed >= target_ns) {
+      // One batch that reached the target may have been stretched by a
+      // moment the CPU was taken from it (another task, or the hypervisor
+      // running another vCPU): a few iterations would then be taken for the
+      // whole batch, and every sample would be too short to time. So the
+      // count is timed again and kept when that batch also lasts half the
+      // target; otherwise calibration goes on from the shorter timing.
+      const double again = timed_run(iterations);
+      if (again >= target_ns / 2) return iterations;
+      elapsed = again;
+    }
+    // Predict the count that reaches the target with 40% head-room, but grow
+    // at most tenfold while a batch is still under a tenth of the target
+    // (one slow first batch must not make the next one enormous).
+    double factor = elapsed > 0 ? target_ns * 1.4 / elapsed : 10.0;
+    if (elapsed < target_ns / 10) factor = std::min(factor, 10.0);
+    factor = std::max(factor, 2.0);
+    const double next = std::ceil(static_cast<double>(iterations) * factor);
+    iterations = next >= static_cast<double>(max_iterations) ? max_iterations : static_cast<std::uint64_t>(next);
+  }
+}
+
+namespace {
+// Between batches: stop if the run was interrupted or the variant overran.
+void check_stop() {
+  if (interrupted_flag().load()) throw ProbeError(Reason::interrupted, interrupted_detail());
+  if (timeout_flag().load()) throw ProbeError(Reason::timeout, stopped_between_batches_detail());
+}
+}  // namespace
+
+double time_batch(Clock& clock, const TimerInfo& timer, Workload& workload, std::uint64_t iterations,
+                  TimedBatch* readings) {
+  check_stop();
+  workload.prepare(iterations);
+  const std::uint64_t start = clock.now();
+  workload.run(iterations);
+  const std::uint64_t end = clock.now();
+  if (readings) {
+    readings->start = start;
+    readings->end = end;
+  }
+  workload.after(iterations);
+  check_stop();
+  // One read's cost falls inside [start, end]: subtract it once per batch.
+  return clock.ticks_to_ns(end - start) - timer.overhead_ns;
+}
+
+// How the tasks of a variant share its CPUs. A create probe's children come
+// and go between reads, so its tasks are never all known.
+CounterPlan counter_plan(const ProbeDescriptor& probe, const Params& params, const Placement& placement) {
+  CounterPlan plan;
+  plan.tasks = probe.tasks ? probe.tasks(params) : 1;
+  std::vector<int> distinct = placement.cpus;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  plan.cpus = distinct.empty() ? allowed_cpus() : distinct;
+  if (probe_family(probe.name) == "create") return plan;
+  if (plan.tasks == 1 || (distinct.size() == 1 && !placement.cpus.empty()))
+    plan.sharing = Sharing::one_cpu;
+  else if (!placement.cpus.empty() && static_cast<int>(distinct.size()) == plan.tasks)
+    plan.sharing = Sharing::own_cpus;
+  return plan;
+}
+
+Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& workload, Clock& clock,
+               const TimerInfo& timer, const HarnessOptions& options, double ops_per_iteration, const CounterPlan& plan,
+               const CycleCounter* cycles, std::uint64_t batch, std::vector<TimedBatch>* kept_batches) {
+  Sampled out;
+  if (cycles) out.kept_cycles = 0;
+  auto add_switches = [](SwitchCount& total, const SwitchCount& before, const SwitchCount& after) {
+    total.voluntary += after.voluntary - before.voluntary;
+    total.involuntary += after.involuntary - before.involuntary;
+  };
+  auto timed = [&](std::uint64_t n, TimedBatch* readings = nullptr) {
+    out.all_iterations += n;
+    // Every batch's switches, outside its timing (for an expectation of none).
+    const SwitchCount before = thread_switches();
+    const double ns = time_batch(clock, timer, workload, n, readings);
+    add_switches(out.all_switches, before, thread_switches());
+    return ns;
+  };
+  out.iterations_per_sample = probe.fixed_iterations ? probe.fixed_iterations(params) : 0;
+  if (out.iterations_per_sample == 0) out.iterations_per_sample = batch;  // an earlier round's calibration
+  if (out.iterations_per_sample == 0)
+    out.iterations_per_sample = calibrate_batch(timed, batch_target_ns(options, timer));
+  for (int w = 0; w < options.warmup_samples; ++w) timed(out.iterations_per_sample);
+  const std::uint64_t deadline = monotonic_raw_ns() + static_cast<std::uint64_t>(options.max_variant_s * 1e9);
+  const double ops = static_cast<double>(out.iterations_per_sample) * ops_per_iteration;
+  const int samples = probe.samples ? probe.samples(params, options.samples) : options.samples;
+  // A sample whose host reference ran slowed, or that the kernel's counters
+  // show another task or the host took time from, is set aside and taken
+  // again, at most `samples` times: the host's short slow spells (a fraction
+  // of a second) are waited out inside the attempt. Once the re-takes are used
+  // up every sample is kept (and counted as interfered where it was), and the
+  // attempt is judged as a whole. With --retries 0 nothing is taken again: the
+  // reference and the counters are only recorded.
+  int spare = options.retries > 0 && (options.reference || options.counters) ? samples : 0;
+  // The tasks whose counters are read: this thread, then its partners.
+  std::vector<TaskId> tasks;
+  if (options.counters) {
+    tasks.push_back({getpid(), static_cast<pid_t>(syscall(SYS_gettid))});
+    for (const auto& partner : partner_tasks()) tasks.push_back(partner);
+    CounterTotals totals;
+    // A task this harness cannot see (not started through a Partner) leaves
+    // only the steal counter to judge by.
+    totals.sharing = static_cast<int>(tasks.size()) == plan.tasks ? plan.sharing : Sharing::unknown;
+    totals.tasks = tasks.size();
+    totals.cpus = plan.cpus;
+    out.counters = std::move(totals);
+  }
+  const bool involuntary = out.counters && out.counters->sharing == Sharing::own_cpus;
+  auto read_counters = [&](CounterSnapshot& into) {
+    const std::uint64_t began = monotonic_raw_ns();
+    into = options.counters->read(tasks, out.counters->cpus, involuntary);
+    out.counters->read_ns.push_back(static_cast<double>(monotonic_raw_ns() - began));
+    if (!into.ok && out.counters->unread.empty()) out.counters->unread = counters_unread_note();
+  };
+  while (static_cast<int>(out.per_op.size()) < samples) {
+    const double reference_ns = options.reference ? options.reference->time_once() : 0;
+    // The counters, the kernel's switch counts and the cycles are read around
+    // each sample (outside its timing), so they count that sample alone.
+    CounterSnapshot counters_before, counters_after;
+    if (out.counters) read_counters(counters_before);
+    const SwitchCount before = thread_switches();
+    const auto cycles_before = cycles ? cycles->read_value() : std::nullopt;
+    TimedBatch readings;
+    readings.ops = ops;
+    const double per_op = timed(out.iterations_per_sample, &readings) / ops;
+    const auto cycles_after = cycles ? cycles->read_value() : std::nullopt;
+    const SwitchCount after = thread_switches();
+    std::optional<SetAsideReason> why;
+    SampleCounters counted;
+    if (out.counters) {
+      read_counters(counters_after);
+      if (counters_before.ok && counters_after.ok) {
+        counted = difference(counters_before, counters_after);
+        why = judge_sample(counted, out.counters->sharing);
+      }
+    }
+    if (!why && options.reference && reference_ns > slowed_ratio * options.reference->best_ns())
+      why = SetAsideReason::host_reference;
+    if (spare > 0 && why) {
+      --spare;
+      out.set_aside.push_back(per_op);
+      out.set_aside_reasons.push_back(*why);
+      if (out.counters) ++out.counters->set_aside[static_cast<std::size_t>(*why)];
+    } else {
+      if (options.reference) out.reference_ns.push_back(reference_ns);
+      out.per_op.push_back(per_op);
+      if (kept_batches) kept_batches->push_back(readings);
+      out.total_iterations += out.iterations_per_sample;
+      add_switches(out.kept_switches, before, after);
+      if (cycles_before && cycles_after && out.kept_cycles)
+        *out.kept_cycles += *cycles_after - *cycles_before;
+      else
+        out.kept_cycles.reset();
+      if (out.counters) {
+        out.counters->kept += counted;
+        ++out.counters->kept_samples;
+        // Interfered by the counters' rule (the reference's is judged per attempt).
+        if (why && *why != SetAsideReason::host_reference) ++out.counters->kept_interfered;
+      }
+    }
+    if (out.per_op.size() >= 5 && monotonic_raw_ns() > deadline) {
+      out.budget_hit = true;
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace ctx
