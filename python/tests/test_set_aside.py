@@ -112,7 +112,12 @@ def test_the_terminal_summary_and_the_table_say_it(store, samples_kept):
     text = summary_view.plain(lines)
     # One line per rung: the count is a column ('4/14') with its note under the
     # ladder, not a second line under the rung.
-    ladder = text.split("\n\n")[0].splitlines()
+    # The ladder is its own paragraph (Answers and Why may come before it).
+    (ladder,) = [
+        block.splitlines()
+        for block in text.split("\n\n")
+        if block.startswith("What one operation costs here")
+    ]
     (rung,) = [line for line in ladder if " 4/14 " in line]
     assert "samples set aside" not in ladder[ladder.index(rung) + 1]
     assert not any(WORDS in line for line in ladder)
