@@ -7,6 +7,7 @@ leaves behind is re-parented here, where os.waitpid can see it."""
 import ctypes
 import os
 import pathlib
+import re
 import selectors
 import signal
 import subprocess
@@ -68,38 +69,61 @@ def ipc_fds(pid):
 
 
 class Engine:
+    """The engine run with --json --progress; its stdout and stderr read as
+    they come. The pipes are read raw (os.read on the descriptors): a buffered
+    readline can take several lines into its buffer at once, and the selector
+    would then not wake for the ones it holds."""
+
     def __init__(self, engine, *args):
         self.proc = subprocess.Popen(
             [engine, "run", "--json", "--progress", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
-            bufsize=1,
         )
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.proc.stdout, selectors.EVENT_READ, "out")
         self.selector.register(self.proc.stderr, selectors.EVENT_READ, "err")
-        self.out, self.err = [], []
+        self.data = {"out": bytearray(), "err": bytearray()}
 
-    def wait_for(self, predicate, timeout=60):
+    @property
+    def out(self):
+        return self.data["out"].decode()
+
+    @property
+    def err(self):
+        """stderr so far, one whole line per item (a line still being written is left out)."""
+        text = self.data["err"].decode(errors="replace")
+        return [line + "\n" for line in text.split("\n")[:-1]]
+
+    def _read(self, timeout):
+        for key, _ in self.selector.select(timeout=timeout):
+            chunk = os.read(key.fileobj.fileno(), 65536)
+            if chunk:
+                self.data[key.data] += chunk
+            else:
+                self.selector.unregister(key.fileobj)
+
+    def wait_for(self, predicate, timeout=300):
+        # The timeout only stops a hung engine: on a loaded machine a variant
+        # can take many times as long as on a quiet one.
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for key, _ in self.selector.select(timeout=0.1):
-                line = key.fileobj.readline()
-                if line:
-                    (self.out if key.data == "out" else self.err).append(line)
             if predicate(self):
                 return
+            self._read(0.05)
         raise AssertionError(f"timed out; stderr so far: {''.join(self.err)}")
 
     def progress(self):
         return progress("".join(self.err))
 
     def finish(self, timeout=120):
-        out, err = self.proc.communicate(timeout=timeout)
-        self.out.append(out)
-        self.err.append(err)
-        return self.proc.returncode, parse_records("".join(self.out))
+        deadline = time.monotonic() + timeout
+        while self.selector.get_map() and time.monotonic() < deadline:
+            self._read(0.1)
+        self.proc.wait(timeout=max(1, deadline - time.monotonic()))
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return self.proc.returncode, parse_records(self.out)
 
 
 def test_killed_child_fails_its_record_and_the_run_continues(engine):
@@ -114,6 +138,7 @@ def test_killed_child_fails_its_record_and_the_run_continues(engine):
         "same",
         "--param",
         "policy=normal",  # one switch.pipe variant (batch also runs beside same by default)
+        *("--interleave", "off"),  # switch.pipe whole, then getpid
         "--samples",
         "400",
         "--min-time",
@@ -149,9 +174,7 @@ def test_sigint_keeps_finished_records_and_reaps_children(engine):
         *("switch.pipe", "--between", "processes", "--interleave", "off"),
         *("--samples", "300", "--min-time", "0.01"),
     )
-    run.wait_for(
-        lambda r: any('"kind":"result"' in line for line in r.out) and children_of(r.proc.pid)
-    )
+    run.wait_for(lambda r: '"kind":"result"' in r.out and children_of(r.proc.pid))
     run.proc.send_signal(signal.SIGINT)
     code, records = run.finish()
     assert code == 130
@@ -320,86 +343,167 @@ def start_held(engine, tmp_path, kind, *args):
     return path, HeldEngine(engine, env, *HELD, *args)
 
 
-@pytest.mark.parametrize("kind", list(devices()))
-def test_idle_hold_is_released_when_its_variant_ends(engine, tmp_path, kind):
-    # Each variant measured whole, in the selection's order: the held one first.
-    path, run = start_held(
-        engine,
-        tmp_path,
-        kind,
-        "syscall.getpid",
-        "--interleave",
-        "off",
-        "--samples",
-        "300",
-        "--min-time",
-        "0.01",
-    )
-    # While the held variant runs, the engine (and no child of it) holds the request.
-    run.wait_for(lambda r: holders(path) != [])
-    assert holders(path) == [run.proc.pid]
-    if kind == "real":
-        assert effective_latency_us() == 0
-    run.wait_for(lambda r: any(p["probe"] == "syscall.getpid" for p in r.progress()))
-    assert holders(path) == []
-    code, records = run.finish()
-    assert code == 0, "".join(run.err)
+def strace_usable():
+    try:
+        proc = subprocess.run(
+            ["strace", "-qq", "-o", "/dev/null", "true"], capture_output=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return str(e)
+    return None if proc.returncode == 0 else proc.stderr.decode(errors="replace").strip()
+
+
+TRACED = re.compile(r"^(\d+) (\w+)\((.*)\)\s+= (-?\d+)")
+
+
+def traced_held(engine, tmp_path, kind, *args):
+    """Runs HELD and args under strace, which logs, in the order they
+    happened, every system call of the engine or of any child of it that
+    touches the latency device or the file stderr goes to. Returns the
+    events [(what, detail)] and the records. The order comes from the kernel,
+    not from when this process got round to looking: a round lasts a few
+    milliseconds, far less than one look at /proc takes under load."""
+    if not two_cpus():
+        pytest.skip("cpus=cross needs two allowed CPUs")
+    why = strace_usable()
+    if why is not None:
+        pytest.skip(f"strace cannot trace here: {why}")
+    become_subreaper()
+    path, env = latency_device(kind, tmp_path)
+    log, err = tmp_path / "strace.log", tmp_path / "stderr"
+    with open(err, "w") as stderr:
+        proc = subprocess.run(
+            [
+                *(
+                    "strace",
+                    "-f",
+                    "-qq",
+                    "--seccomp-bpf",
+                    "-y",
+                    "-s",
+                    "100000",
+                    "-e",
+                    "signal=none",
+                ),
+                *("-P", path, "-P", str(err), "-o", str(log)),
+                *(engine, "run", "--json", "--progress", *HELD, *args),
+                # One attempt: strace slows the engine, which may then judge the
+                # host slowed and measure the selection again (--retries).
+                *("--retries", "0"),
+            ],
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            timeout=300,
+        )
+    assert proc.returncode == 0, err.read_text()
+    events, engine_pid = [], None
+    for line in log.read_text().splitlines():
+        m = TRACED.match(line)
+        if not m:
+            continue
+        pid, call, call_args, ret = int(m[1]), m[2], m[3], int(m[4])
+        if call == "write" and call_args.startswith(f"2<{err}>") and "@progress " in call_args:
+            engine_pid = engine_pid or pid
+            probe = re.search(r'\\"probe\\":\\"([^\\]+)', call_args)[1]
+            rnd = re.search(r'\\"round\\":(\d+)', call_args)
+            events.append(("progress", (pid, probe, int(rnd[1]) if rnd else None)))
+        elif path in call_args and (call != "write" or not call_args.startswith("2<")):
+            if call == "openat" and ret >= 0:
+                events.append(("open", pid))
+            elif call == "write":
+                events.append(("request", (pid, call_args.split(", ")[1])))
+            elif call == "pread64":
+                events.append(("effective", (pid, call_args.split(", ")[1])))
+            elif call == "close":
+                events.append(("close", pid))
+            else:
+                events.append((call, pid))
+    assert engine_pid is not None, log.read_text()[-4000:]
+    # Only the engine itself touches the device: no child opens or closes it.
+    assert {detail if what in ("open", "close") else detail[0] for what, detail in events} == {
+        engine_pid
+    }
+    return events, parse_records(proc.stdout.decode())
+
+
+def held_spans(events):
+    """For each progress line: (probe, round, the device calls made before the next one)."""
+    spans = []
+    for what, detail in events:
+        if what == "progress":
+            spans.append((detail[1], detail[2], []))
+        else:
+            assert spans, f"the device was touched before any round began: {events}"
+            spans[-1][2].append(what)
+    return spans
+
+
+def check_held_record(records, kind):
     (held,) = [r for r in results(records) if r["probe"] == "switch.pipe"]
     assert held["params"]["idle"] == "held"
     assert held["verdict"]["status"] != "unsupported", held["verdict"]
     assert held["derived"]["idle_latency_bound_us"] == 0
     assert "cpuidle_driver" in held["derived"]
+    return held
+
+
+@pytest.mark.parametrize("kind", list(devices()))
+def test_idle_hold_is_released_when_its_variant_ends(engine, tmp_path, kind):
+    # Each variant measured whole, in the selection's order: the held one first.
+    events, records = traced_held(
+        engine,
+        tmp_path,
+        kind,
+        "syscall.getpid",
+        *("--interleave", "off", "--samples", "30"),
+    )
+    spans = held_spans(events)
+    # The held variant whole, then getpid whole: the device is opened, asked
+    # for 0 us and closed within the held variant, and left alone in getpid's.
+    assert [(probe, rnd) for probe, rnd, _ in spans] == [
+        ("switch.pipe", None),
+        ("syscall.getpid", None),
+    ]
+    assert spans[0][2][:2] == ["open", "request"] and spans[0][2][-1] == "close", spans
+    assert spans[0][2].count("open") == 1 and spans[0][2].count("close") == 1, spans
+    assert spans[1][2] == []  # nothing held, nothing touched
+    assert ("request", (events[0][1][0], '"\\0\\0\\0\\0"')) in events
     if kind == "real":
+        # What the kernel answered while it was held: the effective bound was 0.
+        assert [d[1] for w, d in events if w == "effective"] == ['"\\0\\0\\0\\0"']
         assert effective_latency_us() > 0  # back to the system's own value
+    check_held_record(records, kind)
     assert leftover_children() == 0
 
 
 @pytest.mark.parametrize("kind", list(devices()))
 def test_idle_hold_is_released_after_each_round(engine, tmp_path, kind):
     """In interleaved rounds (the default) a held variant takes the request in
-    each of its rounds and releases it when the round ends: whenever the other
-    variant's round follows one of the held variant's, nothing holds it."""
-    path, run = start_held(
+    each of its rounds and releases it when the round ends: the other
+    variant's rounds run with nothing held."""
+    events, records = traced_held(
         engine,
         tmp_path,
         kind,
         "syscall.getpid",
-        "--rounds",
-        "3",
-        "--samples",
-        "300",
-        "--min-time",
-        "0.01",
+        *("--rounds", "3", "--samples", "30"),
     )
-    seen, held_rounds, released = 0, 0, 0
-    while True:
-        # One progress line at a time: each announces a round about to start.
-        run.wait_for(lambda r, n=seen: len(r.progress()) > n or r.proc.poll() is not None)
-        lines = run.progress()
-        if len(lines) == seen:
-            break  # the run ended
-        seen = len(lines)
-        if lines[-1]["probe"] == "switch.pipe":
-            # Its round takes the request once its partner is forked; only the engine holds it.
-            run.wait_for(lambda r: holders(path) != [])
-            assert holders(path) == [run.proc.pid]
-            if kind == "real":
-                assert effective_latency_us() == 0
-            held_rounds += 1
-        elif seen >= 2 and lines[-2]["probe"] == "switch.pipe":
-            assert holders(path) == [], lines[-2:]  # the held round ended and let go
-            released += 1
-    code, records = run.finish()
-    assert code == 0, "".join(run.err)
-    assert [p["round"] for p in lines if p["probe"] == "switch.pipe"] == [1, 2, 3]
-    # Every round of the held variant held; with 3 rounds of each variant,
-    # some round of getpid follows one of switch.pipe's (the seed drawn).
-    assert held_rounds == 3 and released >= 1
-    assert holders(path) == []
-    (held,) = [r for r in results(records) if r["probe"] == "switch.pipe"]
+    spans = held_spans(events)
+    assert [r for probe, r, _ in spans if probe == "switch.pipe"] == [1, 2, 3]
+    assert [r for probe, r, _ in spans if probe == "syscall.getpid"] == [1, 2, 3]
+    for probe, rnd, calls in spans:
+        if probe == "switch.pipe":  # each of its rounds takes the request and lets go of it
+            assert calls[:2] == ["open", "request"] and calls[-1] == "close", (rnd, calls)
+            assert calls.count("open") == 1 and calls.count("close") == 1, (rnd, calls)
+            if kind == "real":  # the kernel's effective bound while held
+                assert "effective" in calls
+        else:
+            assert calls == [], (rnd, calls)
+    held = check_held_record(records, kind)
     assert held["schedule"]["interleave"] == "rounds" and held["schedule"]["rounds"] == 3
-    assert held["derived"]["idle_latency_bound_us"] == 0
     if kind == "real":
+        assert {d[1] for w, d in events if w == "effective"} == {'"\\0\\0\\0\\0"'}
         assert effective_latency_us() > 0
     assert leftover_children() == 0
 
