@@ -194,6 +194,10 @@ void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Param
   if (const auto placement =
           resolve_placement(requested == params.end() ? "none" : requested->second, probe.tasks(params), &why))
     cpus = placement->cpus;
+  // A same-CPU variant ran on the CPU that was least busy when it began: the
+  // traced pass runs there too, so its phases explain that figure.
+  const bool same_cpu = untraced.placement_requested == "same" && !untraced.placement_cpus.empty();
+  if (same_cpu) cpus.assign(1, untraced.placement_cpus.front());
   if (cpus.empty()) cpus = allowed_cpus();
   std::sort(cpus.begin(), cpus.end());
   cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
@@ -227,6 +231,10 @@ void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Param
   std::vector<TimedBatch> batches;
   HarnessOptions options = traced_options(untraced.summary ? untraced.summary->median : 0);
   options.kept_batches = &batches;
+  if (same_cpu) {
+    options.place_on_least_busy = true;  // with same_cpu set: that CPU, no new choice
+    options.same_cpu = cpus.front();
+  }
   const Result traced = run_variant(without_baseline, params, raw_clock, raw_timer, options);
   session->disable();
   std::uint64_t lost = 0;

@@ -353,7 +353,7 @@ def strace_usable():
     return None if proc.returncode == 0 else proc.stderr.decode(errors="replace").strip()
 
 
-TRACED = re.compile(r"^(\d+) (\w+)\((.*)\)\s+= (-?\d+)")
+TRACED = re.compile(r"^(\d+)\s+(\w+)\((.*)\)\s+= (-?\d+)")
 
 
 def traced_held(engine, tmp_path, kind, *args):
