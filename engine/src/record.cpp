@@ -230,9 +230,9 @@ nlohmann::json result_to_json(const Result& r) {
       modes.push_back({{"center", m.center}, {"low", m.low}, {"high", m.high}, {"share", m.share}});
     j["stability"] = {
         {"method", fmt::format("modes split where a sorted sample exceeds the one before by over {}x, "
-                               "holding at least {:.0f}% of the samples (two or more); unstable with two or more "
+                               "holding at least {:.0f}% of the samples ({} or more); unstable with two or more "
                                "modes or p75/p25 over {}",
-                               mode_gap_ratio, 100 * min_mode_share, max_middle_spread)},
+                               mode_gap_ratio, 100 * min_mode_share, min_mode_samples, max_middle_spread)},
         {"middle_spread", r.stability->middle_spread},
         {"modes", modes},
         {"outside_modes", r.stability->outside_modes},

@@ -88,7 +88,7 @@ std::optional<Stability> assess_stability(std::span<const double> samples) {
     if (i < sorted.size() && sorted[i] <= sorted[i - 1] * mode_gap_ratio) continue;
     const std::span<const double> group(sorted.data() + first, i - first);
     const double share = static_cast<double>(group.size()) / n;
-    if (share >= min_mode_share && group.size() >= 2) {  // one sample is no mode
+    if (share >= min_mode_share && group.size() >= min_mode_samples) {
       out.modes.push_back({percentile_sorted(group, 0.5), group.front(), group.back(), share});
       in_modes += share;
     }

@@ -37,12 +37,15 @@ Summary summarize(std::span<const double> samples);
 // Is the distribution one figure? The sorted samples are split into groups
 // wherever one value exceeds the one before it by more than
 // `mode_gap_ratio`; a group holding at least `min_mode_share` of the samples
-// (and two of them) is a mode. The samples are unstable when there are two or more modes, or
+// (and `min_mode_samples` of them) is a mode. The samples are unstable when there are two or more modes, or
 // when the middle half spans more than `max_middle_spread` (p75 / p25), which
 // catches a spread with no clean gap. A heavy tail (a few scattered slow
 // samples) is neither: its groups are too small to be modes and it leaves
-// the middle half alone.
+// the middle half alone. Two samples are not a mode even where they are 20 %
+// (a quick run's ten): two batches the host slowed alike, as happens on a
+// shared VM, are a tail, not a second figure of the workload.
 inline constexpr std::size_t stability_min_samples = 5;
+inline constexpr std::size_t min_mode_samples = 3;
 inline constexpr double mode_gap_ratio = 1.5;
 inline constexpr double min_mode_share = 0.2;
 inline constexpr double max_middle_spread = 1.5;
