@@ -195,6 +195,51 @@ def test_a_shared_store_directory_lets_no_other_user_redirect_a_write(env):
         Path(f"{shared}.strace").unlink(missing_ok=True)
 
 
+JOURNAL_ATTACKER = r"""
+import os, sys
+shared, victim = sys.argv[1], sys.argv[2]
+os.setgid(65534)
+os.setuid(65534)
+os.symlink(victim, os.path.join(shared, "store.db-journal"))
+print("planted", flush=True)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the attacker runs as nobody")
+def test_a_link_where_sqlite_keeps_its_journal_is_refused_before_measuring(env):
+    """In the shared directory nobody plants a link where SQLite writes the
+    store's rollback journal, pointing at root's 0600 file. Root's run is
+    refused before it measures, in one line naming the link; the victim and
+    the store are as they were."""
+    shared = Path(tempfile.mkdtemp(prefix="ctxbench-shared-", dir="/tmp"))
+    try:
+        shared.chmod(0o1777)
+        victim = shared / "root-secret"
+        victim.write_text("root's\n")
+        victim.chmod(0o600)
+        env = dict(env, CTXBENCH_DB=str(shared / "store.db"))
+        assert ctxbench(env, "import", str(fixture_path("run_b.jsonl"))).returncode == 0
+        planted = subprocess.run(
+            [sys.executable, "-c", JOURNAL_ATTACKER, str(shared), str(victim)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert planted.stdout.strip() == "planted", planted.stderr
+        done = ctxbench(env, "run", "syscall.getpid", "--quick")
+        assert done.returncode == 2, done.stderr
+        line = error_line(done)
+        assert "store.db-journal is a link" in line and "will not write through it" in line
+        assert b"[1/" not in done.stderr  # refused before measuring: no progress
+        assert victim.read_text() == "root's\n" and stat.S_IMODE(victim.stat().st_mode) == 0o600
+        (shared / "store.db-journal").unlink()
+        assert stored_runs(env) == [real_run("run_b.jsonl").run_id]
+        assert spools(shared) == []
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
 # ---- 9: a spool still being written -----------------------------------------------------------
 def test_a_spool_still_being_written_is_not_imported(env, tmp_path):
     """Its run holds the spool's lock: `import FILE` is refused in one line

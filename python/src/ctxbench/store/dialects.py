@@ -96,6 +96,7 @@ class SQLiteDialect(Dialect):
         super().__init__(str(path), lock_timeout)
         self.path = path
         self.readonly = check_path(path, create=create, explicit=explicit)
+        check_companions(path)
         self._file_id: tuple[int, int] | None = None
 
     def engine(self) -> sa.Engine:
@@ -322,6 +323,28 @@ class PostgreSQLDialect(Dialect):
                 reason="gone",
             )
         return None
+
+
+# The files SQLite keeps beside a database, and what each is.
+COMPANIONS = {
+    "-journal": "rollback journal",
+    "-wal": "write-ahead log",
+    "-shm": "shared-memory index",
+}
+
+
+def check_companions(path: Path) -> None:
+    """Refuses a store with a link where SQLite keeps a file beside it: in a
+    directory shared with other users, a link planted there could point at
+    any file. SQLite would refuse to follow it too (O_NOFOLLOW), but only
+    mid-write, in words that blame the database."""
+    for suffix, what in COMPANIONS.items():
+        companion = path.with_name(path.name + suffix)
+        if companion.is_symlink():
+            raise StoreError(
+                f"{companion} is a link where SQLite keeps the store's {what}; ctxbench "
+                f"will not write through it: remove it (someone else's?) or choose another --db"
+            )
 
 
 def check_path(path: Path, create: bool, explicit: bool) -> bool:
