@@ -10,6 +10,7 @@ unless a test needs the real engine.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -142,6 +143,23 @@ def _writes(strace_log: Path) -> list[tuple[str, str]]:
     return found
 
 
+@contextlib.contextmanager
+def shared_store(env):
+    """A store directory shared with every user (mode 1777) holding one run
+    and root's 0600 file (the victim): (directory, victim, env for it)."""
+    shared = Path(tempfile.mkdtemp(prefix="ctxbench-shared-", dir="/tmp"))
+    try:
+        shared.chmod(0o1777)
+        victim = shared / "root-secret"
+        victim.write_text("root's\n")
+        victim.chmod(0o600)
+        env = dict(env, CTXBENCH_DB=str(shared / "store.db"))
+        assert ctxbench(env, "import", str(fixture_path("run_b.jsonl"))).returncode == 0
+        yield shared, victim, env
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the attacker runs as nobody")
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 def test_a_shared_store_directory_lets_no_other_user_redirect_a_write(env):
@@ -150,15 +168,8 @@ def test_a_shared_store_directory_lets_no_other_user_redirect_a_write(env):
     file. Root's run opens no file there for writing but the store's own
     and a spool it creates new (O_EXCL, O_NOFOLLOW); the victim and nobody's
     own file are as they were."""
-    shared = Path(tempfile.mkdtemp(prefix="ctxbench-shared-", dir="/tmp"))
-    try:
-        shared.chmod(0o1777)
-        victim = shared / "root-secret"
-        victim.write_text("root's\n")
-        victim.chmod(0o600)
-        db = shared / "store.db"
-        env = dict(env, CTXBENCH_DB=str(db))
-        assert ctxbench(env, "import", str(fixture_path("run_b.jsonl"))).returncode == 0
+    with shared_store(env) as (shared, victim, env):
+        db = Path(env["CTXBENCH_DB"])
         with open("/proc/sys/kernel/ns_last_pid") as handle:
             first = int(handle.read()) + 1
         planted = subprocess.run(
@@ -190,8 +201,6 @@ def test_a_shared_store_directory_lets_no_other_user_redirect_a_write(env):
             assert "O_EXCL" in flags and "O_NOFOLLOW" in flags, (path, flags)
             assert not Path(path).is_symlink()
         assert len(stored_runs(env)) == 2
-    finally:
-        shutil.rmtree(shared, ignore_errors=True)
         Path(f"{shared}.strace").unlink(missing_ok=True)
 
 
@@ -211,14 +220,7 @@ def test_a_link_where_sqlite_keeps_its_journal_is_refused_before_measuring(env):
     store's rollback journal, pointing at root's 0600 file. Root's run is
     refused before it measures, in one line naming the link; the victim and
     the store are as they were."""
-    shared = Path(tempfile.mkdtemp(prefix="ctxbench-shared-", dir="/tmp"))
-    try:
-        shared.chmod(0o1777)
-        victim = shared / "root-secret"
-        victim.write_text("root's\n")
-        victim.chmod(0o600)
-        env = dict(env, CTXBENCH_DB=str(shared / "store.db"))
-        assert ctxbench(env, "import", str(fixture_path("run_b.jsonl"))).returncode == 0
+    with shared_store(env) as (shared, victim, env):
         planted = subprocess.run(
             [sys.executable, "-c", JOURNAL_ATTACKER, str(shared), str(victim)],
             capture_output=True,
@@ -236,8 +238,6 @@ def test_a_link_where_sqlite_keeps_its_journal_is_refused_before_measuring(env):
         (shared / "store.db-journal").unlink()
         assert stored_runs(env) == [real_run("run_b.jsonl").run_id]
         assert spools(shared) == []
-    finally:
-        shutil.rmtree(shared, ignore_errors=True)
 
 
 # ---- 9: a spool still being written -----------------------------------------------------------
