@@ -72,6 +72,34 @@ def test_history_judges_when_a_run_lacks_repeats():
     assert judged_by.df == 4 and judged_by.widened == ()
 
 
+# A cross-CPU pipe switch's run figures on the 2-vCPU guest (ns; the quiet
+# gate measurement of the accuracy note, 8 history runs, (figure, weight)):
+# most runs wake the other CPU awake, some find it idle: two levels.
+TWO_LEVELS = [(6634, 0.5), (17466, 1), (17114, 1), (17817, 0.5), (6178, 0.5), (15842, 1)]
+TWO_LEVELS += [(16056, 1), (13988, 0.5)]
+
+
+def test_a_history_at_two_levels_is_judged_by_its_whole_spread():
+    """The robust spread sees one level; a run at the other (A 6.6 us, A'
+    16.9 us, an identical pair there) would be called 2.6x slower. At two
+    levels the history's plain standard deviation judges it: no difference."""
+    figures = [f for f, _ in TWO_LEVELS]
+    assert stats.two_levels(figures, noise.HISTORY_LEVEL_GAP, noise.HISTORY_LEVEL_RUNS)
+    robust = stats.weighted_log_spread(figures, [w for _, w in TWO_LEVELS]).spread
+    a, b = result(6599.0), result(16905.0)
+    difference, judged_by = noise.judge(a, b, history=TWO_LEVELS)
+    whole = stats.weighted_log_sd(figures, [w for _, w in TWO_LEVELS]).spread
+    assert judged_by.source == noise.HISTORY and judged_by.spread == pytest.approx(whole)
+    assert whole > 2 * robust
+    assert not difference.significant
+    assert decide(difference, "ns", 0.10, judged_by) != SLOWER
+    # One run apart is a slow spell, not a level: the robust spread stays.
+    one_apart = [100.0, 101.0, 99.0, 100.5, 240.0]
+    assert not stats.two_levels(one_apart, noise.HISTORY_LEVEL_GAP, noise.HISTORY_LEVEL_RUNS)
+    _, judged_by = noise.judge(result(100.0), result(100.0), history=one_apart)
+    assert judged_by.spread == pytest.approx(stats.weighted_log_spread(one_apart, [1.0] * 5).spread)
+
+
 def test_too_short_a_history_leaves_the_within_run_samples():
     a, b = result(100.0), result(130.0)
     difference, judged_by = noise.judge(a, b, history=[100.0, 101.0])

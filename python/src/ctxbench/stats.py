@@ -284,6 +284,19 @@ def t_log_interval(
     )
 
 
+def _weighted_logs(
+    values: Sequence[float], weights: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """The values' logs, their weights and df sum(w) - 1; None when a value or
+    weight is not positive, the shapes differ or df is below 1."""
+    logs = _positive_logs(values)
+    w = np.asarray(weights, dtype=float)
+    if logs is None or w.shape != logs.shape or np.any(w <= 0.0):
+        return None
+    df = float(w.sum()) - 1.0
+    return None if df < 1.0 else (logs, w, df)
+
+
 def weighted_log_spread(values: Sequence[float], weights: Sequence[float]) -> PooledSpread | None:
     """A robust log spread of per-run figures where some count less (weights
     in (0, 1]): the weighted median absolute deviation of their logs from
@@ -291,16 +304,38 @@ def weighted_log_spread(values: Sequence[float], weights: Sequence[float]) -> Po
     by 1.4826 to a normal standard deviation, so one run in a slow spell
     does not make the spread of all; degrees of freedom sum(w) - 1 (possibly
     fractional). None below df 1."""
-    logs = _positive_logs(values)
-    w = np.asarray(weights, dtype=float)
-    if logs is None or w.shape != logs.shape or np.any(w <= 0.0):
+    checked = _weighted_logs(values, weights)
+    if checked is None:
         return None
-    df = float(w.sum()) - 1.0
-    if df < 1.0:
-        return None
+    logs, w, df = checked
     center = np.quantile(logs, 0.5, weights=w, method="inverted_cdf")
     deviation = np.quantile(np.abs(logs - center), 0.5, weights=w, method="inverted_cdf")
     return PooledSpread(spread=MAD_TO_SD * float(deviation), df=df)
+
+
+def two_levels(values: Sequence[float], gap: float, least: int) -> bool:
+    """Do the values sit at two levels: sorted, is there a step of more than
+    GAP (a ratio) between neighbours with at least LEAST values on each side?"""
+    logs = _positive_logs(values)
+    if logs is None or logs.size < 2 * least:
+        return False
+    ordered = np.sort(logs)
+    steps = np.diff(ordered)
+    inner = steps[least - 1 : logs.size - least]  # the steps with LEAST values on each side
+    return bool(inner.size and float(inner.max()) > math.log(gap))
+
+
+def weighted_log_sd(values: Sequence[float], weights: Sequence[float]) -> PooledSpread | None:
+    """The weighted standard deviation of the values' logs about their
+    weighted mean (reliability weights, df sum(w) - 1): the spread where a
+    robust one would hide a second level. None below df 1."""
+    checked = _weighted_logs(values, weights)
+    if checked is None:
+        return None
+    logs, w, df = checked
+    mean = float(np.average(logs, weights=w))
+    variance = float(np.sum(w * (logs - mean) ** 2)) / df
+    return PooledSpread(spread=math.sqrt(variance), df=df)
 
 
 def sample_log_spread(samples: Sequence[float]) -> float | None:

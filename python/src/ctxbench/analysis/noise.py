@@ -14,7 +14,9 @@ therefore judged against the best source of run-to-run spread there is:
    their figures (``stats.weighted_log_spread``: the weighted median
    absolute deviation, so one run in a slow spell does not make the spread
    of twenty), an ``ok`` figure counting as one run and a ``suspect`` one as
-   SUSPECT_WEIGHT of a run; sum(w) - 1 degrees of freedom.
+   SUSPECT_WEIGHT of a run; sum(w) - 1 degrees of freedom. A history at two
+   levels (HISTORY_LEVEL_GAP) takes the weighted standard deviation instead:
+   the robust spread would see one level only.
 3. ``within-run``: only the samples of the two runs: the bootstrap interval
    of the ratio of medians and the U test (``stats.compare_samples``), and
    a floor: a difference smaller than WITHIN_RUN_FLOOR (in log terms) is
@@ -59,6 +61,12 @@ SOURCES = (REPEATS, HISTORY, WITHIN_RUN)
 # ("The floor") has the figures and the command. Change it only with new ones.
 WITHIN_RUN_FLOOR = 0.20
 MIN_HISTORY_RUNS = 3  # earlier runs (suspect ones counted by SUSPECT_WEIGHT)
+# A history at two levels: sorted, a step of more than HISTORY_LEVEL_GAP
+# (the engine's gap between two modes of a run's samples) with at least
+# HISTORY_LEVEL_RUNS runs on each side. Its spread is then the plain
+# standard deviation, not the robust one.
+HISTORY_LEVEL_GAP = 1.5
+HISTORY_LEVEL_RUNS = 2
 MIN_REPEATS = 2
 # A suspect figure of the machine's history: it shows the spread the machine
 # has, but its own figure is less sure, so it counts as half a run.
@@ -220,7 +228,13 @@ def _history_spread(history: HistoryFigures) -> tuple[stats.PooledSpread | None,
     pairs = [(h, 1.0) if isinstance(h, (int, float)) else (h[0], h[1]) for h in history]
     if sum(w for _, w in pairs) < MIN_HISTORY_RUNS:
         return None, len(pairs)
-    return stats.weighted_log_spread([f for f, _ in pairs], [w for _, w in pairs]), len(pairs)
+    figures, weights = [f for f, _ in pairs], [w for _, w in pairs]
+    if stats.two_levels(figures, HISTORY_LEVEL_GAP, HISTORY_LEVEL_RUNS):
+        # Two levels (a cross-CPU wake-up that finds the other CPU awake in
+        # some runs and idle in others): the robust spread would measure one
+        # level alone and call a run at the other a change.
+        return stats.weighted_log_sd(figures, weights), len(pairs)
+    return stats.weighted_log_spread(figures, weights), len(pairs)
 
 
 def judge(
