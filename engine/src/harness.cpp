@@ -1,3 +1,5 @@
+// One job: measuring one probe variant to a finished Result, step by step
+// (harness.hpp lists the steps; the parts it calls each hold one of them).
 #include "harness.hpp"
 
 #include <sched.h>

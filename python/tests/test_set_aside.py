@@ -129,6 +129,30 @@ def test_the_terminal_summary_and_the_table_say_it(store, samples_kept):
         assert "4 of 14 samples set aside" in " ".join(shown.split())
 
 
+def test_a_narrow_terminal_drops_the_column_not_the_verdicts(store):
+    """Where the set-aside column would push a row past the width, the ladder
+    drops it and says so under the rows: no row spills its verdict onto a
+    line of its own (the recorded no-idle-driver run at 80 columns)."""
+    run = _stored(store, "no_idle_driver.jsonl")
+    for width, column in ((80, False), (120, True)):
+        text = summary_view.plain(summary_view.run_lines(summarize([run]), width))
+        (ladder,) = [
+            block.splitlines()
+            for block in text.split("\n\n")
+            if block.startswith("What one operation costs here")
+        ]
+        assert all(len(line) <= width for line in ladder), ladder
+        assert ("set aside, verdict" in ladder[0]) is column
+        rows = [
+            line
+            for line in ladder
+            if line.startswith("  ") and line.rstrip().endswith(("ok", "suspect"))
+        ]
+        assert len(rows) == 4, ladder
+        narrow_note = any("some figures had samples taken" in line for line in ladder)
+        assert narrow_note is not column
+
+
 def _rendered(table, width: int) -> str:
     console = Console(width=width, file=io.StringIO(), color_system=None)
     console.print(table)

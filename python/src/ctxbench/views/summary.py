@@ -91,6 +91,11 @@ SET_ASIDE_NOTE = (
     "set aside: n/m of the samples were taken while the host slowed the CPU, set aside "
     "and taken again (`ctxbench show RUN --all` gives each figure with them)"
 )
+# The same where the terminal has no room for the column.
+SET_ASIDE_NARROW_NOTE = (
+    "some figures had samples taken while the host slowed the CPU: they were set aside "
+    "and taken again (`ctxbench show RUN --all` gives how many, and each figure with them)"
+)
 
 
 def ladder_lines(run: RunSummary, width: int) -> list[Text]:
@@ -113,6 +118,14 @@ def ladder_lines(run: RunSummary, width: int) -> list[Text]:
     aside_w = max(len(r[3]) for r in rows)  # its heading may reach over the CI column
     status_w = len("unsupported")
     used = 2 + label_w + 2 + median_w + 2 + ci_w + 2 + (aside_w + 2 if aside_w else 0) + status_w
+    aside_note = SET_ASIDE_NOTE
+    longest = used - status_w + max(len(p.status) for *_, p in rows)  # the longest row
+    if aside_w and longest > width:
+        # No room for the column: each row would spill its verdict onto a
+        # line of its own. The note says samples were set aside; --all shows
+        # how many per figure.
+        used -= aside_w + 2
+        aside_w, aside_note = 0, SET_ASIDE_NARROW_NOTE
     names = [variant_name(p.probe, p.params) for *_, p in rows]
     wide = used + 2 + max(len(n) for n in names) <= width
     scale = _log_scale([p.median for *_, p in rows if p.unit == "ns" and p.median])
@@ -144,8 +157,8 @@ def ladder_lines(run: RunSummary, width: int) -> list[Text]:
         if wide:
             parts.append((name, "dim"))
         lines.append(styled_line(*parts))
-    if aside_w:
-        lines += wrapped_lines(SET_ASIDE_NOTE.replace("RUN", run.run_id), width, 2, "dim")
+    if any(row[3] for row in rows):
+        lines += wrapped_lines(aside_note.replace("RUN", run.run_id), width, 2, "dim")
     for words in run.timer:
         lines += wrapped_lines(words, width, 2, "dim")
     for words in why.terms(run.ladder):
