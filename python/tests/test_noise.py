@@ -17,7 +17,7 @@ from ctxbench import fmt, stats
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
 from ctxbench.analysis.gate import SLOWER as GATE_SLOWER
-from ctxbench.analysis.gate import gate
+from ctxbench.analysis.gate import decide_by, gate
 from ctxbench.analysis.machine_history import history_runs, machine_key, variant_history
 from ctxbench.records.core import group_run, params_key
 from ctxbench.views.export import comparison_dict
@@ -90,7 +90,7 @@ def test_a_history_at_two_levels_is_judged_by_its_whole_spread():
     difference, judged_by = noise.judge(a, b, history=TWO_LEVELS)
     whole = stats.weighted_log_sd(figures, [w for _, w in TWO_LEVELS]).spread
     assert judged_by.source == noise.HISTORY and judged_by.spread == pytest.approx(whole)
-    assert whole > 2 * robust
+    assert whole > 2 * robust and judged_by.levels == 2
     assert not difference.significant
     assert decide(difference, "ns", 0.10, judged_by) != SLOWER
     # One run apart is a slow spell, not a level: the robust spread stays.
@@ -98,6 +98,17 @@ def test_a_history_at_two_levels_is_judged_by_its_whole_spread():
     assert not stats.two_levels(one_apart, noise.HISTORY_LEVEL_GAP, noise.HISTORY_LEVEL_RUNS)
     _, judged_by = noise.judge(result(100.0), result(100.0), history=one_apart)
     assert judged_by.spread == pytest.approx(stats.weighted_log_spread(one_apart, [1.0] * 5).spread)
+    assert judged_by.levels == 1
+
+
+def test_a_row_whose_history_sits_at_two_levels_says_no_count_of_runs_decides_it():
+    """In the gate such a row is inconclusive and says to read it rather than
+    gate on it: K earlier runs would never narrow a spread of two levels."""
+    _, judged_by = noise.judge(result(6599.0), result(6700.0), history=TWO_LEVELS)
+    decider = decide_by(judged_by, math.log1p(0.25), stats.DEFAULT_LEVEL, noise.GATE_POWER)
+    assert decider.two_levels and decider.repeats is None and decider.earlier_runs is None
+    _, tight = noise.judge(result(100.0), result(100.0), history=[100.0, 104.0, 96.0, 101.0])
+    assert not decide_by(tight, math.log1p(0.01), stats.DEFAULT_LEVEL, noise.GATE_POWER).two_levels
 
 
 def test_too_short_a_history_leaves_the_within_run_samples():

@@ -61,6 +61,9 @@ class Decider:
     repeats: int | None = None
     earlier_runs: int | None = None
     quieter: bool = False
+    # The machine's history of the row sits at two levels: no count of runs
+    # narrows that; the row is for reading, not for a gate.
+    two_levels: bool = False
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,8 @@ def judge_row(row: Row, index: int, percent: float, level: float, power: float) 
 
 def decide_by(judged_by: noise.Noise, limit: float, level: float, power: float) -> Decider:
     """What would bring the row's detectable slowdown to LIMIT (log) or below."""
+    if judged_by.levels > 1:
+        return Decider(quieter=bool(judged_by.widened), two_levels=True)
     if judged_by.widened:
         return Decider(quieter=True)
     if judged_by.source == noise.WITHIN_RUN or not judged_by.spread:

@@ -128,6 +128,7 @@ class Noise:
     se: float | None = None
     df: float = math.inf
     widened: tuple[Widening, ...] = ()
+    levels: int = 1  # 2: the history sat at two levels (HISTORY_LEVEL_GAP)
 
     @property
     def floor_effect(self) -> float:
@@ -223,18 +224,18 @@ def host_widenings(hosts: Sequence[HostState | None]) -> list[Widening]:
 HistoryFigures = Sequence[float] | Sequence[tuple[float, float]]
 
 
-def _history_spread(history: HistoryFigures) -> tuple[stats.PooledSpread | None, int]:
-    """The weighted log spread of the history and how many runs it has."""
+def _history_spread(history: HistoryFigures) -> tuple[stats.PooledSpread | None, int, int]:
+    """The weighted log spread of the history, how many runs it has, and its levels (1 or 2)."""
     pairs = [(h, 1.0) if isinstance(h, (int, float)) else (h[0], h[1]) for h in history]
     if sum(w for _, w in pairs) < MIN_HISTORY_RUNS:
-        return None, len(pairs)
+        return None, len(pairs), 1
     figures, weights = [f for f, _ in pairs], [w for _, w in pairs]
     if stats.two_levels(figures, HISTORY_LEVEL_GAP, HISTORY_LEVEL_RUNS):
         # Two levels (a cross-CPU wake-up that finds the other CPU awake in
         # some runs and idle in others): the robust spread would measure one
         # level alone and call a run at the other a change.
-        return stats.weighted_log_sd(figures, weights), len(pairs)
-    return stats.weighted_log_spread(figures, weights), len(pairs)
+        return stats.weighted_log_sd(figures, weights), len(pairs), 2
+    return stats.weighted_log_spread(figures, weights), len(pairs), 1
 
 
 def judge(
@@ -253,13 +254,14 @@ def judge(
     a, b = figure(reference), figure(other)
     repeats_a, repeats_b = repeat_figures(reference), repeat_figures(other)
     base: tuple[str, stats.PooledSpread, int, float] | None = None
+    levels = 1
     if a and b and len(repeats_a) >= MIN_REPEATS and len(repeats_b) >= MIN_REPEATS:
         pooled = stats.pooled_log_spread([repeats_a, repeats_b])
         if pooled is not None:
             factor = math.sqrt(1.0 / len(repeats_a) + 1.0 / len(repeats_b))
             base = (REPEATS, pooled, len(repeats_a) + len(repeats_b), factor)
     if base is None and a and b:
-        spread, runs = _history_spread(history)
+        spread, runs, levels = _history_spread(history)
         if spread is not None:
             base = (HISTORY, spread, runs, math.sqrt(2.0))
     if base is not None and a and b and a > 0 and b > 0:
@@ -271,7 +273,15 @@ def judge(
         se = math.sqrt(sum(part**2 for part, _ in parts))
         df = stats.satterthwaite_df(parts) if widened else float(pooled.df)
         interval = stats.t_log_interval(math.log(b / a), se, df, level)
-        noise = Noise(source, pooled.spread, n, se=se, df=df, widened=widened)
+        noise = Noise(
+            source,
+            pooled.spread,
+            n,
+            se=se,
+            df=df,
+            widened=widened,
+            levels=levels if source == HISTORY else 1,
+        )
         return _between_runs(a, b, interval, level, noise), noise
     samples_a, samples_b = reference["samples"], other["samples"]
     pooled = stats.pooled_log_spread([samples_a, samples_b])

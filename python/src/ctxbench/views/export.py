@@ -214,6 +214,7 @@ def _gate_row_dict(verdict: GateRow) -> dict[str, Any]:
             "repeats": decider.repeats,
             "earlier_runs": decider.earlier_runs,
             "quieter_moment": decider.quieter,
+            "two_levels": decider.two_levels,
         },
     }
 

@@ -79,6 +79,11 @@ def inconclusive_words(verdict: GateRow) -> str:
     decider = verdict.decider
     if decider is None:
         return text
+    if decider.two_levels:
+        return text + (
+            "; this machine's runs of it sit at two levels, so no count of runs decides it: "
+            "read it, do not gate on it"
+        )
     ways = []
     if decider.quieter:
         ways.append("runs at a quieter moment")
