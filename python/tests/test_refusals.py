@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, fixture_path, real_run, with_run_id
+from conftest import REPO, built_engine, fixture_path, real_run, with_run_id
 from ctxbench.records.core import group_run, record_problem
 from ctxbench.store.db import Store
 from test_reliability import ctxbench, error_line, stored_runs
@@ -29,12 +29,7 @@ JAIL = REPO / "engine" / "tests" / "system" / "seccomp_jail.py"
 
 
 def real_engine_env(tmp_path: Path) -> dict[str, str]:
-    from ctxbench.acquire.runner import find_engine
-
-    try:
-        engine = find_engine()
-    except Exception as error:  # no engine built: nothing to test here
-        pytest.skip(str(error))
+    engine = built_engine()
     return dict(
         os.environ,
         PYTHONPATH=str(SOURCE),

@@ -20,9 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fixture_path, real_run
-from ctxbench.acquire.runner import find_engine
-from ctxbench.errors import EngineError
+from conftest import built_engine, fixture_path, real_run
 from ctxbench.records.core import RecordError, read_run_file
 from ctxbench.store.db import Store
 from ctxbench.views import tables
@@ -216,12 +214,7 @@ def test_a_stop_signal_keeps_a_partial_run_and_leaves_no_engine(env, signum):
 def test_a_killed_ctxbench_takes_the_engine_with_it_and_leaves_the_spool(tmp_path):
     """SIGKILL cannot be handled: the real engine must still stop (it dies
     with its parent), and the spool holds what was measured, importable."""
-    try:
-        engine = find_engine()
-    except EngineError as error:  # no engine built (`make engine`); under CI, a failure
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
+    engine = built_engine()
     db = tmp_path / "killed.db"
     env = dict(os.environ, PYTHONPATH=str(SOURCE), CTXBENCH_ENGINE=str(engine))
     # --interleave off: variant after variant, so the second announced means the

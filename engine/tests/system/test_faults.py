@@ -439,7 +439,7 @@ def held_spans(events):
     return spans
 
 
-def check_held_record(records, kind):
+def check_held_record(records):
     (held,) = [r for r in results(records) if r["probe"] == "switch.pipe"]
     assert held["params"]["idle"] == "held"
     assert held["verdict"]["status"] != "unsupported", held["verdict"]
@@ -473,7 +473,7 @@ def test_idle_hold_is_released_when_its_variant_ends(engine, tmp_path, kind):
         # What the kernel answered while it was held: the effective bound was 0.
         assert [d[1] for w, d in events if w == "effective"] == ['"\\0\\0\\0\\0"']
         assert effective_latency_us() > 0  # back to the system's own value
-    check_held_record(records, kind)
+    check_held_record(records)
     assert leftover_children() == 0
 
 
@@ -500,7 +500,7 @@ def test_idle_hold_is_released_after_each_round(engine, tmp_path, kind):
                 assert "effective" in calls
         else:
             assert calls == [], (rnd, calls)
-    held = check_held_record(records, kind)
+    held = check_held_record(records)
     assert held["schedule"]["interleave"] == "rounds" and held["schedule"]["rounds"] == 3
     if kind == "real":
         assert {d[1] for w, d in events if w == "effective"} == {'"\\0\\0\\0\\0"'}
