@@ -198,7 +198,19 @@ class Store:
                     f"cannot be brought up to schema {LATEST_VERSION}: open it once where it "
                     "can be written"
                 )
+            self._reopen_for_writing()
             self.migrate(LATEST_VERSION)
+
+    def _reopen_for_writing(self) -> None:
+        """A store a command that only reads opened read-only, and that must
+        be brought up to this schema: opened again to write, once its
+        neighbourhood is checked again."""
+        if not getattr(self._dialect, "reading", False):
+            return
+        self._dialect.for_writing()  # type: ignore[attr-defined]
+        self.close()
+        self._engine = self._dialect.engine()
+        self._conn = self._engine.connect()
 
     def _identity(self, conn: sa.Connection) -> tuple[int, int, list[str]]:
         """(schema version, application id, tables), read in one transaction:

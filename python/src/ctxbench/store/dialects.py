@@ -8,9 +8,11 @@ queries and the migrations are shared (ctxbench.store, ctxbench.store_schema).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import sqlite3
 import stat
+import struct
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -94,14 +96,25 @@ class SQLiteDialect(Dialect):
 
     def __init__(self, path: Path, lock_timeout: float, create: bool, explicit: bool):
         super().__init__(str(path), lock_timeout)
-        self.path = path
-        self.readonly = check_path(path, create=create, explicit=explicit)
-        check_companions(path)
+        self.path = resolve_link(path)  # a link is followed once, then its file is used
+        self.readonly = check_path(self.path, create=create, explicit=explicit)
+        # A command that only reads opens the store read-only: SQLite then
+        # neither creates it nor writes it (a journal it finds is not replayed).
+        self.reading = not create
+        check_companions(self.path)
+        if create and not self.path.exists():
+            create_file(self.path)
         self._file_id: tuple[int, int] | None = None
 
+    def for_writing(self) -> None:
+        """A store a read command opened read-only, to be written (migrated):
+        its neighbourhood is checked again before SQLite opens it to write."""
+        check_companions(self.path)
+        self.reading = False
+
     def engine(self) -> sa.Engine:
-        mode = "ro" if self.readonly else ("rw" if self.path.exists() else "rwc")
-        uri = f"file:{quote(str(self.path.resolve()))}?mode={mode}"
+        mode = "ro" if self.readonly or self.reading else "rw"
+        uri = f"file:{quote(str(self.path))}?mode={mode}"
 
         def connect() -> sqlite3.Connection:
             # isolation_level=None: SQLite's own BEGIN/COMMIT, issued by the
@@ -331,19 +344,114 @@ COMPANIONS = {
     "-wal": "write-ahead log",
     "-shm": "shared-memory index",
 }
+HINT = "choose another --db (or CTXBENCH_DB)"
+# SQLite's lock bytes (os_unix.c): a writer holds RESERVED while its
+# journal is live; SHARED is taken by readers, in a range after PENDING.
+PENDING_BYTE = 0x40000000
+RESERVED_BYTE = PENDING_BYTE + 1
+
+
+def resolve_link(path: Path) -> Path:
+    """PATH, or the file a link at PATH names. A link is followed only where
+    it is the user's own (or its directory owner's), and only to a file that
+    exists: in a directory shared with other users, a planted link would
+    otherwise send the store, and the files SQLite makes beside it, anywhere."""
+    try:
+        link = os.lstat(path)
+    except OSError:
+        return path
+    if not stat.S_ISLNK(link.st_mode):
+        return path
+    try:
+        parent_owner = os.stat(path.parent if str(path.parent) else ".").st_uid
+    except OSError:
+        parent_owner = -1
+    if link.st_uid not in (os.geteuid(), parent_owner):
+        raise StoreError(
+            f"store path {path} is a link owned by another user (uid {link.st_uid}); "
+            f"ctxbench will not follow it: remove it or {HINT}"
+        )
+    target = Path(os.path.realpath(path))
+    if not target.exists():
+        raise StoreError(
+            f"store path {path} is a link to {target}, which does not exist; ctxbench "
+            f"creates a store only where --db names a file, never through a link: {HINT}"
+        )
+    return target
+
+
+def create_file(path: Path) -> None:
+    """Makes the store's file new: never through a link, never over a file
+    that appeared since it was checked (O_EXCL, O_NOFOLLOW)."""
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        raise StoreError(
+            f"store path {path} appeared while ctxbench was opening it (another process?); "
+            "nothing was written: run the command again"
+        ) from None
+    except OSError as error:
+        raise StoreError(f"cannot create store {path}: {error.strerror}; {HINT}") from None
+    os.close(fd)
+
+
+def held_by_a_writer(path: Path) -> bool:
+    """Whether another process holds SQLite's RESERVED lock on PATH (a write
+    transaction is open: a journal beside the store is that writer's)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        query = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, RESERVED_BYTE, 1, 0)
+        answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+        return struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def check_companions(path: Path) -> None:
-    """Refuses a store with a link where SQLite keeps a file beside it: in a
-    directory shared with other users, a link planted there could point at
-    any file. SQLite would refuse to follow it too (O_NOFOLLOW), but only
-    mid-write, in words that blame the database."""
+    """Refuses a store with a file beside it that SQLite would use and this
+    process did not expect: a link (it could point at any file), a file that
+    is not regular or is another user's, a journal or write-ahead log with
+    content while no writer holds the store's lock. SQLite would roll such a
+    journal back into the store on its first read (a crafted one destroys
+    it), so it is refused before SQLite opens the store, which is left as it is."""
+    try:
+        store_owner = os.stat(path).st_uid
+    except OSError:
+        store_owner = os.geteuid()
     for suffix, what in COMPANIONS.items():
         companion = path.with_name(path.name + suffix)
-        if companion.is_symlink():
+        try:
+            info = os.lstat(companion)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
             raise StoreError(
                 f"{companion} is a link where SQLite keeps the store's {what}; ctxbench "
-                f"will not write through it: remove it (someone else's?) or choose another --db"
+                f"will not write through it: remove it (someone else's?) or {HINT}"
+            )
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(
+                f"{companion} is {_file_kind(info.st_mode)} where SQLite keeps the store's "
+                f"{what}; the store was left untouched: remove it or {HINT}"
+            )
+        if info.st_uid not in (os.geteuid(), store_owner):
+            raise StoreError(
+                f"{companion} is owned by another user (uid {info.st_uid}) than the store's; "
+                f"SQLite would take it for the store's {what}, so the store was left "
+                f"untouched: remove it (someone else's?) or {HINT}"
+            )
+        if suffix != "-shm" and info.st_size > 0 and not held_by_a_writer(path):
+            raise StoreError(
+                f"{companion} holds a {what} while no writer has the store open; SQLite "
+                "would replay it into the store, so the store was left untouched: if a "
+                "write of yours was killed midway, `sqlite3 STORE 'PRAGMA integrity_check'` "
+                f"replays it; otherwise remove it (planted?) or {HINT}"
             )
 
 
@@ -378,6 +486,12 @@ def check_path(path: Path, create: bool, explicit: bool) -> bool:
             raise StoreError(
                 f"{path} is not a ctxbench store (not an SQLite file); it was left untouched: "
                 f"{hint}"
+            )
+        if not head and not create:
+            # A command that only reads never makes a store of an empty file.
+            raise StoreError(
+                f"{path} is an empty file, not a ctxbench store; it was left untouched: "
+                "`ctxbench run` or `ctxbench import` makes a store there"
             )
         if not os.access(path, os.W_OK):
             if create:
