@@ -2,7 +2,7 @@
 
 The seed questions (issue 30): fibers, coroutines or threads; what a system
 call, a thread and a process cost; a burst of 20/200/20000 switches pinned or
-not; the pipe against the condvar thread switch with messages per second;
+not; the pipe against the condvar thread switch with round trips per second;
 what a cross-CPU wake-up costs and why; the RISC-V trap round trip. Each is
 asked of a recorded run stored in a fresh store (the reference run, the
 RISC-V lab run, the run with no cpuidle driver) with the command a user would
@@ -52,8 +52,8 @@ QUESTIONS = (
      "What a system call, a thread, a process cost:"),
     ("What does a burst of 20/200/20000 switches cost, pinned or not?", "reference",
      "Switches in a burst (per switch), pinned to one CPU or not:"),
-    ("Pipe or condvar for a thread hand-off, and how many messages per second?", "reference",
-     "Pipe vs condvar thread switch, one CPU; messages per second:"),
+    ("Pipe or condvar for a thread hand-off, and how many round trips per second?", "reference",
+     "Pipe vs condvar thread switch, one CPU; round trips per second:"),
     ("What does a cross-CPU wake-up cost here, and why? (no cpuidle driver)", "no-idle-driver",
      "Another CPU: a thread switch takes"),
     ("What does a RISC-V trap round trip cost?", "riscv", "getpid's ecall round trip is"),

@@ -43,9 +43,9 @@ def test_every_seed_question_is_answered_in_the_first_25_lines_of_show(shown):
         "process / thread = 8.70× (CI 7.65–9.26×)",
         "Switches in a burst (per switch), pinned to one CPU or not: pinned n=20 1.125 µs",
         "not measured: unpinned n=20, unpinned n=200, unpinned n=20000",
-        "Pipe vs condvar thread switch, one CPU; messages per second: pipe 983.0 ns",
+        "Pipe vs condvar thread switch, one CPU; round trips per second: pipe 983.0 ns",
         "condvar / pipe = 1.68× (CI 1.65–1.77×)",
-        "1-byte messages over a pipe, one CPU 502.8 k/s",
+        "pipe, 1 byte each way, one CPU 502.8 k round trips/s",
     ):
         assert words in first, words
 
@@ -75,3 +75,23 @@ def test_the_report_opens_with_the_answers(tmp_path):
     summary = html.split('id="summary"')[1]
     assert summary.index('id="summary-answers"') < summary.index('id="summary-ladder"')
     assert "thread hand-off / fiber = 23.3× (CI 22.6–24.0×)" in summary
+
+
+def test_the_message_rate_is_round_trips_per_second_on_screen_and_in_the_json(shown, tmp_path):
+    """msgrate.pipe's figure counts round trips (a message there and one
+    back): show says so, and show --json carries the unit with the figure."""
+    import json
+
+    import jsonschema
+
+    first = " ".join(" ".join(shown.splitlines()[:25]).split())
+    assert "round trips per second" in first and "messages per second" not in first
+    db = str(tmp_path / "json.db")
+    invoke("import", str(REFERENCE), "--db", db)
+    data = json.loads(invoke("show", "latest", "--json", "--db", db).stdout)
+    schema = json.loads((REFERENCE.parents[2] / "schema" / "show.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(data)
+    handoff = next(a for a in data["summary"]["answers"] if a["question"] == "handoff")
+    units = {f["label"]: f["point"]["unit"] for f in handoff["figures"]}
+    assert units["pipe, 1 byte each way, one CPU"] == "round trips/s"
+    assert units["pipe"] == "ns"

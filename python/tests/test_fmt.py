@@ -35,7 +35,7 @@ GOLDEN = Path(__file__).parent / "golden"
         (113.0, "instructions", "113 instr"),
         (1234.0, "cycles", "1,234 cycles"),
         (212.5, "cycles", "212.5 cycles"),
-        (1.5e6, "msgs/s", "1.500 M/s"),
+        (1.5e6, "msgs/s", "1.500 M round trips/s"),
         (None, "ns", "—"),
     ],
 )

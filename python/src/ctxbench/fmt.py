@@ -2,7 +2,9 @@
 
 Times are shown with a unit chosen for readability (ns, µs, ms, s) and four
 significant digits; counts (cycles, instructions) as numbers with the unit;
-rates with k/M prefixes.
+rates with k/M prefixes. A record's unit "msgs/s" (msgrate.pipe) counts
+round trips, a message there and one back, and is shown and written in
+the views' JSON as "round trips/s" (unit_name).
 """
 
 from __future__ import annotations
@@ -15,6 +17,14 @@ from typing import Any
 
 TIME_SCALES = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
 COUNT_UNITS = {"instructions": "instr", "cycles": "cycles"}
+# The record's unit -> what the views call it: msgrate's "msgs/s" are round
+# trips per second (one message each way), as the probe's op says.
+UNIT_NAMES = {"msgs/s": "round trips/s"}
+
+
+def unit_name(unit: str) -> str:
+    """The unit as the views show it and write it in their JSON."""
+    return UNIT_NAMES.get(unit, unit)
 
 
 # C0 and C1 control characters (ESC starts terminal escape sequences), DEL,
@@ -60,7 +70,11 @@ def value(amount: float | None, unit: str) -> str:
             if abs(amount) >= factor or factor == 1.0:
                 return f"{number(amount / factor)} {name}"
     if unit == "msgs/s":
-        for factor, name in ((1e6, "M/s"), (1e3, "k/s"), (1.0, "/s")):
+        for factor, name in (
+            (1e6, "M round trips/s"),
+            (1e3, "k round trips/s"),
+            (1.0, "round trips/s"),
+        ):
             if abs(amount) >= factor or factor == 1.0:
                 return f"{number(amount / factor)} {name}"
     short = COUNT_UNITS.get(unit, unit)

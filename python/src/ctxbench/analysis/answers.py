@@ -155,7 +155,7 @@ QUESTIONS: tuple[Question, ...] = (
     ),
     Question(
         "handoff",
-        "Pipe vs condvar thread switch, one CPU; messages per second",
+        "Pipe vs condvar thread switch, one CPU; round trips per second",
         (
             Wanted(
                 "pipe",
@@ -173,8 +173,8 @@ QUESTIONS: tuple[Question, ...] = (
             ),
             Wanted(
                 "rate_same",
-                "1-byte messages over a pipe, one CPU",
-                "messages, one CPU",
+                "pipe, 1 byte each way, one CPU",
+                "round trips, one CPU",
                 "message_rate",
                 {
                     "payload": (1,),
@@ -186,7 +186,7 @@ QUESTIONS: tuple[Question, ...] = (
             Wanted(
                 "rate_cross",
                 "across CPUs",
-                "messages across CPUs",
+                "round trips across CPUs",
                 "message_rate",
                 {
                     "payload": (1,),

@@ -246,7 +246,7 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
                     "family": row.family,
                     "params": row.params,
                     "variant": variant_name(row.probe, row.params),
-                    "unit": row.unit,
+                    "unit": fmt.unit_name(row.unit),
                     "run": fmt.run_letter(index),
                     "reference": reference,
                     "reference_median": _finite(base.median),
@@ -320,7 +320,7 @@ def _matrix_dict(compared: MatrixComparison) -> dict[str, Any]:
     return {
         "probe": compared.probe,
         "params": compared.params,
-        "unit": compared.unit,
+        "unit": fmt.unit_name(compared.unit),
         "classes": [
             {
                 "class": row.pair_class,

@@ -100,7 +100,7 @@ def axis_type(values: list[float]) -> str:
 
 
 def unit_title(unit: str) -> str:
-    return {"ns": "ns per operation", "msgs/s": "messages per second"}.get(
+    return {"ns": "ns per operation", "msgs/s": "round trips per second (a message each way)"}.get(
         unit, f"{unit} per operation"
     )
 

@@ -389,7 +389,7 @@ def _point_dict(point: Point | None) -> dict[str, Any] | None:
         "probe": point.probe,
         "params": point.params,
         "variant": variant_name(point.probe, point.params),
-        "unit": point.unit,
+        "unit": fmt.unit_name(point.unit),
         "median": point.median,
         "ci_low": point.ci_low,
         "ci_high": point.ci_high,
@@ -412,7 +412,14 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
         "terms": why.terms(run.ladder),
         "timer": list(run.timer),
         "answers": [
-            {"question": answer.key, "title": answer.title, "sentences": answer_sentences(answer)}
+            {
+                "question": answer.key,
+                "title": answer.title,
+                "sentences": answer_sentences(answer),
+                "figures": [
+                    {"label": label, "point": _point_dict(point)} for label, point in answer.figures
+                ],
+            }
             for answer in run.answers
         ],
         "same_vs_cross": [
