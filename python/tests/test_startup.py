@@ -83,3 +83,40 @@ def test_every_command_the_group_names_resolves_to_its_click_command():
         assert isinstance(command, click.Command), name
         assert command.name == name, (name, command.name)
     assert cli.get_command(context, "no-such-command") is None
+
+
+def test_help_lists_every_command_in_whole_lines_without_importing_one():
+    """`ctxbench --help` (issue 40: 0.45-0.78 s, the import line cut
+    mid-parenthesis): the summaries are listed from the group's own table, so
+    no command module (and no heavy library) is imported, and each is one
+    line within 80 columns, never shortened with '...'."""
+    script = (
+        "import contextlib, io, json, sys\n"
+        "from ctxbench.cli.main import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    code = main(['--help'])\n"
+        "commands = sorted(n for n in sys.modules if n.startswith('ctxbench.cli.commands.'))\n"
+        f"heavy = sorted(n for n in {HEAVY!r} if n in sys.modules)\n"
+        "print(json.dumps({'code': code, 'out': out.getvalue(), 'commands': commands,"
+        " 'heavy': heavy}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(SOURCE), "PATH": "/usr/bin:/bin", "COLUMNS": "80"},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    done = json.loads(proc.stdout)
+    assert done["code"] == 0 and done["commands"] == [] and done["heavy"] == []
+    from ctxbench.cli.main import COMMANDS, SUMMARIES
+
+    assert set(SUMMARIES) == set(COMMANDS)
+    lines = done["out"].splitlines()
+    listed = lines[lines.index("Commands:") + 1 :]
+    assert len(listed) == len(COMMANDS)  # one line each: none wrapped
+    for line, name in zip(listed, sorted(COMMANDS), strict=True):
+        assert line.split()[0] == name and line.endswith(SUMMARIES[name]), line
+        assert len(line) <= 80 and "..." not in line

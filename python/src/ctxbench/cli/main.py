@@ -16,9 +16,13 @@ import click
 from ctxbench import __version__
 from ctxbench.cli.console import CtxbenchGroup
 
-# Each command's module, imported only when that command runs (or --help lists
-# them): `ctxbench --version` imports none, `ctxbench history` only its own
-# (a test guards which heavy modules each loads: test_package_structure).
+# Each command's module, imported only when that command runs: `ctxbench
+# --version` and `ctxbench --help` import none (--help lists the one-line
+# summaries below, so it answers in a tenth of a second), `ctxbench history`
+# only its own (a test guards which heavy modules each loads:
+# test_package_structure, test_startup). A summary is the command's help in
+# one line that fits 80 columns whole (test_startup); `ctxbench CMD --help`
+# gives the rest.
 COMMANDS = {
     "run": "ctxbench.cli.commands.run:run",
     "list": "ctxbench.cli.commands.list_env:list_command",
@@ -31,6 +35,19 @@ COMMANDS = {
     "import": "ctxbench.cli.commands.history:import_command",
     "export": "ctxbench.cli.commands.export:export",
     "riscv": "ctxbench.cli.commands.riscv:riscv",
+}
+SUMMARIES = {
+    "run": "Run probes (default: all), store the run, print its summary",
+    "list": "The probes: what one operation is, whether it runs here",
+    "env": "The environment capture alone: CPU, kernel, clocks, virtualization",
+    "history": "The runs in the store; --changes: where a machine's figures shifted",
+    "show": "One run, answers first (RUN: id, prefix, 'latest' or a label)",
+    "explain": "Where the time of each switch goes, from a run's own figures",
+    "compare": "Runs side by side, answers first, each row judged against its noise",
+    "report": "A self-contained HTML report (offline, plots inline) of runs",
+    "import": "Store engine JSON Lines as runs (ctxbench-engine run --json)",
+    "export": "A stored run as JSON Lines, CSV or Bencher Metric Format",
+    "riscv": "The RISC-V trap lab: ecall round trips on Spike, QEMU and rvsim",
 }
 
 
@@ -46,6 +63,12 @@ class LazyGroup(CtxbenchGroup):
             return None
         module, _, name = path.partition(":")
         return getattr(importlib.import_module(module), name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from SUMMARIES, whole lines, without importing a command."""
+        rows = [(name, SUMMARIES[name]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
