@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -198,6 +199,21 @@ def test_three_runs_say_which_run_each_line_is_about(tmp_path, monkeypatch):
     first = next(i for i, line in enumerate(lines) if line.startswith("  vDSO clock_gettime"))
     assert lines[first + 1].startswith("    B: not significant")
     assert lines[first + 2].startswith("    C ran ") and "slower than A" in lines[first + 2]
+
+
+def test_the_timer_line_names_two_different_figures_at_its_ends():
+    """Issue 40: "0.037 ns per switch (switch.pipe) to 0.15 ns per switch
+    (switch.pipe)": where both ends are variants of one probe, each end names
+    the parameters that tell it from the other."""
+    pipes = [r for r in real_run("run_a.jsonl").results if r["probe"] == "switch.pipe"]
+    (line,) = fmt.timer(pipes)
+    ends = re.findall(r"\((switch\.pipe[^)]*)\)", line)
+    assert len(ends) == 2 and ends[0] != ends[1], line
+    assert all(" " in end for end in ends)  # a parameter beside the probe's name
+    two_probes = [r for r in real_run("run_a.jsonl").results if r.get("timer")]
+    (line,) = fmt.timer(two_probes)
+    low, high = re.findall(r"\(([^)]*)\)", line.split("from each figure")[1])
+    assert low != high and " " not in low + high  # distinct probes: their names suffice
 
 
 def test_the_timer_is_stated_where_corrected_figures_are_shown(tmp_path, monkeypatch):

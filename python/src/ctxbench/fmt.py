@@ -161,13 +161,25 @@ def timer(results: list[dict[str, Any]]) -> list[str]:
         else:
             lines.append(
                 f"{head} from each figure: {_small(low)} per {_op_word(first)} "
-                f"({first['probe']}) to {_small(high)} per {_op_word(last)} ({last['probe']})"
+                f"({_end_name(first, last)}) to {_small(high)} per {_op_word(last)} "
+                f"({_end_name(last, first)})"
             )
     if uncorrected:
         names = ", ".join(sorted(set(uncorrected))[:3])
         more = len(set(uncorrected)) - 3
         lines.append(f"timer not subtracted: {names}" + (f" and {more} more" if more > 0 else ""))
     return lines
+
+
+def _end_name(result: dict[str, Any], other: dict[str, Any]) -> str:
+    """One end of the timer line, named so the two ends differ: the probe,
+    and where both ends are variants of one probe, the parameters in which
+    they differ ('switch.pipe cpus=cross')."""
+    if result["probe"] != other["probe"]:
+        return result["probe"]
+    params, others = result.get("params") or {}, other.get("params") or {}
+    differ = [f"{k}={params[k]}" for k in sorted(params) if params[k] != others.get(k)]
+    return " ".join([result["probe"], *differ])
 
 
 def _small(ns: float) -> str:
