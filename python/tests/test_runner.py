@@ -130,3 +130,19 @@ def test_progress_under_rounds_counts_visits_in_order(capsys):
     assert lines[0].startswith("[visit 1] switch.pipe (variant 2 of 2, round 1 of 5, elapsed")
     assert lines[1].startswith("[visit 2] syscall.getpid (variant 1 of 2, round 1 of 5, elapsed")
     assert lines[2].startswith("[1/2] syscall.getpid (elapsed")
+
+
+def test_progress_lines_on_a_pipe_are_whole_lines_at_any_columns(capsys, monkeypatch):
+    # Issue 40: on a non-terminal stderr the lines were hard-wrapped at
+    # COLUMNS, so a log parser saw half lines.
+    from ctxbench.acquire.runner import Progress
+    from ctxbench.cli.run_lifecycle import ProgressView
+
+    monkeypatch.setenv("COLUMNS", "40")
+    view = ProgressView()
+    view.live = False
+    params = {"between": "processes", "cpus": "cross", "idle": "held", "policy": "normal"}
+    with view:
+        view.update(Progress(7, 120, "switch.socketpair", params, 1, 2, 5))
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    assert len(line) > 40 and line.endswith(")") and "policy=normal" in line

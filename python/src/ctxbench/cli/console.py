@@ -97,7 +97,9 @@ def new_console(stderr: bool = False) -> Console:
         file=stream,
         width=width,
         highlight=False,
-        soft_wrap=False,
+        # stderr to a log or a pipe: each progress or status line whole, as a
+        # log parser reads it, never cut at COLUMNS (tables still fit width).
+        soft_wrap=stderr and not stream.isatty(),
         color_system="auto" if fmt.styled(stream) else None,  # None: no escape codes at all
     )
 
