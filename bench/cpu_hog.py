@@ -21,7 +21,8 @@ import time
 from collections.abc import Iterator
 
 
-def _stop(hog: subprocess.Popen[bytes]) -> None:
+def stop_group(hog: subprocess.Popen[bytes]) -> None:
+    """Stop HOG and every process of its group (it leads a session of its own)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(hog.pid, signal.SIGTERM)
     try:
@@ -59,5 +60,5 @@ def cpu_hog(load: bool, settle_s: float = 1.0) -> Iterator[None]:
             raise RuntimeError(f"stress-ng exited {hog.returncode} at once")
         yield
     finally:
-        _stop(hog)
+        stop_group(hog)
         signal.signal(signal.SIGTERM, previous)

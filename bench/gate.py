@@ -20,9 +20,11 @@ that make the machine's history in the store (as a CI store would have);
 then every A and A' joins it, so later pairs are judged by a longer history.
 B runs never join it (a user's store would not hold a slowed run as the
 machine's usual): each A/B comparison is made in a copy of the history
-store with B added. With --load, a `stress-ng --cpu 1` runs beside every
-run (bench/cpu_hog.py: started before the first run, stopped after the
-last, and on any exit of this script).
+store with B added. With --load (or --load hog), a `stress-ng --cpu 1` runs
+beside every run (bench/cpu_hog.py); with --load mix, a CI runner's other
+jobs (bench/load_mix.py: compiles, a test-like interpreter loop, a writer
+that syncs). Either is started before the first run, stopped after the
+last, and on any exit of this script.
 
 Judging (`compare`'s own code: compare_runs, the machine's history, gate)
 per threshold: how many A/A and A/B gates passed, failed or were
@@ -36,7 +38,7 @@ counted as judged or inconclusive.
 --replay DIR judges a kept directory again without measuring, so a change
 of the gate's rules is measured on the same runs.
 
-Usage: python3 bench/gate.py [--pairs K] [--history K] [--load]
+Usage: python3 bench/gate.py [--pairs K] [--history K] [--load [hog|mix]]
            [--mechanisms seccomp,sched] [--selection 'PROBES...']
            [--fail-above 10] [--run-args '...'] [--keep DIR | --replay DIR]
 Prints tables; never used by tests (speed and noise live in bench/).
@@ -61,7 +63,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
-from cpu_hog import cpu_hog
+from load_mix import add_load_option, background_load, check_load, load_words
 from run_to_run_cv import row_class
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -211,7 +213,7 @@ def measure(options: argparse.Namespace, directory: str) -> dict:
         return os.path.basename(path)
 
     started = time.monotonic()
-    with cpu_hog(options.load):
+    with background_load(options.load):
         for k in range(options.history):
             manifest["history"].append(take("plain", f"history-{k + 1}"))
         for pair in range(1, options.pairs + 1):
@@ -324,7 +326,7 @@ def report(manifest: dict, tallies: dict, thresholds: list[float], allow: float)
         f"bench/gate.py: {pairs} pairs of `ctxbench run {manifest['selection']} --quick"
         + (f" {manifest['run_args']}" if manifest["run_args"] else "")
         + "`"
-        + (", beside stress-ng --cpu 1" if manifest["load"] else "")
+        + (f", {load_words(manifest['load'])}" if manifest["load"] else "")
         + f"; {len(manifest['history'])} runs of history first; "
         f"{manifest['started']} to {manifest.get('finished', '?')}"
     )
@@ -409,7 +411,7 @@ def main() -> int:
     parser.add_argument(
         "--history", type=int, default=0, help="runs of the machine taken first (default 0)"
     )
-    parser.add_argument("--load", action="store_true", help="stress-ng --cpu 1 beside every run")
+    add_load_option(parser, "beside every run")
     parser.add_argument("--mechanisms", default="seccomp,sched",
                         help="slowdowns of B, comma-separated: seccomp, sched")  # fmt: skip
     parser.add_argument("--selection", default=DEFAULT_SELECTION, help="probes to run")
@@ -442,12 +444,12 @@ def main() -> int:
         if "sched" in options.mechanisms and (os.geteuid() != 0 or tracefs() is None):
             parser.error("the sched mechanism needs root and tracefs "
                          "(mount -t tracefs nodev /sys/kernel/tracing)")  # fmt: skip
-        if options.load and shutil.which("stress-ng") is None:
-            parser.error("--load needs stress-ng (apt-get install stress-ng)")
+        check_load(parser, options.load)
         directory = options.keep or tempfile.mkdtemp(prefix="ctxbench-gate-")
         os.makedirs(directory, exist_ok=True)
         # SIGTERM and SIGHUP end the script through its finally blocks (the
-        # hog, bench/cpu_hog.py, and the tracefs instance go with it).
+        # load, bench/cpu_hog.py or bench/load_mix.py, and the tracefs
+        # instance go with it).
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, lambda number, frame: sys.exit(128 + number))
         try:

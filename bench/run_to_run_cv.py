@@ -12,16 +12,18 @@ A configuration is NAME=ARGS: ARGS are extra `ctxbench run` options; a token
 KEY=VALUE whose KEY is upper case sets an environment variable instead (for
 example CTXBENCH_ENGINE=/path/to/an/older/engine to measure "before").
 
-With --load, every configuration also runs beside `stress-ng --cpu 1`
-(bench/cpu_hog.py: started before each such run, stopped after it however
-the script ends), as "NAME+load", right after its quiet run, so both fall in
+With --load (or --load hog), every configuration also runs beside
+`stress-ng --cpu 1` (bench/cpu_hog.py); with --load mix, under a CI
+runner's other jobs (bench/load_mix.py): either started before each such
+run and stopped after it however the script ends, as "NAME+load", right
+after its quiet run, so both fall in
 the same moments of the host. A second table then compares, per row class,
 each variant's median over the loaded runs with its median over the quiet
 ones (the shift, and how many rows stay within 10%), and the share of the
 loaded rows whose verdict is `ok`, with the reasons of the others.
 
 Usage: python3 bench/run_to_run_cv.py [--runs N] [--selection 'PROBES...']
-           [--config NAME=ARGS ...] [--ctxbench PATH] [--keep DIR] [--load]
+           [--config NAME=ARGS ...] [--ctxbench PATH] [--keep DIR] [--load [hog|mix]]
 Prints a table; never used by tests (speed and noise live in bench/).
 """
 
@@ -30,7 +32,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import statistics
 import subprocess
@@ -39,7 +40,7 @@ import tempfile
 import time
 from collections import Counter
 
-from cpu_hog import cpu_hog
+from load_mix import add_load_option, background_load, check_load, load_words
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_TOKEN = re.compile(r"^[A-Z][A-Z0-9_]*=")
@@ -139,17 +140,12 @@ def main() -> int:
     parser.add_argument("--config", action="append", default=[], help="NAME=ARGS (repeatable)")
     parser.add_argument("--ctxbench", default=default_ctxbench())
     parser.add_argument("--keep", help="keep each run's --json file in this folder")
-    parser.add_argument(
-        "--load",
-        action="store_true",
-        help="run each configuration again beside stress-ng --cpu 1 (NAME+load)",
-    )
+    add_load_option(parser, "run each configuration again with it (NAME+load)")
     args = parser.parse_args()
     # SIGTERM ends the script through SystemExit, so the run in progress and
     # the hog are stopped on the way out (subprocess.run kills its child).
     signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
-    if args.load and shutil.which("stress-ng") is None:
-        parser.error("--load needs stress-ng (apt-get install stress-ng)")
+    check_load(parser, args.load)
     configs = [parse_config(c) for c in args.config] or [("default", [], {})]
     quiet_of: dict[str, str] = {}
     if args.load:
@@ -168,7 +164,7 @@ def main() -> int:
         for n in range(1, args.runs + 1):
             for name, extra, env in configs:
                 out = os.path.join(keep, f"{name}-{n}.jsonl")
-                with cpu_hog(name in quiet_of):
+                with background_load(args.load if name in quiet_of else None):
                     medians, wall = one_run(
                         args.ctxbench, selection, extra, env, os.path.join(tmp, "cv.db"), out
                     )
@@ -202,6 +198,8 @@ def main() -> int:
                 f"{name:<16} {cls:<18} {len(cvs):>4} {100 * statistics.median(cvs):>8.1f}% "
                 f"{100 * percentile(cvs, 0.75):>6.1f}% {100 * max(cvs):>6.1f}% {wall:>6.1f}"
             )
+    if args.load:
+        print(f"\n+load: {load_words(args.load)}")
     for loaded, quiet in quiet_of.items():
         print_load_table(loaded, quiet, figures, verdicts, classes)
     return 0
