@@ -219,3 +219,93 @@ def test_a_read_command_on_a_missing_store_creates_nothing(env, tmp_path):
     missing = tmp_path / "missing.db"
     assert "no store at" in refused(env, "history", "--db", str(missing))
     assert not missing.exists()
+
+
+# ---- outputs onto the store, and FIFOs ------------------------------------------------------
+# The commands that write an output file, the path to come after each.
+WRITERS = {
+    "export -o": ["export", "latest", "-o"],
+    "report -o": ["report", "latest", "-o"],
+    "run --report": ["run", "syscall.getpid", "--report"],
+    "run --json": ["run", "syscall.getpid", "--json"],
+}
+
+
+@pytest.mark.parametrize("target", ["STORE", "LINK", "JOURNAL"])
+@pytest.mark.parametrize("command", WRITERS.values(), ids=WRITERS.keys())
+def test_an_output_naming_the_store_is_refused_before_anything_is_written(
+    env, tmp_path, command, target
+):
+    """The old main wrote the export, the report or the records over the
+    store (exit 0; `run --json STORE` truncated it before measuring, then
+    failed), through a link too. Each is now refused in one line, exit 2,
+    before measuring; the store is byte for byte as it was."""
+    store = Path(env["CTXBENCH_DB"])
+    assert ctxbench(env, "import", str(fixture_path("run_b.jsonl"))).returncode == 0
+    link = tmp_path / "link-to-store"
+    link.symlink_to(store)
+    path = {"STORE": str(store), "LINK": str(link), "JOURNAL": f"{store}-journal"}[target]
+    before = digest(store)
+    line = refused(env, *command, path, "--db", str(store))
+    assert "ctxbench never writes an output over it" in line, line
+    assert digest(store) == before
+    assert not Path(f"{store}-journal").exists()
+    assert runs_and_check(store) == ([real_run("run_b.jsonl").run_id], "ok")
+
+
+FIFO_OUTPUTS = {name: [*command, "FIFO"] for name, command in WRITERS.items()}
+
+
+@pytest.mark.parametrize("command", FIFO_OUTPUTS.values(), ids=FIFO_OUTPUTS.keys())
+def test_a_fifo_as_an_output_or_input_is_refused_not_waited_on(env, tmp_path, command):
+    """The old main opened the FIFO and waited for a reader (or writer) for
+    ever, silently. Now one line naming it, exit 2, before measuring."""
+    assert ctxbench(env, "import", str(fixture_path("run_b.jsonl"))).returncode == 0
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    args = [str(fifo) if word == "FIFO" else word for word in command]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxbench", *args],
+            capture_output=True,
+            env=env,
+            timeout=30,  # a hang guard: the refusal takes about a second
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"`ctxbench {' '.join(command)}` waited on the FIFO")
+    assert done.returncode == 2, done.stderr
+    assert "FIFO" in error_line(done)
+    assert b"[1/" not in done.stderr and b"[visit" not in done.stderr
+
+
+def test_a_json_copy_is_left_as_it_was_until_the_first_record(env, tmp_path):
+    """--json is opened before the run and truncated only when the first
+    record arrives: an engine that writes nothing leaves the file as it was
+    (the old main emptied it at once)."""
+    copy = tmp_path / "records.jsonl"
+    copy.write_text("earlier records\n")
+    done = ctxbench(dict(env, FAKE_ENGINE_MODE="silent"), "run", "--json", str(copy))
+    assert done.returncode != 0
+    assert copy.read_text() == "earlier records\n"
+    done = ctxbench(env, "run", "--json", str(copy))
+    assert done.returncode == 0, done.stderr
+    assert copy.read_text().startswith('{"')
+
+
+def test_no_output_lands_on_the_spool(tmp_path):
+    """The spool is kept apart as the store is: an output path naming it,
+    through a link too, is refused."""
+    from ctxbench.cli.output_files import check_output_path
+    from ctxbench.cli.run_lifecycle import SpoolFile
+    from ctxbench.errors import BadInput
+
+    spool = SpoolFile(tmp_path, reserve=0)
+    try:
+        link = tmp_path / "link"
+        link.symlink_to(spool.path)
+        for path in (spool.path, link):
+            with pytest.raises(BadInput, match="is the run's spool"):
+                check_output_path(path, "--report")
+    finally:
+        spool.close(remove=True)

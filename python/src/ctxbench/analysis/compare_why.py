@@ -6,10 +6,17 @@ from one run's own figures (kernel entry/exit, the primitive's own work, the
 address-space switch, waking an idle CPU, the rest), and, where both records
 carry a traced pass, its phases. For one row (a variant of run A and its
 match in run B, ``compare_runs``), each part of B less the same part of A is
-that part's share of the row's difference. A part one side has by
+that part's share of the row's difference.
+
+The parts always add up to the row's difference. A part one side has by
 definition and the other lacks (the address-space switch of a thread
-variant, the idle share of an idle=held one) counts as zero there; a part
-one run could not measure is named as not split.
+variant, the idle share of an idle=held one) counts as zero there. A part
+one run measured and the other did not separate (no twin variant, or its two
+figures within that run's noise) is that run's figure against zero, and the
+other run's time for it stays in that run's remainder: the remainder of each
+side is its median less every part it measured, so the remainder of the row
+(B's less A's) is whatever no measurement separates, one part with its share,
+and it names the parts it holds (``PartDifference.holds``).
 
 Each part is a sum of coefficients times medians (``explain.Term``), so its
 difference gets an interval by a percentile bootstrap: every record's samples
@@ -17,15 +24,17 @@ are resampled with replacement and every part recomputed from the resampled
 medians, all parts of a replicate from the same draw (Efron & Tibshirani,
 ch. 13, as ``stats.bootstrap_ratio_of_medians``). A baseline keeps only its
 median and the median's distribution-free interval, so it is drawn from a
-normal of that interval's width (stated as ``BASELINE_DRAW``). A traced
-phase is its share of the traced sample times the untraced median; the share
-is one traced pass's and is held fixed, so its interval covers the median's
-sampling only. These are within-run intervals: they say whether a part moved
-beyond its own samples' spread, not beyond run-to-run noise, which the row's
-decision (``compare.decide``) already judges.
+normal of that interval's width. A traced phase is its share of the traced
+sample times the untraced median; the share is one traced pass's and is held
+fixed, so its interval covers the median's sampling only. These are
+within-run intervals: they say whether a part moved beyond its own samples'
+spread, not beyond run-to-run noise, which the row's decision
+(``compare.decide``) already judges.
 
-The environment keys that differ are ranked by the parts they act on
-(``envparts``). Numbers and decisions; ``views.difference`` words them.
+Before the machine, the load: each run's own records are counted
+(``interference.run_load``). The environment keys that differ are ranked by
+the parts they act on (``envparts``). Numbers and reason codes;
+``views.difference`` words them.
 """
 
 from __future__ import annotations
@@ -42,44 +51,71 @@ from ctxbench.analysis.compare import FASTER, SLOWER, Comparison, Row
 from ctxbench.analysis.compare_pairs import original
 from ctxbench.analysis.explain import (
     BASELINE,
+    MEDIAN,
     REST,
     Explanation,
     Part,
     Term,
     bare_syscall,
     explain,
+    term,
 )
+from ctxbench.analysis.interference import RunLoad, run_load
 from ctxbench.analysis.phases import traced_view
 from ctxbench.records.core import params_key
 from ctxbench.store.schema import StoredRun
 
-BASELINE_DRAW = (
-    "a baseline keeps its median and that median's interval only: drawn from a normal of the "
-    "interval's width"
-)
 CALL_WORK = "the call's own work"
 KERNEL_ENTRY_PART = "kernel entry/exit"  # explain's part names
 OWN_WORK_PART = "primitive's own work"
 ADDRESS_SPACE_PART = "address-space switch"
 TRACE_REST = "no chain covers it"
 RESAMPLES = 2000
+SIDES = ("A", "B")
+
+# Why a row, a part or the phases are not split (``Unsplit.code``); views word them.
+NO_PARTS = "no parts"  # neither run splits this figure
+VDSO = "vdso"  # answered in the vDSO without entering the kernel
+NO_BARE = "no bare trap"  # the run has no bare system call (detail: its probe) beside it
+ONE_SIDE = "one side"  # only one run splits the figure (sides: that run)
+ACROSS_PAIR = "across the pair"  # the processes variant of one run against the threads of the other
+PHASES_ONE_TRACED = "one traced"  # only one run was traced
+PHASES_FAILED = "trace failed"  # a traced pass failed
+REST_UNTRACED = "rest untraced"  # the rest is not split into wake-up and switch: needs --trace
+EXPLAIN = "explain"  # what explain could not separate, in its own words (detail)
+
+
+@dataclass(frozen=True)
+class Unsplit:
+    code: str
+    sides: str = ""  # "A", "B", "A and B": the runs it is about
+    detail: str = ""  # a part's or a probe's name, or explain's own words
 
 
 @dataclass(frozen=True)
 class PartDifference:
     name: str
     group: str  # envparts group: what acts on it
-    reference_ns: float  # 0 where the part is absent by definition
+    reference_ns: float  # 0 where the part is absent by definition or not separated
     other_ns: float
     difference_ns: float  # other - reference
     low_ns: float | None  # interval of the difference; None when it has no terms
     high_ns: float | None
     share: float | None  # of the row's difference; None when that is zero
+    # Runs that did not separate this part (its time is in their remainder), each
+    # with explain's words for why: ((side, words), ...).
+    unmeasured: tuple[tuple[str, str], ...] = ()
+    # The remainder only: the parts a run did not separate, inside it: ((side, part), ...).
+    holds: tuple[tuple[str, str], ...] = ()
 
     @property
     def moved(self) -> bool:
         """The interval of the difference excludes zero."""
         return self.low_ns is not None and (self.low_ns > 0 or (self.high_ns or 0) < 0)
+
+    @property
+    def remainder(self) -> bool:
+        return self.name == REST
 
 
 @dataclass
@@ -94,10 +130,11 @@ class RowWhy:
     other_ns: float
     low_ns: float | None  # the row's difference, within-run interval
     high_ns: float | None
-    parts: list[PartDifference] = field(default_factory=list)
+    parts: list[PartDifference] = field(default_factory=list)  # they add up to the difference
     phases: list[PartDifference] = field(default_factory=list)  # both traced
-    not_split: list[str] = field(default_factory=list)
+    not_split: list[Unsplit] = field(default_factory=list)
     excluded: tuple[str, ...] = ()  # why compare leaves the row out of its summary
+    selected: bool = False  # a probe either run named in its selection
 
     @property
     def difference_ns(self) -> float:
@@ -105,7 +142,7 @@ class RowWhy:
 
     @property
     def largest(self) -> PartDifference | None:
-        """The part that carries most of the difference, in its direction."""
+        """The part, remainder included, that carries most of the difference."""
         return _largest(self.parts, self.difference_ns)
 
     @property
@@ -117,16 +154,16 @@ class RowWhy:
 class Why:
     """Run B against run A, row by row, and where the difference sits overall."""
 
-    rows: list[RowWhy]
+    rows: list[RowWhy]  # the selected rows first
     env: list[envparts.KeyDifference]  # what differs, ranked by what it acts on
     groups: dict[str, int]  # per part group: the rows whose largest part is in it
     top_group: str | None
     top_keys: list[envparts.KeyDifference]  # the keys that act on top_group, best first
-    not_split: list[str]  # rows that differ but have no parts, and why
+    not_split: list[tuple[str, Unsplit]]  # (variant, why) of the rows that have no parts
     level: float = stats.DEFAULT_LEVEL
     every_row: bool = False  # no row differed: every row measured in both was split
     moved: bool = False  # the groups count rows whose largest part moved beyond its samples
-    method: str = "percentile bootstrap of the parts' medians, within each run; " + BASELINE_DRAW
+    load: tuple[RunLoad, RunLoad] | None = None  # each run's own records, counted
 
 
 def _largest(parts: list[PartDifference], total: float) -> PartDifference | None:
@@ -140,8 +177,6 @@ def call_parts(record: dict[str, Any], bare: dict[str, Any] | None) -> list[Part
     """A system call's figure split like a switch's: kernel entry/exit (the bare
     trap, ``syscall.enosys``) and the call's own work (the rest); empty where
     the run has no bare trap or it measured higher than the call."""
-    from ctxbench.analysis.explain import MEDIAN, term
-
     median = float(record["summary"]["median"])
     if record["probe"] == bare_syscall():
         return [Part("kernel entry/exit", median, bare_syscall(), [term(1.0, record, MEDIAN)])]
@@ -176,10 +211,10 @@ class RunParts:
             }
         return self._explained.get((record["probe"], params_key(record.get("params", {}))))
 
-    def parts(self, record: dict[str, Any]) -> tuple[list[Part], list[str]]:
+    def parts(self, record: dict[str, Any]) -> tuple[list[Part], list[Unsplit]]:
         """The record's parts, and what its explanation could not separate."""
         if record["probe"].endswith("_vdso"):
-            return [], ["answered in the vDSO without entering the kernel: no kernel parts"]
+            return [], [Unsplit(VDSO)]
         if record.get("family") == "syscall" and record.get("unit") == "ns":
             bare = next(
                 (
@@ -190,11 +225,12 @@ class RunParts:
                 None,
             )
             parts = call_parts(record, bare)
-            return parts, [] if parts else [f"{bare_syscall()} was not measured beside it"]
+            return parts, [] if parts else [Unsplit(NO_BARE, detail=bare_syscall())]
         found = self.explanation(record)
         if found is None:
             return [], []
-        return found.parts, [*found.not_separated, *found.not_explained]
+        words = [*found.not_separated, *found.not_explained]
+        return found.parts, [Unsplit(EXPLAIN, detail=text) for text in words]
 
 
 # ---- the bootstrap of a sum of medians ----------------------------------------------
@@ -249,17 +285,46 @@ class Resampler:
 
 
 # ---- one row ------------------------------------------------------------------------
+Signed = list[tuple[int, Term]]  # terms of runs A (0) and B (1)
+
+
+@dataclass
+class _Side:
+    """One run's side of a row: its parts but the rest, each (ns, signed terms;
+    None: not a sum of medians), and the parts it did not separate."""
+
+    run: int
+    record: dict[str, Any]
+    parts: dict[str, tuple[float, Signed | None]]
+    rest: bool  # explain gave the figure a rest
+    missing: list[Unsplit]
+    unmeasured: list[str] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return float(self.record["summary"]["median"])
+
+
+def _side(run: int, record: dict[str, Any], parts: list[Part], missing: list[Unsplit]) -> _Side:
+    found = {
+        p.name: (p.ns, [(run, t) for t in p.terms] if p.terms else None)
+        for p in parts
+        if p.name != REST
+    }
+    return _Side(run, record, found, any(p.name == REST for p in parts), missing)
+
+
 def _absent_by_definition(name: str, params: dict[str, Any]) -> bool:
     """A part this variant cannot have: zero, not unmeasured."""
-    if name == "address-space switch":
+    if name == ADDRESS_SPACE_PART:
         return params.get("between") == "threads"
     if name == envparts.IDLE_PART:
         return params.get("idle") == "held" or params.get("cpus") != "cross"
     return False
 
 
-def _negated(terms: list[Term]) -> list[Term]:
-    return [(-c, k, w) for c, k, w in terms]
+def _negated(terms: Signed) -> Signed:
+    return [(run, (-c, k, w)) for run, (c, k, w) in terms]
 
 
 def split_row(
@@ -269,114 +334,132 @@ def split_row(
     resampler: Resampler,
     decision: str | None = None,
 ) -> RowWhy:
-    """Run A's record against run B's, part by part and phase by phase."""
-    a_med, b_med = float(reference["summary"]["median"]), float(other["summary"]["median"])
-    from ctxbench.analysis.explain import term
-
+    """Run A's record against run B's, part by part (they add up to the row's
+    difference, the remainder included) and phase by phase."""
     total = resampler.interval([(1, term(1.0, other)), (0, term(-1.0, reference))])
     row = RowWhy(
         probe=reference["probe"],
         params=dict(reference.get("params", {})),
         other_params=dict(other.get("params", {})),
         decision=decision,
-        reference_ns=a_med,
-        other_ns=b_med,
+        reference_ns=float(reference["summary"]["median"]),
+        other_ns=float(other["summary"]["median"]),
         low_ns=total[0] if total else None,
         high_ns=total[1] if total else None,
     )
     (a_parts, a_missing), (b_parts, b_missing) = runs[0].parts(reference), runs[1].parts(other)
-    if not a_parts and not b_parts:
-        row.not_split.append(
-            "no parts: " + ("; ".join(a_missing or b_missing) or "this probe has none")
-        )
+    if not a_parts or not b_parts:
+        row.not_split.append(_no_parts(a_parts, b_parts, a_missing or b_missing))
         return row
     a_parts, b_parts = _same_naming(a_parts, b_parts), _same_naming(b_parts, a_parts)
-    a_by, b_by = {p.name: p for p in a_parts}, {p.name: p for p in b_parts}
-    overrides = _cross_run_twin(reference, other, a_by, b_by, row)
+    sides = (_side(0, reference, a_parts, a_missing), _side(1, other, b_parts, b_missing))
+    _cross_run_twin(sides, row)
     longer, shorter = (b_parts, a_parts) if len(b_parts) > len(a_parts) else (a_parts, b_parts)
-    names = list(dict.fromkeys([*(p.name for p in longer), *(p.name for p in shorter)]))
-    if REST in names:  # the rest last, as explain lists it
-        names.append(names.pop(names.index(REST)))
-    if overrides and ADDRESS_SPACE_PART not in names:
-        names.insert(names.index(REST) if REST in names else len(names), ADDRESS_SPACE_PART)
-    for name in names:
-        a, b = a_by.get(name), b_by.get(name)
-        if a is None and not _absent_by_definition(name, row.params):
-            row.not_split.append(f"{name}: measured in B only")
-            continue
-        if b is None and not _absent_by_definition(name, row.other_params):
-            row.not_split.append(f"{name}: measured in A only")
-            continue
-        signed = [(1, t) for t in (b.terms if b else [])] + [
-            (0, t) for t in _negated(a.terms if a else [])
-        ]
-        has_terms = (a is None or a.terms) and (b is None or b.terms)
-        if name in overrides:
-            signed, has_terms = overrides[name], bool(overrides[name])
-        interval = resampler.interval(signed) if has_terms else None
-        row.parts.append(_difference(name, a.ns if a else 0.0, b.ns if b else 0.0, interval, row))
+    names = [p.name for p in [*longer, *shorter]] + [n for s in sides for n in s.parts]
+    for name in dict.fromkeys(n for n in names if n != REST):
+        row.parts.append(_part_difference(name, sides, row, resampler))
+    remainder = _remainder(sides, row, resampler)
+    if remainder is not None:
+        row.parts.append(remainder)
     row.phases = _phase_differences(reference, other, resampler, row)
-    row.not_split += _missing_words(a_missing, b_missing, traced=bool(row.phases))
+    row.not_split += _missing(sides, traced=bool(row.phases))
     return row
 
 
-def _cross_run_twin(
-    reference: dict[str, Any],
-    other: dict[str, Any],
-    a_by: dict[str, Part],
-    b_by: dict[str, Part],
-    row: RowWhy,
-) -> dict[str, list[tuple[int, Term]]]:
+def _no_parts(a_parts: list[Part], b_parts: list[Part], missing: list[Unsplit]) -> Unsplit:
+    if a_parts or b_parts:
+        return Unsplit(ONE_SIDE, sides="A" if a_parts else "B")
+    return missing[0] if missing else Unsplit(NO_PARTS)
+
+
+def _part_difference(
+    name: str, sides: tuple[_Side, _Side], row: RowWhy, resampler: Resampler
+) -> PartDifference:
+    """B's part less A's: zero on a side that has none by definition, and zero
+    on a side that did not separate it (its time is in that side's remainder)."""
+    values: list[float] = []
+    signed: Signed | None = []
+    unmeasured = []
+    for side, params in zip(sides, (row.params, row.other_params), strict=True):
+        found = side.parts.get(name)
+        if found is None:
+            values.append(0.0)
+            if not _absent_by_definition(name, params):
+                side.unmeasured.append(name)
+                unmeasured.append((SIDES[side.run], _why_unmeasured(side, name)))
+            continue
+        values.append(found[0])
+        terms = found[1]
+        if signed is not None and terms is not None:
+            signed += terms if side.run else _negated(terms)
+        else:
+            signed = None
+    interval = resampler.interval(signed) if signed else None
+    return _difference(name, values[0], values[1], interval, row, unmeasured=tuple(unmeasured))
+
+
+def _why_unmeasured(side: _Side, name: str) -> str:
+    """Explain's words for why SIDE has no part NAME (taken out of its missing list)."""
+    for entry in side.missing:
+        if entry.code == EXPLAIN and entry.detail.startswith(name + ":"):
+            side.missing.remove(entry)
+            return entry.detail[len(name) + 1 :].strip()
+    return ""
+
+
+def _remainder(
+    sides: tuple[_Side, _Side], row: RowWhy, resampler: Resampler
+) -> PartDifference | None:
+    """Each side's median less every part it measured, B's less A's: what no
+    measurement separates. None where neither side has a rest (a system call's
+    two parts are its whole figure)."""
+    values: list[float] = []
+    signed: Signed | None = []
+    for side in sides:
+        values.append(side.median - sum(ns for ns, _ in side.parts.values()))
+        terms: Signed | None = [(side.run, term(1.0, side.record))]
+        for _, part_terms in side.parts.values():
+            terms = None if terms is None or part_terms is None else terms + _negated(part_terms)
+        if signed is not None and terms is not None:
+            signed += terms if side.run else _negated(terms)
+        else:
+            signed = None
+    holds = tuple((SIDES[side.run], name) for side in sides for name in side.unmeasured)
+    scale = max(abs(row.reference_ns), abs(row.other_ns), 1.0)
+    if not holds and not any(s.rest for s in sides) and abs(values[1] - values[0]) < 1e-9 * scale:
+        return None
+    interval = resampler.interval(signed) if signed else None
+    return _difference(REST, values[0], values[1], interval, row, holds=holds)
+
+
+def _cross_run_twin(sides: tuple[_Side, _Side], row: RowWhy) -> None:
     """Paired threads against processes (``compare --pair between``), where the
     processes side's own run gives no address-space switch (no thread twin
     there, or its two figures not apart): the other run's thread variant is its
     twin, so the part is corrected(processes) less corrected(threads) across
-    the pair, run-to-run noise included, and that side's rest gives it up.
-    Adds the parts to A_BY / B_BY and returns the signed terms of both
-    differences; empty where it does not apply."""
-    from ctxbench.analysis.explain import term
-
+    the pair, run-to-run noise included; that side's remainder gives it up."""
     kinds = (row.params.get("between"), row.other_params.get("between"))
-    if set(kinds) != {"threads", "processes"}:
-        return {}
-    side = 1 if kinds[1] == "processes" else 0
-    parts = b_by if side else a_by
-    if ADDRESS_SPACE_PART in parts or REST not in parts or REST not in (a_by if side else b_by):
-        return {}
-    runs = ((0, reference), (1, other))
-    signs = {side: 1.0, 1 - side: -1.0}
+    if set(kinds) != {"threads", "processes"} or not all(side.rest for side in sides):
+        return
+    processes = sides[1] if kinds[1] == "processes" else sides[0]
+    threads = sides[1 - processes.run]
+    if ADDRESS_SPACE_PART in processes.parts:
+        return
 
-    def corrected(run: int, record: dict[str, Any], sign: float) -> list[tuple[int, Term]]:
-        terms = [(run, term(sign, record))]
-        if (record.get("baseline") or {}).get("summary"):
-            terms.append((run, term(-sign, record, BASELINE)))
-        return terms
-
-    def corrected_ns(record: dict[str, Any]) -> float:
+    def corrected(side: _Side, sign: float) -> tuple[float, Signed]:
+        record = side.record
         summary = (record.get("baseline") or {}).get("summary") or {}
-        return float(record["summary"]["median"]) - float(summary.get("median") or 0.0)
+        terms = [(side.run, term(sign, record))]
+        if summary:
+            terms.append((side.run, term(-sign, record, BASELINE)))
+        return sign * (side.median - float(summary.get("median") or 0.0)), terms
 
-    # The part on the processes side: + corrected(processes) - corrected(threads).
-    part_terms = [t for run, record in runs for t in corrected(run, record, signs[run])]
-    ns = corrected_ns(runs[side][1]) - corrected_ns(runs[1 - side][1])
-    rest = parts[REST]
-    a_rest, b_rest = a_by[REST].terms, b_by[REST].terms
-    parts[ADDRESS_SPACE_PART] = Part(ADDRESS_SPACE_PART, ns, "across the pair", [])
-    parts[REST] = Part(REST, rest.ns - ns, rest.source, [])
-    # B less A of each: the address-space part sits on the processes side.
-    part_sign = 1.0 if side else -1.0
-    address = [(run, (part_sign * c, k, w)) for run, (c, k, w) in part_terms]
-    rest_terms = (
-        [(1, t) for t in b_rest] + [(0, t) for t in _negated(a_rest)] if a_rest and b_rest else []
-    )
-    if rest_terms:  # the processes side's rest gave up the part: B less A loses it too
-        rest_terms += [(r, (-c, k, w)) for r, (c, k, w) in address]
-    row.not_split.append(
-        "address-space switch: taken across the pair (the processes variant of one run against "
-        "the threads variant of the other: their run-to-run noise is in it), as the processes "
-        "run did not measure it apart"
-    )
-    return {ADDRESS_SPACE_PART: address, REST: rest_terms}
+    (mine, mine_terms), (theirs, their_terms) = corrected(processes, 1.0), corrected(threads, -1.0)
+    processes.parts[ADDRESS_SPACE_PART] = (mine + theirs, mine_terms + their_terms)
+    for entry in list(processes.missing):  # its own run's words no longer apply
+        if entry.code == EXPLAIN and entry.detail.startswith(ADDRESS_SPACE_PART + ":"):
+            processes.missing.remove(entry)
+    row.not_split.append(Unsplit(ACROSS_PAIR, detail=ADDRESS_SPACE_PART))
 
 
 def _same_naming(parts: list[Part], other: list[Part]) -> list[Part]:
@@ -396,28 +479,30 @@ def _same_naming(parts: list[Part], other: list[Part]) -> list[Part]:
     return [together, *kept]
 
 
-def _missing_words(a_missing: list[str], b_missing: list[str], traced: bool) -> list[str]:
-    """What the two explanations could not separate, each said once: a line
-    both runs give is 'A and B'; the rest's phases only when neither run has them."""
-    words = []
-    for text in dict.fromkeys([*a_missing, *b_missing]):
+def _missing(sides: tuple[_Side, _Side], traced: bool) -> list[Unsplit]:
+    """What the two explanations could not separate, each said once (a text
+    both runs give is 'A and B'); the rest's phases only when neither run has them."""
+    texts = [entry.detail for side in sides for entry in side.missing if entry.code == EXPLAIN]
+    out = []
+    inside = False
+    for text in dict.fromkeys(texts):
         if text.startswith("inside the rest:"):
+            inside = True
             continue
-        sides = " and ".join(
-            side for side, missing in (("A", a_missing), ("B", b_missing)) if text in missing
-        )
-        words.append(f"{sides}: {text}")
-    inside = any(t.startswith("inside the rest:") for t in [*a_missing, *b_missing])
+        said = [SIDES[s.run] for s in sides if any(e.detail == text for e in s.missing)]
+        out.append(Unsplit(EXPLAIN, sides=" and ".join(said), detail=text))
     if inside and not traced:
-        words.append(
-            "the rest is not split into the wake-up and the switch: both runs need a traced "
-            "pass (ctxbench run --trace)"
-        )
-    return words
+        out.append(Unsplit(REST_UNTRACED))
+    return out
 
 
 def _difference(
-    name: str, a_ns: float, b_ns: float, interval: tuple[float, float] | None, row: RowWhy
+    name: str,
+    a_ns: float,
+    b_ns: float,
+    interval: tuple[float, float] | None,
+    row: RowWhy,
+    **marks: Any,
 ) -> PartDifference:
     total = row.difference_ns
     return PartDifference(
@@ -429,6 +514,7 @@ def _difference(
         low_ns=interval[0] if interval else None,
         high_ns=interval[1] if interval else None,
         share=(b_ns - a_ns) / total if total else None,
+        **marks,
     )
 
 
@@ -437,15 +523,11 @@ def _phase_differences(
 ) -> list[PartDifference]:
     """Both records traced and tiled: each phase's scaled time, B less A (a phase
     one pass never saw is zero there), and the time no chain covers."""
-    from ctxbench.analysis.explain import term
-
     views = traced_view(reference), traced_view(other)
     if any(view is None or view.status != "ok" for view in views):
         if any(view is not None for view in views):
-            row.not_split.append(
-                "phases: "
-                + ("only one run was traced" if None in views else "a traced pass failed")
-            )
+            code = PHASES_ONE_TRACED if None in views else PHASES_FAILED
+            row.not_split.append(Unsplit(code))
         return []
     a_view, b_view = views
     assert a_view is not None and b_view is not None
@@ -482,42 +564,34 @@ def why(
     """Run ``index`` of the comparison against run A: every row that differs
     (compare's decision slower or faster, not excluded; with ``every_row``, or
     when no row differs, every row measured in both runs, excluded ones marked),
-    split, and the environment keys ranked by the parts that moved.
-    ``measured``: the runs as stored, where the comparison holds only some of
-    their records (``compare_pairs``): parts come from every record of a run."""
+    split, the rows either run selected by name first; each run's load; and the
+    environment keys ranked by the parts that moved. ``measured``: the runs as
+    stored, where the comparison holds only some of their records
+    (``compare_pairs``): parts come from every record of a run."""
     whole = measured or comparison.runs
-    runs = [
-        RunParts([original(r) for r in whole[0].results]),
-        RunParts([original(r) for r in whole[index].results]),
-    ]
+    pair = [whole[0], whole[index]]
+    runs = [RunParts([original(r) for r in run.results]) for run in pair]
     resampler = Resampler(runs, comparison.level)
     pairs = [(row, _pair(row, index)) for row in comparison.rows]
-    measured = [(row, pair) for row, pair in pairs if pair is not None]
+    measured_rows = [(row, found) for row, found in pairs if found is not None]
     differing = [
-        (row, pair)
-        for row, pair in measured
-        if pair[2] in (SLOWER, FASTER) and not row.cells[index].excluded
+        (row, found)
+        for row, found in measured_rows
+        if found[2] in (SLOWER, FASTER) and not row.cells[index].excluded
     ]
     every_row = every_row or not differing
+    named = selected_probes(pair)
     rows, unsplit = [], []
-    for row, (reference, other, decision) in measured if every_row else differing:
+    for row, (reference, other, decision) in measured_rows if every_row else differing:
         split = split_row(reference, other, runs, resampler, decision)
         split.excluded = row.cells[index].excluded
+        split.selected = row.probe in named
         if split.parts:
             rows.append(split)
         else:
-            unsplit.append(f"{row.probe}: " + "; ".join(split.not_split))
-    # Where it sits: per row, its largest part (its largest phase where the
-    # parts give none); a row counts only where that part moved beyond its
-    # samples, unless no row's did.
-    largest = [
-        (split.largest_phase if split.phases and not split.largest else split.largest)
-        for split in rows
-    ]
-    moved = [part for part in largest if part is not None and part.moved]
-    groups: dict[str, int] = {}
-    for part in moved or [part for part in largest if part is not None]:
-        groups[part.group] = groups.get(part.group, 0) + 1
+            unsplit.append((_variant(split), split.not_split[0]))
+    rows.sort(key=lambda split: not split.selected)  # stable: the rest keep their order
+    groups, moved = _groups(rows)
     top_group = max(groups, key=lambda g: groups[g], default=None)
     env = envparts.ranked(comparison.env, index, rows, top_group)
     top_keys = [key for key in env if top_group is not None and key.acts_on(top_group)]
@@ -530,8 +604,45 @@ def why(
         unsplit,
         comparison.level,
         every_row=every_row,
-        moved=bool(moved),
+        moved=moved,
+        load=(run_load(pair[0].results), run_load(pair[1].results)),
     )
+
+
+def _groups(rows: list[RowWhy]) -> tuple[dict[str, int], bool]:
+    """Where it sits: per row, its largest part, the remainder included (its
+    largest phase where the parts give none); a row counts only where that part
+    moved beyond its samples, unless no row's did."""
+    largest = [
+        (split.largest_phase if split.phases and not split.largest else split.largest)
+        for split in rows
+    ]
+    moved = [part for part in largest if part is not None and part.moved]
+    groups: dict[str, int] = {}
+    for part in moved or [part for part in largest if part is not None]:
+        groups[part.group] = groups.get(part.group, 0) + 1
+    return groups, bool(moved)
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")
+
+
+def selected_probes(runs: list[StoredRun]) -> set[str]:
+    """The probes either run's selection named outright (not by a glob or a
+    family): what its user asked about."""
+    named = set()
+    for run in runs:
+        for pattern in (run.env.get("options") or {}).get("probes") or []:
+            if isinstance(pattern, str) and not _is_glob(pattern) and "." in pattern:
+                named.add(pattern)
+    return named
+
+
+def _variant(split: RowWhy) -> str:
+    from ctxbench.records.core import variant_name
+
+    return variant_name(split.probe, split.params)
 
 
 def _pair(row: Row, index: int) -> tuple[dict[str, Any], dict[str, Any], str | None] | None:
@@ -544,73 +655,3 @@ def _pair(row: Row, index: int) -> tuple[dict[str, Any], dict[str, Any], str | N
     if not math.isfinite(float(reference["summary"]["median"])):
         return None
     return reference, other, cell.decision
-
-
-def why_dict(result: Why | None, pairing: Any = None) -> dict[str, Any]:
-    """The JSON form (schema/compare.schema.json: ``why`` and ``pairing``)."""
-    out: dict[str, Any] = {}
-    if pairing is not None:
-        out["pairing"] = {
-            "parameters": list(pairing.names),
-            "paired": pairing.paired,
-            "unpaired_reference": pairing.unpaired_reference,
-            "unpaired_other": pairing.unpaired_other,
-            "ambiguous": pairing.ambiguous,
-            "pairs": [
-                {
-                    "probe": record["probe"],
-                    "params": record.get("params", {}),
-                    "other_params": original(record).get("params", {}),
-                }
-                for record in pairing.runs[1].results
-            ],
-        }
-    if result is not None:
-
-        def part(p: PartDifference) -> dict[str, Any]:
-            return {
-                "name": p.name,
-                "group": p.group,
-                "reference_ns": p.reference_ns,
-                "other_ns": p.other_ns,
-                "difference_ns": p.difference_ns,
-                "low_ns": p.low_ns,
-                "high_ns": p.high_ns,
-                "share": p.share,
-                "moved": p.moved,
-            }
-
-        out["why"] = {
-            "method": result.method,
-            "level": result.level,
-            "top_group": result.top_group,
-            "groups": result.groups,
-            "top_keys": [k.key for k in result.top_keys],
-            "environment": [
-                {"key": k.key, "values": list(k.values), "acts_on": list(k.groups)}
-                for k in result.env
-            ],
-            "not_split": result.not_split,
-            "every_row": result.every_row,
-            "moved": result.moved,
-            "rows": [
-                {
-                    "probe": row.probe,
-                    "params": row.params,
-                    "other_params": row.other_params,
-                    "decision": row.decision,
-                    "reference_ns": row.reference_ns,
-                    "other_ns": row.other_ns,
-                    "difference_ns": row.difference_ns,
-                    "low_ns": row.low_ns,
-                    "high_ns": row.high_ns,
-                    "largest": row.largest.name if row.largest else None,
-                    "parts": [part(p) for p in row.parts],
-                    "phases": [part(p) for p in row.phases],
-                    "not_split": row.not_split,
-                    "excluded": list(row.excluded),
-                }
-                for row in result.rows
-            ],
-        }
-    return out

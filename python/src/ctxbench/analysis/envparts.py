@@ -41,6 +41,20 @@ SKIPPED = (".source", ".why")
 GROUPS = (KERNEL_ENTRY, OWN_WORK, ADDRESS_SPACE, IDLE, SCHEDULER, CACHE)
 IDLE_PART = "waking an idle CPU"  # explain.IDLE_PART
 
+# A hypervisor (hardware virtualization) runs the guest's instructions on the
+# CPU and exits to the host on interrupts, idle (a halted vCPU) and some
+# instructions: it acts on the wake-up across CPUs, on idle and, with nested
+# paging, on what an address-space switch refills. An emulator (QEMU's TCG)
+# translates every instruction: it acts on everything.
+HYPERVISOR_GROUPS = (SCHEDULER, IDLE, ADDRESS_SPACE)
+HYPERVISOR_HOW = (
+    "a hypervisor's exits act on interrupts (a wake-up across CPUs), idle (a halted vCPU) and "
+    "some instructions, and nested paging on address-space switches"
+)
+EMULATOR_HOW = "an emulator (QEMU TCG) translates every instruction, so it acts on every part"
+EMULATOR_VENDORS = ("TCGTCGTCGTCG",)  # virtualization.hypervisor_vendor of an emulator
+EMULATED_KEYS = ("virtualization", "cpu.model", "cpu.vendor")
+
 # (key prefix, the groups it acts on, how). A key matches its longest prefix;
 # "param NAME" is a parameter that paired rows differ in. Keys acting on
 # EVERYTHING come last, in the order a reader suspects them.
@@ -83,7 +97,7 @@ ACTS_ON: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("scheduler", (SCHEDULER,), "autogroup and sched_ext change how tasks are picked"),
     ("param cpus", (SCHEDULER, IDLE), "across CPUs a wake-up is an interrupt to the other CPU"),
     ("param size_kib", (CACHE,), "a larger working set is refilled after each switch"),
-    ("virtualization", (EVERYTHING,), "a hypervisor adds exits on interrupts and idle"),
+    ("virtualization", HYPERVISOR_GROUPS, HYPERVISOR_HOW),
     (
         "virtualization.container",
         (EVERYTHING,),
@@ -138,9 +152,24 @@ def _entry(key: str) -> tuple[int, tuple[str, ...], str] | None:
     return None if best is None else best[:3]
 
 
-def key_difference(key: str, values: Iterable[str | None]) -> KeyDifference:
+def key_difference(key: str, values: Iterable[str | None], emulated: bool = False) -> KeyDifference:
+    """What KEY acts on; EMULATED: a run of the two ran under an emulator, whose
+    virtualization and CPU keys act on every part."""
+    if (
+        emulated
+        and key.startswith(EMULATED_KEYS)
+        and not key.startswith("virtualization.container")
+    ):
+        return KeyDifference(key, tuple(values), (EVERYTHING,), EMULATOR_HOW)
     found = _entry(key)
     return KeyDifference(key, tuple(values), found[1] if found else (), found[2] if found else None)
+
+
+def emulated(env: EnvDiff, run: int) -> bool:
+    """Run RUN of ENV ran under an emulator (QEMU TCG), not a hypervisor."""
+    vendor = (env.values.get("virtualization.hypervisor_vendor") or [None] * (run + 1))[run]
+    model = (env.values.get("cpu.model") or [None] * (run + 1))[run]
+    return vendor in EMULATOR_VENDORS or "TCG" in str(model or "").split()
 
 
 def ranked(
@@ -152,12 +181,13 @@ def ranked(
     parts, then the other keys acting on everything, each in the table's
     order; keys the table does not know come last."""
     keys = []
+    either = emulated(env, 0) or emulated(env, index)
     for key in env.differing:
         values = env.values[key]
         pair = (values[0], values[index])
         # A key one run does not record (an older engine) is not known to differ.
         if pair[0] != pair[1] and None not in pair and not key.endswith(SKIPPED):
-            keys.append(key_difference(key, pair))
+            keys.append(key_difference(key, pair, either))
     params: dict[str, tuple[str, str]] = {}
     for row in rows:
         for name in sorted(set(row.params) | set(row.other_params)):

@@ -26,6 +26,7 @@ from ctxbench import fmt
 from ctxbench.acquire.runner import EngineRun
 from ctxbench.acquire.runner import Progress as EngineProgress
 from ctxbench.cli.console import new_console, say
+from ctxbench.cli.output_files import check_output_path, keep_apart
 from ctxbench.errors import BadInput
 from ctxbench.records.core import RunRecords, dumps
 from ctxbench.store.db import Store
@@ -214,12 +215,14 @@ class LineFile:
     pipe), a regular file is cut back to its last whole line, writing stops
     and ``error`` says why; the caller decides what that means. ``fd``: a
     file already open for writing (the spool's), else ``path`` is created or
-    truncated (``--json``, a path the user chose)."""
+    truncated (``--json``, a path the user chose): truncated when its first
+    record arrives, not before, so a run that writes none leaves it as it was."""
 
     def __init__(self, path: Path, fd: int | None = None):
         self.path = path
+        self._truncate = fd is None
         if fd is None:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self._fd: int | None = fd
         self._regular = stat.S_ISREG(os.fstat(fd).st_mode)
         self._size = 0
@@ -234,6 +237,9 @@ class LineFile:
             return
         data = memoryview(line.encode("utf-8"))
         try:
+            if self._truncate and self._regular:
+                os.ftruncate(self._fd, 0)
+            self._truncate = False
             while data:
                 data = data[os.write(self._fd, data) :]
         except OSError as error:
@@ -287,6 +293,7 @@ class SpoolFile:
             prefix=f"{SPOOL_PREFIX}{os.getpid()}{tag}-", suffix=".jsonl", dir=directory
         )
         self.path = Path(name)
+        keep_apart(self.path, "the run's spool")
         try:
             os.set_inheritable(fd, False)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -526,6 +533,7 @@ def open_copy(path: Path | None) -> LineFile | None:
     """--json, opened (and so checked) before anything runs."""
     if path is None:
         return None
+    check_output_path(path, "--json", stdout=False)
     try:
         return LineFile(path)
     except OSError as error:

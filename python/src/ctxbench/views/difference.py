@@ -1,11 +1,14 @@
 """Where a difference sits, in words: ``compare --why`` and ``compare --pair``.
 
-The first lines say which part carries the difference in most of the rows
-that differ and which environment difference acts on it; then each row with
-its parts (B less A, the interval, the share of the row's difference) and,
-where both runs were traced, its phases; then what could not be split and
-the other environment differences with the parts they act on. The numbers
-are ``compare_why``'s and ``compare_pairs``'s; this module only words them.
+The first lines say what the runs' own records show of the load each ran
+under, then which part carries the difference in most of the rows that
+differ and which environment difference acts on it; then each row with its
+parts (B less A, the interval, the share of the row's difference; they add
+up to it, the remainder included) and, where both runs were traced, its
+phases; then the rows with no parts, one line per reason, and the other
+environment differences with the parts they act on. The numbers and reason
+codes are ``compare_why``'s, ``compare_pairs``'s and the gate's; this module
+only words them (and writes their JSON form).
 """
 
 from __future__ import annotations
@@ -15,16 +18,22 @@ from typing import Any
 from rich.text import Text
 
 from ctxbench import fmt
-from ctxbench.analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, Comparison
+from ctxbench.analysis import compare_why as split_codes
+from ctxbench.analysis.compare import FASTER, SLOWER, Comparison
 from ctxbench.analysis.compare_pairs import Pairing, original
-from ctxbench.analysis.compare_why import RowWhy, Why
+from ctxbench.analysis.compare_why import PartDifference, RowWhy, Unsplit, Why
 from ctxbench.analysis.envparts import EVERYTHING, KeyDifference
+from ctxbench.analysis.interference import RunLoad
 from ctxbench.records.core import variant_name
 from ctxbench.views.comparison import describe, noise_words
 from ctxbench.views.machines import options_text
 from ctxbench.views.summary import MIN_WIDTH, heading_line, styled_line, wrapped_lines
 
 KEYS_SHOWN = 6  # environment differences listed under the rows
+METHOD = (
+    "percentile bootstrap of the parts' medians, within each run; a baseline keeps its median "
+    "and that median's interval only: drawn from a normal of the interval's width"
+)
 
 
 def _signed(ns: float) -> str:
@@ -46,10 +55,86 @@ def key_words(key: KeyDifference) -> str:
     return f"{key.key} {values}{how}"
 
 
+def unsplit_words(entry: Unsplit) -> str:
+    """What could not be split, and why (``compare_why``'s codes)."""
+    words = {
+        split_codes.VDSO: "answered in the vDSO without entering the kernel: no kernel parts",
+        split_codes.NO_BARE: f"{entry.detail} was not measured beside it",
+        split_codes.ONE_SIDE: f"only {entry.sides} splits it; the other run has no parts for it",
+        split_codes.NO_PARTS: "explain has no parts for this probe",
+        split_codes.ACROSS_PAIR: f"{entry.detail}: taken across the pair (the processes variant "
+        "of one run against the threads variant of the other: their run-to-run noise is in it), "
+        "as the processes run did not measure it apart",
+        split_codes.PHASES_ONE_TRACED: "phases: only one run was traced",
+        split_codes.PHASES_FAILED: "phases: a traced pass failed",
+        split_codes.REST_UNTRACED: "the rest is not split into the wake-up and the switch: both "
+        "runs need a traced pass (ctxbench run --trace)",
+    }
+    if entry.code in words:
+        return words[entry.code]
+    return f"{entry.sides}: {entry.detail}" if entry.sides else entry.detail
+
+
+# ---- the load, before the machine ----------------------------------------------------
+def _load_weight(load: RunLoad) -> float:
+    return (load.suspect + load.slowed + load.set_aside_results) / max(load.measured, 1)
+
+
+def load_words(load: RunLoad) -> str:
+    """'8 of 8 figures suspect for their spread (unstable 8); 2 samples set aside ...'."""
+    said = []
+    if load.suspect:
+        reasons = ", ".join(f"{code.replace('_', ' ')} {n}" for code, n in load.reasons.items())
+        said.append(
+            f"{load.suspect} of {load.measured} figures suspect for their spread ({reasons})"
+        )
+    if load.slowed:
+        worst = load.worst_reference_ratio
+        said.append(
+            f"{load.slowed} measured while the host reference still ran slowed"
+            + (f" (up to {worst:.2f}× its best)" if worst else "")
+        )
+    if load.set_aside_samples:
+        said.append(
+            f"{load.set_aside_samples} sample{'s' if load.set_aside_samples != 1 else ''} set "
+            f"aside and taken again in {load.set_aside_results} figure"
+            + ("s" if load.set_aside_results != 1 else "")
+        )
+    if load.steal_results:
+        said.append(
+            f"steal time in {load.steal_results} figures ({fmt.value(load.steal_ns, 'ns')} in all)"
+        )
+    return "; ".join(said) or "no interference recorded"
+
+
+def load_lines(result: Why) -> list[str]:
+    """The load each run carried, from its own records, heavier side first."""
+    if result.load is None:
+        return []
+    sides = sorted(zip(("A", "B"), result.load, strict=True), key=lambda s: -_load_weight(s[1]))
+    carried = [(name, load) for name, load in sides if load.carried]
+    if not carried:
+        return [
+            "Load: neither run's records show interference (no figure suspect for its spread, "
+            "no sample set aside, no slowed host reference)."
+        ]
+    (first, load), rest = carried[0], carried[1:]
+    quiet = [name for name, other in sides if not other.carried]
+    text = f"Load first: {first} carried interference: {load_words(load)}"
+    text += "".join(f"; {name}: {load_words(other)}" for name, other in rest)
+    if quiet:
+        text += f"; {quiet[0]}: none recorded"
+    heavier = _load_weight(load) > 2 * _load_weight(rest[0][1]) if rest else True
+    if heavier and (load.suspect or load.slowed):
+        text += f". Rows where {first} is the slower side may carry that load, not the machine"
+    return [text + "."]
+
+
 def headline(result: Why, counted: int) -> list[str]:
-    """Where the difference sits, and the environment difference beside it."""
+    """The load, where the difference sits, and the environment difference beside it."""
+    lines = load_lines(result)
     if result.top_group is None:
-        return ["No row could be split into parts (see below)."]
+        return [*lines, "No row could be split into parts (see below)."]
     rows = result.groups[result.top_group]
     plural = "s" if counted != 1 else ""
     if result.moved:
@@ -71,10 +156,11 @@ def headline(result: Why, counted: int) -> list[str]:
         if EVERYTHING in result.top_keys[0].groups and specific:
             beside += f"; of what acts on it alone: {key_words(specific[0])}"
         beside += "."
-    return [where, beside]
+    return [*lines, where, beside]
 
 
-def _moved(part: Any) -> str:
+# ---- one row ----------------------------------------------------------------------------
+def _moved(part: PartDifference) -> str:
     if part.low_ns is None:
         return "no interval"
     if not part.moved:
@@ -82,14 +168,40 @@ def _moved(part: Any) -> str:
     return "grew" if part.difference_ns > 0 else "shrank"
 
 
-def _part_line(part: Any, label_w: int) -> str:
+def part_label(part: PartDifference) -> str:
+    """A part's name (the remainder's is the rest's; a part it holds says so on its own line)."""
+    return part.name
+
+
+def _part_line(part: PartDifference, label_w: int) -> str:
     share = f"{part.share:4.0%}" if part.share is not None else "   —"
     where = (
         "no interval"
         if part.low_ns is None
         else f"{_interval(part.low_ns, part.high_ns)}, {_moved(part)}"
     )
-    return f"    {part.name:<{label_w}}  {_signed(part.difference_ns):>10}  {share}  {where}"
+    label = part_label(part)
+    return f"    {label:<{label_w}}  {_signed(part.difference_ns):>10}  {share}  {where}"
+
+
+def _unmeasured_words(part: PartDifference) -> list[str]:
+    """Per run that did not separate the part: why, and where its time is."""
+    out = []
+    for side, why in part.unmeasured:
+        because = f" ({why})" if why else ""
+        out.append(
+            f"{side} did not measure it apart{because}: {side}'s is inside {side}'s rest, so "
+            "the difference above is the other run's figure"
+        )
+    return out
+
+
+def largest_words(part: PartDifference) -> str:
+    """'largest: address-space switch', the group beside it only where it says more."""
+    plain = part.name.removeprefix("the ")
+    group = part.group.removeprefix("the ")
+    same = group in plain or plain in group
+    return f"largest: {part_label(part)}" + ("" if same else f" ({part.group})")
 
 
 def row_lines(row: RowWhy, comparison: Comparison, width: int) -> list[Text]:
@@ -109,13 +221,15 @@ def row_lines(row: RowWhy, comparison: Comparison, width: int) -> list[Text]:
     lines = wrapped_lines(head, width, 2)
     if row.excluded:
         lines += wrapped_lines(f"not comparable: {'; '.join(row.excluded)}", width, 4, "yellow")
-    label_w = max(len(p.name) for p in [*row.parts, *row.phases])
+    label_w = max(len(part_label(p)) for p in [*row.parts, *row.phases])
     style = {SLOWER: "red", FASTER: "green"}
     for part in row.parts:
         lines.append(styled_line((_part_line(part, label_w), style.get(_direction(part), ""))))
+        for words in _unmeasured_words(part):
+            lines += wrapped_lines(words, width, 6, "dim")
     largest = row.largest
     if largest is not None:
-        lines += wrapped_lines(f"largest: {largest.name} ({largest.group})", width, 4, "bold")
+        lines += wrapped_lines(largest_words(largest), width, 4, "bold")
     if row.phases:
         lines += wrapped_lines("traced phases, both runs (share × untraced median):", width, 4)
         for part in row.phases:
@@ -123,15 +237,29 @@ def row_lines(row: RowWhy, comparison: Comparison, width: int) -> list[Text]:
         phase = row.largest_phase
         if phase is not None:
             lines += wrapped_lines(f"largest phase: {phase.name}", width, 4, "bold")
-    for what in row.not_split:
-        lines += wrapped_lines(f"not split: {what}", width, 4, "dim")
+    for entry in row.not_split:
+        lines += wrapped_lines(f"not split: {unsplit_words(entry)}", width, 4, "dim")
     return lines
 
 
-def _direction(part: Any) -> str | None:
+def _direction(part: PartDifference) -> str | None:
     if not part.moved:
         return None
     return SLOWER if part.difference_ns > 0 else FASTER
+
+
+def unsplit_lines(result: Why) -> list[str]:
+    """The rows with no parts, one line per reason naming them (a probe measured in
+    several variants once, with their count)."""
+    by_reason: dict[str, dict[str, int]] = {}
+    for variant, entry in result.not_split:
+        probes = by_reason.setdefault(unsplit_words(entry), {})
+        probe = variant.split(" ")[0]
+        probes[probe] = probes.get(probe, 0) + 1
+    return [
+        f"{reason}: " + ", ".join(f"{p} ({n} variants)" if n > 1 else p for p, n in probes.items())
+        for reason, probes in by_reason.items()
+    ]
 
 
 def why_lines(result: Why, comparison: Comparison, width: int) -> list[Text]:
@@ -148,14 +276,22 @@ def why_lines(result: Why, comparison: Comparison, width: int) -> list[Text]:
             2,
             "dim",
         )
+    selected = [row for row in result.rows if row.selected]
+    if selected and len(selected) < len(result.rows):
+        lines += wrapped_lines(
+            f"The {len(selected)} row(s) of the probes the runs' selections named come first.",
+            width,
+            2,
+            "dim",
+        )
     lines.append(Text(""))
     for row in result.rows:
         lines += row_lines(row, comparison, width)
     if result.not_split:
         lines.append(Text(""))
         lines.append(heading_line("Rows that differ but have no parts"))
-        for what in result.not_split:
-            lines += wrapped_lines(what, width, 2, "dim")
+        for text in unsplit_lines(result):
+            lines += wrapped_lines(text, width, 2, "dim")
     if result.env:
         lines.append(Text(""))
         lines.append(heading_line("What differs, ranked by the part it acts on"))
@@ -172,10 +308,10 @@ def why_lines(result: Why, comparison: Comparison, width: int) -> list[Text]:
             )
     lines.append(Text(""))
     lines += wrapped_lines(
-        f"Parts: B less A, share of the row's difference, {comparison.level:.0%} interval: "
-        + result.method
-        + ". Within-run: a part that moved beyond its samples may still be within "
-        "run-to-run noise; the row's decision (compare) judges that.",
+        f"Parts: B less A, share of the row's difference (the parts add up to it, the rest "
+        f"included), {comparison.level:.0%} interval: {METHOD}. Within-run: a part that moved "
+        "beyond its samples may still be within run-to-run noise; the row's decision (compare) "
+        "judges that.",
         width,
         0,
         "dim",
@@ -183,15 +319,57 @@ def why_lines(result: Why, comparison: Comparison, width: int) -> list[Text]:
     return lines
 
 
-# ---- --pair: rows that differ on purpose -------------------------------------------
-def _helped(decision: str | None, change: str) -> tuple[str, str]:
-    """'idle=free→held helped', 'made it slower' or 'neither helped nor hurt' (no
-    difference beyond the noise: the words beside it say which)."""
+# ---- --pair: rows that differ on purpose, judged like the gate ---------------------
+HELPED, HURT, NEITHER, UNDECIDED = (
+    "helped",
+    "made it slower",
+    "neither helped nor hurt",
+    ("inconclusive"),
+)
+
+
+def pair_outcome(row: Any, comparison: Comparison, judged: Any = None) -> tuple[str, Any]:
+    """The pair's outcome in the gate's three (``analysis.gate``): HELPED or HURT
+    where compare's decision says so; NEITHER only where the gate, at the
+    effect compare needs (the minimum effect or the within-run floor) or at
+    --fail-above, calls it not slower; else UNDECIDED. The gate's row beside it."""
+    from ctxbench.analysis.compare import effect_needed
+    from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, judge_row
+    from ctxbench.analysis.gate import SLOWER as GATE_SLOWER
+    from ctxbench.analysis.noise import GATE_POWER
+
+    verdict = next((v for v in judged.rows if v.row is row), None) if judged else None
+    if verdict is None:
+        cell = row.cells[1]
+        percent = 100.0 * effect_needed(comparison.min_effect, cell.noise)
+        verdict = judge_row(row, 1, percent, comparison.level, GATE_POWER)
+    decision = row.cells[1].decision
     if decision == FASTER:
-        return f"{change} helped", "green"
-    if decision == SLOWER:
-        return f"{change} made it slower", "red"
-    return f"{change} neither helped nor hurt", "dim"
+        return HELPED, verdict
+    if decision == SLOWER or verdict.outcome == GATE_SLOWER:
+        return HURT, verdict
+    if verdict.outcome == NOT_SLOWER:
+        return NEITHER, verdict
+    assert verdict.outcome == INCONCLUSIVE
+    return UNDECIDED, verdict
+
+
+def _pair_words(outcome: str, verdict: Any, change: str, row: Any, comparison: Comparison) -> str:
+    from ctxbench.views.gate import inconclusive_words
+
+    cell = row.cells[1]
+    if outcome == UNDECIDED:
+        return f"{change}: inconclusive: {inconclusive_words(verdict)}"
+    words = describe(cell.difference, row.unit, comparison.min_effect, judged_by=cell.noise)
+    if outcome == NEITHER:
+        could = (
+            f"could have seen {verdict.detectable:.0%} either way"
+            if verdict.detectable is not None
+            else noise_words(cell.noise, short=True)
+        )
+        return f"{change} {NEITHER}: {words}; {could}, {noise_words(cell.noise, short=True)}"
+    source = noise_words(cell.noise, short=True)
+    return f"{change} {outcome}: {words}" + (f", {source}" if source else "")
 
 
 def _suspect_sides(reference: dict[str, Any], other: dict[str, Any]) -> list[str]:
@@ -205,10 +383,18 @@ def _suspect_sides(reference: dict[str, Any], other: dict[str, Any]) -> list[str
     return marks
 
 
-def pair_lines(pairing: Pairing, comparison: Comparison, width: int) -> list[Text]:
+def param_words(params: dict[str, Any], name: str) -> str:
+    """A parameter's value as the record has it; 'absent' where the record has none."""
+    return fmt.param_value(params[name]) if name in params else "absent"
+
+
+def pair_lines(
+    pairing: Pairing, comparison: Comparison, width: int, judged: Any = None
+) -> list[Text]:
     """Each pair: A's variant, what changed, both figures, whether the change
-    helped; then one summary line that counts exactly these rows and names the
-    variants left unpaired."""
+    helped, hurt or neither (judged like the gate: JUDGED, the --fail-above gate
+    where given), else inconclusive and why; then one summary line that counts
+    exactly these rows and names the variants left unpaired."""
     width = max(width, MIN_WIDTH)
     names = ", ".join(pairing.names)
     lines = [heading_line("Runs (A is the reference)")]
@@ -222,46 +408,38 @@ def pair_lines(pairing: Pairing, comparison: Comparison, width: int) -> list[Tex
         )
     lines.append(Text(""))
     lines.append(heading_line(f"Rows paired on {names}: B's variant against A's"))
-    counts = {FASTER: 0, SLOWER: 0, NO_DIFFERENCE: 0}
-    unjudged, marked = 0, 0
+    counts = {HELPED: 0, HURT: 0, NEITHER: 0, UNDECIDED: 0}
+    marked = 0
+    styles = {HELPED: "green", HURT: "red", NEITHER: "dim", UNDECIDED: "yellow"}
     for row in comparison.rows:
         a, cell = row.cells[0], row.cells[1]
         if a.result is None or cell.result is None:
             continue
         b = original(cell.result)
         change = " ".join(
-            f"{n}={fmt.param_value(a.result['params'].get(n))}→{fmt.param_value(b['params'].get(n))}"
+            f"{n}={param_words(a.result['params'], n)}→{param_words(b['params'], n)}"
             for n in pairing.names
         )
         rest = {k: v for k, v in row.params.items() if k not in pairing.names}
-        label = f"{variant_name(row.probe, rest)}"
         medians = f"{fmt.value(a.median, row.unit)} → {fmt.value(cell.median, row.unit)}"
-        lines += wrapped_lines(f"{label}: {medians}", width, 2)
-        if cell.note or cell.decision not in counts:
-            unjudged += 1
-            lines += wrapped_lines(
-                f"{change}: not judged ({cell.note or 'no ratio'})", width, 4, "dim"
-            )
-            continue
+        lines += wrapped_lines(f"{variant_name(row.probe, rest)}: {medians}", width, 2)
+        outcome, verdict = pair_outcome(row, comparison, judged)
+        counts[outcome] += 1
+        text, style = _pair_words(outcome, verdict, change, row, comparison), styles[outcome]
         # A suspect side is judged beside its partner all the same, and marked
         # (issue 30): the answer is never dropped, nor stated as if it held.
-        helped, style = _helped(cell.decision, change)
-        counts[cell.decision] += 1
-        words = describe(cell.difference, row.unit, comparison.min_effect, judged_by=cell.noise)
-        source = noise_words(cell.noise, short=True)
-        text = f"{helped}: {words}" + (f", {source}" if source else "")
         marks = list(cell.excluded) or _suspect_sides(a.result, cell.result)
         if marks:
             marked += 1
             text += f" [marked: {'; '.join(marks)}]"
-            style = "yellow"
         lines += wrapped_lines(text, width, 4, style)
     lines.append(Text(""))
-    shown = sum(counts.values()) + unjudged
+    shown = sum(counts.values())
     summary = (
         f"{shown} pair{'s' if shown != 1 else ''} shown ({names} changed from A to B): "
-        f"{counts[FASTER]} faster, {counts[SLOWER]} slower, "
-        f"{counts[NO_DIFFERENCE]} no meaningful difference, {unjudged} not judged"
+        f"{counts[HELPED]} helped (faster), {counts[HURT]} slower, "
+        f"{counts[NEITHER]} neither (not different at the size each could detect), "
+        f"{counts[UNDECIDED]} inconclusive"
         + (f"; {marked} of them marked (a side not ok, or not comparable)" if marked else "")
     )
     lines += wrapped_lines(summary + ".", width, 0)
@@ -280,6 +458,88 @@ def pair_lines(pairing: Pairing, comparison: Comparison, width: int) -> list[Tex
     for name in pairing.ambiguous:
         lines += wrapped_lines(f"Not shown: {name} has more than one partner.", width, 0, "dim")
     return lines
+
+
+# ---- the JSON form ------------------------------------------------------------------------
+def _part_dict(p: PartDifference) -> dict[str, Any]:
+    out = {
+        "name": p.name,
+        "group": p.group,
+        "reference_ns": p.reference_ns,
+        "other_ns": p.other_ns,
+        "difference_ns": p.difference_ns,
+        "low_ns": p.low_ns,
+        "high_ns": p.high_ns,
+        "share": p.share,
+        "moved": p.moved,
+    }
+    if p.unmeasured:
+        out["unmeasured"] = [{"run": side, "why": why} for side, why in p.unmeasured]
+    if p.holds:
+        out["holds"] = [{"run": side, "part": part} for side, part in p.holds]
+    return out
+
+
+def _row_dict(row: RowWhy) -> dict[str, Any]:
+    return {
+        "probe": row.probe,
+        "params": row.params,
+        "other_params": row.other_params,
+        "decision": row.decision,
+        "reference_ns": row.reference_ns,
+        "other_ns": row.other_ns,
+        "difference_ns": row.difference_ns,
+        "low_ns": row.low_ns,
+        "high_ns": row.high_ns,
+        "largest": row.largest.name if row.largest else None,
+        "parts": [_part_dict(p) for p in row.parts],
+        "phases": [_part_dict(p) for p in row.phases],
+        "not_split": [unsplit_words(entry) for entry in row.not_split],
+        "selected": row.selected,
+        "excluded": list(row.excluded),
+    }
+
+
+def why_dict(result: Why | None, pairing: Pairing | None = None) -> dict[str, Any]:
+    """The JSON form (schema/compare.schema.json: ``why`` and ``pairing``)."""
+    from dataclasses import asdict
+
+    out: dict[str, Any] = {}
+    if pairing is not None:
+        out["pairing"] = {
+            "parameters": list(pairing.names),
+            "paired": pairing.paired,
+            "unpaired_reference": pairing.unpaired_reference,
+            "unpaired_other": pairing.unpaired_other,
+            "ambiguous": pairing.ambiguous,
+            "pairs": [
+                {
+                    "probe": record["probe"],
+                    "params": record.get("params", {}),
+                    "other_params": original(record).get("params", {}),
+                }
+                for record in pairing.runs[1].results
+            ],
+        }
+    if result is not None:
+        out["why"] = {
+            "method": METHOD,
+            "level": result.level,
+            "top_group": result.top_group,
+            "groups": result.groups,
+            "top_keys": [k.key for k in result.top_keys],
+            "environment": [
+                {"key": k.key, "values": list(k.values), "acts_on": list(k.groups)}
+                for k in result.env
+            ],
+            "not_split": [f"{variant}: {unsplit_words(e)}" for variant, e in result.not_split],
+            "every_row": result.every_row,
+            "moved": result.moved,
+            "rows": [_row_dict(row) for row in result.rows],
+        }
+        if result.load is not None:
+            out["why"]["load"] = [{**asdict(load), "carried": load.carried} for load in result.load]
+    return out
 
 
 # ---- history --changes ---------------------------------------------------------------

@@ -218,10 +218,10 @@ def _why_or_pairs(
 
     from ctxbench.analysis.compare import compare_runs
     from ctxbench.analysis.compare_pairs import pair_runs, unknown_names, waive_placement
-    from ctxbench.analysis.compare_why import why, why_dict
+    from ctxbench.analysis.compare_why import why
     from ctxbench.analysis.gate import FAILED, PASSED, gate
     from ctxbench.analysis.machine_history import variant_history
-    from ctxbench.views.difference import pair_lines, why_lines
+    from ctxbench.views.difference import pair_lines, why_dict, why_lines
     from ctxbench.views.export import comparison_dict
     from ctxbench.views.gate import gate_lines
 
@@ -270,7 +270,7 @@ def _why_or_pairs(
         console = new_console()
         lines = []
         if pairing is not None:
-            lines += pair_lines(pairing, comparison, console.width)
+            lines += pair_lines(pairing, comparison, console.width, judged)
         if split_result is not None:
             lines += ([Text("")] if lines else []) + why_lines(
                 split_result, comparison, console.width

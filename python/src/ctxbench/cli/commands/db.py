@@ -16,5 +16,15 @@ db_option = click.option(
 
 
 def open_store(db: str | None, create: bool = True) -> Store:
-    """create=False: the command only reads (a read-only store opens read-only)."""
-    return Store.open(db, create=create)
+    """create=False: the command only reads (a read-only store opens read-only).
+    No output of the command may then land on the store or the files SQLite
+    keeps beside it."""
+    from ctxbench.cli.output_files import keep_apart
+    from ctxbench.store.dialects import COMPANIONS
+
+    store = Store.open(db, create=create)
+    if store.path is not None:
+        keep_apart(store.path, "the store")
+        for suffix, what in COMPANIONS.items():
+            keep_apart(store.path.with_name(store.path.name + suffix), f"the store's {what}")
+    return store

@@ -32,6 +32,7 @@ def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None
     Bencher Metric Format."""
     check_output_path(output, "-o")
     with open_store(db, create=False) as store:
+        check_output_path(output, "-o")  # not the store, nor a file beside it
         stored = store.load(run_ref)
     text = export_formats.export_text(stored, form)
     for note in export_formats.notes(stored, form):

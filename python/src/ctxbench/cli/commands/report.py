@@ -27,5 +27,6 @@ def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: str |
     """A self-contained HTML report (offline, plots inline) of one or more runs."""
     check_output_path(output, "-o")
     with open_store(db, create=False) as store:
+        check_output_path(output, "-o")  # not the store, nor a file beside it
         runs = [store.load(ref) for ref in run_refs]
     write_report(runs, output, title)

@@ -254,6 +254,8 @@ def run(
         )
     count = repeat if repeat is not None else (QUICK_REPEATS if quick else DEFAULT_REPEATS)
     with open_store(db) as store:
+        check_output_path(json_path, "--json", stdout=False)  # not the store, nor beside it
+        check_output_path(report_path, "--report", stdout=False)
         engine = find_engine()
         selectors = _resolve_selectors(probes, list_probes(engine)) if probes else []
         options = RunOptions(
