@@ -203,6 +203,18 @@ Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::funct
   return r;
 }
 
+nlohmann::json round_figures(const std::vector<Result>& rounds, double baseline) {
+  nlohmann::json figures = nlohmann::json::array();
+  for (std::size_t k = 0; k < rounds.size(); ++k) {
+    const Result& part = rounds[k];
+    nlohmann::json median = nullptr;
+    if (!part.samples.empty()) median = summarize(part.samples).median - baseline;
+    figures.push_back(
+        {{"round", k}, {"n", part.samples.size()}, {"median", median}, {"set_aside", part.set_aside.size()}});
+  }
+  return figures;
+}
+
 Scheduler::Scheduler(const std::vector<Variant>& variants, const HarnessOptions& harness,
                      const ScheduleOptions& schedule, Clock& clock, const TimerInfo& timer, Output& output,
                      std::string run_id, ScheduleHooks hooks)
@@ -251,6 +263,7 @@ Result Scheduler::merged(std::size_t index, const std::vector<Result>& rounds) c
   r.run_id = run_id_;
   r.variant_index = index + 1;
   r.schedule = schedule_record(variants_[index]);
+  r.schedule["round_figures"] = round_figures(rounds, r.baseline ? r.baseline->value : 0);
   if (rounds.size() > 1 && r.interference && harness_.retries > 0 &&
       slowed(r.interference->attempts.front(), harness_.reference ? harness_.reference->best_ns() : 0))
     r.notes.push_back(rounds_not_remeasured_note());

@@ -67,6 +67,15 @@ int rounds_for(const ProbeDescriptor& probe, int samples, const ScheduleOptions&
 Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::function<void(Result&)>& derive,
                     const ProbeDescriptor* probe = nullptr);
 
+// The record's `schedule.round_figures`: per round of the variant, in the
+// order taken (round k here is the run's round k, the same for every variant,
+// so two variants' round k were taken close together), the kept samples'
+// count, their median in the record's unit less `baseline` (the record's
+// baseline value, 0 without one: the record's own correction), and the
+// samples set aside in that round. A round with no kept sample has a null
+// median. Pure.
+nlohmann::json round_figures(const std::vector<Result>& rounds, double baseline);
+
 // What the scheduler needs from the command line around it.
 struct ScheduleHooks {
   // Before each measurement: the variant's index, its attempt (from 1) and

@@ -129,6 +129,20 @@ def test_an_unstable_record_keeps_its_modes():
     assert record_problem(unknown) is not None
 
 
+def test_interleaved_records_carry_each_rounds_figure():
+    result = next(r for r in real_run().results if r["probe"] == "switch.pipe")
+    figures = [
+        {"round": 0, "n": 6, "median": 2001.5, "set_aside": 0},
+        {"round": 1, "n": 0, "median": None, "set_aside": 2},
+    ]
+    schedule = {"interleave": "rounds", "rounds": 2, "seed": 7, "round_figures": figures}
+    assert record_problem(dict(result, schedule=schedule)) is None
+    unnumbered = dict(schedule, round_figures=[{"n": 6, "median": 2001.5, "set_aside": 0}])
+    assert "'round' is a required property" in record_problem(dict(result, schedule=unnumbered))
+    negative = dict(schedule, round_figures=[dict(figures[0], round=-1)])
+    assert record_problem(dict(result, schedule=negative)) is not None
+
+
 def test_the_host_reference_and_its_set_aside_samples_are_read():
     result = next(r for r in real_run().results if r["probe"] == "switch.pipe")
     attempt = {"median": 3100.0, "reference_ratio": 1.04, "slowed_share": 0.0, "samples": 30}

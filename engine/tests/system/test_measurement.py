@@ -245,8 +245,16 @@ def test_interleaved_rounds_spread_each_variant_over_the_run(engine):
     for round_ in (1, 2, 3):
         assert sorted(p["index"] for p in announced if p["round"] == round_) == [1, 2]
     for r in results(records):
+        figures = r["schedule"].pop("round_figures")
         assert r["schedule"] == {"interleave": "rounds", "rounds": 3, "seed": 7}
         assert len(r["samples"]) == 6 and r["summary"]["n"] == 6  # 2 + 2 + 2, pooled
+        # Each round's own figure, indexed by the run's round.
+        assert [f["round"] for f in figures] == [0, 1, 2]
+        assert sum(f["n"] for f in figures) == 6
+        assert sum(f["set_aside"] for f in figures) == len(
+            r.get("set_aside", {}).get("samples", [])
+        )
+        assert all(r["summary"]["min"] <= f["median"] <= r["summary"]["max"] for f in figures)
     # Not interleaved: the record says so.
     (r,) = results(run_records(engine, "syscall.getppid", "--quick", "--interleave", "off"))
     assert r["schedule"] == {"interleave": "off"}

@@ -263,6 +263,23 @@ TEST(Schedule, MergedRoundsDeriveTheirFiguresFromThePooledSamples) {
   }
 }
 
+// Each round's own figure: its kept samples' median less the record's
+// baseline, its count and its set-aside samples; a round that kept nothing
+// has no median.
+TEST(Schedule, RoundFiguresGiveEachRoundsMedianLessTheBaseline) {
+  Result a = round_of({10, 11, 12}, 100, 100);
+  Result b = round_of({20, 21, 22, 23}, 100, 100);
+  b.set_aside = {90, 95};
+  Result c;
+  c.set_aside = {80};
+  const nlohmann::json figures = round_figures({a, b, c}, 2);
+  ASSERT_EQ(figures.size(), 3u);
+  EXPECT_EQ(figures[0], (nlohmann::json{{"round", 0}, {"n", 3}, {"median", 9.0}, {"set_aside", 0}}));
+  EXPECT_EQ(figures[1], (nlohmann::json{{"round", 1}, {"n", 4}, {"median", 19.5}, {"set_aside", 2}}));
+  EXPECT_EQ(figures[2], (nlohmann::json{{"round", 2}, {"n", 0}, {"median", nullptr}, {"set_aside", 1}}));
+  EXPECT_EQ(round_figures({a}, 0)[0]["median"], 11.0);
+}
+
 TEST(Schedule, AFailedRoundMakesTheRecordThatRounds) {
   Result a = round_of({10, 11, 12}, 100, 100);
   Result failed;
@@ -325,7 +342,18 @@ TEST(Scheduler, InterleavedRoundsSpreadEachVariantOverTheRun) {
     indices.insert(r["variant_index"].get<std::size_t>());
     EXPECT_EQ(r["samples"].size(), 7u);  // 3 + 2 + 2
     EXPECT_EQ(r["summary"]["n"], 7);
-    EXPECT_EQ(r["schedule"], (nlohmann::json{{"interleave", "rounds"}, {"rounds", 3}, {"seed", 9}}));
+    EXPECT_EQ(r["schedule"]["interleave"], "rounds");
+    EXPECT_EQ(r["schedule"]["rounds"], 3);
+    EXPECT_EQ(r["schedule"]["seed"], 9);
+    // One figure per round, indexed by the run's round: 3 + 2 + 2 kept samples.
+    const auto& figures = r["schedule"]["round_figures"];
+    ASSERT_EQ(figures.size(), 3u);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(figures[k]["round"], k);
+      EXPECT_EQ(figures[k]["n"], k == 0 ? 3 : 2);
+      EXPECT_EQ(figures[k]["set_aside"], 0);
+      EXPECT_TRUE(figures[k]["median"].is_number());
+    }
     EXPECT_EQ(r["run_id"], "test-run-0001");
   }
   EXPECT_EQ(indices, (std::set<std::size_t>{1, 2, 3}));
