@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench import fmt, stats
-from ctxbench.analysis.noise import Noise, host_state, judge
+from ctxbench.analysis.noise import HistoryFigures, HostState, Noise, host_state, judge
 from ctxbench.records import matrix
 from ctxbench.records.core import params_key
 from ctxbench.records.envdiff import EnvDiff, env_diff
@@ -132,6 +132,24 @@ class MatrixComparison:
 
 
 @dataclass(frozen=True)
+class Judging:
+    """How every cell of one comparison is judged: the test's settings, the
+    machine's history per variant key (``machine_history.variant_history``),
+    and per run its host state and the CPUs it was allowed. ``judge_cell``
+    judges a pair of results with it; ``compare_runs`` every row, and the key
+    figures of ``analysis.summary`` a stand-in pair, so that every format
+    renders cells judged one way."""
+
+    alpha: float = stats.DEFAULT_ALPHA
+    level: float = stats.DEFAULT_LEVEL
+    resamples: int = stats.DEFAULT_RESAMPLES
+    min_effect: float = DEFAULT_MIN_EFFECT
+    history: Mapping[tuple[str, str], HistoryFigures] = field(default_factory=dict)
+    hosts: Sequence[HostState | None] = ()
+    cpu_counts: Sequence[int | None] = ()
+
+
+@dataclass(frozen=True)
 class Comparison:
     runs: list[StoredRun]
     rows: list[Row]
@@ -142,6 +160,58 @@ class Comparison:
     options: list[dict[str, Any]] = field(default_factory=list)  # per run: SHOWN_OPTIONS
     summaries: list[Summary] = field(default_factory=list)  # per run after the reference
     matrices: list[MatrixComparison] = field(default_factory=list)
+    judging: Judging | None = None  # how its cells were judged (``judge_cell``)
+
+    def row(self, probe: str, params: dict[str, Any]) -> Row | None:
+        """The row of this variant (matched as the rows are: probe and params)."""
+        key = (probe, params_key(params))
+        return next((r for r in self.rows if (r.probe, params_key(r.params)) == key), None)
+
+
+def judge_cell(
+    judging: Judging,
+    reference: dict[str, Any] | None,
+    other: dict[str, Any] | None,
+    index: int,
+) -> Cell:
+    """Run INDEX's side of a row against the reference's: the one place a
+    pair of results gets its difference, noise, exclusions and decision. The
+    history is that of the reference's variant."""
+    note = _note(other) or (None if other is None else _note(reference))
+    difference, judged_by = None, None
+    hosts = list(judging.hosts) or [None] * (index + 1)
+    cpus = list(judging.cpu_counts) or [None] * (index + 1)
+    if note is None and reference is not None and other is not None:
+        key = (reference["probe"], params_key(reference["params"]))
+        difference, judged_by = judge(
+            reference,
+            other,
+            judging.history.get(key, ()),
+            judging.alpha,
+            judging.level,
+            judging.resamples,
+            hosts=(hosts[0], hosts[index]),
+        )
+    if reference is None or other is None:
+        excluded: tuple[str, ...] = ()  # placement or CPU count
+        decision: str | None = ONLY_ONE
+    else:
+        excluded = exclusions(
+            reference,
+            other,
+            (cpus[0], cpus[index]),
+            fmt.run_letter(0),
+            fmt.run_letter(index),
+        )
+        decision = decide(difference, reference["unit"], judging.min_effect, judged_by)
+    return Cell(
+        result=other,
+        difference=difference,
+        note=note,
+        excluded=excluded,
+        decision=decision,
+        noise=judged_by,
+    )
 
 
 def compare_runs(
@@ -150,19 +220,26 @@ def compare_runs(
     level: float = stats.DEFAULT_LEVEL,
     resamples: int = stats.DEFAULT_RESAMPLES,
     min_effect: float = DEFAULT_MIN_EFFECT,
-    history: Mapping[tuple[str, str], Sequence[float]] | None = None,
+    history: Mapping[tuple[str, str], HistoryFigures] | None = None,
 ) -> Comparison:
     """Every variant of the runs, matched, each other run against the first.
     ``history``: per variant key, the figures of the store's earlier runs of
     the runs' machine (``machine_history.variant_history``), for rows
-    without repeats."""
+    without repeats. Every format (the key figures, --all, --json, the gate)
+    renders the comparison this returns."""
     if len(runs) < 2:
         raise ValueError("a comparison needs at least two runs")
     if min_effect < 0:
         raise ValueError("the minimum effect cannot be negative")
-    options = [run_options(run.env) for run in runs]
-    hosts = [host_state(run.results) for run in runs]
-    cpu_counts = [allowed_cpus(run.env) for run in runs]
+    judging = Judging(
+        alpha=alpha,
+        level=level,
+        resamples=resamples,
+        min_effect=min_effect,
+        history=history or {},
+        hosts=[host_state(run.results) for run in runs],
+        cpu_counts=[allowed_cpus(run.env) for run in runs],
+    )
     indexed: list[dict[tuple[str, str], dict[str, Any]]] = []
     order: dict[tuple[str, str], dict[str, Any]] = {}
     for run in runs:
@@ -177,42 +254,10 @@ def compare_runs(
     for key, first_seen in order.items():
         reference = indexed[0].get(key)
         cells = [Cell(result=reference, difference=None, note=_note(reference))]
-        for index, by_key in enumerate(indexed[1:], start=1):
-            other = by_key.get(key)
-            note = _note(other) or (None if other is None else _note(reference))
-            difference, judged_by = None, None
-            if note is None and reference is not None and other is not None:
-                difference, judged_by = judge(
-                    reference,
-                    other,
-                    (history or {}).get(key, ()),
-                    alpha,
-                    level,
-                    resamples,
-                    hosts=(hosts[0], hosts[index]),
-                )
-            if reference is None or other is None:
-                excluded: tuple[str, ...] = ()  # placement or CPU count
-                decision = ONLY_ONE
-            else:
-                excluded = exclusions(
-                    reference,
-                    other,
-                    (cpu_counts[0], cpu_counts[index]),
-                    fmt.run_letter(0),
-                    fmt.run_letter(index),
-                )
-                decision = decide(difference, first_seen["unit"], min_effect, judged_by)
-            cells.append(
-                Cell(
-                    result=other,
-                    difference=difference,
-                    note=note,
-                    excluded=excluded,
-                    decision=decision,
-                    noise=judged_by,
-                )
-            )
+        cells += [
+            judge_cell(judging, reference, by_key.get(key), index)
+            for index, by_key in enumerate(indexed[1:], start=1)
+        ]
         rows.append(
             Row(
                 probe=first_seen["probe"],
@@ -229,9 +274,10 @@ def compare_runs(
         level=level,
         alpha=alpha,
         min_effect=min_effect,
-        options=options,
+        options=[run_options(run.env) for run in runs],
         summaries=[summarize(rows, index) for index in range(1, len(runs))],
         matrices=compare_matrices(rows, alpha, level, resamples),
+        judging=judging,
     )
 
 

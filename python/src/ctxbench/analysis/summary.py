@@ -43,11 +43,13 @@ API (stable; later changes only add)::
     VerdictNote point, sentences (one per distinct reason code, REASON_SENTENCES)
     Machines   reference: str, others: list[str] (run names), comparison: Comparison
                (compare_runs of the whole runs), figures: list[MachineFigure],
-               env: list[EnvDifference], key_comparison: Comparison (compare_runs
-               over the key figures, variants matched by ``variant_key``: a record
-               without the ``idle`` knob, from an older engine, is idle=free)
+               env: list[EnvDifference], key_comparison: Comparison (the
+               comparison's rows of the key figures only; a run that did not
+               measure A's variant as written, matched by ``variant_key``: a
+               record without the ``idle`` knob, from an older engine, is
+               idle=free, judged by the comparison's ``judge_cell``)
     MachineFigure key, label, probe, params, unit, reference_median,
-               cells: list[MachineCell] (one per other run), row (of key_comparison)
+               cells: list[MachineCell] (one per other run), row (the comparison's)
     MachineCell median, ratio, ci_low, ci_high, p_value, significant, decision,
                excluded (why not comparable), note,
                variant (the other run's own variant where it did not measure A's)
@@ -59,13 +61,14 @@ ctxbench.summary_rules, the dataclasses in ctxbench.summary_data.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ctxbench import fmt
 from ctxbench.analysis.answers import answers
-from ctxbench.analysis.compare import compare_runs
+from ctxbench.analysis.compare import Cell, Comparison, Judging, Row, compare_runs, judge_cell
+from ctxbench.analysis.compare import summarize as compare_summary
 from ctxbench.analysis.explain import REST, Explained, Explanation, explain
 from ctxbench.analysis.summary_data import (  # noqa: F401 (section_id, point: their users import them here)
     EnvDifference,
@@ -93,7 +96,7 @@ from ctxbench.analysis.summary_rules import (
     pick,
 )
 from ctxbench.records import sandbox
-from ctxbench.records.core import STATUSES, RunRecords, params_key, summary_value, variant_name
+from ctxbench.records.core import STATUSES, params_key, summary_value, variant_name
 from ctxbench.store.schema import StoredRun
 
 _NONE = object()
@@ -153,7 +156,10 @@ def not_a_switch(point: Point | None) -> bool:
 
 
 def same_vs_cross(results: list[dict[str, Any]]) -> list[SameVsCross]:
-    """Per switch primitive and 'between': the same-CPU and the cross-CPU figure."""
+    """Per switch primitive and 'between': the same-CPU and the cross-CPU figure.
+    None at all when no primitive has both (a run of one CPU's variants, as the
+    fibers-vs-threads preset): a comparison with one side is no comparison,
+    and the views leave the section and its chart out."""
     groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
     for result in results:
         params = result["params"]
@@ -193,6 +199,8 @@ def same_vs_cross(results: list[dict[str, Any]]) -> list[SameVsCross]:
                 no_ratio=no_ratio,
             )
         )
+    if not any(row.same is not None and row.cross is not None for row in rows):
+        return []
     return rows
 
 
@@ -266,27 +274,6 @@ def variant_key(result: dict[str, Any]) -> tuple[str, str]:
     return result["probe"], params_key(params)
 
 
-def _key_figure_runs(
-    runs: list[StoredRun], keys: set[tuple[str, str]], stand_ins: list[dict[tuple[str, str], Any]]
-) -> list[StoredRun]:
-    """Each run reduced to the variants of KEYS, their params written one way
-    (variant_key). STAND_INS, per run: the record that stands for a key figure
-    the run did not measure in run A's variant (its own rung of that figure),
-    written under A's variant so that the row compares what the ladder draws."""
-    reduced = []
-    for run, stand_in in zip(runs, stand_ins, strict=True):
-        results = []
-        for result in run.results:
-            probe, key = variant_key(result)
-            if (probe, key) in keys:
-                results.append({**result, "params": json.loads(key)})
-        for (_probe, key), result in stand_in.items():
-            results.append({**result, "params": json.loads(key)})
-        records = RunRecords(env=run.env, results=results, end=run.records.end)
-        reduced.append(StoredRun(info=run.info, records=records))
-    return reduced
-
-
 def _stand_ins(
     runs: list[StoredRun], summaries: list[RunSummary]
 ) -> list[dict[tuple[str, str], Any]]:
@@ -305,24 +292,50 @@ def _stand_ins(
     return out
 
 
+def _key_row(
+    comparison: Comparison, runs: list[StoredRun], reference: dict[str, Any], stand_ins: list[Any]
+) -> Row:
+    """The comparison's own row of a key figure (run A's variant), each other
+    run's cell as the comparison judged it; where a run did not measure A's
+    variant as it is written (an older engine without a knob of
+    ABSENT_MEANS, or a stand-in of its own ladder), its cell is judged by the
+    comparison's ``judge_cell``, with the history of A's variant."""
+    row = comparison.row(reference["probe"], reference["params"])
+    key = variant_key(reference)
+    cells = [row.cells[0] if row else Cell(reference, None, None)]
+    judging = comparison.judging or Judging()
+    for index, run in enumerate(runs[1:], start=1):
+        cell = row.cells[index] if row else None
+        other = stand_ins[index].get(key)
+        if other is None and (cell is None or cell.result is None):
+            alike = [r for r in run.results if variant_key(r) == key]
+            other = next((r for r in alike if _measured(r)), alike[0] if alike else None)
+        if other is not None or cell is None:
+            cell = judge_cell(judging, reference, other, index)
+        cells.append(cell)
+    return Row(
+        probe=reference["probe"],
+        family=reference["family"],
+        params=reference["params"],
+        unit=reference["unit"],
+        cells=cells,
+    )
+
+
 def _variant_of(result: dict[str, Any] | None) -> str | None:
     return None if result is None else variant_name(result["probe"], result["params"])
 
 
-def machines(runs: list[StoredRun], summaries: list[RunSummary], **options: Any) -> Machines:
-    """The other runs against run A: a ratio per key figure (run A's ladder), and
-    the environment differences that plausibly explain them."""
-    comparison = compare_runs(runs, **options)
-    reference = summaries[0].ladder
+def machines(
+    runs: list[StoredRun], summaries: list[RunSummary], comparison: Comparison
+) -> Machines:
+    """The other runs against run A: a ratio per key figure (run A's ladder),
+    each the row of COMPARISON (the one the tables, --json and the gate
+    render), and the environment differences that plausibly explain them."""
     stand_ins = _stand_ins(runs, summaries)
-    keys = {variant_key(rung.point.result) for rung in reference}
-    key_comparison = compare_runs(_key_figure_runs(runs, keys, stand_ins), **options)
-    rows = {(row.probe, params_key(row.params)): row for row in key_comparison.rows}
     figures = []
-    for rung in reference:
-        row = rows.get(variant_key(rung.point.result))
-        if row is None:
-            continue
+    for rung in summaries[0].ladder:
+        row = _key_row(comparison, runs, rung.point.result, stand_ins)
         cells = []
         for index, cell in enumerate(row.cells[1:], start=1):
             difference = cell.difference
@@ -354,6 +367,13 @@ def machines(runs: list[StoredRun], summaries: list[RunSummary], **options: Any)
                 row=row,
             )
         )
+    key_rows = [figure.row for figure in figures if figure.row is not None]
+    key_comparison = replace(
+        comparison,
+        rows=key_rows,
+        summaries=[compare_summary(key_rows, index) for index in range(1, len(runs))],
+        matrices=[],
+    )
     env = []
     for key in comparison.env.differing:
         label = _env_label(key)
@@ -369,9 +389,16 @@ def machines(runs: list[StoredRun], summaries: list[RunSummary], **options: Any)
     )
 
 
-def summarize(runs: list[StoredRun], *, compare_options: dict[str, Any] | None = None) -> Summary:
-    """The summary of RUNS (run A first). COMPARE_OPTIONS go to compare_runs
-    (alpha, level, resamples, min_effect) when there are two or more runs."""
+def summarize(
+    runs: list[StoredRun],
+    *,
+    compare_options: dict[str, Any] | None = None,
+    comparison: Comparison | None = None,
+) -> Summary:
+    """The summary of RUNS (run A first). With two or more runs, the key
+    figures are rows of COMPARISON (``compare_runs`` of RUNS: ``compare``
+    passes the one it renders in every format), or of ``compare_runs(RUNS,
+    **COMPARE_OPTIONS)`` when none is given."""
     if not runs:
         raise ValueError("a summary needs at least one run")
     first = summarize_run(0, runs[0])
@@ -380,5 +407,9 @@ def summarize(runs: list[StoredRun], *, compare_options: dict[str, Any] | None =
     ]
     return Summary(
         runs=summaries,
-        machines=machines(runs, summaries, **(compare_options or {})) if len(runs) > 1 else None,
+        machines=machines(
+            runs, summaries, comparison or compare_runs(runs, **(compare_options or {}))
+        )
+        if len(runs) > 1
+        else None,
     )

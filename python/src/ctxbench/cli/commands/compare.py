@@ -120,17 +120,13 @@ def compare(
     Rows whose tasks ran on a different number of CPUs measure something
     else: they are marked, left out of the summary line, and inconclusive
     for --fail-above. A suspect row is compared with its spread in its noise."""
-    from ctxbench.analysis.compare import compare_runs
-    from ctxbench.analysis.gate import FAILED, PASSED, gate
-    from ctxbench.analysis.machine_history import variant_history
+    from ctxbench.analysis.gate import gate
     from ctxbench.views.export import comparison_dict
-    from ctxbench.views.gate import gate_lines
 
     if len(run_refs) < 2:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
     if allow_inconclusive is not None and fail_above is None:
         raise click.UsageError("--allow-inconclusive goes with --fail-above PCT")
-    allowed = allow_inconclusive or 0.0
     with open_store(db, create=False) as store:
         runs = [store.load(ref) for ref in run_refs]
         if baseline is not None:
@@ -138,49 +134,80 @@ def compare(
             if base_id not in [run.run_id for run in runs]:
                 raise BadInput(f"--baseline {baseline} is not one of the runs compared")
             runs.sort(key=lambda run: run.run_id != base_id)  # stable: others keep their order
-        history = variant_history(store, runs)
-    ids = [run.run_id for run in runs]
-    if len(set(ids)) != len(ids):
-        raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")
-    if pair is not None or split:
-        return _why_or_pairs(
-            runs,
-            pair,
-            split,
-            as_json,
-            (fail_above, allowed),
-            {"alpha": alpha, "min_effect": min_effect},
-            db,
+        ids = [run.run_id for run in runs]
+        if len(set(ids)) != len(ids):
+            raise BadInput(
+                f"the same run is named twice ({', '.join(ids)}); compare different runs"
+            )
+        if split and len(runs) != 2:
+            raise click.UsageError(
+                "--why splits one run against another: give two runs (RUN_A RUN_B), "
+                "or --baseline and one run at a time"
+            )
+        pairing = None if pair is None else _pairing(runs, pair)
+        comparison = build_comparison(
+            store,
+            runs if pairing is None else pairing.runs,
+            alpha=alpha,
+            min_effect=min_effect,
+            waive=() if pairing is None else pairing.names,
         )
-    if as_json:
-        comparison = compare_runs(runs, alpha=alpha, min_effect=min_effect, history=history)
-        judged = None if fail_above is None else gate(comparison, fail_above, allowed)
+    judged = None if fail_above is None else gate(comparison, fail_above, allow_inconclusive or 0.0)
+    if pairing is not None or split:
+        _print_why_or_pairs(runs, pairing, split, as_json, comparison, judged)
+    elif as_json:
         click.echo(json.dumps(comparison_dict(comparison, judged), indent=2, allow_nan=False))
     else:
-        options = {"alpha": alpha, "min_effect": min_effect, "history": history}
-        comparison = _print_comparison(runs, options, show_all, only_common)
-        judged = None if fail_above is None else gate(comparison, fail_above, allowed)
+        _print_comparison(runs, comparison, show_all, only_common)
+    return gate_exit(comparison, judged, as_json)
+
+
+def build_comparison(
+    store: Any,
+    runs: list[StoredRun],
+    alpha: float = 0.05,
+    min_effect: float = 0.05,
+    waive: tuple[str, ...] = (),
+) -> Comparison:
+    """The one comparison a `compare` builds, whatever it prints: every row
+    judged by ``compare_runs`` against the store's history of run A's
+    machine. The key figures, --all, --json, --why, --pair and the gate all
+    render this object. WAIVE: the parameters --pair paired on (``cpus``
+    keeps a row whose sides ran on a different number of CPUs)."""
+    from ctxbench.analysis.compare import compare_runs
+    from ctxbench.analysis.compare_pairs import waive_placement
+    from ctxbench.analysis.machine_history import variant_history
+
+    history = variant_history(store, runs)
+    comparison = compare_runs(runs, alpha=alpha, min_effect=min_effect, history=history)
+    return waive_placement(comparison, waive) if waive else comparison
+
+
+def gate_exit(comparison: Comparison, judged: Any, as_json: bool) -> int:
+    """The gate's tail, whatever was printed before it: its lines (after the
+    tables on stdout, or on stderr beside --json's data) and the exit status
+    (0 passed, 1 failed, EXIT_INCONCLUSIVE); 0 without --fail-above."""
+    from ctxbench.analysis.gate import FAILED, PASSED
+    from ctxbench.views.gate import gate_lines
+
     if judged is None:
         return 0
-    # The gate's lines: after the tables on stdout, or on stderr beside --json's data.
     for line in gate_lines(comparison, judged):
         click.echo(fmt.terminal_text(line), file=QuietStream(sys.stderr) if as_json else None)
     return {PASSED: 0, FAILED: 1}.get(judged.outcome, EXIT_INCONCLUSIVE)
 
 
 def _print_comparison(
-    runs: list[StoredRun], options: dict[str, Any], show_all: bool, only_common: bool
-) -> Comparison:
+    runs: list[StoredRun], comparison: Comparison, show_all: bool, only_common: bool
+) -> None:
     """Answers first: the runs, the key figures against run A, the other rows
     that differ, the environment differences of interest, the summary line,
     the matrices per pair class; with SHOW_ALL then the legend, the whole
-    environment diff and every row."""
+    environment diff and every row. Every line renders COMPARISON."""
     from ctxbench.analysis.summary import summarize
     from ctxbench.views.machines import machine_lines
 
-    summary = summarize(runs, compare_options=options)
-    assert summary.machines is not None  # two runs or more
-    comparison = summary.machines.comparison
+    summary = summarize(runs, comparison=comparison)
     console = new_console()
     for line in machine_lines(summary, console.width):
         console.print(line)
@@ -193,95 +220,71 @@ def _print_comparison(
             "the full environment diff",
             markup=False,
         )
-        return comparison
+        return
     console.print(tables.runs_legend(comparison))
     console.print(tables.env_diff_table(comparison))
     console.print(tables.comparison_table(comparison, width=console.width, only_common=only_common))
     for line in summary_lines(comparison):
         console.print(line, markup=False, highlight=False)
-    return comparison
 
 
-def _why_or_pairs(
+def _pairing(runs: list[StoredRun], pair: str) -> Any:
+    """compare --pair PARAM[,PARAM]: B's variants paired with A's that differ
+    only in those parameters; a usage error or bad input naming the fix."""
+    from ctxbench.analysis.compare_pairs import pair_runs, unknown_names
+
+    names = tuple(name.strip() for name in pair.split(",") if name.strip())
+    if len(runs) != 2 or not names:
+        raise click.UsageError(
+            "--pair takes parameter names (e.g. --pair idle) and compares two runs: RUN_A RUN_B"
+        )
+    unknown = unknown_names(runs, names)
+    if unknown:
+        known = sorted({n for run in runs for r in run.results for n in r.get("params", {})})
+        raise BadInput(
+            f"no variant of either run has the parameter {', '.join(unknown)}; "
+            f"the runs' parameters are {', '.join(known) or 'none'}"
+        )
+    pairing = pair_runs(runs[0], runs[1], names)
+    if not pairing.paired:
+        raise BadInput(
+            f"no variant of B differs from one of A only in {', '.join(names)}; compare "
+            "runs that measured the same variants with other values of it"
+        )
+    return pairing
+
+
+def _print_why_or_pairs(
     runs: list[StoredRun],
-    pair: str | None,
+    pairing: Any,
     split: bool,
     as_json: bool,
-    gate_options: tuple[float | None, float],
-    options: dict[str, Any],
-    db: str | None,
-) -> int:
+    comparison: Comparison,
+    judged: Any,
+) -> None:
     """compare --pair and/or --why: the pairs and whether each change helped,
-    then where each difference sits; GATE_OPTIONS: --fail-above and
-    --allow-inconclusive."""
+    then where each difference sits; both render COMPARISON and its gate."""
     from rich.text import Text
 
-    from ctxbench.analysis.compare import compare_runs
-    from ctxbench.analysis.compare_pairs import pair_runs, unknown_names, waive_placement
     from ctxbench.analysis.compare_why import why
-    from ctxbench.analysis.gate import FAILED, PASSED, gate
-    from ctxbench.analysis.machine_history import variant_history
     from ctxbench.views.difference import pair_lines, why_dict, why_lines
     from ctxbench.views.export import comparison_dict
-    from ctxbench.views.gate import gate_lines
 
-    fail_above, allowed = gate_options
-
-    if split and len(runs) != 2:
-        raise click.UsageError(
-            "--why splits one run against another: give two runs (RUN_A RUN_B), "
-            "or --baseline and one run at a time"
-        )
-    pairing = None
-    compared = runs
-    if pair is not None:
-        names = tuple(name.strip() for name in pair.split(",") if name.strip())
-        if len(runs) != 2 or not names:
-            raise click.UsageError(
-                "--pair takes parameter names (e.g. --pair idle) and compares two runs: RUN_A RUN_B"
-            )
-        unknown = unknown_names(runs, names)
-        if unknown:
-            known = sorted({n for run in runs for r in run.results for n in r.get("params", {})})
-            raise BadInput(
-                f"no variant of either run has the parameter {', '.join(unknown)}; "
-                f"the runs' parameters are {', '.join(known) or 'none'}"
-            )
-        pairing = pair_runs(runs[0], runs[1], names)
-        if not pairing.paired:
-            raise BadInput(
-                f"no variant of B differs from one of A only in {', '.join(names)}; compare "
-                "runs that measured the same variants with other values of it"
-            )
-        compared = pairing.runs
-    with open_store(db, create=False) as store:
-        history = variant_history(store, compared)
-    comparison = compare_runs(compared, history=history, **options)
-    if pairing is not None:
-        comparison = waive_placement(comparison, pairing.names)
     split_result = why(comparison, measured=runs) if split else None
-    judged = None if fail_above is None else gate(comparison, fail_above, allowed)
     if as_json:
         out = comparison_dict(comparison, judged)
         if split_result is not None or pairing is not None:
             out.update(why_dict(split_result, pairing))
         click.echo(json.dumps(out, indent=2, allow_nan=False))
-    else:
-        console = new_console()
-        lines = []
-        if pairing is not None:
-            lines += pair_lines(pairing, comparison, console.width, judged)
-        if split_result is not None:
-            lines += ([Text("")] if lines else []) + why_lines(
-                split_result, comparison, console.width
-            )
-        for line in lines:
-            console.print(line)
-    if judged is None:
-        return 0
-    for line in gate_lines(comparison, judged):
-        click.echo(fmt.terminal_text(line), file=QuietStream(sys.stderr) if as_json else None)
-    return {PASSED: 0, FAILED: 1}.get(judged.outcome, EXIT_INCONCLUSIVE)
+        return
+    console = new_console()
+    lines = []
+    if pairing is not None:
+        lines += pair_lines(pairing, comparison, console.width, judged)
+    if split_result is not None:
+        lines += ([Text("")] if lines else []) + why_lines(split_result, comparison, console.width)
+    for line in lines:
+        console.print(line)
 
 
 def _percentage(value: str | None, option: str, most: float = math.inf) -> float | None:
