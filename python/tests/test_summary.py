@@ -304,3 +304,48 @@ def test_a_compared_run_shows_run_a_variant_on_its_ladder(store):
     assert beside["thread_switch"].median == beside["thread_switch"].result["summary"]["median"]
     # Rungs run_a does not have keep the run's own choice.
     assert beside["vdso"].probe == alone["vdso"].probe
+
+
+PRESET_RUN = REPO / "python" / "tests" / "fixtures" / "fibers_vs_threads.jsonl"
+
+
+def test_the_fibers_vs_threads_preset_has_its_four_figures_on_the_ladder_and_no_empty_section(
+    store,
+):
+    """Issue 40: the preset's ladder and chart showed the fiber and the
+    coroutine but not the two thread figures it measured, and an empty "Same
+    CPU vs another CPU" table (and a one-bar chart) for a run with no
+    cross-CPU variant."""
+    from ctxbench.views.report import render
+    from ctxbench.views.summary import run_lines
+
+    run = stored(store, read_run_file(PRESET_RUN))
+    summary = summarize([run])
+    rungs = {rung.key: rung.point for rung in summary.ladder}
+    assert set(rungs) == {"coroutine", "fiber", "futex_handoff", "round_robin"}
+    assert rungs["futex_handoff"].probe == "switch.futex"
+    assert rungs["futex_handoff"].params["policy"] == "batch"  # as the preset ran it
+    assert rungs["round_robin"].probe == "switch.threads_round_robin"
+    assert summary.same_vs_cross == []  # one CPU's variants only: no comparison
+    shown = "".join(line.plain + "\n" for line in run_lines(summary, 100))
+    assert "Same CPU vs another CPU" not in shown
+    assert "futex hand-off, threads, same CPU" in shown and "4-thread round robin" in shown
+    html = render([run])
+    assert "Same CPU vs another CPU" not in html
+    ladder = html.split('id="summary-ladder"')[1]
+    chart = ladder.split('data-plot="')[1].split("</script>")[0]  # the ladder's chart data
+    for rung in summary.ladder:
+        assert rung.label in chart
+
+
+def test_a_run_with_both_sides_keeps_a_row_that_has_one(store):
+    # Only a run with no primitive on both sides loses the section: here the
+    # reference run less every cross-CPU pipe record keeps the pipe's row.
+    records = [
+        r
+        for r in read_run_file(REFERENCE_RUN).all()
+        if not (r.get("probe") == "switch.pipe" and r["params"].get("cpus") == "cross")
+    ]
+    rows = summarize([stored(store, group_run(records))]).same_vs_cross
+    pipe = [row for row in rows if row.primitive == "pipe"]
+    assert pipe and all(row.cross is None and row.same is not None for row in pipe)

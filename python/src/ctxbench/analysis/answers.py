@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench.analysis.summary_data import Point, point, ratio
-from ctxbench.analysis.summary_rules import pick  # the ladder's own matching
+from ctxbench.analysis.summary_rules import BATCH_FIRST, pick  # the ladder's own matching
 from ctxbench.records.roles import probes_with
 from ctxbench.stats import RatioInterval
 
@@ -75,7 +75,6 @@ class Answer:
 
 SAME_THREADS = {"between": ("threads",), "cpus": ("same",), "idle": ("free", None)}
 NORMAL_FIRST = ("normal", "batch", None)
-BATCH_FIRST = ("batch", "normal", None)
 
 QUESTIONS: tuple[Question, ...] = (
     Question(

@@ -18,18 +18,25 @@ DEFAULT_SWITCH = {"policy": ("normal", "batch", None), "idle": ("free", None)}
 SAME_CPU_SWITCH = {**DEFAULT_SWITCH, "idle": ("free", None, "held")}
 
 
+# The fibers-vs-threads preset's kernel-thread figures (batch first, as the
+# preset runs them): the ladder shows them beside the fiber and the coroutine.
+BATCH_FIRST = ("batch", "normal", None)
+
+
 @dataclass(frozen=True)
 class RungSpec:
     key: str
     label: str
-    role: str  # the probes with the role ladder:ROLE stand for it (records.roles)
+    # the probes with the role ladder:ROLE stand for it (records.roles); a
+    # role with its own prefix ("answer:futex") is taken as it is
+    role: str
     match: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     @property
     def candidates(self) -> tuple[str, ...]:
         """The probes that may stand for this rung, preferred first, as the
         engine's descriptors rank them."""
-        return probes_with(f"ladder:{self.role}")
+        return probes_with(self.role if ":" in self.role else f"ladder:{self.role}")
 
 
 LADDER: tuple[RungSpec, ...] = (
@@ -53,6 +60,18 @@ LADDER: tuple[RungSpec, ...] = (
         "thread switch, same CPU",
         "switch",
         {"between": ("threads",), "cpus": ("same",), **SAME_CPU_SWITCH},
+    ),
+    RungSpec(
+        "futex_handoff",
+        "futex hand-off, threads, same CPU",
+        "answer:futex",
+        {"between": ("threads",), "cpus": ("same",), **SAME_CPU_SWITCH, "policy": BATCH_FIRST},
+    ),
+    RungSpec(
+        "round_robin",
+        "4-thread round robin, same CPU",
+        "answer:round_robin",
+        {"cpus": ("same",), "threads": (4, None), "policy": BATCH_FIRST},
     ),
     RungSpec(
         "process_switch",
