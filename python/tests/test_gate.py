@@ -20,7 +20,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from conftest import REPO, fixture_path, invoke, real_run
-from ctxbench import stats
+from ctxbench import fmt, stats
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import compare_runs
 from ctxbench.analysis.gate import (
@@ -37,6 +37,8 @@ from ctxbench.analysis.gate import (
 )
 from ctxbench.records.core import group_run, params_key
 from ctxbench.store.db import Store
+from ctxbench.views.export import comparison_dict
+from ctxbench.views.gate import gate_lines
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
 TIGHT = (0.999, 1.0, 1.001, 1.0, 0.999, 1.001, 1.0, 0.999, 1.001, 1.0)
@@ -356,3 +358,70 @@ def test_a_2x_regression_in_a_suspect_row_fails_the_gate(db):
     assert outcome["outcome"] == SLOWER
     assert any(line.startswith("slower by more than 10%: syscall.getpid: B ran ")
                for line in done.stderr.splitlines())  # fmt: skip
+
+
+# ---- issue 41: the interval rule, and what the last line says ----------------------
+NOISY = [100.0, 130.0, 80.0, 115.0]  # log spread ~20%: detectable far above 25%
+
+
+def test_a_row_whose_interval_lies_above_the_threshold_is_slower_however_noisy(tmp_path):
+    """Both sides suspect, their host references slowed, a history spread of
+    20 %: the interval is wide, but it lies wholly above 1.25, so the row is
+    slower; neither a suspect side nor the noise makes it inconclusive."""
+    a = _run("a", 100.0, "suspect", reference_ratio=1.3)
+    b = _run("b", 800.0, "suspect", reference_ratio=1.3)
+    comparison = _compare(tmp_path, a, b, NOISY)
+    cell = comparison.rows[0].cells[1]
+    assert {w.cause for w in cell.noise.widened} >= {noise.SUSPECT, noise.SLOWED}
+    row = gate(comparison, 25).rows[0]
+    assert row.detectable > 0.25  # it could not have seen 25 %...
+    assert row.interval is not None and row.interval[0] > 1.25  # ...but it is past it
+    assert row.outcome == SLOWER
+    # Lower than the threshold at the interval's low end: no longer decided by it.
+    close = _compare(tmp_path / "c", a, _run("b", 130.0, "suspect", reference_ratio=1.3), NOISY)
+    row = gate(close, 25).rows[0]
+    assert row.interval[0] < 1.25 and row.outcome == INCONCLUSIVE
+
+
+def _three(tmp_path, history):
+    """A, B identical to A, C twice as slow, one noisy history: B and C both
+    inconclusive at 25 %."""
+    with Store.open(tmp_path / "three.db") as store:
+        runs = [
+            store.load(store.add_run(run, origin="import"))
+            for run in (_run("a", 100.0), _run("b", 100.0), _run("c", 200.0))
+        ]
+    key = ("syscall.getpid", params_key(runs[0].results[0]["params"]))
+    return compare_runs(runs, history={key: history})
+
+
+def test_the_last_line_gives_each_inconclusive_rows_ratio_and_interval(tmp_path):
+    """'B is 2x but noisy' reads apart from 'A = B but noisy' on the gate's
+    last line, which is what a CI log shows."""
+    very_noisy = [100.0, 300.0, 40.0, 180.0, 60.0]
+    comparison = _three(tmp_path, very_noisy)
+    judged = gate(comparison, 25)
+    same, double = judged.rows
+    assert same.outcome == double.outcome == INCONCLUSIVE
+    last = gate_lines(comparison, judged)[-1]
+    assert last.startswith("--fail-above 25: INCONCLUSIVE")
+    for verdict, factor in ((same, "1.00×"), (double, "2.00×")):
+        low, high = verdict.interval
+        assert low < 1.25 < high
+        words = f"{factor} ({fmt.factor(low)}–{fmt.factor(high)})"
+        assert words in last, last
+    assert "syscall.getpid (run C) 2.00×" in last
+    # --json carries the same intervals.
+    document = comparison_dict(comparison, judged)
+    jsonschema.validate(document, COMPARE_SCHEMA)
+    rows = document["fail_above"]["rows"]
+    assert [r["interval"]["low"] for r in rows] == pytest.approx(
+        [same.interval[0], double.interval[0]]
+    )
+
+
+def test_a_row_not_compared_is_counted_on_the_last_line_without_a_ratio(db):
+    a, b = _import(db, "gate_loaded_a.jsonl", "gate_loaded_b.jsonl")
+    done = invoke("compare", a, b, "--db", db, "--fail-above", "25")
+    last = [line for line in done.stdout.splitlines() if line.startswith("--fail-above")][-1]
+    assert "not compared" in last, last

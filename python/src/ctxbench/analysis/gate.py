@@ -6,9 +6,10 @@ history, or the within-run samples with a floor; a suspect side or a host
 that ran slowed widens it). With L = log(1 + PCT), d the log time ratio,
 se its standard error and df its degrees of freedom:
 
-1. ``slower`` when the difference is significant and the whole interval
-   lies above 1 + PCT (and above the floor): whatever the row's power, a
-   large regression is a regression.
+1. ``slower`` when the whole interval lies above 1 + PCT (and above the
+   floor): whatever the row's power, and whatever its sides' verdicts, a
+   large regression is a regression (the interval already carries the
+   row's noise and its widenings; it lies above 1, so it is significant).
 2. ``inconclusive`` when the row's detectable slowdown (``noise.detectable``:
    the minimum detectable effect at the comparison's level and GATE_POWER,
    never below the floor) is above PCT: it could not have seen a slowdown
@@ -78,6 +79,8 @@ class GateRow:
     why: str | None = None  # for INCONCLUSIVE: NOISE, UNSURE, EXCLUDED, NOT_COMPARED
     detail: str | None = None  # the exclusion or the note, for EXCLUDED and NOT_COMPARED
     decider: Decider | None = None
+    # The ratio's interval, oriented like time_ratio (low, high); None without one.
+    interval: tuple[float, float] | None = None
 
     @property
     def cell(self) -> Cell:
@@ -159,31 +162,46 @@ def not_judged_reason(cell: Cell) -> str | None:
 def judge_row(row: Row, index: int, percent: float, level: float, power: float) -> GateRow:
     cell = row.cells[index]
     ratio = time_ratio(cell.difference, row.unit) if cell.difference else None
+    interval = (
+        time_interval(cell.difference.ratio, row.unit)
+        if cell.difference and cell.difference.ratio
+        else None
+    )
     why = not_judged_reason(cell)
     if why is not None:
         code = EXCLUDED if cell.excluded else NOT_COMPARED
-        return GateRow(row, index, INCONCLUSIVE, ratio, None, code, why)
+        return GateRow(row, index, INCONCLUSIVE, ratio, None, code, why, interval=interval)
     difference, judged_by = cell.difference, cell.noise
     assert difference is not None and difference.ratio is not None and judged_by is not None
+    assert interval is not None
     detectable = noise.detectable(judged_by, level, power)
     limit = math.log1p(percent / 100.0)
-    low, _ = time_interval(difference.ratio, row.unit)
-    if difference.significant and low > 0 and math.log(low) > max(limit, judged_by.floor):
-        return GateRow(row, index, SLOWER, ratio, detectable)
+    low = interval[0]
+    if low > 0 and math.log(low) > max(limit, judged_by.floor):
+        return GateRow(row, index, SLOWER, ratio, detectable, interval=interval)
     if detectable is None or math.log1p(detectable) > limit:
         decider = decide_by(judged_by, limit, level, power)
-        return GateRow(row, index, INCONCLUSIVE, ratio, detectable, NOISE, decider=decider)
+        return GateRow(
+            row, index, INCONCLUSIVE, ratio, detectable, NOISE, decider=decider, interval=interval
+        )
     if judged_by.source != noise.WITHIN_RUN and ratio is not None and ratio > 0:
         from scipy import stats as scipy_stats
 
         line = limit - float(scipy_stats.t.ppf(power, judged_by.df)) * (judged_by.se or 0.0)
         if math.log(ratio) > line:
-            return GateRow(row, index, SLOWER, ratio, detectable)
+            return GateRow(row, index, SLOWER, ratio, detectable, interval=interval)
     if judged_by.widened:
         return GateRow(
-            row, index, INCONCLUSIVE, ratio, detectable, UNSURE, decider=Decider(quieter=True)
+            row,
+            index,
+            INCONCLUSIVE,
+            ratio,
+            detectable,
+            UNSURE,
+            decider=Decider(quieter=True),
+            interval=interval,
         )
-    return GateRow(row, index, NOT_SLOWER, ratio, detectable)
+    return GateRow(row, index, NOT_SLOWER, ratio, detectable, interval=interval)
 
 
 def decide_by(judged_by: noise.Noise, limit: float, level: float, power: float) -> Decider:

@@ -205,6 +205,9 @@ def _gate_row_dict(verdict: GateRow) -> dict[str, Any]:
         "run": fmt.run_letter(verdict.index),
         "outcome": verdict.outcome,
         "time_ratio": _finite(verdict.time_ratio),
+        "interval": None
+        if verdict.interval is None
+        else {"low": _finite(verdict.interval[0]), "high": _finite(verdict.interval[1])},
         "detectable_slowdown": _finite(verdict.detectable),
         "why": verdict.why,
         "detail": verdict.detail,

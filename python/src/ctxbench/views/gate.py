@@ -10,7 +10,7 @@ import math
 
 from ctxbench import fmt
 from ctxbench.analysis import noise
-from ctxbench.analysis.compare import Comparison, time_interval
+from ctxbench.analysis.compare import Comparison
 from ctxbench.analysis.gate import (
     EXCLUDED,
     INCONCLUSIVE,
@@ -32,8 +32,8 @@ def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str
     percent = f"{judged.percent:g}%"
     for verdict in judged.of(SLOWER):
         cell = verdict.cell
-        assert cell.difference is not None and cell.difference.ratio is not None
-        low, high = time_interval(cell.difference.ratio, verdict.row.unit)
+        assert cell.difference is not None and verdict.interval is not None
+        low, high = verdict.interval
         words = (
             f"{fmt.run_letter(verdict.index)} ran {fmt.factor(verdict.time_ratio or math.nan)}× "
             f"({fmt.factor(low)}–{fmt.factor(high)}) slower than {fmt.run_letter(0)}"
@@ -66,7 +66,7 @@ def inconclusive_words(verdict: GateRow) -> str:
     if verdict.why in (EXCLUDED, NOT_COMPARED):
         return f"not compared ({verdict.detail})"
     cell = verdict.cell
-    shown = fmt.factor(verdict.time_ratio) + "×, " if verdict.time_ratio is not None else ""
+    shown = ratio_words(verdict) + ", " if verdict.time_ratio is not None else ""
     if verdict.why == UNSURE:
         could = "not slower only on figures the machine vouches for"
     elif verdict.detectable is not None:
@@ -115,9 +115,23 @@ def widening_words(judged_by: noise.Noise | None, index: int = 1) -> str:
     )
 
 
+def ratio_words(verdict: GateRow) -> str:
+    """'1.96× (0.85–4.52)': the row's time ratio and its interval (above 1: slower)."""
+    if verdict.time_ratio is None:
+        return "no ratio"
+    text = f"{fmt.factor(verdict.time_ratio)}×"
+    if verdict.interval is not None:
+        low, high = verdict.interval
+        text += f" ({fmt.factor(low)}–{fmt.factor(high)})"
+    return text
+
+
 def outcome_line(judged: Gate) -> str:
-    """'--fail-above 5: INCONCLUSIVE (exit 4): 0 slower, 12 not slower (could detect
-    2.1-4.8%, at 80% power), 3 inconclusive of 15 row(s)'."""
+    """'--fail-above 5: INCONCLUSIVE: 0 slower, 12 not slower (could detect
+    2.1-4.8%, at 80% power), 2 inconclusive of 14 row(s); inconclusive:
+    syscall.getppid 1.96× (0.85–4.52), syscall.read 1.01× (0.70–1.46)': each
+    inconclusive row's ratio and interval, so that 'B is 2× but noisy' reads
+    apart from 'A = B but noisy'; the rows not compared counted."""
     counts = judged.counts
     head = f"--fail-above {judged.percent:g}: {judged.outcome.upper()}"
     detectable = sorted(r.detectable for r in judged.of(NOT_SLOWER) if r.detectable is not None)
@@ -136,4 +150,14 @@ def outcome_line(judged: Gate) -> str:
         text += f"; {len(judged.not_measured)} row(s) measured in neither run (unsupported)"
     if judged.outcome == INCONCLUSIVE and not counts[NOT_SLOWER]:
         text += "; no row was judged, so the gate cannot pass"
+    inconclusive = judged.of(INCONCLUSIVE)
+    ratios = [
+        f"{_name(verdict)} {ratio_words(verdict)}"
+        for verdict in inconclusive
+        if verdict.why not in (EXCLUDED, NOT_COMPARED)
+    ]
+    if ratios:
+        text += "; inconclusive: " + ", ".join(ratios)
+    if len(ratios) < len(inconclusive):
+        text += f"; {len(inconclusive) - len(ratios)} not compared"
     return text
