@@ -15,6 +15,12 @@ live run (`ctxbench run --preset fibers-vs-threads --param laps=100000
 --quick`) and prints its first screen.
 
     python3 bench/seed_questions.py [--ctxbench CMD] [--report DIR] [--live]
+    python3 bench/seed_questions.py --ctxbench CMD --recap RUN LAB_RUN
+
+--recap asks the questions of two runs in the user's own store instead (how
+`make run` ends: its default suite and its RISC-V lab run) and prints each
+question with the lines of `show` that answer it; exit status 1 when one is
+not answered.
 
 --ctxbench: the command to call (default: `ctxbench` on PATH, as a fresh
 `pip install .` puts it there; e.g. `--ctxbench "python3 -m ctxbench"` for a
@@ -114,13 +120,61 @@ def screenshot_check(report: Path, png: Path, words: str) -> str:
     return f"visible (top {box['top']:.0f} px of 800)"
 
 
+def section(text: str, heading: str) -> list[str]:
+    """The lines of `show`'s section HEADING (an unindented line), up to the blank line."""
+    lines = text.splitlines()
+    if heading not in lines:
+        return []
+    start = lines.index(heading)
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return lines[start:end]
+
+
+def recap(command: list[str], run: str, lab: str) -> int:
+    """The seed questions asked of RUN (the engine's) and LAB (the trap
+    lab's) in the user's store, as `make run` ends: RUN's Answers and Why
+    and LAB's answer, then whether each question's answer is among them."""
+    env = dict(os.environ, NO_COLOR="1")
+    shown = {}
+    for label in (run, lab):
+        done = subprocess.run(
+            [*command, "show", label], capture_output=True, text=True, env=env, check=False
+        )
+        if done.returncode != 0:
+            print(done.stderr.strip(), file=sys.stderr)
+            return 1
+        shown[label] = done.stdout
+    lab_lines = [line for line in shown[lab].splitlines() if "ecall round trip is" in line]
+    printed = [*section(shown[run], "Answers"), *section(shown[run], "Why"), *lab_lines]
+    print("\n".join(printed))
+    text = " ".join(" ".join(printed).split())
+    # The no-idle-driver question is asked of a recorded run; here, of this machine's.
+    missing = [
+        question
+        for question, of, words in QUESTIONS
+        if (words if of != "no-idle-driver" else "Another CPU:") not in text
+    ]
+    for question in missing:
+        print(f"not answered here: {question}")
+    print(f"{len(QUESTIONS)} seed questions, {len(QUESTIONS) - len(missing)} answered above")
+    return 1 if missing else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ctxbench", default="ctxbench", help="the command to call")
     parser.add_argument("--report", type=Path, help="write the reports and screenshots here")
     parser.add_argument("--live", action="store_true", help="also one live preset run")
+    parser.add_argument(
+        "--recap",
+        nargs=2,
+        metavar=("RUN", "LAB_RUN"),
+        help="ask the questions of these runs in the user's store",
+    )
     options = parser.parse_args()
     command = shlex.split(options.ctxbench)
+    if options.recap:
+        return recap(command, *options.recap)
     failures = 0
     with tempfile.TemporaryDirectory(prefix="ctxbench-seed-") as scratch:
         db = Path(scratch) / "seed.db"

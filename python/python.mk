@@ -4,7 +4,8 @@
 #                     (ruff, pytest, jsonschema, playwright, scikit-build-core)
 #   make python-run   `pip install .` (builds the engine through CMake), then
 #                     `ctxbench run --quick` (the first answer, in seconds), then
-#                     the default suite, both stored, the latter in report.html
+#                     the default suite and the RISC-V trap lab, all stored,
+#                     the latter two in report.html
 #   make plotly-js    the report's chart library, from npm (scripts/plotly_js.sh)
 #   make test-python  pytest over python/tests (runs last in `make test`)
 .PHONY: venv python-install python-run test-python
@@ -47,13 +48,22 @@ python-install: venv $(PLOTLY_JS)
 	  -C cmake.define.CTXBENCH_WERROR=ON .
 
 # The first answer first: the quick suite (every probe, fewer and shorter
-# samples; seconds) with its summary, then the default suite (minutes), stored
-# and written to the report. Both runs are stored, labelled quick and full.
-python-run: python-install
+# samples; seconds) with its summary, then the default suite (minutes), then
+# the RISC-V trap lab (riscv/riscv.mk's riscv-deps installs its compiler,
+# QEMU and the simulators first, so the package is built with the lab's
+# images). The three runs are stored, labelled quick, full and riscv-lab; the
+# report holds full and the lab, and the job ends with every seed question's
+# answer (bench/seed_questions.py --recap), as the report opens with them.
+python-run: riscv-deps python-install
 	@echo "== ctxbench run --quick: every probe, fewer samples; the full suite follows =="
 	$(VENV)/bin/ctxbench run --quick --label quick
 	@echo "== ctxbench run: the default suite, full samples (minutes) =="
-	$(VENV)/bin/ctxbench run --label full --report $(REPORT)
+	$(VENV)/bin/ctxbench run --label full
+	@echo "== ctxbench riscv: the RISC-V trap lab's ecall round trip =="
+	CTXBENCH_RISCV_LAB=$(CURDIR)/riscv $(VENV)/bin/ctxbench riscv --label riscv-lab
+	$(VENV)/bin/ctxbench report full riscv-lab -o $(REPORT)
+	@echo "== every seed question's answer (report.html opens with the same) =="
+	$(PY) bench/seed_questions.py --ctxbench $(VENV)/bin/ctxbench --recap full riscv-lab
 	@echo "report written to $(REPORT)"
 
 # Chromium (Debian) opens the report in a test; sshd and PostgreSQL serve the
