@@ -97,6 +97,17 @@ EXIT_INCONCLUSIVE = 4  # compare --fail-above: neither passed nor failed (docs/c
     "idle=free in A against idle=held in B; between: threads against processes; cpus: "
     "pinned against not) and say per pair whether the change helped. Two runs only.",
 )
+@click.option(
+    "--ab",
+    "ab",
+    is_flag=False,
+    flag_value="",
+    metavar="[NAME=A:B]",
+    help="One run's A and B judged round by round by their paired ratio: a `run "
+    "--ab-wrapper` run (arm=A:B), or two values of a parameter the run interleaved, e.g. "
+    "--ab seccomp=none:profile. With --fail-above, each pair is slower, not slower or "
+    "inconclusive and the exit status is the gate's. docs/accuracy.md#ab-in-one-run",
+)
 def compare(
     run_refs: tuple[str, ...],
     db: str | None,
@@ -110,6 +121,7 @@ def compare(
     allow_inconclusive: float | None,
     split: bool,
     pair: str | None,
+    ab: str | None,
 ) -> int:
     """Runs side by side, answers first: each key figure's ratio with its
     interval, judged against the row's run-to-run noise (the runs' repeats,
@@ -123,10 +135,18 @@ def compare(
     from ctxbench.analysis.gate import gate
     from ctxbench.views.export import comparison_dict
 
-    if len(run_refs) < 2:
-        raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
     if allow_inconclusive is not None and fail_above is None:
         raise click.UsageError("--allow-inconclusive goes with --fail-above PCT")
+    if ab is not None:
+        from ctxbench.cli.ab_compare import compare_ab
+
+        if pair is not None or split or baseline is not None or show_all:
+            raise click.UsageError("--ab judges one A/B run; leave out --pair, --why, "
+                                   "--baseline and --all")  # fmt: skip
+        return compare_ab(run_refs, ab, db, fail_above, allow_inconclusive, as_json,
+                          EXIT_INCONCLUSIVE)  # fmt: skip
+    if len(run_refs) < 2:
+        raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
     with open_store(db, create=False) as store:
         runs = [store.load(ref) for ref in run_refs]
         if baseline is not None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from ctxbench.acquire.ab import DEFAULT_AB_ROUNDS, MAX_AB_ROUNDS, wrapper_words
 from ctxbench.acquire.repeats import (
     DEFAULT_REPEATS,
     MAX_REPEATS,
@@ -203,6 +204,22 @@ def _command(words: list[str], db: str | None, store: Store) -> str:
     f"bootstrap interval, each repeat's figure kept; compare then judges by their spread "
     f"(default {DEFAULT_REPEATS}, {QUICK_REPEATS} with --quick).",
 )
+@click.option(
+    "--ab-wrapper",
+    "ab_wrapper",
+    metavar="'CMD ...'",
+    help="A/B in one run: each round runs the selection once plain (arm=A) and once under "
+    "CMD (arm=B; e.g. 'ctxbench-seccomp-exec allow --', 'env LD_PRELOAD=lib.so'), the "
+    "order alternating (AB, BA, ...), stored as one run whose records carry arm=A|B and "
+    "their figure per round; `compare RUN --ab --fail-above PCT` judges B by the paired "
+    "ratio. docs/accuracy.md#ab-in-one-run",
+)
+@click.option(
+    "--ab-rounds",
+    type=click.IntRange(min=2, max=MAX_AB_ROUNDS),
+    help=f"Rounds of an --ab-wrapper run (default {DEFAULT_AB_ROUNDS}); each runs the "
+    "selection twice.",
+)
 def run(
     probes: tuple[str, ...],
     quick: bool,
@@ -230,6 +247,8 @@ def run(
     seed: int | None,
     host_reference: str | None,
     repeat: int | None,
+    ab_wrapper: str | None,
+    ab_rounds: int | None,
 ) -> int:
     """Run probes (default: the whole suite), store the run, print its summary.
 
@@ -253,6 +272,9 @@ def run(
             "--repeat is not supported with --host yet; run each host without --repeat"
         )
     count = repeat if repeat is not None else (QUICK_REPEATS if quick else DEFAULT_REPEATS)
+    prefix = _ab_check(ab_wrapper, ab_rounds, hosts, repeat)
+    if prefix is not None:
+        count = 2 * (ab_rounds or DEFAULT_AB_ROUNDS)  # engine processes, for the spool
     with open_store(db) as store:
         check_output_path(json_path, "--json", stdout=False)  # not the store, nor beside it
         check_output_path(report_path, "--report", stdout=False)
@@ -298,7 +320,17 @@ def run(
                         )
                     say(f"ctxbench: warning: {spool.refusal()}; running anyway (--without-spool)")
                     spool.without_room()
-                records, engine_runs = _measure(options, engine, variants, count, copy, spool, stop)
+                if prefix is not None:
+                    from ctxbench.cli.ab_run import measure_ab
+
+                    assert ab_wrapper is not None
+                    records, engine_runs = measure_ab(
+                        options, engine, prefix, ab_wrapper, count // 2, copy, spool, stop
+                    )
+                else:
+                    records, engine_runs = _measure(
+                        options, engine, variants, count, copy, spool, stop
+                    )
                 problems = [problem for each in engine_runs for problem in each.problems]
                 failure = next((f for each in engine_runs if (f := each.failure())), None)
                 interrupted = any(each.interrupted for each in engine_runs)
@@ -359,6 +391,28 @@ def run(
 SEEDS = 2**32  # the engine's --seed is a 32-bit number
 
 
+def _ab_check(
+    wrapper: str | None, rounds: int | None, hosts: tuple[str, ...], repeat: int | None
+) -> list[str] | None:
+    """--ab-wrapper's command as words (None without it); usage errors for
+    what it does not go with."""
+    if wrapper is None:
+        if rounds is not None:
+            raise click.UsageError("--ab-rounds goes with --ab-wrapper 'CMD ...'")
+        return None
+    if hosts:
+        raise click.UsageError("--ab-wrapper runs here only; leave out --host")
+    if repeat is not None and repeat > 1:
+        raise click.UsageError(
+            "--ab-wrapper runs each arm once per round already; leave out --repeat "
+            "(--ab-rounds N sets the rounds)"
+        )
+    try:
+        return wrapper_words(wrapper)
+    except ValueError as error:
+        raise BadInput(str(error)) from None
+
+
 def _measure(
     options: RunOptions,
     engine: Path,
@@ -387,6 +441,7 @@ def _measure(
         engine_run = EngineRun(replace(options, selectors=selectors, seed=seed), engine=engine)
         engine_runs.append(engine_run)
         say(f"repeat {number} of {count}")
+        spool.mark_repeat(number, count)  # a killed run's spool is importable as one run
         records = stream_engine_run(engine_run, None, spool, stop)
         if any(record["kind"] == "env" for record in records):
             repeats.append(records)

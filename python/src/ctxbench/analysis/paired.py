@@ -1,0 +1,249 @@
+"""A/B in one run: B against A round by round, judged by the paired ratio.
+
+When A and B are measured on alternate rounds of one run, each round holds
+a figure of A and one of B taken moments apart, so what the host did in
+that round (another job's compile, a slow spell) falls on both. The log
+ratio of the round's two figures, d_k = log(B_k / A_k), cancels it; what is
+left is the rounds' spread of d_k. Two sources of such runs:
+
+* an axis of parameters the engine interleaves (``--interleave rounds``):
+  A and B are two values of one parameter, e.g. ``seccomp=none`` and
+  ``seccomp=profile``, every other parameter equal;
+* ``run --ab-wrapper CMD``: each round runs the engine plain (``arm=A``)
+  and under CMD (``arm=B``), one process each, the order alternating
+  (AB, BA, AB...) so a drift within a round falls on both arms alike.
+
+Either way a record's ``schedule.round_figures`` gives its figure per round
+(the round's median, less the baseline), and round k is the same index for
+every variant of the run. Per pair of variants over its n paired rounds
+(method: a t interval of the mean paired log ratio):
+
+    ratio    = exp(mean d), the geometric mean of B_k / A_k
+    se       = sd(d) / sqrt(n), df = n - 1
+    interval = exp(mean d -+ t(0.975, df) * se)
+    detectable slowdown = exp((t(0.975, df) + t(0.80, df)) * se) - 1
+
+The ratio is oriented like compare's: above 1, B is slower (a rate's figure
+is inverted). Judged at PCT: ``slower`` when the interval's low end lies
+above 1 + PCT, ``not slower`` when its high end lies below it, otherwise
+``inconclusive`` (the ratio, interval and detectable slowdown say why);
+fewer than MIN_ROUNDS paired rounds is ``inconclusive`` too. The outcome of
+the whole run is the gate's (``analysis.gate``): failed when a pair is
+slower, passed when none is, at least one is not slower and the
+inconclusive ones are within the share allowed, inconclusive otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxbench import stats
+from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, Gate
+from ctxbench.analysis.noise import GATE_POWER
+from ctxbench.records.core import params_key
+
+MIN_ROUNDS = 5  # paired rounds below which no interval is trusted (df 4: t(0.975) = 2.78)
+ARM = "arm"  # the parameter `run --ab-wrapper` gives each record: A plain, B under the wrapper
+WRAPPER_AXIS = (ARM, "A", "B")
+# Why a pair is inconclusive.
+FEW_ROUNDS, NOT_PAIRED, NOISE = "few rounds", "not paired", "noise"
+
+
+@dataclass(frozen=True)
+class Axis:
+    """What A and B are: NAME=A_VALUE against NAME=B_VALUE."""
+
+    name: str
+    a: str
+    b: str
+
+    def text(self) -> str:
+        return f"{self.name}={self.a}:{self.b}"
+
+
+def parse_axis(text: str) -> Axis:
+    """'seccomp=none:profile' as an Axis; ValueError naming the form otherwise."""
+    name, _, values = text.partition("=")
+    a, _, b = values.partition(":")
+    name, a, b = name.strip(), a.strip(), b.strip()
+    if not name or not a or not b or ":" in b:
+        raise ValueError(
+            f"{text!r} is not an A/B axis; give NAME=A:B, e.g. seccomp=none:profile "
+            "(or nothing, for a run --ab-wrapper run)"
+        )
+    if a == b:
+        raise ValueError(f"{text!r} names the same value twice; A and B must differ")
+    return Axis(name, a, b)
+
+
+def round_figures(record: dict[str, Any]) -> dict[int, float]:
+    """A record's figure per round (schedule.round_figures): round -> median,
+    for the rounds that kept a positive figure."""
+    entries = (record.get("schedule") or {}).get("round_figures") or []
+    figures = {}
+    for entry in entries:
+        median = entry.get("median")
+        if median is not None and median > 0 and math.isfinite(median):
+            figures[int(entry["round"])] = float(median)
+    return figures
+
+
+@dataclass(frozen=True)
+class Paired:
+    """One pair of variants, B's against A's, over their paired rounds."""
+
+    probe: str
+    params: dict[str, Any]  # the variants' parameters, the axis left out
+    unit: str
+    rounds: int  # paired rounds: both had a figure
+    rounds_a: int  # rounds with a figure of A
+    rounds_b: int
+    ratio: float | None  # geometric mean of B/A over the rounds, >1: B slower
+    low: float | None  # the interval, oriented like ratio
+    high: float | None
+    se: float | None  # standard error of the mean log ratio
+    detectable: float | None  # the smallest slowdown it would catch at GATE_POWER (0.03: 3 %)
+    level: float = stats.DEFAULT_LEVEL
+
+
+def paired_ratio(
+    pairs: Sequence[tuple[float, float]],
+    lower_is_better: bool = True,
+    level: float = stats.DEFAULT_LEVEL,
+    power: float = GATE_POWER,
+) -> tuple[float, float, float, float, float | None] | None:
+    """(ratio, low, high, se, detectable) of B over A from (A_k, B_k) pairs of
+    positive figures, oriented so that above 1 means B is slower; None for
+    fewer than two pairs."""
+    if len(pairs) < 2:
+        return None
+    sign = 1.0 if lower_is_better else -1.0
+    logs = [sign * (math.log(b) - math.log(a)) for a, b in pairs]
+    n = len(logs)
+    mean = math.fsum(logs) / n
+    sd = math.sqrt(math.fsum((d - mean) ** 2 for d in logs) / (n - 1))
+    se = sd / math.sqrt(n)
+    interval = stats.t_log_interval(mean, se, n - 1, level)
+    detectable = math.expm1(stats.detectable_log_effect(se, n - 1, level, power))
+    return interval.ratio, interval.low, interval.high, se, detectable
+
+
+def pair_records(
+    records: Iterable[dict[str, Any]], axis: Axis, level: float = stats.DEFAULT_LEVEL
+) -> tuple[list[Paired], list[dict[str, Any]]]:
+    """Every variant of A (axis = A's value) with its B twin (every other
+    parameter equal): the paired figures; and the results of either arm left
+    without a twin."""
+    by_key: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for record in records:
+        params = record.get("params") or {}
+        value = params.get(axis.name)
+        if record.get("kind") != "result" or value is None or str(value) not in (axis.a, axis.b):
+            continue
+        rest = {k: v for k, v in params.items() if k != axis.name}
+        by_key[(str(value), record["probe"], params_key(rest))] = record
+    paired, alone = [], []
+    for (value, probe, rest_key), record in by_key.items():
+        twin_value = axis.b if value == axis.a else axis.a
+        twin = by_key.get((twin_value, probe, rest_key))
+        if twin is None:
+            alone.append(record)
+            continue
+        if value != axis.a:
+            continue
+        paired.append(_paired(record, twin, axis, level))
+    return paired, alone
+
+
+def _paired(a: dict[str, Any], b: dict[str, Any], axis: Axis, level: float) -> Paired:
+    figures_a, figures_b = round_figures(a), round_figures(b)
+    common = sorted(set(figures_a) & set(figures_b))
+    pairs = [(figures_a[k], figures_b[k]) for k in common]
+    unit = a.get("unit", "ns")
+    found = paired_ratio(pairs, stats.lower_is_better(unit), level)
+    ratio = low = high = se = detectable = None
+    if found is not None:
+        ratio, low, high, se, detectable = found
+    params = {k: v for k, v in (a.get("params") or {}).items() if k != axis.name}
+    return Paired(
+        a["probe"],
+        params,
+        unit,
+        len(pairs),
+        len(figures_a),
+        len(figures_b),
+        ratio,
+        low,
+        high,
+        se,
+        detectable,
+        level,
+    )
+
+
+@dataclass(frozen=True)
+class PairedVerdict:
+    paired: Paired
+    outcome: str  # SLOWER, NOT_SLOWER, INCONCLUSIVE
+    why: str | None = None  # for INCONCLUSIVE: FEW_ROUNDS, NOISE
+
+
+@dataclass(frozen=True)
+class PairedGate:
+    """``compare RUN --ab AXIS --fail-above PCT``: every pair's outcome and the
+    run's, by the gate's own rule (``analysis.gate.Gate``)."""
+
+    axis: Axis
+    percent: float
+    rows: list[PairedVerdict]
+    alone: list[dict[str, Any]]  # results of one arm without a twin: not judged
+    allow_inconclusive: float = 0.0
+    power: float = GATE_POWER
+
+    of = Gate.of
+    counts = Gate.counts
+    outcome = Gate.outcome
+
+
+def judge(paired: Paired, percent: float, min_rounds: int = MIN_ROUNDS) -> PairedVerdict:
+    """One pair at PCT (the module's docstring gives the rules)."""
+    if paired.rounds < min_rounds or paired.low is None or paired.high is None:
+        return PairedVerdict(paired, INCONCLUSIVE, FEW_ROUNDS)
+    limit = 1.0 + percent / 100.0
+    if paired.low > limit:
+        return PairedVerdict(paired, SLOWER)
+    if paired.high < limit:
+        return PairedVerdict(paired, NOT_SLOWER)
+    return PairedVerdict(paired, INCONCLUSIVE, NOISE)
+
+
+def paired_gate(
+    records: Iterable[dict[str, Any]],
+    axis: Axis,
+    percent: float,
+    allow_inconclusive: float = 0.0,
+    min_rounds: int = MIN_ROUNDS,
+) -> PairedGate:
+    """Pair the records on AXIS and judge every pair at PERCENT."""
+    if not math.isfinite(percent) or percent < 0:
+        raise ValueError("the threshold must be a finite, non-negative percentage")
+    paired, alone = pair_records(records, axis)
+    verdicts = [judge(each, percent, min_rounds) for each in paired]
+    return PairedGate(axis, percent, verdicts, alone, allow_inconclusive)
+
+
+def axes_of(records: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each parameter with more than one value among the results, its values
+    in order of first appearance (to name what --ab could pair)."""
+    values: dict[str, list[str]] = {}
+    for record in records:
+        if record.get("kind") != "result":
+            continue
+        for name, value in (record.get("params") or {}).items():
+            seen = values.setdefault(name, [])
+            if str(value) not in seen:
+                seen.append(str(value))
+    return {name: seen for name, seen in values.items() if len(seen) > 1}

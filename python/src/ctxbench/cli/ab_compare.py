@@ -1,0 +1,87 @@
+"""`compare RUN --ab [NAME=A:B]`: an A/B run judged by its paired ratio, round by round.
+
+The numbers are ``analysis.paired``'s, the words ``views.paired``'s; the
+exit statuses are the gate's (0 passed, 1 failed, 4 inconclusive; 0 without
+--fail-above).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ctxbench import fmt
+from ctxbench.analysis.gate import FAILED, PASSED
+from ctxbench.analysis.paired import (
+    WRAPPER_AXIS,
+    Axis,
+    axes_of,
+    pair_records,
+    paired_gate,
+    parse_axis,
+)
+from ctxbench.cli.commands.db import open_store
+from ctxbench.cli.console import QuietStream
+from ctxbench.errors import BadInput
+from ctxbench.views.paired import alone_line, paired_dict, paired_lines
+
+
+def compare_ab(
+    run_refs: tuple[str, ...],
+    axis_text: str,
+    db: str | None,
+    fail_above: float | None,
+    allow_inconclusive: float | None,
+    as_json: bool,
+    exit_inconclusive: int,
+) -> int:
+    if len(run_refs) != 1:
+        raise click.UsageError(
+            "--ab judges one run, its A and B rounds against each other: give one RUN"
+        )
+    with open_store(db, create=False) as store:
+        run = store.load(run_refs[0])
+    axis = _axis(axis_text, run.results, run.run_id)
+    pairs, alone = pair_records(run.results, axis)
+    if not pairs:
+        raise BadInput(
+            f"run {run.run_id} has no variant measured with both {axis.name}={axis.a} and "
+            f"{axis.name}={axis.b}; --ab NAME=A:B names two values of one parameter of it"
+        )
+    judged = None
+    if fail_above is not None:
+        judged = paired_gate(run.results, axis, fail_above, allow_inconclusive or 0.0)
+        pairs = [verdict.paired for verdict in judged.rows]
+    lines = paired_lines(run.run_id, axis, run.env, pairs, judged)
+    extra = alone_line(alone, axis)
+    if as_json:
+        click.echo(json.dumps(paired_dict(run.run_id, axis, pairs, judged), indent=2))
+        # The gate's words go to stderr beside the data, as compare --json's do.
+        for line in lines[-1:] if judged else []:
+            click.echo(fmt.terminal_text(line), file=QuietStream(sys.stderr))
+    else:
+        for line in lines + ([extra] if extra else []):
+            click.echo(fmt.terminal_text(line))
+    if judged is None:
+        return 0
+    return {PASSED: 0, FAILED: 1}.get(judged.outcome, exit_inconclusive)
+
+
+def _axis(text: str, results: list[dict], run_id: str) -> Axis:
+    """--ab's axis: as given, or arm=A:B for a run --ab-wrapper run."""
+    if text.strip():
+        try:
+            return parse_axis(text)
+        except ValueError as error:
+            raise BadInput(str(error)) from None
+    axes = axes_of(results)
+    name, a, b = WRAPPER_AXIS
+    if name in axes:
+        return Axis(name, a, b)
+    named = ", ".join(f"{n}={':'.join(v)}" for n, v in axes.items()) or "none"
+    raise BadInput(
+        f"run {run_id} is not a run --ab-wrapper run (no arm parameter); name the two values "
+        f"to pair, --ab NAME=A:B (parameters with several values in it: {named})"
+    )
