@@ -355,3 +355,31 @@ def test_a_user_level_switch_is_split_along_its_chain_of_figures():
         assert all("less every part above" not in p.source for p in e.parts[:1])
     text = invoke("explain", "--help").output
     assert "explain" in text
+
+
+def test_a_fiber_run_alone_is_not_its_schedulers_own_work_and_no_params_say_so():
+    """Issue 40: with nothing below it measured, the fiber's whole time is not
+    'the fiber scheduler's own work' two lines above 'register save/restore ...
+    not measured'; a variant with no parameters says so, never '-'."""
+    results = read_run_file(REFERENCE).results
+    fiber_only = [r for r in results if r["probe"] in ("uswitch.boost_fiber", "uswitch.coroutine")]
+    explained = {e.probe: e for e in explain(fiber_only).explanations}
+    fiber = explained["uswitch.boost_fiber"]
+    assert [p.name for p in fiber.parts] == ["the whole switch, not split"]
+    assert fiber.total_ns == pytest.approx(fiber.median_ns)
+    assert any("register save/restore" in m for m in fiber.not_separated)
+    text = render_text(explain(fiber_only))
+    assert "the fiber scheduler's own work" not in text
+    assert "uswitch.coroutine (no parameters):" in text
+    assert "uswitch.coroutine -" not in text
+    # Measured beside the Boost.Context figure but not the own switch: the step
+    # joins the one above it.
+    with_context = fiber_only + [
+        r
+        for r in results
+        if r["probe"] == "uswitch.boost_context" and r["params"]["api"] == "fiber"
+    ]
+    fiber = next(e for e in explain(with_context).explanations if e.probe == "uswitch.boost_fiber")
+    names = [p.name for p in fiber.parts]
+    assert "the fiber scheduler's own work" in names[-1]
+    assert names[0] != "register save/restore (own asm switch)"

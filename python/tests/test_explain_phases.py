@@ -18,20 +18,30 @@ from ctxbench.acquire.runner import RunOptions
 from ctxbench.analysis.explain import explain
 from ctxbench.analysis.phases import (
     compare_idle,
-    idle_text,
     measured_placement,
-    render_traced,
     traced_view,
 )
 from ctxbench.cli.main import cli
 from ctxbench.store.db import Store
-from ctxbench.views.explain import render_text
+from ctxbench.views.explain import explanation_lines, render_text
 from ctxbench.views.report import render
+from ctxbench.views.traced import render_traced
 
 
 @pytest.fixture(scope="module")
 def traced():
     return real_run("traced.jsonl").results  # read_run_file validates every line
+
+
+# Ways a block names the idle share: each may appear at most once per block.
+IDLE_QUANTITIES = (("waking an idle CPU", "idle exit:", "from the events (as traced)"),)
+
+
+def assert_said_once(text, quantities):
+    """Each quantity (its names) appears on at most one line of TEXT."""
+    for names in quantities:
+        lines = [line for line in text.splitlines() if any(n in line for n in names)]
+        assert len(lines) <= 1, "\n".join(lines)
 
 
 def switch_records(results):
@@ -174,12 +184,13 @@ def test_the_idle_exit_is_set_beside_idle_free_minus_idle_held():
     # the subtraction's interval from the medians' intervals (each +-10 ns)
     assert (comparison.low_ns, comparison.high_ns) == pytest.approx((5980.0, 6020.0))
     assert comparison.agree
-    # Through explain: the free figure's lines say both and whether they agree.
+    # Through explain: the free figure's block states the idle share once, both
+    # methods on the part's own line.
     (e,) = [e for e in explain([free, held]).explanations if e.params["idle"] == "free"]
-    text = "\n".join(render_traced(e.traced))
-    assert "idle exit: 1.000 µs per switch" in text
-    assert "difference 6.000 µs; idle=free - idle=held measured 6.000 µs" in text
-    assert "they agree" in text
+    text = "\n".join(explanation_lines(e))
+    assert "the kernel's events agree: waking → switch-in 6.000 µs longer" in text
+    assert "1.000 µs per switch in the phases ending at it" in text
+    assert_said_once(text, IDLE_QUANTITIES)
 
 
 def test_the_idle_comparison_takes_the_events_as_traced():
@@ -201,9 +212,13 @@ def test_a_free_figure_whose_target_never_idled_says_so():
     for record in (free, held):
         record["trace"]["tiling"]["phases"] = record["trace"]["tiling"]["phases"][:1]
     (e,) = [e for e in explain([free, held]).explanations if e.params["idle"] == "free"]
-    text = "\n".join(render_traced(e.traced))
-    assert "idle exit: none in the traced switches" in text
-    assert "waking an idle CPU, from the events" in text
+    # The events saw no idle exit: trusted over the subtraction, it is no share.
+    assert e.idle.verdict == "not idle" and e.idle.trusted == "events"
+    assert "waking an idle CPU" not in [p.name for p in e.parts]
+    text = "\n".join(explanation_lines(e))
+    assert "none in this figure, by the kernel's events (trusted" in text
+    assert "so the target CPU was not idle" in text
+    assert_said_once(text, IDLE_QUANTITIES)
 
 
 def test_an_idle_exit_the_events_do_not_see_disagrees():
@@ -212,7 +227,37 @@ def test_an_idle_exit_the_events_do_not_see_disagrees():
     comparison = compare_idle(free, held, traced_view(free))
     assert comparison.events_ns == pytest.approx(0.0)
     assert comparison.agree is False
-    assert "they disagree" in idle_text(comparison)
+    (e,) = [e for e in explain([free, held]).explanations if e.params["idle"] == "free"]
+    text = "\n".join(explanation_lines(e))
+    assert "outside its interval: trusted here is the subtraction" in text
+    assert "agree" not in text
+    assert_said_once(text, IDLE_QUANTITIES)
+
+
+def test_agree_is_never_said_for_an_interval_that_spans_zero():
+    """An interval that spans zero holds any small figure: agreement there is
+    ignorance (issue 40, done-means 2)."""
+    free, held = idle_pair([0.5, 0.1, 0.2], [0.3, 0.0, 0.2], 10000.0, 4000.0)
+    for record, low, high in ((free, 2000.0, 30000.0), (held, 1000.0, 20000.0)):
+        record["summary"]["median_ci"] = {"low": low, "high": high, "level": 0.95}
+    comparison = compare_idle(free, held, traced_view(free))
+    assert comparison.low_ns < 0 < comparison.high_ns
+    assert comparison.agree is None
+    for e in explain([free, held]).explanations:
+        text = "\n".join(explanation_lines(e))
+        assert "agree" not in text
+
+
+def test_each_quantity_is_stated_once_per_block_on_the_recorded_traced_run(traced):
+    """Done-means 2: in every explain block of the traced run (cross-CPU pipes and
+    futexes, idle free and held, threads and processes), the idle share, the
+    address-space switch and the scheduler's part are each stated at most once,
+    and 'agree' is never printed for an interval that spans zero."""
+    for e in explain(traced).explanations:
+        text = "\n".join(explanation_lines(e))
+        assert_said_once(text, (*IDLE_QUANTITIES, ("address-space switch",)))
+        if e.idle is not None and e.idle.spans_zero:
+            assert "agree" not in text
 
 
 def test_unsupported_says_why_and_keeps_the_subtraction_view():
@@ -340,7 +385,7 @@ def test_the_summary_waterfall_draws_the_phases_of_a_traced_figure(tmp_path):
 
 def test_every_traced_phase_has_a_plain_name_with_its_event_pair_beside_it():
     # Issue 30.5: 'run-queue wait (wakeup → switch)', not the event pair alone.
-    from ctxbench.analysis.phases import PHASE_NAMES, render_traced, traced_view
+    from ctxbench.analysis.phases import PHASE_NAMES, traced_view
 
     seen = 0
     for record in real_run("traced.jsonl").results:

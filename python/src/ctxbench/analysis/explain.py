@@ -47,6 +47,7 @@ def bare_syscall() -> str:
 
 REST = "scheduler wake-up and switch (the rest)"
 IDLE_PART = "waking an idle CPU"
+ADDRESS_SPACE = "address-space switch"
 REST_USER = "the whole switch, not split"
 MEASURED = ("ok", "suspect")
 
@@ -82,6 +83,7 @@ class Explanation:
     traced: TracedView | None = None  # the traced pass's phases (explain_phases)
     # parts measured but not a share (withheld): part name -> WITHHELD code
     withheld: dict[str, str] = field(default_factory=dict)
+    idle: IdleFinding | None = None  # the idle share judged once (idle=free across CPUs)
 
     @property
     def total_ns(self) -> float:
@@ -89,7 +91,8 @@ class Explanation:
 
     @property
     def variant(self) -> str:
-        return f"{self.probe} {_params_text(self.params)}"
+        params = _params_text(self.params)
+        return f"{self.probe} {params}" if self.params else f"{self.probe} (no parameters)"
 
 
 @dataclass
@@ -220,230 +223,55 @@ def _user_level(r: dict[str, Any], by_key: dict[tuple, dict[str, Any]]) -> Expla
                        parts, whole[1:] if not chain else whole, None, [], words)  # fmt: skip
 
 
+@dataclass
+class _Work:
+    """What the decomposition of one switch figure gathers, part by part."""
+
+    record: dict[str, Any]
+    median: float
+    parts: list[Part] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    used: list[dict[str, Any]] = field(default_factory=list)  # every record a part uses
+    disagree: dict[str, str] = field(default_factory=dict)  # part -> its two figures, below 0
+    unlike: list[str] = field(default_factory=list)  # differences of unlike placements
+    withheld: dict[str, tuple[str, str]] = field(default_factory=dict)  # part -> (code, words)
+    entry: float | None = None  # kernel entry/exit priced
+    held: dict[str, Any] | None = None  # the idle=held twin of an idle=free cross-CPU figure
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.record.get("params", {})
+
+
 def _explain_one(
     r: dict[str, Any],
     by_key: dict[tuple, dict[str, Any]],
     bare: dict[str, Any] | None,
     ring_slopes: dict[tuple, tuple[float, int]],
 ) -> Explanation:
-    params = r.get("params", {})
-    derived = r.get("derived", {})
     median = _median(r)
     assert median is not None
-    parts: list[Part] = []
-    missing: list[str] = []
-    notes: list[str] = []
-    used: list[dict[str, Any]] = [r]  # every record a part is built from
-    disagree: dict[str, str] = {}  # part name -> its two figures, when it comes out below 0
-    unlike: list[str] = []  # differences of two records measured under different placements
-    withheld: dict[str, tuple[str, str]] = {}  # part name -> (code, words): not a share
-
-    # Kernel entry/exit of the system calls the switch makes.
-    calls = derived.get("syscalls_per_op")
-    entry = None
-    if calls is None:
-        missing.append(
-            "kernel entry/exit: how many system calls one switch makes depends on timing "
-            "with this primitive, so it is not priced separately"
-        )
-    elif bare is None:
-        missing.append(f"kernel entry/exit: {bare_syscall()} was not measured in this run")
-    else:
-        bare_ns = _median(bare)
-        assert bare_ns is not None
-        entry = float(calls) * bare_ns
-        plural = "" if float(calls) == 1 else "s"
-        parts.append(
-            Part(
-                "kernel entry/exit",
-                entry,
-                f"{_fmt_value(float(calls))} system call{plural} x {time_text(bare_ns)} "
-                f"({bare_syscall()})",
-                [term(float(calls), bare)],
-            )
-        )
-
-    # The primitive's own work: its baseline, less the entry/exit priced above.
-    base = _baseline(r)
-    if base is not None:
-        name = ((r.get("baseline") or {}).get("name") or "baseline").split(" (")[0]
-        if entry is not None:
-            parts.append(
-                Part(
-                    "primitive's own work",
-                    base - entry,
-                    f"the baseline ({time_text(base)}, {name}) less the kernel entry/exit",
-                    [term(1.0, r, BASELINE), *[(-c, k, w) for c, k, w in parts[-1].terms]],
-                )
-            )
-            disagree[parts[-1].name] = (
-                f"the kernel entry/exit priced above ({time_text(entry)}) measured higher than the "
-                f"baseline that makes those calls ({time_text(base)}, {name})"
-            )
-        else:
-            parts.append(
-                Part(
-                    "primitive's own work, its system calls included",
-                    base,
-                    name,
-                    [term(1.0, r, BASELINE)],
-                )
-            )
-    else:
-        missing.append("the primitive's own work: this probe has no baseline")
-
-    # The address-space switch: processes against threads, all else equal.
-    # For a cross-CPU figure whose idle share is measured (below), the pair
-    # is taken with idle held, so the two parts do not overlap.
-    if params.get("between") == "processes":
-        mine_record: dict[str, Any] | None = r
-        basis = params
-        if params.get("cpus") == "cross" and params.get("idle") == "free":
-            held_params = {**params, "idle": "held"}
-            held_pair = by_key.get(_key({**r, "params": held_params}))
-            held_twin = by_key.get(_key({**r, "params": {**held_params, "between": "threads"}}))
-            if held_pair is not None and held_twin is not None:
-                mine_record, basis = held_pair, held_params
-        twin = by_key.get(_key({**r, "params": {**basis, "between": "threads"}}))
-        mine = _corrected(mine_record) if mine_record else None
-        theirs = _corrected(twin) if twin else None
-        placed = (measured_placement(mine_record or r), measured_placement(twin or r))
-        if twin is not None and None not in placed and placed[0] != placed[1]:
-            unlike.append(
-                f"address-space switch: between=processes ran on {placed[0]} CPUs and its "
-                f"between=threads twin on {placed[1]} CPUs (as measured: the traced pass's "
-                "switches, or the CPUs the tasks were seen on), so their difference is the "
-                "placement's as much as the address space's, and it is not a part"
-            )
-        elif twin is not None and mine is not None and theirs is not None:
-            used += [rec for rec in (mine_record, twin) if rec is not None]
-            held_text = " (both with idle=held)" if basis is not params else ""
-            parts.append(
-                Part(
-                    "address-space switch",
-                    mine - theirs,
-                    f"corrected between=processes ({time_text(mine)}) - between=threads "
-                    f"({time_text(theirs)}){held_text}",
-                    [*_corrected_terms(mine_record or r, 1.0), *_corrected_terms(twin, -1.0)],
-                )
-            )
-            assert mine_record is not None
-            code = share_withheld(
-                mine_record, twin, shifts=(_baseline(mine_record), _baseline(twin))
-            )
-            if code is not None:
-                sides = (
-                    ("corrected between=processes", mine_record, mine),
-                    ("between=threads", twin, theirs),
-                )
-                withheld[parts[-1].name] = (
-                    code,
-                    withheld_words(
-                        code,
-                        parts[-1].name,
-                        parts[-1].ns,
-                        sides,
-                        shifts=(_baseline(mine_record), _baseline(twin)),
-                    ),
-                )
-            disagree[parts[-1].name] = (
-                f"between=threads ({time_text(theirs)}, corrected) measured higher than "
-                f"between=processes ({time_text(mine)}){held_text}: the address-space share is "
-                "within this run's noise"
-            )
-        else:
-            missing.append("address-space switch: no between=threads twin measured in this run")
-    elif params.get("between") is None and has_role(r["probe"], "explain:ring"):
-        missing.append("address-space switch: the ring runs processes only, no thread twin")
-
-    # Waking an idle CPU: idle=free against idle=held, all else equal.
-    held = None
-    if params.get("cpus") == "cross" and params.get("idle", "free") == "free" and "idle" in params:
-        held = by_key.get(_key({**r, "params": {**params, "idle": "held"}}))
-        if held is not None:
-            used.append(held)
-            held_median = _median(held)
-            assert held_median is not None
-            parts.append(
-                Part(
-                    IDLE_PART,
-                    median - held_median,
-                    f"idle=free ({time_text(median)}) - idle=held ({time_text(held_median)})",
-                    [term(1.0, r), term(-1.0, held)],
-                )
-            )
-            code = share_withheld(r, held, idle=True)
-            if code is not None:
-                sides = (("idle=free", r, median), ("idle=held", held, held_median))
-                withheld[IDLE_PART] = (
-                    code,
-                    withheld_words(code, parts[-1].name, parts[-1].ns, sides),
-                )
-            disagree[parts[-1].name] = (
-                f"idle=held ({time_text(held_median)}) measured higher than idle=free "
-                f"({time_text(median)}): holding the CPUs out of deep idle saved nothing "
-                "measurable here"
-            )
-        else:
-            missing.append(
-                "waking an idle CPU: idle=held was not measured (needs write access to "
-                "/dev/cpu_dma_latency: run as root, or with --hold-idle)"
-            )
-
-    # Cache refill for a ring hop with a working set.
-    size = params.get("size_kib")
-    if has_role(r["probe"], "explain:ring") and size is not None:
-        fit = ring_slopes.get(_key(r, without=("size_kib",)))
-        if fit is not None and float(size) > 0:
-            slope, n = fit
-            parts.append(
-                Part(
-                    "cache refill of the working set",
-                    slope * float(size),
-                    f"{slope:.2f} ns/KiB (slope of corrected over size_kib, {n} sizes) "
-                    f"x {_fmt_value(size)} KiB",
-                )
-            )
-        elif float(size) > 0:
-            missing.append("cache refill: fewer than two working-set sizes measured for this ring")
-
-    not_explained = [words for _, words in withheld.values()]
-    parts = [part for part in parts if part.name not in withheld]
-    parts, standing_words = _standing(parts, disagree, median, _switched_too_little(r))
-    not_explained += standing_words + unlike
-    rest = median - sum(p.ns for p in parts)
-    rest_terms: list[Term] = [term(1.0, r)]
-    for part in parts:
-        rest_terms += [(-c, k, w) for c, k, w in part.terms]
-    if any(not part.terms for part in parts):
-        rest_terms = []  # a part that is not a sum of medians: the rest is not either
-    if rest >= 0 and not parts:
-        parts.append(
-            Part(
-                REST,
-                rest,
-                "the whole measured median: no part of it is measured apart here",
-                rest_terms,
-            )
-        )
-    elif rest >= 0:
-        parts.append(Part(REST, rest, "the measured median less every part above", rest_terms))
-    else:
-        not_explained.append(
-            f"the parts above add up to {time_text(median - rest)}, more than the measured "
-            f"median ({time_text(median)}): they come from other variants of this run, whose "
-            "noise adds up, so nothing is left for the scheduler"
-        )
+    work = _Work(r, median, used=[r])
+    _entry_part(work, bare)
+    _own_work_part(work)
+    _address_space_part(work, by_key)
+    _idle_part(work, by_key)
+    _cache_part(work, ring_slopes)
     traced = traced_view(r)
-    if held is not None and traced is not None and traced.status == "ok":
-        traced.idle = compare_idle(r, held, traced)
+    _idle_events_check(work, traced)
+    not_explained = _rest_part(work)
+    idle = None
+    if work.held is not None:
+        if traced is not None and traced.status == "ok":
+            traced.idle = compare_idle(r, work.held, traced)
+        idle = idle_finding(work, traced)
     if traced is None or traced.status != "ok":
-        missing.append(
+        work.missing.append(
             "inside the rest: the wake-up (enqueue, and for cross-CPU an IPI) and the switch "
             "itself (picking the next task, saving and loading register state) are not separated "
             "by this run" + ("" if traced else " (ctxbench run --trace separates them)")
         )
-    notes += _interference_notes(used)
+    derived = r.get("derived", {})
     kinds = None
     if "voluntary_switches_per_round_trip" in derived:
         kinds = {
@@ -452,16 +280,334 @@ def _explain_one(
         }
     return Explanation(
         r["probe"],
-        dict(params),
+        dict(work.params),
         median,
         r["verdict"]["status"],
-        parts,
-        missing,
+        work.parts,
+        work.missing,
         kinds,
-        notes,
+        _interference_notes(work.used),
         not_explained,
         traced,
-        {name: code for name, (code, _) in withheld.items()},
+        {name: code for name, (code, _) in work.withheld.items()},
+        idle,
+    )
+
+
+def _entry_part(work: _Work, bare: dict[str, Any] | None) -> None:
+    """Kernel entry/exit of the system calls the switch makes."""
+    calls = work.record.get("derived", {}).get("syscalls_per_op")
+    if calls is None:
+        work.missing.append(
+            "kernel entry/exit: how many system calls one switch makes depends on timing "
+            "with this primitive, so it is not priced separately"
+        )
+        return
+    if bare is None:
+        work.missing.append(f"kernel entry/exit: {bare_syscall()} was not measured in this run")
+        return
+    bare_ns = _median(bare)
+    assert bare_ns is not None
+    work.entry = float(calls) * bare_ns
+    plural = "" if float(calls) == 1 else "s"
+    work.parts.append(
+        Part(
+            "kernel entry/exit",
+            work.entry,
+            f"{_fmt_value(float(calls))} system call{plural} x {time_text(bare_ns)} "
+            f"({bare_syscall()})",
+            [term(float(calls), bare)],
+        )
+    )
+
+
+def _own_work_part(work: _Work) -> None:
+    """The primitive's own work: its baseline, less the entry/exit priced above."""
+    r, base = work.record, _baseline(work.record)
+    if base is None:
+        work.missing.append("the primitive's own work: this probe has no baseline")
+        return
+    name = ((r.get("baseline") or {}).get("name") or "baseline").split(" (")[0]
+    if work.entry is None:
+        work.parts.append(
+            Part(
+                "primitive's own work, its system calls included",
+                base,
+                name,
+                [term(1.0, r, BASELINE)],
+            )
+        )
+        return
+    entry_terms = work.parts[-1].terms
+    work.parts.append(
+        Part(
+            "primitive's own work",
+            base - work.entry,
+            f"the baseline ({time_text(base)}, {name}) less the kernel entry/exit",
+            [term(1.0, r, BASELINE), *[(-c, k, w) for c, k, w in entry_terms]],
+        )
+    )
+    work.disagree[work.parts[-1].name] = (
+        f"the kernel entry/exit priced above ({time_text(work.entry)}) measured higher than the "
+        f"baseline that makes those calls ({time_text(base)}, {name})"
+    )
+
+
+def _address_space_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> None:
+    """Processes against threads, all else equal. For a cross-CPU figure whose
+    idle share is measured, the pair is taken with idle held, so the two parts
+    do not overlap."""
+    r, params = work.record, work.params
+    if params.get("between") != "processes":
+        if params.get("between") is None and has_role(r["probe"], "explain:ring"):
+            work.missing.append(
+                "address-space switch: the ring runs processes only, no thread twin"
+            )
+        return
+    mine_record, basis = r, params
+    if params.get("cpus") == "cross" and params.get("idle") == "free":
+        held_params = {**params, "idle": "held"}
+        held_pair = by_key.get(_key({**r, "params": held_params}))
+        held_twin = by_key.get(_key({**r, "params": {**held_params, "between": "threads"}}))
+        if held_pair is not None and held_twin is not None:
+            mine_record, basis = held_pair, held_params
+    twin = by_key.get(_key({**r, "params": {**basis, "between": "threads"}}))
+    if twin is None:
+        work.missing.append("address-space switch: no between=threads twin measured in this run")
+        return
+    mine, theirs = _corrected(mine_record), _corrected(twin)
+    placed = (measured_placement(mine_record), measured_placement(twin))
+    if None not in placed and placed[0] != placed[1]:
+        work.unlike.append(
+            f"address-space switch: between=processes ran on {placed[0]} CPUs and its "
+            f"between=threads twin on {placed[1]} CPUs (as measured: the traced pass's "
+            "switches, or the CPUs the tasks were seen on), so their difference is the "
+            "placement's as much as the address space's, and it is not a part"
+        )
+        return
+    if mine is None or theirs is None:
+        work.missing.append("address-space switch: no between=threads twin measured in this run")
+        return
+    work.used += [mine_record, twin]
+    held_text = " (both with idle=held)" if basis is not params else ""
+    part = Part(
+        ADDRESS_SPACE,
+        mine - theirs,
+        f"corrected between=processes ({time_text(mine)}) - between=threads "
+        f"({time_text(theirs)}){held_text}",
+        [*_corrected_terms(mine_record, 1.0), *_corrected_terms(twin, -1.0)],
+    )
+    work.parts.append(part)
+    shifts = (_baseline(mine_record), _baseline(twin))
+    code = share_withheld(mine_record, twin, shifts=shifts)
+    if code is not None:
+        sides = (
+            ("corrected between=processes", mine_record, mine),
+            ("between=threads", twin, theirs),
+        )
+        words = withheld_words(code, part.name, part.ns, sides, shifts=shifts)
+        work.withheld[part.name] = (code, words)
+    work.disagree[part.name] = (
+        f"between=threads ({time_text(theirs)}, corrected) measured higher than "
+        f"between=processes ({time_text(mine)}){held_text}: the address-space share is "
+        "within this run's noise"
+    )
+
+
+def _idle_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> None:
+    """Waking an idle CPU: idle=free against idle=held, all else equal."""
+    r, params = work.record, work.params
+    if not (params.get("cpus") == "cross" and params.get("idle") == "free"):
+        return
+    held = by_key.get(_key({**r, "params": {**params, "idle": "held"}}))
+    if held is None:
+        work.missing.append(
+            "waking an idle CPU: idle=held was not measured (needs write access to "
+            "/dev/cpu_dma_latency: run as root, or with --hold-idle)"
+        )
+        return
+    work.used.append(held)
+    work.held = held
+    held_median = _median(held)
+    assert held_median is not None
+    part = Part(
+        IDLE_PART,
+        work.median - held_median,
+        f"idle=free ({time_text(work.median)}) - idle=held ({time_text(held_median)})",
+        [term(1.0, r), term(-1.0, held)],
+    )
+    work.parts.append(part)
+    code = share_withheld(r, held, idle=True)
+    if code is not None:
+        sides = (("idle=free", r, work.median), ("idle=held", held, held_median))
+        work.withheld[IDLE_PART] = (code, withheld_words(code, part.name, part.ns, sides))
+    work.disagree[part.name] = (
+        f"idle=held ({time_text(held_median)}) measured higher than idle=free "
+        f"({time_text(work.median)}): holding the CPUs out of deep idle saved nothing "
+        "measurable here"
+    )
+
+
+def _cache_part(work: _Work, ring_slopes: dict[tuple, tuple[float, int]]) -> None:
+    """Cache refill for a ring hop with a working set."""
+    r, size = work.record, work.params.get("size_kib")
+    if not has_role(r["probe"], "explain:ring") or size is None:
+        return
+    fit = ring_slopes.get(_key(r, without=("size_kib",)))
+    if fit is not None and float(size) > 0:
+        slope, n = fit
+        work.parts.append(
+            Part(
+                "cache refill of the working set",
+                slope * float(size),
+                f"{slope:.2f} ns/KiB (slope of corrected over size_kib, {n} sizes) "
+                f"x {_fmt_value(size)} KiB",
+            )
+        )
+    elif float(size) > 0:
+        work.missing.append("cache refill: fewer than two working-set sizes measured for this ring")
+
+
+def _rest_part(work: _Work) -> list[str]:
+    """The parts that stand, and the rest (the median less them); returns what is
+    not explained, in words."""
+    not_explained = [words for _, words in work.withheld.values()]
+    parts = [part for part in work.parts if part.name not in work.withheld]
+    parts, standing_words = _standing(
+        parts, work.disagree, work.median, _switched_too_little(work.record)
+    )
+    not_explained += standing_words + work.unlike
+    rest = work.median - sum(p.ns for p in parts)
+    rest_terms: list[Term] = [term(1.0, work.record)]
+    for part in parts:
+        rest_terms += [(-c, k, w) for c, k, w in part.terms]
+    if any(not part.terms for part in parts):
+        rest_terms = []  # a part that is not a sum of medians: the rest is not either
+    if rest >= 0:
+        source = (
+            "the measured median less every part above"
+            if parts
+            else "the whole measured median: no part of it is measured apart here"
+        )
+        parts.append(Part(REST, rest, source, rest_terms))
+    else:
+        not_explained.append(
+            f"the parts above add up to {time_text(work.median - rest)}, more than the measured "
+            f"median ({time_text(work.median)}): they come from other variants of this run, "
+            "whose noise adds up, so nothing is left for the scheduler"
+        )
+    work.parts = parts
+    return not_explained
+
+
+# ---- the idle share, judged once ------------------------------------------------------
+# How the idle share of an idle=free cross-CPU figure was judged
+# (``IdleFinding.verdict``), from idle=free − idle=held (the subtraction) and,
+# where both figures were traced, the kernel's events; views word them.
+IDLE_SHARE = "share"  # the subtraction stands as a share; no traced pass to check it
+IDLE_AGREE = "agree"  # it stands and the events' figure lies inside its interval
+IDLE_DISAGREE = "disagree"  # it stands, the events' figure outside its interval
+IDLE_NOT_IDLE = "not idle"  # the traced switches had no idle exit: the target was not idle
+IDLE_EVENTS = "events"  # the subtraction cannot say; the events saw idle exits
+IDLE_UNKNOWN = "unknown"  # the subtraction cannot say, and no traced pass to tell
+SUBTRACTION, EVENTS = "subtraction", "events"  # the method a finding trusts
+
+
+@dataclass(frozen=True)
+class IdleFinding:
+    """The idle share of one idle=free cross-CPU figure, both ways, and which
+    way is trusted (``trusted``: SUBTRACTION, EVENTS or None: neither can say)."""
+
+    free_ns: float
+    held_ns: float
+    difference_ns: float  # idle=free − idle=held
+    low_ns: float | None  # its interval, from the two medians' intervals
+    high_ns: float | None
+    withheld: str | None  # why it is not a share (shares' codes, NOT_IDLE, BELOW_ZERO)
+    verdict: str
+    trusted: str | None
+    switches: int | None = None  # switches the traced pass followed (None: not traced)
+    exits: int | None = None  # of them, with an idle exit (None: idle events not recorded)
+    exit_ns: float | None = None  # per switch, the phases ending at the idle exit (scaled)
+    events_ns: float | None = None  # waking → switch-in, free less held, as traced
+
+    @property
+    def spans_zero(self) -> bool:
+        return self.low_ns is None or self.high_ns is None or self.low_ns <= 0 <= self.high_ns
+
+
+NOT_IDLE = "not_idle"  # withheld: the traced switches saw no idle exit
+BELOW_ZERO = "below_zero"  # withheld: idle=held measured higher than idle=free
+
+
+def _idle_exits(traced: TracedView | None) -> int | None:
+    """Switches of the traced pass with an idle exit; None where the pass did not
+    record idle events (or is not there)."""
+    if traced is None or traced.status != "ok" or not traced.idle_events:
+        return None
+    return traced.idle_exit_switches if traced.idle_exit_ns is not None else 0
+
+
+def _no_idle_exit(traced: TracedView | None) -> bool:
+    """The traced pass recorded idle events and no phase ends at an idle exit."""
+    return _idle_exits(traced) == 0 and traced is not None and traced.idle_exit_ns is None
+
+
+def _idle_events_check(work: _Work, traced: TracedView | None) -> None:
+    """The events outrank the subtraction where they saw the target CPU never idle:
+    then what holding idle saved is not an idle exit, and not a share."""
+    if work.held is None or IDLE_PART in work.withheld or not _no_idle_exit(traced):
+        return
+    assert traced is not None
+    part = next(p for p in work.parts if p.name == IDLE_PART)
+    work.withheld[IDLE_PART] = (
+        NOT_IDLE,
+        f"{IDLE_PART}: idle=free - idle=held is {time_text(part.ns)}, but no idle exit came "
+        f"between a waking and its switch-in in the {traced.matched} switches traced: the "
+        "target CPU was not idle, so it is not a share",
+    )
+
+
+def idle_finding(work: _Work, traced: TracedView | None) -> IdleFinding:
+    """The idle share, judged once (the module's IDLE_* codes)."""
+    held = work.held
+    assert held is not None
+    held_ns = _median(held) or 0.0
+    free_ci, held_ci = work.record["summary"].get("median_ci"), held["summary"].get("median_ci")
+    low = high = None
+    if free_ci and held_ci:
+        low = float(free_ci["low"]) - float(held_ci["high"])
+        high = float(free_ci["high"]) - float(held_ci["low"])
+    stands = any(p.name == IDLE_PART for p in work.parts)
+    withheld = None if stands else work.withheld.get(IDLE_PART, (BELOW_ZERO,))[0]
+    exits = _idle_exits(traced)
+    events = traced.idle.events_ns if traced is not None and traced.idle else None
+    if withheld == NOT_IDLE or _no_idle_exit(traced):
+        verdict, trusted = IDLE_NOT_IDLE, EVENTS
+    elif withheld == NO_IDLE_DRIVER:
+        verdict, trusted = NO_IDLE_DRIVER, None
+    elif stands and events is None:
+        verdict, trusted = IDLE_SHARE, SUBTRACTION
+    elif stands:
+        inside = low is not None and high is not None and low <= events <= high
+        verdict, trusted = (IDLE_AGREE if inside else IDLE_DISAGREE), SUBTRACTION
+    elif exits is not None:
+        verdict, trusted = IDLE_EVENTS, EVENTS
+    else:
+        verdict, trusted = IDLE_UNKNOWN, None
+    return IdleFinding(
+        free_ns=work.median,
+        held_ns=held_ns,
+        difference_ns=work.median - held_ns,
+        low_ns=low,
+        high_ns=high,
+        withheld=withheld,
+        verdict=verdict,
+        trusted=trusted,
+        switches=traced.matched if traced is not None and traced.status == "ok" else None,
+        exits=exits,
+        exit_ns=traced.idle_exit_ns if traced is not None and traced.status == "ok" else None,
+        events_ns=events,
     )
 
 

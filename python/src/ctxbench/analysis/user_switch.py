@@ -73,6 +73,11 @@ WHOLE = {
 }
 
 
+NOTHING_BELOW = (
+    "no smaller figure of its chain was measured in this run, so no step of it is separated"
+)
+
+
 def _median(record: dict[str, Any]) -> float:
     return float(record["summary"]["median"])
 
@@ -89,20 +94,27 @@ def chain_parts(
             "no smaller figure of this switch is measured apart",
         )
         return [], [], [words]
-    figures: list[tuple[str, dict[str, Any]]] = []
+    figures: list[tuple[str, dict[str, Any] | None]] = []
     missing = []
     for name, probe, params in stages[:-1]:
         found = find(probe, params or {})
         if found is None:
             missing.append(f"{name}: {fmt.params(params or {})} of {probe} not measured here")
-        else:
-            figures.append((name, found))
+        figures.append((name, found))
+    if all(found is None for _, found in figures):
+        # Nothing below the figure was measured: no step of it is separated, so
+        # no part is named after one (the fiber's whole time is not its scheduler's).
+        return [], [], [NOTHING_BELOW, *missing]
     figures.append((stages[-1][0], record))
-    # From the figure down: keep a smaller figure only where the step to it holds.
-    kept = [figures[-1]]
+    # From the figure down: keep a smaller figure only where the step to it holds;
+    # a stage not measured joins the step above it.
+    kept: list[tuple[str, dict[str, Any]]] = [(stages[-1][0], record)]
     not_explained = []
     pending = [stages[-1][0]]
     for name, found in reversed(figures[:-1]):
+        if found is None:
+            pending.append(name)
+            continue
         upper = kept[-1][1]
         code = share_withheld(upper, found)
         if code is None:

@@ -16,22 +16,28 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxbench.analysis.explain import (
+    IDLE_AGREE,
+    IDLE_DISAGREE,
+    IDLE_EVENTS,
+    IDLE_NOT_IDLE,
     IDLE_PART,
+    IDLE_SHARE,
     Explained,
     Explanation,
+    IdleFinding,
     Part,
     bare_syscall,
     explain,
     time_text,
 )
 from ctxbench.analysis.filter_cost import FilterCost, cost_lines
-from ctxbench.analysis.phases import render_traced
 from ctxbench.errors import BadInput
 from ctxbench.fmt import param_value
 from ctxbench.records.roles import probe_with
 from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import explain_lines
+from ctxbench.views.traced import render_traced
 
 # ---- choosing what to show ------------------------------------------------------------
 # The headline switches, in this order, of the probe with the role
@@ -126,12 +132,79 @@ def share_text(part: Part, median: float) -> str:
     return f"{100 * part.ns / median:5.0f}%" if median > 0 else "     -"
 
 
+def _signed(ns: float) -> str:
+    return ("+" if ns >= 0 else "−") + time_text(abs(ns))
+
+
+def _subtraction(f: IdleFinding) -> str:
+    """'idle=free − idle=held +4.107 µs (−12.31 µs to +45.24 µs)'."""
+    interval = (
+        f" ({_signed(f.low_ns)} to {_signed(f.high_ns)})"
+        if f.low_ns is not None and f.high_ns is not None
+        else ""
+    )
+    return f"idle=free − idle=held {_signed(f.difference_ns)}{interval}"
+
+
+def _events(f: IdleFinding) -> str:
+    """'3 of 9016 switches traced had an idle exit (1.2 µs per switch in its phases)'."""
+    if f.switches is None:
+        return "no traced pass to check it (ctxbench run --trace)"
+    if f.exits is None:
+        return "the traced pass recorded no idle events (power:cpu_idle) to check it"
+    per = f" ({time_text(f.exit_ns)} per switch in the phases ending at it)" if f.exit_ns else ""
+    return f"{f.exits} of the {f.switches} switches traced had an idle exit{per}"
+
+
+def idle_words(f: IdleFinding, withheld: str | None) -> str:
+    """The idle share stated once: both methods, and which one this block trusts
+    and why (``explain.IdleFinding``). WITHHELD: explain's words for why the
+    subtraction is not a share, where it is not."""
+    events = _events(f)
+    if f.verdict == IDLE_SHARE:
+        return f"; {events}"
+    if f.verdict == IDLE_AGREE:
+        return (
+            f"; the kernel's events agree: waking → switch-in {time_text(f.events_ns or 0.0)} "
+            f"longer with idle free (as traced), inside {_subtraction(f)}'s interval; {events}"
+        )
+    if f.verdict == IDLE_DISAGREE:
+        return (
+            f"; the kernel's events put waking → switch-in {_signed(f.events_ns or 0.0)} apart "
+            "(as traced), outside its interval: trusted here is the subtraction, whose two "
+            f"figures were measured untraced; {events}"
+        )
+    if f.verdict == IDLE_NOT_IDLE:
+        said = "spans zero and cannot say" if f.spans_zero else "is not an idle exit"
+        return (
+            f"{IDLE_PART}: none in this figure, by the kernel's events (trusted: they see the "
+            f"idle exit itself): {events}, so the target CPU was not idle; {_subtraction(f)} "
+            f"{said}"
+        )
+    if f.verdict == IDLE_EVENTS:
+        return (
+            f"{IDLE_PART}: by the kernel's events (trusted), {events}; the subtraction cannot "
+            f"say: {withheld or _subtraction(f)}"
+        )
+    return f"{withheld or IDLE_PART + ': ' + _subtraction(f)}; {events}"
+
+
 def explanation_lines(e: Explanation) -> list[str]:
     flag = "" if e.status == "ok" else f"  [{e.status}]"
     lines = [f"{e.variant}: {time_text(e.median_ns)} per switch{flag}"]
     for p in e.parts:
-        lines.append(f"  {time_text(p.ns):>10} {share_text(p, e.median_ns)}  {p.name}: {p.source}")
-    lines += [f"  not explained: {words}" for words in e.not_explained]
+        source = p.source + (idle_words(e.idle, None) if p.name == IDLE_PART and e.idle else "")
+        lines.append(f"  {time_text(p.ns):>10} {share_text(p, e.median_ns)}  {p.name}: {source}")
+    for words in e.not_explained:
+        if e.idle is not None and words.startswith(IDLE_PART + ":"):
+            words = idle_words(e.idle, words)
+        lines.append(f"  not explained: {words}")
+    if (
+        e.idle is not None
+        and e.idle.withheld is not None
+        and not any(w.startswith(IDLE_PART + ":") for w in e.not_explained)
+    ):
+        lines.append(f"  not explained: {idle_words(e.idle, None)}")
     if e.switches_per_round_trip:
         k = e.switches_per_round_trip
         lines.append(
@@ -139,8 +212,7 @@ def explanation_lines(e: Explanation) -> list[str]:
             f"(sleeps) and {k['involuntary']:.2f} involuntary (preemptions)"
         )
     if e.traced:
-        idle = next((p.ns for p in e.parts if p.name == IDLE_PART), None)
-        lines += render_traced(e.traced, idle)
+        lines += render_traced(e.traced, idle_said=e.idle is not None)
     lines += [f"  note: {note}" for note in e.notes]
     lines += [f"  not separated: {m}" for m in e.not_separated]
     return lines

@@ -37,7 +37,6 @@ from plotly.offline import get_plotlyjs
 
 from ctxbench import __version__, fmt
 from ctxbench.analysis.explain import explain
-from ctxbench.analysis.phases import traced_line
 from ctxbench.analysis.summary import is_remainder, run_name, section_id, summarize
 from ctxbench.records import matrix
 from ctxbench.records.envdiff import flatten_env
@@ -67,6 +66,7 @@ from ctxbench.views.report_summary import (
     point_text,
     summary_figures,
 )
+from ctxbench.views.traced import traced_line
 
 
 def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, Any]:

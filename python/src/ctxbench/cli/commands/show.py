@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from ctxbench.analysis.phases import render_trace_detail
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import say
 from ctxbench.cli.run_output import print_run
@@ -15,6 +14,7 @@ from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.store import choice as run_choice
 from ctxbench.store.schema import StoredRun
 from ctxbench.views import explain as explain_view
+from ctxbench.views.traced import render_trace_detail
 
 
 @click.command()

@@ -1,0 +1,163 @@
+"""A traced pass in words: ``explain``'s traced block, ``show --trace``'s detail, the report's line.
+
+From ``ctxbench.analysis.phases``' views of a record's ``trace`` block: the
+phases set against the untraced figure, their rule, and every phase's
+distribution; the numbers are the analysis', only the words are here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxbench import fmt
+from ctxbench.analysis.phases import TracedView, phase_label
+
+
+def _ns(value: float) -> str:
+    """A time as ``show`` and ``explain`` print it (fmt.value)."""
+    return fmt.value(value, "ns")
+
+
+def render_traced(view: TracedView, idle_said: bool = False) -> list[str]:
+    """Lines (indented two spaces) for one figure's traced pass. IDLE_SAID: the
+    block states the idle share once elsewhere (``views.explain.idle_words``),
+    the idle exit of these phases with it."""
+    if view.status != "ok":
+        return [f"  traced pass: {view.status}: {view.reason}"]
+    head = f"  traced pass, from the kernel's events ({view.matched} switches followed"
+    if view.cross_cpu:
+        head += f", {view.cross_cpu} across CPUs"
+    if view.without_switch:
+        head += f"; {view.without_switch} woken before they slept"
+    lines = [head + "):"]
+    base = view.untraced_median_ns or 0.0
+    if view.traced_median_ns is not None and view.overhead_ratio is not None:
+        lines.append(
+            f"    traced figure {_ns(view.traced_median_ns)} against the untraced {_ns(base)} "
+            f"({view.overhead_ratio:.2f}x): the median traced sample's phases, scaled by "
+            f"untraced / traced = {view.scale or 0:.3g}"
+        )
+    for p in view.phases:
+        words = f": {p.words}" if p.words else ""
+        seen = f"; median {_ns(p.median_ns)} in {p.count} switches" if p.median_ns else ""
+        lines.append(
+            f"    {_ns(p.ns):>10} {100 * p.share:5.0f}%  {p.label}{words} "
+            f"(traced {_ns(p.traced_ns)} per switch{seen})"
+        )
+    if view.rest_ns is not None and base:
+        lines.append(
+            f"    {_ns(view.rest_ns):>10} {100 * view.rest_ns / base:5.0f}%  "
+            "not attributed by the events: the median traced sample's time no switch's chain covers"
+        )
+        lines.append(
+            f"    the phases explain {100 * view.covered_share:.0f}% of the untraced figure"
+        )
+    if view.overlap_ns:
+        lines.append(
+            f"    note: chains overlapped for {_ns(view.overlap_ns)} of the tiled time, "
+            "counted once"
+        )
+    if view.idle_exit_ns is not None and not idle_said:
+        lines.append(
+            f"    idle exit: {_ns(view.idle_exit_ns)} per switch in the phases ending at it "
+            f"({view.idle_exit_switches} switches had one)"
+        )
+    if view.lost or view.ring_full:
+        lines.append("    note: a ring buffer filled up; the switches after it were not followed")
+    lines.append(f"    rule: {view.rule}")
+    return lines
+
+
+def render_trace_detail(results: list[dict[str, Any]]) -> str:
+    """``ctxbench explain --trace``: every traced pass of a run in full, one
+    block per switch figure: how it was recorded, the switches followed, and
+    each phase's distribution (median with its interval, p90, count) beside
+    its traced time per switch, its share of the samples and the events
+    recorded inside it."""
+    lines: list[str] = []
+    for r in results:
+        block = r.get("trace")
+        if not block:
+            continue
+        params = " ".join(f"{k}={v}" for k, v in sorted((r.get("params") or {}).items()))
+        lines += ["", f"{r['probe']} {params}"]
+        if block.get("status") != "ok":
+            lines.append(f"  traced pass {block.get('status')}: {block.get('reason')}")
+            continue
+        sw = block["switches"]
+        lines.append(
+            f"  recorded on CPUs {', '.join(map(str, block.get('cpus', [])))} from "
+            f"{block.get('tracefs', '?')}: {block.get('recorded', 0)} events, "
+            f"{block.get('lost', 0)} lost; {sw['tasks']} tasks, {sw['woken']} wake-ups, "
+            f"{sw['matched']} switches followed ({sw['direct']} without a wake-up, "
+            f"{sw['cross_cpu']} across CPUs, {sw['without_switch']} woken before they slept)"
+        )
+        if block.get("missing_events"):
+            lines.append(f"  not on this kernel: {', '.join(block['missing_events'])}")
+        tiling = block.get("tiling")
+        if not tiling:
+            lines.append("  (recorded before the tiling: no shares of the samples' time)")
+            continue
+        lines.append(
+            f"  tiled: the median {tiling['batches']} of {tiling['samples']} traced samples, "
+            f"{tiling['switches']:.0f} switches, {_ns(tiling['traced_per_switch_ns'])} per "
+            f"switch; the chains cover {100 * tiling['covered_share']:.1f}% of their time"
+        )
+        lines.append(
+            f"  {'phase':<60} {'n':>6} {'median':>10} {'95% CI':>21} {'p90':>10} "
+            f"{'events':>6} {'traced':>10} {'share':>6}"
+        )
+        stats = {(p["from"], p["to"]): p for p in block["phases"]}
+        # every phase seen, the tiled ones with their traced time and share
+        tiled = {(t["from"], t["to"]): t for t in tiling["phases"]}
+        missing = {"per_switch_ns": 0.0, "share": 0.0}
+        keys = list(tiled) + [k for k in stats if k not in tiled]
+        for key in keys:
+            t = {"from": key[0], "to": key[1], **tiled.get(key, missing)}
+            p = stats.get((t["from"], t["to"]))
+            name = phase_label(t["from"], t["to"])
+            if p:
+                s = p["summary"]
+                ci = s.get("median_ci")
+                ci_text = f"{_ns(ci['low'])}..{_ns(ci['high'])}" if ci else "-"
+                seen = (
+                    f"{p['count']:>6} {_ns(s['median']):>10} {ci_text:>21} {_ns(s['p90']):>10} "
+                    f"{p['events_per_switch']:>6.2f}"
+                )
+            else:
+                seen = f"{'-':>6} {'-':>10} {'-':>21} {'-':>10} {'-':>6}"
+            lines.append(
+                f"  {name:<60} {seen} {_ns(t['per_switch_ns']):>10} {100 * t['share']:5.1f}%"
+            )
+        if block.get("period"):
+            lines.append(
+                f"  period (call entry → next call): median {_ns(block['period']['median'])} "
+                f"over {block['period']['n']} switches"
+            )
+        lines.append(f"  rule: {tiling['rule']}")
+    if not lines:
+        return (
+            "this run has no traced pass: run the switch probes with `ctxbench run --trace` "
+            "(as root, with tracefs)\n"
+        )
+    return "\n".join(lines[1:]) + "\n"
+
+
+def traced_line(view: TracedView) -> str:
+    """One line for a table cell (the HTML report): the phases in order and
+    what they leave of the untraced median."""
+    if view.status != "ok":
+        return f"traced pass {view.status}: {view.reason}"
+    phases = " + ".join(f"{_ns(p.ns)} {p.label}" for p in view.phases)
+    text = f"kernel events ({view.matched} switches followed): {phases}"
+    if view.rest_ns is not None:
+        text += (
+            f"; not attributed {_ns(view.rest_ns)} (the phases explain "
+            f"{100 * view.covered_share:.0f}% of the untraced median)"
+        )
+    if view.overhead_ratio is not None and view.traced_median_ns is not None:
+        text += (
+            f"; traced figure {_ns(view.traced_median_ns)} ({view.overhead_ratio:.2f}x), "
+            "phases scaled by untraced / traced"
+        )
+    return text
