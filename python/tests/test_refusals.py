@@ -276,3 +276,43 @@ def test_a_printed_command_names_a_postgresql_store_without_its_password():
     dialect = PostgreSQLDialect("postgresql://u:secret@db.example:5433/runs", 1.0)
     assert dialect.location == "postgresql://u:***@db.example:5433/runs"
     assert dialect.command_target == "postgresql://u@db.example:5433/runs"
+
+
+# ---- import: several files, oversized files; export latest (issues 37, 40) ----------------------
+def test_import_of_several_files_stores_each_whole_and_names_the_one_that_failed(env, tmp_path):
+    """One run per file, each whole or not at all: the good files are stored,
+    the bad one is named with its reason, and the exit is its (2). The old
+    main took one file only (a usage error)."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind": "env"}\n')
+    files = [fixture_path("run_a.jsonl"), bad, fixture_path("run_b.jsonl")]
+    done = ctxbench(env, "import", *map(str, files))
+    assert done.returncode == 2, done.stderr
+    line = error_line(done)
+    assert "1 of 3 files were not imported" in line and str(bad) in line
+    stderr = done.stderr.decode()
+    assert f"{bad} not imported: " in stderr
+    assert stderr.count("imported run ") == 2
+    assert stored_runs(env) == [real_run("run_a.jsonl").run_id, real_run("run_b.jsonl").run_id]
+
+
+def test_import_refuses_an_oversized_file_by_its_size(env, tmp_path):
+    """A file over 64 MiB is refused by its size, before a line is read (the
+    old main validated 70 MB of short lines for 115 s before its cap)."""
+    big = tmp_path / "big.jsonl"
+    with big.open("wb") as handle:
+        handle.truncate(65 * 2**20)  # sparse: no time spent writing it
+    done = ctxbench(env, "import", str(big))
+    assert done.returncode == 2, done.stderr
+    assert "65 MiB, larger than 64 MiB" in error_line(done)
+
+
+def test_export_latest_names_the_run_it_took_on_stderr(env, tmp_path):
+    """`export latest` says which run `latest` was, on stderr (stdout is the
+    export; a file of it is unchanged by the note)."""
+    for name in ("run_a.jsonl", "run_b.jsonl"):
+        assert ctxbench(env, "import", str(fixture_path(name))).returncode == 0
+    done = ctxbench(env, "export", "latest")
+    assert done.returncode == 0, done.stderr
+    assert f"latest: engine run {real_run('run_b.jsonl').run_id}" in done.stderr.decode()
+    assert done.stdout.decode() == fixture_path("run_b.jsonl").read_text()

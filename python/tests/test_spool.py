@@ -28,6 +28,7 @@ import pytest
 from conftest import built_engine, fixture_path, real_run
 from ctxbench.errors import BadInput
 from ctxbench.records.core import group_run
+from ctxbench.stats import summarize
 from ctxbench.store.db import Store
 from test_reliability import ctxbench, error_line, stored_runs
 
@@ -343,3 +344,126 @@ def test_the_store_replaces_a_cut_copy_with_the_whole_run(store_target):
         with pytest.raises(BadInput, match="already in"):
             store.add_run(group_run(changed), origin="run")  # not a cut copy of this one
         assert sorted(info.run_id for info in store.runs()) == sorted([whole.run_id, other.run_id])
+
+
+# ---- issue 37: every measured round survives a kill; no spool without a result ----------------
+KILL_LOOP = Path(__file__).resolve().parents[2] / "bench" / "kill_loop.py"
+
+
+def test_a_sigkill_during_rounds_keeps_every_round_the_engine_reported(tmp_path):
+    """The issue's run (4 probes, --quick, interleaved rounds), SIGKILL of
+    ctxbench after 8 round visits: the rounds recovered from its spool are
+    the rounds the engine had written (its @partial lines and records, cut
+    at the kill), sample for sample. The old main's spool held the env
+    record and no result: every round was lost. (bench/kill_loop.py does
+    this 20 times at drawn points.)"""
+    built_engine()
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("kill_loop", KILL_LOOP)
+    kill_loop = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kill_loop)
+    base = dict(
+        os.environ,
+        PYTHONPATH=str(SOURCE),
+        KILL_LOOP_ENGINE=str(kill_loop.engine_path()),
+        CI="1",
+    )
+    kept = tmp_path / "tries"
+    kept.mkdir()
+    assert kill_loop.one_try(1, 8, base, kept)
+    (directory,) = kept.iterdir()
+    (spool,) = spools(directory)
+    assert "@partial " in spool.read_text()
+
+
+def _wait_for(condition, process: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + 60  # a hang guard, not a measure
+    while not condition():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def test_a_repeat_runs_spool_is_imported_as_one_run_with_its_repeats(env, tmp_path):
+    """`run --repeat 3` killed during its second repeat: the spool holds two
+    engine runs (one env each). The old main's import refused it ('more
+    than one env record'); now it stores one run with its repeats, as the
+    finished run is stored: interrupted, 2 of 3 repeats."""
+    process = start_run(dict(env, FAKE_ENGINE_DELAY="0.2"), "--repeat", "3")
+
+    def second_repeat_result() -> bool:
+        for spool in spools(tmp_path):
+            text = spool.read_text()
+            second = text.split('"kind":"env"')[2:]
+            if second and '"kind":"result"' in second[0] and text.endswith("\n"):
+                return True
+        return False
+
+    _wait_for(second_repeat_result, process, "no result of the second repeat reached the spool")
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    (spool,) = spools(tmp_path)
+    done = ctxbench(env, "import", str(spool))
+    assert done.returncode == 0, done.stderr
+    (run_id,) = stored_runs(env)
+    with Store.open(Path(env["CTXBENCH_DB"])) as store:
+        stored = store.load(run_id)
+    assert stored.info.interrupted
+    assert stored.records.env["options"]["repeat"] == 3
+    assert "2 of 3 repeats" in " ".join(stored.records.env["notes"])
+    counts = {r.get("repeats", {}).get("count", 1) for r in stored.results}
+    assert 2 in counts  # the variants the second repeat measured carry both
+
+
+def test_a_kill_before_the_first_result_leaves_no_spool(env, tmp_path):
+    """The old main left a 0-byte or env-only spool (11 of 25 kills) whose
+    import failed or stored an empty run. A spool now has a name only once
+    a result arrived: a kill before leaves nothing."""
+    process = start_run(dict(env, FAKE_ENGINE_DELAY="30"))
+    engine_started = Path(env["FAKE_ENGINE_ARGS"])
+    _wait_for(lambda: engine_started.exists(), process, "the engine did not start")
+    time.sleep(0.5)  # the env record reaches ctxbench
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    assert spools(tmp_path) == []
+    assert not list(tmp_path.glob(f"{PREFIX}*"))
+
+
+def test_a_spool_without_a_result_stores_nothing_and_says_so(env, tmp_path):
+    """The old main stored an env-only file as a run of 0 results, which
+    `show latest` then picked."""
+    env_only = tmp_path / "env-only.jsonl"
+    env_only.write_text(json.dumps(real_run().env) + "\n")
+    done = ctxbench(env, "import", str(env_only))
+    assert done.returncode == 2, done.stderr
+    assert "without a result" in error_line(done) and "nothing was stored" in error_line(done)
+    assert not Path(env["CTXBENCH_DB"]).exists() or stored_runs(env) == []
+
+
+def test_a_partial_is_superseded_by_its_variants_record(env, tmp_path):
+    """In a spool, a variant's record replaces its @partial rounds, whichever
+    came first (stdout and stderr are read apart); a variant with rounds only
+    is stored as its last @partial."""
+    run = real_run()
+    first, second = run.results[0], run.results[1]
+
+    def rounds(result: dict, count: int) -> dict:
+        samples = result["samples"][:count]
+        return dict(result, samples=samples, summary={**result["summary"], **summarize(samples)})
+
+    early, late = rounds(first, 2), rounds(second, 3)
+    lines = [
+        "@partial " + json.dumps(early),
+        json.dumps(run.env),
+        json.dumps(first),
+        "@partial " + json.dumps(late),
+    ]
+    spool = tmp_path / "spool.jsonl"
+    spool.write_text("\n".join(lines) + "\n")
+    done = ctxbench(env, "import", str(spool))
+    assert done.returncode == 0, done.stderr
+    with Store.open(Path(env["CTXBENCH_DB"])) as store:
+        stored = store.load(run.run_id)
+    assert [r["samples"] for r in stored.results] == [first["samples"], late["samples"]]
+    assert stored.info.interrupted

@@ -254,6 +254,7 @@ def test_an_output_naming_the_store_is_refused_before_anything_is_written(
 
 
 FIFO_OUTPUTS = {name: [*command, "FIFO"] for name, command in WRITERS.items()}
+FIFO_OUTPUTS["import FIFO"] = ["import", "FIFO"]
 
 
 @pytest.mark.parametrize("command", FIFO_OUTPUTS.values(), ids=FIFO_OUTPUTS.keys())

@@ -269,6 +269,8 @@ class EngineRun:
         self.engine = engine or find_engine()
         self.on_progress = on_progress
         self.on_diagnostic = on_diagnostic
+        # Each @partial as it arrives (the spool keeps it: a kill of ctxbench loses no round).
+        self.on_partial: Callable[[dict[str, Any]], None] = lambda record: None
         self._process: subprocess.Popen[str] | None = None
         self._stderr_thread: threading.Thread | None = None
         self._stderr_tail: deque[str] = deque(maxlen=20)
@@ -340,6 +342,7 @@ class EngineRun:
         record = self._valid(text, "@partial line")
         if record is not None and record["kind"] == "result":
             self._partials[record["variant_index"]] = record
+            self.on_partial(record)
 
     def unfinished(self) -> list[dict[str, Any]]:
         """After the engine ended without its closing record (killed by a

@@ -32,7 +32,7 @@ COMMANDS = {
     "explain": "ctxbench.cli.commands.show:explain",
     "compare": "ctxbench.cli.commands.compare:compare",
     "report": "ctxbench.cli.commands.report:report",
-    "import": "ctxbench.cli.commands.history:import_command",
+    "import": "ctxbench.cli.commands.import_runs:import_command",
     "export": "ctxbench.cli.commands.export:export",
     "riscv": "ctxbench.cli.commands.riscv:riscv",
 }

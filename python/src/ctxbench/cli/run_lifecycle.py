@@ -25,6 +25,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from ctxbench import fmt
 from ctxbench.acquire.runner import EngineRun
 from ctxbench.acquire.runner import Progress as EngineProgress
+from ctxbench.cli import spool_records
 from ctxbench.cli.console import new_console, say
 from ctxbench.cli.output_files import check_output_path, keep_apart
 from ctxbench.errors import BadInput
@@ -252,6 +253,18 @@ class LineFile:
         self._size += len(data.obj)
         self.lines += 1
 
+    @property
+    def size(self) -> int:
+        """The bytes written so far, in whole lines."""
+        return self._size
+
+    def replace_fd(self, fd: int, path: Path) -> None:
+        """Go on writing to FD (a copy of what was written), as PATH."""
+        old, self._fd, self.path = self._fd, fd, path
+        if old is not None:
+            with contextlib.suppress(OSError):
+                os.close(old)
+
     def close(self) -> None:
         if self._fd is not None:
             fd, self._fd = self._fd, None
@@ -286,33 +299,70 @@ class SpoolFile:
     O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600 (tempfile.mkstemp), so no path that
     exists (a link planted by another user, the spool of an earlier run) is
     ever opened, let alone truncated. An exclusive flock is held while it is
-    written: ``import`` refuses a spool whose writer is alive."""
+    written: ``import`` refuses a spool whose writer is alive.
+
+    Until it holds something worth storing (a result), the file has no name:
+    its room is checked, then its name unlinked, so a ctxbench killed before
+    the first result leaves no file behind. ``name_it`` gives it a new name
+    (a new file, as above) holding what was written so far."""
 
     def __init__(self, directory: Path, reserve: int, tag: str = ""):
+        self.directory = directory
+        self.tag = tag
+        self.path: Path | None = None
+        fd, name = self._new_file()
+        try:
+            _reserve(fd, reserve)
+        except OSError:
+            self._remove(fd, Path(name))
+            raise
+        self._remove(fd, Path(name), close=False)  # nameless until worth keeping
+        self.file = LineFile(directory, fd=os.dup(fd))
+        self._lock_fd: int | None = fd  # the lock lives as long as this descriptor
+
+    def _new_file(self) -> tuple[int, str]:
         fd, name = tempfile.mkstemp(
-            prefix=f"{SPOOL_PREFIX}{os.getpid()}{tag}-", suffix=".jsonl", dir=directory
+            prefix=f"{SPOOL_PREFIX}{os.getpid()}{self.tag}-", suffix=".jsonl", dir=self.directory
         )
-        self.path = Path(name)
-        keep_apart(self.path, "the run's spool")
         try:
             os.set_inheritable(fd, False)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            self._identity = _file_id(os.fstat(fd))
-            _reserve(fd, reserve)
-            self.file = LineFile(self.path, fd=os.dup(fd))
         except OSError:
-            self._remove(fd)
+            self._remove(fd, Path(name))
             raise
-        self._lock_fd: int | None = fd  # the lock lives as long as this descriptor
+        return fd, name
 
-    def _remove(self, fd: int) -> None:
-        """Unlinks the spool if its name still names this file (another user
-        may have moved it in a shared directory), then lets go of the lock."""
+    def name_it(self) -> None:
+        """Gives the spool a name (once): a new file holding what was written."""
+        if self.path is not None or self._lock_fd is None:
+            return
+        data = os.pread(self._lock_fd, self.file.size, 0)
+        fd, name = self._new_file()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            self._remove(fd, Path(name))
+            raise
+        old = self._lock_fd
+        self._lock_fd = fd
+        self.file.replace_fd(os.dup(fd), Path(name))
         with contextlib.suppress(OSError):
-            if _file_id(os.lstat(self.path)) == _file_id(os.fstat(fd)):
-                self.path.unlink()
+            os.close(old)
+        self.path = Path(name)
+        keep_apart(self.path, "the run's spool")
+
+    @staticmethod
+    def _remove(fd: int, path: Path | None, close: bool = True) -> None:
+        """Unlinks PATH if it still names this file (another user may have
+        moved it in a shared directory), then lets go of the lock."""
         with contextlib.suppress(OSError):
-            os.close(fd)
+            if path is not None and _file_id(os.lstat(path)) == _file_id(os.fstat(fd)):
+                path.unlink()
+        if close:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def close(self, remove: bool) -> None:
         self.file.close()
@@ -320,7 +370,7 @@ class SpoolFile:
         if fd is None:
             return
         if remove:
-            self._remove(fd)
+            self._remove(fd, self.path)
         else:
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -396,6 +446,8 @@ class Spool:
         self.reported = False  # the error message already says where the records are
         self.discard = False  # nothing worth keeping (e.g. every result unsupported)
         self._lines: list[str] = []
+        self._worth = False  # a result (or a round of one) arrived: the spool is kept
+        self._lock = threading.Lock()
         self._error: OSError | None = None  # the last write that failed, where none took over
         self._moved: list[str] = []  # the spools abandoned for a full disk
 
@@ -419,6 +471,11 @@ class Spool:
                 continue
             for line in self._lines:
                 spool.file.write_line(line)
+            if spool.file.error is None and self._worth:
+                try:
+                    spool.name_it()
+                except OSError as error:
+                    spool.file.error = error
             if spool.file.error is not None:
                 self.problems.append(f"{directory}: {spool.file.error.strerror}")
                 spool.close(remove=True)
@@ -437,25 +494,46 @@ class Spool:
         self._open(self.places)
 
     def write(self, record: dict[str, Any]) -> None:
-        line = dumps(record) + "\n"
-        self._lines.append(line)
-        if self.spool is None:
-            return
-        self.spool.file.write_line(line)
-        error = self.spool.file.error
-        if error is None:
-            return
-        # The disk filled: the whole run so far goes to the next place that takes it.
-        failed = self.spool
-        index = next((i for i, place in enumerate(self.places) if place == failed.path.parent), 0)
-        self.spool = None
-        self._open(self.places[index + 1 :])
-        if self.spool is None:
-            self._error = error
-            self.spool = failed  # keep what it holds: whole lines, importable
-        else:
-            self._moved.append(f"{failed.path} ({error.strerror})")
-            failed.close(remove=True)
+        """A record the engine wrote (or, killed, could not write: ``unfinished``)."""
+        self._write_line(dumps(record) + "\n", worth=record.get("kind") == "result")
+
+    def write_partial(self, record: dict[str, Any]) -> None:
+        """A variant as it stands after a round (the engine's @partial): kept
+        as the spool's own line, superseded on import by the variant's record."""
+        self._write_line(spool_records.partial_line(record), worth=True)
+
+    def mark_repeat(self, number: int, count: int) -> None:
+        """The records that follow are repeat NUMBER of COUNT (`run --repeat`)."""
+        self._write_line(spool_records.repeat_line(number, count), worth=False)
+
+    def _write_line(self, line: str, worth: bool) -> None:
+        # The engine's stdout (records) and stderr (@partial) are read by two threads.
+        with self._lock:
+            self._lines.append(line)
+            self._worth = self._worth or worth
+            if self.spool is None:
+                return
+            if self._worth:
+                try:
+                    self.spool.name_it()  # the first result: the spool gets its name
+                except OSError as error:
+                    self.spool.file.error = error
+            if self.spool.file.error is None:
+                self.spool.file.write_line(line)
+            error = self.spool.file.error
+            if error is None:
+                return
+            # The disk filled: the whole run so far goes to the next place that takes it.
+            failed = self.spool
+            index = next((i for i, place in enumerate(self.places) if place == failed.directory), 0)
+            self.spool = None
+            self._open(self.places[index + 1 :])
+            if self.spool is None:
+                self._error = error
+                self.spool = failed  # keep what it holds: whole lines, importable
+            else:
+                self._moved.append(f"{failed.path or failed.directory} ({error.strerror})")
+                failed.close(remove=True)
 
     def import_command(self) -> str:
         """The command that stores the spool, quoted for a shell."""
@@ -474,7 +552,7 @@ class Spool:
 
     def hint(self) -> str:
         """Where the records are kept and how to store them, for a message."""
-        if self.spool is None or self.spool.file.lines == 0:
+        if self.spool is None or self.spool.path is None or self.spool.file.lines == 0:
             return "no safety copy of the records could be kept"
         file = self.spool.file
         cut = ""
@@ -488,7 +566,8 @@ class Spool:
     def __exit__(self, kind: object, error: object, trace: object) -> None:
         if self.spool is None:
             return
-        keep = error is not None and not self.discard and self.spool.file.lines > 0
+        # A spool without a result has no name: nothing of it is left.
+        keep = error is not None and not self.discard and self.spool.path is not None
         self.spool.close(remove=not keep)
         if keep and not self.reported:
             say(f"ctxbench: {self.hint()}")
@@ -502,6 +581,7 @@ def stream_engine_run(
     with ProgressView() as view:
         engine_run.on_progress = view.update
         engine_run.on_diagnostic = view.message
+        engine_run.on_partial = spool.write_partial  # each round survives a kill of ctxbench
         stop.run, stop.say = engine_run, view.message
         try:
             if stop.received is not None:

@@ -9,6 +9,7 @@ import click
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import say
 from ctxbench.cli.output_files import check_output_path, write_text
+from ctxbench.store import choice as run_choice
 from ctxbench.views import export as export_formats
 
 
@@ -33,7 +34,9 @@ def export(run_ref: str, form: str, output: Path | None, db: str | None) -> None
     check_output_path(output, "-o")
     with open_store(db, create=False) as store:
         check_output_path(output, "-o")  # not the store, nor a file beside it
-        stored = store.load(run_ref)
+        stored, took = run_choice.pick(store, run_ref)
+    if took is not None:
+        say(took)  # which run `latest` named, on stderr: stdout carries the export
     text = export_formats.export_text(stored, form)
     for note in export_formats.notes(stored, form):
         say(f"ctxbench: note: {note}")

@@ -1,17 +1,14 @@
-"""``ctxbench history`` and ``import``: the runs in the store, and a run into it."""
+"""``ctxbench history``: the runs in the store (``import`` is in import_runs)."""
 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import click
 
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import new_console, say
 from ctxbench.errors import BadInput
-from ctxbench.records.core import group_run, read_records, read_run_file
 from ctxbench.store.schema import RunInfo
 from ctxbench.views import tables
 
@@ -104,36 +101,3 @@ def _print_history_json(location: str, infos: list[RunInfo]) -> None:
         "runs": [info.as_dict() for info in infos],
     }
     click.echo(json.dumps(history, indent=2, allow_nan=False))
-
-
-@click.command("import")
-@click.argument("path", type=click.Path(path_type=Path), metavar="FILE")
-@click.option("--label", help="A name for the imported run.")
-@db_option
-def import_command(path: Path, label: str | None, db: str | None) -> None:
-    """Store a run from engine JSON Lines (e.g. `ctxbench-engine run --json` on a board)."""
-    notes: list[str] = []
-    if str(path) == "-":
-        run_records = group_run(read_records(sys.stdin.buffer, "stdin", notes), "stdin")
-    else:
-        if not path.exists():
-            raise BadInput(f"no file {path}; give the JSON Lines file written by `run --json`")
-        if path.is_dir():
-            raise BadInput(f"{path} is a directory; give a JSON Lines file")
-        from ctxbench.cli.run_lifecycle import spool_in_use
-
-        if spool_in_use(path):
-            raise BadInput(
-                f"{path} is the spool of a run still going (its ctxbench holds the file's "
-                "lock): that run stores it when it ends; wait for it, or stop it with Ctrl-C "
-                "(it keeps what was measured)"
-            )
-        run_records = read_run_file(path, notes)
-    for note in notes:
-        say(f"ctxbench: note: {note}")
-    from ctxbench.cli.run_lifecycle import store_run  # rich's progress: not for history
-
-    with open_store(db) as store:
-        stored = store_run(store, run_records, "import", label)
-    state = "partial run" if stored.info.interrupted else "run"
-    say(f"imported {state} {stored.run_id} ({len(stored.results)} results) into {store.location}")
