@@ -20,6 +20,7 @@ from ctxbench.analysis.gate import SLOWER as GATE_SLOWER
 from ctxbench.analysis.gate import decide_by, gate
 from ctxbench.analysis.machine_history import history_runs, machine_key, variant_history
 from ctxbench.records.core import group_run, params_key
+from ctxbench.views.comparison import noise_words
 from ctxbench.views.export import comparison_dict
 from ctxbench.views.gate import gate_lines
 
@@ -313,7 +314,7 @@ def test_history_takes_earlier_runs_of_the_same_machine_only(store):
     assert getpid["verdict"]["status"] == "ok"
     assert (
         figures[("syscall.getpid", params_key(getpid["params"]))]
-        == [(getpid["summary"]["median"], 1.0)] * 3
+        == [(getpid["summary"]["median"], 1.0, False)] * 3
     )
     # Against another machine, the history is the reference run's machine's.
     other = [store.load("b"), store.load("cpu")]
@@ -334,3 +335,95 @@ def test_repeats_are_shown_with_the_options_and_never_exclude_a_row(store):
     assert "repeats" not in fmt.run_options(comparison.options[1])
     # One machine's history, with or without repeats.
     assert machine_key(runs[0].env) == machine_key(runs[1].env)
+
+
+# ---- a loaded history (issue 41.4) ---------------------------------------------------
+# Four runs of a quiet moment (within 1 %) and ten of a loaded one before
+# them, which the kernel said carried interference, spread over 0.8-1.6x:
+# suspect, so half a run each, they outweigh the quiet ones.
+CLEAN = [100.0, 100.5, 99.5, 100.8]
+LOADED = [118.0, 84.0, 160.0, 131.0, 92.0, 146.0, 110.0, 125.0, 88.0, 139.0]
+
+
+def test_a_history_with_interfered_runs_leaves_them_out_where_the_clean_ones_decide():
+    """An identical pair against the clean runs alone is not slower at 15 %;
+    the interfered runs, had they counted, make it inconclusive. They are
+    left out, and the row counts them."""
+    a, b = result(100.0), result(100.0)
+    history = [(f, 1.0, False) for f in CLEAN] + [(f, 0.5, True) for f in LOADED]
+    counted_in = [(f, w) for f, w, _ in history]  # as before: every figure counted
+    clean_alone = [(f, 1.0) for f in CLEAN]
+    _, before = noise.judge(a, b, history=counted_in)
+    _, alone = noise.judge(a, b, history=clean_alone)
+    _, judged_by = noise.judge(a, b, history=history)
+    assert noise.detectable(before) > 0.15 >= noise.detectable(alone)
+    assert (judged_by.source, judged_by.n, judged_by.left_out) == (noise.HISTORY, 4, 10)
+    assert judged_by.interfered == 0
+    assert judged_by.spread == pytest.approx(alone.spread)
+    assert noise.detectable(judged_by) == pytest.approx(noise.detectable(alone))
+    words = fmt.terminal_text(noise_words(judged_by))
+    assert "over 4 earlier runs; 10 that carried interference left out" in words
+
+
+def test_where_the_clean_runs_are_too_few_the_interfered_ones_judge_and_are_counted():
+    history = [(f, 1.0, False) for f in CLEAN[:2]] + [(f, 0.5, True) for f in LOADED]
+    _, judged_by = noise.judge(result(100.0), result(100.0), history=history)
+    assert (judged_by.source, judged_by.n) == (noise.HISTORY, 12)
+    assert (judged_by.left_out, judged_by.interfered) == (0, 10)
+    assert "10 of them carrying interference" in noise_words(judged_by)
+
+
+def _interfered(record: dict) -> None:
+    """What the engine writes of a figure it could not get clear of others."""
+    record["verdict"] = {
+        "status": "suspect",
+        "reasons": [{"code": "interference", "detail": "4 of 10 kept samples interfered"}],
+    }
+
+
+def test_the_store_marks_what_the_kernel_said_and_the_gate_decides_on_the_clean_runs(store):
+    """Through the store: four quiet earlier runs and ten whose getuid
+    record says interference (its reason, or its host reference slowed, or
+    its run's reference slowed as a whole), the loaded ones first; A and B
+    identical. compare --json counts the ten left out, and the gate at 15 %
+    passes the row."""
+    stamp = "2026-11-2{}T06:{:02d}:14Z"
+    base = "run_a.jsonl"
+    minute = 0
+    for number, figure in enumerate(LOADED):
+        run = _run(base, {"syscall.getuid": (figure, None)})
+        run = _relabel(run, f"loaded{number}", stamp.format(0, minute))
+        [record] = run.results
+        if number % 3 == 0:
+            _interfered(record)
+        elif number % 3 == 1:
+            record["interference"] = {**(record.get("interference") or {}), "slowed": True}
+        else:
+            record["interference"] = {
+                "reference": "test", "best_ns": 1000.0, "slowed_ratio": 1.2, "retries": 1,
+                "attempts": [{"median": figure, "reference_ratio": 1.5, "slowed_share": 1.0,
+                              "samples": 10}],
+                "kept": 0, "slowed": False,
+            }  # fmt: skip
+        store.add_run(run, origin="import")
+        minute += 1
+    for figure in CLEAN:
+        run = _run(base, {"syscall.getuid": (figure, None)})
+        store.add_run(_relabel(run, f"clean{minute}", stamp.format(0, minute)), origin="import")
+        minute += 1
+    ids = []
+    for name, figure in (("a", 100.0), ("b", 100.0)):
+        run = _run(base, {"syscall.getuid": (figure, None)})
+        ids.append(store.add_run(_relabel(run, name, stamp.format(1, 0)), origin="import"))
+    runs = [store.load(run_id) for run_id in ids]
+    history = variant_history(store, runs)
+    [figures] = history.values()
+    assert sum(1 for _, _, interfered in figures if interfered) == len(LOADED)
+    comparison = compare_runs(runs, history=history)
+    judged = gate(comparison, 15)
+    data = comparison_dict(comparison, judged)
+    jsonschema.Draft202012Validator(COMPARE_SCHEMA).validate(data)
+    [row] = data["rows"]
+    assert row["noise"]["source"] == "history"
+    assert (row["noise"]["n"], row["noise"]["left_out"], row["noise"]["interfered"]) == (4, 10, 0)
+    assert judged.outcome == "passed"

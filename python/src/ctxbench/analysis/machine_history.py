@@ -9,7 +9,10 @@ that of the reference run's machine (run A): the runs with its key measured
 before the latest compared run (in the store's measured order), the
 compared runs left out, newest first, at most MAX_RUNS. ``ok`` and
 ``suspect`` figures count, a suspect one as ``noise.SUSPECT_WEIGHT`` of a
-run: a machine whose runs are often suspect has that spread.
+run: a machine whose runs are often suspect has that spread. Each figure
+says whether it carried interference (``noise.carried_interference``, with
+its run's host state): the noise leaves those out where the clean ones
+suffice.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ctxbench.analysis.noise import history_weight
+from ctxbench.analysis.noise import carried_interference, history_weight, host_state
 from ctxbench.records.core import params_key
 from ctxbench.store.db import Store, StoredRun
 
@@ -75,14 +78,16 @@ def history_runs(store: Store, runs: list[StoredRun]) -> list[StoredRun]:
     return found
 
 
-Figures = dict[tuple[str, str], list[tuple[float, float]]]
+Figures = dict[tuple[str, str], list[tuple[float, float, bool]]]
 
 
 def variant_figures(runs: list[StoredRun]) -> Figures:
-    """Per variant key (probe, params), the (figure, weight) of each of
-    ``runs`` that measured it ok or suspect (``noise.history_weight``)."""
+    """Per variant key (probe, params), the (figure, weight, interfered) of
+    each of ``runs`` that measured it ok or suspect (``noise.history_weight``,
+    ``noise.carried_interference``)."""
     figures: Figures = {}
     for run in runs:
+        host = host_state(run.results)
         for result in run.results:
             summary = result.get("summary")
             if result["verdict"]["status"] not in ("ok", "suspect") or not summary:
@@ -90,7 +95,13 @@ def variant_figures(runs: list[StoredRun]) -> Figures:
             if not summary.get("median") or summary["median"] <= 0:
                 continue
             key = (result["probe"], params_key(result["params"]))
-            figures.setdefault(key, []).append((float(summary["median"]), history_weight(result)))
+            figures.setdefault(key, []).append(
+                (
+                    float(summary["median"]),
+                    history_weight(result),
+                    carried_interference(result, host),
+                )
+            )
     return figures
 
 

@@ -16,7 +16,13 @@ therefore judged against the best source of run-to-run spread there is:
    of twenty), an ``ok`` figure counting as one run and a ``suspect`` one as
    SUSPECT_WEIGHT of a run; sum(w) - 1 degrees of freedom. A history at two
    levels (HISTORY_LEVEL_GAP) takes the weighted standard deviation instead:
-   the robust spread would see one level only.
+   the robust spread would see one level only. A figure that carried
+   interference (``carried_interference``: what the engine and the kernel
+   said of it) is left out of the history when the clean figures alone are
+   worth MIN_HISTORY_RUNS, so a loaded spell in the store does not widen
+   the row's noise for ever; the row counts what was left out
+   (``Noise.left_out``), or, where the clean ones are too few, the
+   interfered figures it rests on (``Noise.interfered``).
 3. ``within-run``: only the samples of the two runs: the bootstrap interval
    of the ratio of medians and the U test (``stats.compare_samples``), and
    a floor: a difference smaller than WITHIN_RUN_FLOOR (in log terms) is
@@ -129,6 +135,10 @@ class Noise:
     df: float = math.inf
     widened: tuple[Widening, ...] = ()
     levels: int = 1  # 2: the history sat at two levels (HISTORY_LEVEL_GAP)
+    # history: earlier figures that carried interference, left out (the clean
+    # ones sufficed), and those it rests on (they did not)
+    left_out: int = 0
+    interfered: int = 0
 
     @property
     def floor_effect(self) -> float:
@@ -163,6 +173,21 @@ def repeat_figures(result: dict[str, Any]) -> list[float]:
 def history_weight(result: dict[str, Any]) -> float:
     """How much an earlier run's figure counts in the machine's history."""
     return 1.0 if result["verdict"]["status"] == "ok" else SUSPECT_WEIGHT
+
+
+def carried_interference(result: dict[str, Any], host: HostState | None = None) -> bool:
+    """Whether a figure carried interference the engine could not clear, by
+    what its record says: the verdict's ``interference`` reason (the kernel
+    saw over its limit of kept samples interfered with), its host reference
+    still slowed (or as many samples set aside as kept: the engine's
+    ``interference.slowed``), or its run's host reference slowed as a whole
+    (HOST, ``host_state`` of the run)."""
+    reasons = result.get("verdict", {}).get("reasons") or []
+    if any(reason.get("code") == "interference" for reason in reasons):
+        return True
+    if (result.get("interference") or {}).get("slowed"):
+        return True
+    return host is not None and host.slowed_as_a_whole
 
 
 def host_state(results: Sequence[dict[str, Any]]) -> HostState | None:
@@ -221,21 +246,51 @@ def host_widenings(hosts: Sequence[HostState | None]) -> list[Widening]:
     ]
 
 
-HistoryFigures = Sequence[float] | Sequence[tuple[float, float]]
+# The machine's earlier figures of a variant: plain figures, (figure, weight)
+# pairs, or (figure, weight, interfered) with ``carried_interference``.
+HistoryFigures = (
+    Sequence[float] | Sequence[tuple[float, float]] | Sequence[tuple[float, float, bool]]
+)
 
 
-def _history_spread(history: HistoryFigures) -> tuple[stats.PooledSpread | None, int, int]:
-    """The weighted log spread of the history, how many runs it has, and its levels (1 or 2)."""
-    pairs = [(h, 1.0) if isinstance(h, (int, float)) else (h[0], h[1]) for h in history]
-    if sum(w for _, w in pairs) < MIN_HISTORY_RUNS:
-        return None, len(pairs), 1
-    figures, weights = [f for f, _ in pairs], [w for _, w in pairs]
+@dataclass(frozen=True)
+class History:
+    """The figures a history judges by: its spread, how many runs it has, its
+    levels (1 or 2), and the figures that carried interference, left out or
+    kept (``Noise.left_out``, ``Noise.interfered``)."""
+
+    spread: stats.PooledSpread | None
+    runs: int
+    levels: int = 1
+    left_out: int = 0
+    interfered: int = 0
+
+
+def _history_spread(history: HistoryFigures) -> History:
+    """The weighted log spread of the history, the interfered figures left out
+    where the clean ones are worth MIN_HISTORY_RUNS (see the module's text)."""
+    entries = []
+    for h in history:
+        if isinstance(h, (int, float)):
+            entries.append((float(h), 1.0, False))
+        else:
+            entries.append((h[0], h[1], bool(h[2]) if len(h) > 2 else False))
+    clean = [e for e in entries if not e[2]]
+    left_out = 0
+    if len(clean) < len(entries) and sum(w for _, w, _ in clean) >= MIN_HISTORY_RUNS:
+        left_out, entries = len(entries) - len(clean), clean
+    interfered = sum(1 for e in entries if e[2])
+    if sum(w for _, w, _ in entries) < MIN_HISTORY_RUNS:
+        return History(None, len(entries), 1, left_out, interfered)
+    figures, weights = [f for f, _, _ in entries], [w for _, w, _ in entries]
     if stats.two_levels(figures, HISTORY_LEVEL_GAP, HISTORY_LEVEL_RUNS):
         # Two levels (a cross-CPU wake-up that finds the other CPU awake in
         # some runs and idle in others): the robust spread would measure one
         # level alone and call a run at the other a change.
-        return stats.weighted_log_sd(figures, weights), len(pairs), 2
-    return stats.weighted_log_spread(figures, weights), len(pairs), 1
+        spread = stats.weighted_log_sd(figures, weights)
+        return History(spread, len(entries), 2, left_out, interfered)
+    spread = stats.weighted_log_spread(figures, weights)
+    return History(spread, len(entries), 1, left_out, interfered)
 
 
 def judge(
@@ -254,16 +309,16 @@ def judge(
     a, b = figure(reference), figure(other)
     repeats_a, repeats_b = repeat_figures(reference), repeat_figures(other)
     base: tuple[str, stats.PooledSpread, int, float] | None = None
-    levels = 1
+    past = History(None, 0)
     if a and b and len(repeats_a) >= MIN_REPEATS and len(repeats_b) >= MIN_REPEATS:
         pooled = stats.pooled_log_spread([repeats_a, repeats_b])
         if pooled is not None:
             factor = math.sqrt(1.0 / len(repeats_a) + 1.0 / len(repeats_b))
             base = (REPEATS, pooled, len(repeats_a) + len(repeats_b), factor)
     if base is None and a and b:
-        spread, runs, levels = _history_spread(history)
-        if spread is not None:
-            base = (HISTORY, spread, runs, math.sqrt(2.0))
+        past = _history_spread(history)
+        if past.spread is not None:
+            base = (HISTORY, past.spread, past.runs, math.sqrt(2.0))
     if base is not None and a and b and a > 0 and b > 0:
         source, pooled, n, factor = base
         widened = tuple(
@@ -273,6 +328,7 @@ def judge(
         se = math.sqrt(sum(part**2 for part, _ in parts))
         df = stats.satterthwaite_df(parts) if widened else float(pooled.df)
         interval = stats.t_log_interval(math.log(b / a), se, df, level)
+        by_history = source == HISTORY
         noise = Noise(
             source,
             pooled.spread,
@@ -280,7 +336,9 @@ def judge(
             se=se,
             df=df,
             widened=widened,
-            levels=levels if source == HISTORY else 1,
+            levels=past.levels if by_history else 1,
+            left_out=past.left_out if by_history else 0,
+            interfered=past.interfered if by_history else 0,
         )
         return _between_runs(a, b, interval, level, noise), noise
     samples_a, samples_b = reference["samples"], other["samples"]

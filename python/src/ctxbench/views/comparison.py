@@ -37,7 +37,12 @@ def noise_words(noise: Noise | None, short: bool = False) -> str:
     if noise.source == REPEATS:
         text = f"judged by repeats (run-to-run spread {spread}, {noise.n} repeats)"
     elif noise.source == HISTORY:
-        text = f"judged by this machine's history (spread {spread} over {noise.n} earlier runs)"
+        text = f"judged by this machine's history (spread {spread} over {noise.n} earlier runs"
+        if noise.left_out:
+            text += f"; {noise.left_out} that carried interference left out"
+        if noise.interfered:
+            text += f", {noise.interfered} of them carrying interference"
+        text += ")"
     else:
         text = f"judged by within-run samples only (floor {noise.floor_effect:.0%})"
     return text + (f"; {seen}" if seen else "")

@@ -187,6 +187,8 @@ def _noise_dict(judged_by: Noise | None, index: int) -> dict[str, Any] | None:
         "floor": judged_by.floor,
         "se": None if judged_by.se is None else _finite(judged_by.se),
         "df": _finite(judged_by.df),
+        "left_out": judged_by.left_out,
+        "interfered": judged_by.interfered,
         "widened": [
             {
                 "run": fmt.run_letter(0 if w.side == 0 else index),
