@@ -6,6 +6,7 @@ system calls and the pipe switch; it cannot reach the user-level switch
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 
@@ -14,7 +15,7 @@ import pytest
 
 from conftest import FIXTURES, invoke
 from ctxbench.analysis.changes import change_points, find_changes
-from ctxbench.records.core import read_run_file
+from ctxbench.records.core import group_run, read_run_file
 from ctxbench.store.db import Store
 
 WHY = FIXTURES / "why"
@@ -97,4 +98,75 @@ def test_every_variant_is_counted_as_looked_at_or_too_short(tmp_path, history):
     _, runs = stored(tmp_path, history)
     found = find_changes(runs)
     variants = {(r["probe"], json.dumps(r["params"], sort_keys=True)) for r in runs[0].results}
-    assert found.examined + found.too_short <= len(variants)
+    assert found.examined + found.too_short == found.variants == len(variants)
+    assert found.too_short == found.few_runs + found.few_figures
+
+
+# ---- never an all-clear over what it did not look at (issue 41.6) --------------------
+def _stored_edited(tmp_path, history: str, count: int, edit=None):
+    """The first COUNT runs of HISTORY stored, EDIT applied to each run's
+    result records (with the run's position from 1)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / f"{history}-{count}.db"
+    with Store.open(path) as store:
+        for position, name in enumerate(sorted(os.listdir(WHY / history))[:count], start=1):
+            run = read_run_file(WHY / history / name, [])
+            if edit is not None:
+                records = copy.deepcopy(run.all())
+                for record in records:
+                    if record.get("kind") == "result":
+                        edit(record, position)
+                run = group_run(records)
+            store.add_run(run, origin="import")
+    return str(path)
+
+
+def test_a_store_it_cannot_judge_gives_no_all_clear_and_exits_4(tmp_path):
+    """Five runs: no variant has the 8 figures a shift needs. The text says
+    nothing was judged, never 'No shift that stayed'; --json says
+    judged_none, why each variant was left, and the command exits 4."""
+    path = _stored_edited(tmp_path, "history_same", 5)
+    shown = invoke("history", "--changes", "--db", path)
+    assert shown.exit_code == 4, shown.output
+    assert "No shift that stayed" not in shown.output
+    assert "0 of 9 variants looked at" in shown.output
+    assert "9 variant(s) not looked at: 9 measured in fewer than 8 runs" in shown.output
+    assert "No variant could be judged" in shown.output
+    alert = invoke("history", "--changes", "--json", "--db", path)
+    assert alert.exit_code == 4
+    document = json.loads(alert.stdout)
+    jsonschema.validate(document, SCHEMA)
+    assert document["judged_none"] is True and document["variants_examined"] == 0
+    [machine] = document["machines"]
+    assert machine["changes"] == [] and machine["variants"] == 9
+    assert machine["variants_left"] == {"few_runs": 9, "few_figures": 0}
+
+
+def test_variants_whose_figures_do_not_count_are_named_and_the_all_clear_says_of_what(tmp_path):
+    """Twenty identical runs, the pipe switch suspect with interference in
+    15 of them: it has 20 runs but 5 figures that count. The others are
+    looked at; the all-clear says it is over those only."""
+
+    def interfered(record, position):
+        if record["probe"] == "switch.pipe" and position > 5:
+            record["verdict"] = {
+                "status": "suspect",
+                "reasons": [{"code": "interference", "detail": "kept samples interfered"}],
+            }
+
+    path = _stored_edited(tmp_path, "history_same", 20, interfered)
+    shown = invoke("history", "--changes", "--db", path)
+    assert shown.exit_code == 0, shown.output
+    assert "8 of 9 variants looked at" in shown.output
+    assert "1 variant(s) not looked at: 1 with fewer than 8 figures that count" in shown.output
+    assert "No shift that stayed among the 8 variant(s) looked at (not the 1 above)" in shown.output
+    document = json.loads(invoke("history", "--changes", "--json", "--db", path).stdout)
+    jsonschema.validate(document, SCHEMA)
+    assert document["judged_none"] is False
+    [machine] = document["machines"]
+    assert machine["variants_left"] == {"few_runs": 0, "few_figures": 1}
+    # Every variant looked at: the all-clear is a whole one.
+    whole = invoke(
+        "history", "--changes", "--db", _stored_edited(tmp_path / "x", "history_same", 20)
+    )
+    assert "No shift that stayed: no variant" in whole.output

@@ -105,9 +105,21 @@ class MachineChanges:
     options: dict[str, Any]
     runs: list[RunInfo]
     examined: int  # variants with enough figures to look at
-    too_short: int  # variants with fewer than 2 x MIN_RUNS figures
+    too_short: int  # variants with fewer than 2 x MIN_RUNS figures: few_runs + few_figures
     changes: list[Change]
     proposed: int  # changes PELT proposed before the test
+    variants: int = 0  # variants the runs measured or tried (those of --probe)
+    few_runs: int = 0  # of too_short: in fewer than 2 x MIN_RUNS runs at all
+    few_figures: int = 0  # of too_short: in enough runs, too few figures that count
+
+    @property
+    def judged_none(self) -> bool:
+        """Nothing was looked at: no all-clear can be given."""
+        return self.examined == 0
+
+    @property
+    def judged_all(self) -> bool:
+        return self.examined == self.variants
 
 
 def change_points(figures: Sequence[float], penalty: float = PENALTY) -> list[int]:
@@ -166,10 +178,13 @@ def find_changes(
 
     series: dict[tuple[str, str], list[Point]] = {}
     first: dict[tuple[str, str], dict[str, Any]] = {}
+    present: dict[tuple[str, str], int] = {}  # runs that measured or tried each variant
     for position, run in enumerate(runs, start=1):
         for result in run.results:
             if probe and not fnmatch.fnmatchcase(result["probe"], probe):
                 continue
+            variant = (result["probe"], params_key(result.get("params", {})))
+            present[variant] = present.get(variant, 0) + 1
             summary = result.get("summary")
             if not counts(result):
                 continue
@@ -177,10 +192,9 @@ def find_changes(
             series.setdefault(key, []).append(Point(run.run_id, position, float(summary["median"])))
             first.setdefault(key, result)
     by_id = {run.run_id: run for run in runs}
-    changes, examined, too_short, proposed = [], 0, 0, 0
+    changes, examined, proposed = [], 0, 0
     for key, points in series.items():
         if len(points) < 2 * MIN_RUNS:
-            too_short += 1
             continue
         examined += 1
         found, count = series_changes(points, min_effect)
@@ -213,14 +227,19 @@ def find_changes(
             changes.append(change)
     changes.sort(key=lambda c: (c.position, c.probe))
     options = {k: v for k, v in run_options(runs[0].env).items() if k in MEASUREMENT_OPTIONS}
+    left = [key for key in present if len(series.get(key, ())) < 2 * MIN_RUNS]
+    few_runs = sum(1 for key in left if present[key] < 2 * MIN_RUNS)
     return MachineChanges(
         hostname=str(runs[0].info.hostname),
         options=options,
         runs=[run.info for run in runs],
         examined=examined,
-        too_short=too_short,
+        too_short=len(left),
         changes=changes,
         proposed=proposed,
+        variants=len(present),
+        few_runs=few_runs,
+        few_figures=len(left) - few_runs,
     )
 
 
@@ -258,13 +277,17 @@ def changes_dict(store: str, machines: list[MachineChanges], min_effect: float) 
         "store": store,
         "method": METHOD,
         "min_effect": min_effect,
+        "variants_examined": sum(m.examined for m in machines),
+        "judged_none": all(m.judged_none for m in machines),
         "machines": [
             {
                 "hostname": m.hostname,
                 "options": m.options,
                 "runs": [info.run_id for info in m.runs],
+                "variants": m.variants,
                 "variants_examined": m.examined,
                 "variants_too_short": m.too_short,
+                "variants_left": {"few_runs": m.few_runs, "few_figures": m.few_figures},
                 "proposed": m.proposed,
                 "changes": [change(c) for c in m.changes],
             }

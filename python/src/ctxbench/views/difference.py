@@ -543,6 +543,24 @@ def why_dict(result: Why | None, pairing: Pairing | None = None) -> dict[str, An
 
 
 # ---- history --changes ---------------------------------------------------------------
+def _left_lines(machine: Any, width: int, min_runs: int) -> list[Text]:
+    """Why the variants history --changes did not look at were left."""
+    if not machine.too_short:
+        return []
+    why = []
+    if machine.few_runs:
+        why.append(f"{machine.few_runs} measured in fewer than {2 * min_runs} runs")
+    if machine.few_figures:
+        why.append(
+            f"{machine.few_figures} with fewer than {2 * min_runs} figures that count (ok, or "
+            "suspect for their spread alone; the others suspect for another reason, "
+            "unsupported or failed)"
+        )
+    return wrapped_lines(
+        f"{machine.too_short} variant(s) not looked at: " + "; ".join(why), width, 2, "dim"
+    )
+
+
 def changes_lines(
     machines: list[Any], min_effect: float, width: int, probe: str | None = None
 ) -> list[Text]:
@@ -561,20 +579,27 @@ def changes_lines(
         lines.append(
             heading_line(
                 f"{machine.hostname} ({measured}{selected}): {len(machine.runs)} runs, "
-                f"{machine.examined} variants looked at"
+                f"{machine.examined} of {machine.variants} variants looked at"
             )
         )
-        if machine.too_short:
+        lines += _left_lines(machine, width, MIN_RUNS)
+        if machine.judged_none:
             lines += wrapped_lines(
-                f"{machine.too_short} variant(s) with fewer than {2 * MIN_RUNS} figures (ok, or "
-                "suspect for their spread alone) were not looked at",
+                "No variant could be judged, so nothing is known of shifts here: neither a "
+                f"shift nor its absence (each needs {2 * MIN_RUNS} figures that count).",
                 width,
                 2,
-                "dim",
+                "yellow",
             )
-        if not machine.changes:
+        elif not machine.changes:
+            among = (
+                ""
+                if machine.judged_all
+                else f" among the {machine.examined} variant(s) looked at (not the "
+                f"{machine.too_short} above)"
+            )
             lines += wrapped_lines(
-                f"No shift that stayed: no variant's figure moved beyond {min_effect:.0%} "
+                f"No shift that stayed{among}: no variant's figure moved beyond {min_effect:.0%} "
                 f"(whole interval) for {MIN_RUNS} runs or more"
                 + (
                     f" ({machine.proposed} proposed, none held under the test)"

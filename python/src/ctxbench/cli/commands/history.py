@@ -8,6 +8,7 @@ import click
 
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import new_console, say
+from ctxbench.cli.option_types import FiniteFloat, check_probe_glob
 from ctxbench.errors import BadInput
 from ctxbench.store.schema import RunInfo
 from ctxbench.views import tables
@@ -34,7 +35,7 @@ from ctxbench.views import tables
 )
 @click.option(
     "--min-effect",
-    type=click.FloatRange(0, 10),
+    type=FiniteFloat(0, 10),
     default=0.05,
     show_default=True,
     help="With --changes: the smallest shift that counts (0.05: 5%), its whole interval beyond it.",
@@ -46,30 +47,33 @@ def history(
     machine: str | None,
     probe: str | None,
     min_effect: float,
-) -> None:
+) -> int:
     """The runs in the store, in the order they were measured; --changes: where
-    a machine's figures shifted."""
+    a machine's figures shifted (exit 4 when it could judge no variant)."""
     if not changes and (machine or probe):
         raise click.UsageError("--machine and --probe go with --changes")
     if changes:
-        _print_changes(db, as_json, machine, probe, min_effect)
-        return
+        return _print_changes(db, as_json, machine, probe, min_effect)
     with open_store(db, create=False) as store:
         infos = store.runs()
     if as_json:
         _print_history_json(store.location, infos)
-        return
+        return 0
     if not infos:
         say(f"no runs in {store.location} yet")
-        return
+        return 0
     console = new_console()
     console.print(tables.history_table(infos, width=console.width))
+    return 0
 
 
 def _print_changes(
     db: str | None, as_json: bool, machine: str | None, probe: str | None, min_effect: float
-) -> None:
+) -> int:
+    """The changes per machine; EXIT_INCONCLUSIVE when no variant of any
+    machine could be judged (no all-clear over what was not looked at)."""
     from ctxbench.analysis.changes import changes_dict, find_changes, machine_groups
+    from ctxbench.cli.commands.compare import EXIT_INCONCLUSIVE
     from ctxbench.views.difference import changes_lines
 
     with open_store(db, create=False) as store:
@@ -83,14 +87,18 @@ def _print_changes(
                     f"{', '.join(hosts) or 'none'}"
                 )
         groups = machine_groups(infos, store.load)
+        names = (r["probe"] for _, runs in groups for run in runs for r in run.results)
+        check_probe_glob("--probe", probe, names)
         location = store.location
     found = [find_changes(runs, probe, min_effect) for _, runs in groups]
+    status = EXIT_INCONCLUSIVE if all(m.judged_none for m in found) else 0
     if as_json:
         click.echo(json.dumps(changes_dict(location, found, min_effect), indent=2, allow_nan=False))
-        return
+        return status
     console = new_console()
     for line in changes_lines(found, min_effect, console.width, probe):
         console.print(line)
+    return status
 
 
 def _print_history_json(location: str, infos: list[RunInfo]) -> None:
