@@ -22,7 +22,7 @@ import pytest
 from conftest import REPO, built_engine, fixture_path, real_run, with_run_id
 from ctxbench.records.core import group_run, record_problem
 from ctxbench.store.db import Store
-from test_reliability import ctxbench, error_line, stored_runs
+from test_reliability import ctxbench, engine_calls, error_line, stored_runs
 
 SOURCE = Path(__file__).parents[1] / "src"
 JAIL = REPO / "engine" / "tests" / "system" / "seccomp_jail.py"
@@ -316,3 +316,54 @@ def test_export_latest_names_the_run_it_took_on_stderr(env, tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"latest: engine run {real_run('run_b.jsonl').run_id}" in done.stderr.decode()
     assert done.stdout.decode() == fixture_path("run_b.jsonl").read_text()
+
+
+# ---- option values: finite numbers, probe globs, --host (issue 37.4) -----------------------------
+NON_FINITE = {
+    "compare --min-effect nan": ["compare", "RUN_A", "RUN_B", "--min-effect", "nan"],
+    "compare --alpha nan": ["compare", "RUN_A", "RUN_B", "--alpha", "nan"],
+    "compare --min-effect inf": ["compare", "RUN_A", "RUN_B", "--min-effect", "inf"],
+    "history --changes --min-effect nan": ["history", "--changes", "--min-effect", "nan"],
+    "history --changes --json --min-effect nan": [
+        "history",
+        "--changes",
+        "--json",
+        "--min-effect",
+        "NaN",
+    ],
+    "run --min-time nan": ["run", "--min-time", "nan"],
+    "run --min-time inf": ["run", "--min-time", "inf"],
+    "run --timeout nan": ["run", "--timeout", "nan"],
+    "run --timeout 1e999": ["run", "--timeout", "1e999"],
+}
+
+
+@pytest.mark.parametrize("command", NON_FINITE.values(), ids=NON_FINITE.keys())
+def test_a_non_finite_number_is_refused_as_an_option_value(env, two_runs, command):
+    """The old main took NaN: `compare --min-effect nan` said 'no row differs
+    meaningfully' (exit 0) on runs 8.55x apart, `history --changes` hid a
+    shift; now one line, exit 2, before anything runs."""
+    args = [two_runs[0] if a == "RUN_A" else two_runs[1] if a == "RUN_B" else a for a in command]
+    done = ctxbench(env, *args)
+    assert done.returncode == 2, done.stderr
+    assert "not a finite number" in error_line(done) or "not in the range" in error_line(done)
+    assert engine_calls(env) == []  # nothing measured
+
+
+def test_a_probe_glob_that_matches_nothing_is_a_usage_error_naming_the_probes(env, db, two_runs):
+    """The old main passed silently (exit 0, no change found)."""
+    done = ctxbench(env, "history", "--changes", "--probe", "sycall.*", "--db", db)
+    assert done.returncode == 2, done.stderr
+    line = error_line(done)
+    assert "'sycall.*' matches no probe" in line and "syscall.getpid" in line
+
+
+@pytest.mark.parametrize("host", ["@", "", "-oProxyCommand=touch x", "user@", "@host", "a b"])
+def test_a_host_ssh_would_misread_is_a_usage_error(env, host):
+    """The old main handed `--host @` or `--host ''` to ssh: the tail of its
+    usage text or 'Could not resolve hostname', exit 1."""
+    done = ctxbench(env, "run", "--host", host)
+    assert done.returncode == 2, done.stderr
+    line = error_line(done)
+    assert "--host" in line and "ssh" not in done.stderr.decode().split("error:")[0]
+    assert engine_calls(env) == []

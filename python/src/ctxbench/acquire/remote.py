@@ -74,6 +74,27 @@ class HostError(CtxbenchError):
         self.host = host
 
 
+def destination_problem(destination: str) -> str | None:
+    """Why ssh would misread DESTINATION (``--host``), or None: empty, a
+    leading '-' (an option to ssh), blanks or control characters, an empty
+    user or host around '@' (``@``, ``user@``, ``@host``, ``ssh://@h``)."""
+    text = destination.removeprefix("ssh://").rstrip("/")
+    if not destination.strip():
+        return "is empty; give a host as ssh takes it (HOST, USER@HOST or an ~/.ssh/config alias)"
+    if destination.startswith("-"):
+        return "starts with '-', which ssh would read as an option; give a host name"
+    if any(character.isspace() or not character.isprintable() for character in destination):
+        return "holds a blank or a control character; give a host name"
+    user, at, host = text.rpartition("@")
+    if at and not user:
+        return "has '@' with no user before it; give USER@HOST, or HOST alone"
+    if destination.startswith("ssh://"):
+        host = host.split(":")[0]  # ssh://[USER@]HOST[:PORT]
+    if not host:
+        return "has no host after '@'; give USER@HOST, or HOST alone"
+    return None
+
+
 @dataclass(frozen=True)
 class SSH:
     """How to run ssh: the system client, an optional ``-F`` config file."""

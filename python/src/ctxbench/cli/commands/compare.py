@@ -13,6 +13,7 @@ from ctxbench import fmt
 from ctxbench.analysis.compare import Comparison
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import QuietStream, new_console
+from ctxbench.cli.option_types import FiniteFloat
 from ctxbench.errors import BadInput
 from ctxbench.store.schema import StoredRun
 from ctxbench.views import tables
@@ -26,14 +27,14 @@ EXIT_INCONCLUSIVE = 4  # compare --fail-above: neither passed nor failed (docs/c
 @db_option
 @click.option(
     "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FiniteFloat(0, 1, min_open=True, max_open=True),
     default=0.05,
     show_default=True,
     help="Significance level of the U test.",
 )
 @click.option(
     "--min-effect",
-    type=click.FloatRange(0, 10),
+    type=FiniteFloat(0, 10),
     default=0.05,
     show_default=True,
     help="Smallest relative difference that counts (0.05: 5%); a significant difference "

@@ -33,6 +33,7 @@ from ctxbench.acquire.runner import (
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.commands.run_hosts import run_on_hosts
 from ctxbench.cli.console import discard_stdout, say
+from ctxbench.cli.option_types import FiniteFloat, check_hosts
 from ctxbench.cli.output_files import check_output_path, check_writable, write_report
 from ctxbench.cli.run_lifecycle import (
     SPOOL_BYTES_PER_RECORD,
@@ -85,7 +86,7 @@ def _command(words: list[str], db: str | None, store: Store) -> str:
 @click.argument("probes", nargs=-1, metavar="[PROBE|GLOB]...")
 @click.option("--quick", is_flag=True, help="Fewer samples and shorter runs (smoke run).")
 @click.option("--samples", type=click.IntRange(min=1), help="Samples per probe variant.")
-@click.option("--min-time", type=click.FloatRange(min=0, min_open=True), help="Seconds per sample.")
+@click.option("--min-time", type=FiniteFloat(min=0, min_open=True), help="Seconds per sample.")
 @click.option(
     "--cpus", help="Placements to run, comma-separated (the cpus values `ctxbench list` shows)."
 )
@@ -103,7 +104,7 @@ def _command(words: list[str], db: str | None, store: Store) -> str:
 @click.option("--preset", help="Run a named experiment (e.g. fibers-vs-threads) instead of probes.")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloat(min=0, min_open=True),
     help="Seconds a variant may take before it is stopped and recorded as failed.",
 )
 @click.option(
@@ -163,6 +164,7 @@ def _command(words: list[str], db: str | None, store: Store) -> str:
     "hosts",
     multiple=True,
     metavar="DEST",
+    callback=check_hosts,
     help="Run on DEST over SSH instead of here (as `ssh DEST` understands it: "
     "~/.ssh/config aliases, user@host, ports, jump hosts); repeat for several "
     "hosts, run in parallel, one stored run each.",
