@@ -24,7 +24,7 @@ from pathlib import Path
 import click
 import pytest
 
-from conftest import REPO
+from conftest import REPO, fixture_path, invoke
 from ctxbench.acquire.runner import find_engine
 from ctxbench.cli.main import cli
 
@@ -184,4 +184,95 @@ def test_no_doc_cites_a_file_outside_the_repository():
         for outside in ("../shared", "METHODS.md", "DESIGN.md", "STYLE.md", "METHODS pitfall"):
             assert outside not in text, (
                 f"{path.name} cites {outside}, which is not in the repository"
+            )
+
+
+# ---- quoted output: what a doc says a command prints, it prints -------------------------
+# A doc that quotes what a command prints puts, on the line before the
+# paragraph, which command on which recorded runs printed it:
+#   <!-- output: run_a run_b reference=docs/data/reference-run.jsonl |
+#        ctxbench compare run_a run_b --fail-above 5 | ctxbench show reference -->
+# The runs (fixture files by stem, or LABEL=PATH from the repository root)
+# are imported under those labels into a fresh store; each command runs there
+# (at 80 columns) and every quoted figure of the paragraph (a code span or a
+# "quotation" with a number and a unit) must be in one of their outputs,
+# whitespace aside. In the docs that quote the CLI, no quoted figure may stand
+# outside such a paragraph: an example nobody checks drifts (issue 40: cli.md
+# had `(1.23–3.96)` where the screen said `(1.24–3.96)`).
+CHECKED_DOCS = ("README.md", "cli.md", "report.md")
+MARKER = re.compile(r"^<!-- output: (.*?) -->\n", re.S | re.M)
+FIGURE = re.compile(r"\d(?:×|\s?ns\b|\s?µs\b|%)")
+BARE_PERCENT = re.compile(r"^\d+(?:\.\d+)?%$")
+
+
+def _quoted(text: str) -> list[str]:
+    spans = re.findall(r"`([^`]+)`", text) + re.findall(r'"([^"]+)"', text)
+    return [s for s in spans if FIGURE.search(s) and not BARE_PERCENT.match(s.strip())]
+
+
+def _paragraph_after(text: str, start: int) -> str:
+    """The paragraph (or list item) that starts at START, to the blank line or
+    the next item."""
+    lines = text[start:].split("\n")
+    kept = [lines[0]]
+    for line in lines[1:]:
+        item = line.lstrip().startswith(("* ", "- ", "#", "<!--"))
+        if not line.strip() or item or re.match(r"\d+\. ", line):
+            break
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def _checked_blocks() -> list[tuple[str, str, str]]:
+    found = []
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        for match in MARKER.finditer(text):
+            found.append(
+                (path.name, " ".join(match.group(1).split()), _paragraph_after(text, match.end()))
+            )
+    return found
+
+
+CHECKED = _checked_blocks()
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize(
+    "doc, marker, paragraph", CHECKED, ids=[f"{d}:{i}" for i, (d, _, _) in enumerate(CHECKED)]
+)
+def test_quoted_output_is_what_the_command_prints(doc, marker, paragraph, tmp_path, monkeypatch):
+    runs, *commands = [part.strip() for part in marker.split("|")]
+    assert commands and all(c.startswith("ctxbench ") for c in commands), f"{doc}: {marker}"
+    db = str(tmp_path / "doc.db")
+    for run in runs.split():
+        label, _, path = run.partition("=")
+        file = REPO / path if path else fixture_path(f"{label}.jsonl")
+        done = invoke("import", str(file), "--label", label.rsplit("/", 1)[-1], "--db", db)
+        assert done.exit_code == 0, done.output
+    monkeypatch.setenv("COLUMNS", "80")
+    printed = ""
+    for command in commands:
+        done = invoke(*shlex.split(command)[1:], "--db", db)
+        printed += done.output  # stdout and stderr, as a terminal shows them
+    quoted = _quoted(paragraph)
+    assert quoted, f"{doc}: the paragraph after `{marker}` quotes no figure"
+    for span in quoted:
+        assert _flat(span) in _flat(printed), f"{doc}: `{span}` is not in what {commands} print"
+
+
+def test_every_quoted_figure_of_the_cli_docs_is_checked():
+    checked = {(doc, _flat(span)) for doc, _, paragraph in CHECKED for span in _quoted(paragraph)}
+    for path in DOCS:
+        if path.name not in CHECKED_DOCS:
+            continue
+        text = path.read_text(encoding="utf-8")
+        prose = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.S | re.M)
+        prose = MARKER.sub("", prose)
+        for span in _quoted(prose):
+            assert (path.name, _flat(span)) in checked, (
+                f"{path.name}: `{span}` quotes a figure no <!-- output: ... --> marker checks"
             )
