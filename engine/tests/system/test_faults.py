@@ -310,11 +310,6 @@ def latency_device(kind, tmp_path):
     return str(path), {"CTXBENCH_CPU_DMA_LATENCY": str(path)}
 
 
-def effective_latency_us():
-    with open(REAL_DEVICE, "rb") as f:  # opening adds a default (no-constraint) request only
-        return int.from_bytes(f.read(4), "little")
-
-
 def two_cpus():
     return len(os.sched_getaffinity(0)) >= 2
 
@@ -410,21 +405,31 @@ def traced_held(engine, tmp_path, kind, *args):
             events.append(("progress", (pid, probe, int(rnd[1]) if rnd else None)))
         elif path in call_args and (call != "write" or not call_args.startswith("2<")):
             if call == "openat" and ret >= 0:
-                events.append(("open", pid))
+                events.append(("open", (pid, ret)))
             elif call == "write":
                 events.append(("request", (pid, call_args.split(", ")[1])))
             elif call == "pread64":
                 events.append(("effective", (pid, call_args.split(", ")[1])))
             elif call == "close":
-                events.append(("close", pid))
+                events.append(("close", (pid, int(call_args.split("<", 1)[0]))))
             else:
                 events.append((call, pid))
     assert engine_pid is not None, log.read_text()[-4000:]
     # Only the engine itself touches the device: no child opens or closes it.
-    assert {detail if what in ("open", "close") else detail[0] for what, detail in events} == {
-        engine_pid
-    }
+    assert {detail[0] for what, detail in events} == {engine_pid}
     return events, parse_records(proc.stdout.decode())
+
+
+def own_descriptor_released(events):
+    """The engine's own descriptor on the device lives within the held
+    variant: each one opened is the one closed, and no request follows the
+    last close. (The device's machine-wide value is not asserted: another
+    program, another ctxbench run, may hold a request of its own.)"""
+    opened = [detail[1] for what, detail in events if what == "open"]
+    closed = [detail[1] for what, detail in events if what == "close"]
+    assert opened and opened == closed, events
+    last_close = max(i for i, (what, _) in enumerate(events) if what == "close")
+    assert "request" not in [what for what, _ in events[last_close:]], events
 
 
 def held_spans(events):
@@ -472,7 +477,7 @@ def test_idle_hold_is_released_when_its_variant_ends(engine, tmp_path, kind):
     if kind == "real":
         # What the kernel answered while it was held: the effective bound was 0.
         assert [d[1] for w, d in events if w == "effective"] == ['"\\0\\0\\0\\0"']
-        assert effective_latency_us() > 0  # back to the system's own value
+    own_descriptor_released(events)  # its own descriptor, closed: released
     check_held_record(records)
     assert leftover_children() == 0
 
@@ -504,7 +509,7 @@ def test_idle_hold_is_released_after_each_round(engine, tmp_path, kind):
     assert held["schedule"]["interleave"] == "rounds" and held["schedule"]["rounds"] == 3
     if kind == "real":
         assert {d[1] for w, d in events if w == "effective"} == {'"\\0\\0\\0\\0"'}
-        assert effective_latency_us() > 0
+    own_descriptor_released(events)
     assert leftover_children() == 0
 
 
@@ -515,9 +520,9 @@ def test_idle_hold_is_released_on_ctrl_c(engine, tmp_path, kind):
     run.proc.send_signal(signal.SIGINT)
     run.finish()
     assert run.proc.returncode != 0
-    assert holders(path) == []
-    if kind == "real":
-        assert effective_latency_us() > 0
+    # Its own descriptor went with it, and no child of it holds one (other
+    # programs may hold the device: only the engine's own are asserted).
+    assert run.proc.pid not in holders(path)
     assert leftover_children() == 0
 
 
