@@ -35,6 +35,7 @@ class RunLoad:
     worst_reference_ratio: float | None = None  # the kept attempts' slowest reference / best
     steal_ns: float = 0.0  # the hypervisor's steal time over the kept samples (counters)
     steal_results: int = 0  # results whose kept samples saw steal
+    counted: int = 0  # results whose kernel counters (steal among them) were read
 
     @property
     def carried(self) -> bool:
@@ -67,7 +68,7 @@ def run_load(results: list[dict[str, Any]]) -> RunLoad:
     """The counts of RESULTS (one run's result records)."""
     measured = [r for r in results if r.get("verdict", {}).get("status") in MEASURED]
     reasons: Counter[str] = Counter()
-    suspect = aside_results = aside = slowed = steal_results = 0
+    suspect = aside_results = aside = slowed = steal_results = counted = 0
     steal = 0.0
     ratios = []
     for r in measured:
@@ -84,6 +85,7 @@ def run_load(results: list[dict[str, Any]]) -> RunLoad:
         if ratio is not None:
             ratios.append(ratio)
         kept = (r.get("counters") or {}).get("kept") or {}
+        counted += bool(kept)
         if kept.get("steal_ns"):
             steal += float(kept["steal_ns"])
             steal_results += 1
@@ -97,4 +99,5 @@ def run_load(results: list[dict[str, Any]]) -> RunLoad:
         worst_reference_ratio=max(ratios) if ratios else None,
         steal_ns=steal,
         steal_results=steal_results,
+        counted=counted,
     )

@@ -70,6 +70,8 @@ from ctxbench.analysis.answers import answers
 from ctxbench.analysis.compare import Cell, Comparison, Judging, Row, compare_runs, judge_cell
 from ctxbench.analysis.compare import summarize as compare_summary
 from ctxbench.analysis.explain import REST, Explained, Explanation, explain
+from ctxbench.analysis.guest import guest_of
+from ctxbench.analysis.interference import run_load
 from ctxbench.analysis.summary_data import (  # noqa: F401 (section_id, point: their users import them here)
     EnvDifference,
     MachineCell,
@@ -255,6 +257,8 @@ def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) ->
         sandbox=sandbox.warnings(run.env),
         timer=fmt.timer([rung.point.result for rung in rungs]),
         answers=answers(results),
+        load=run_load(results),
+        guest=guest_of(run.env),
     )
 
 

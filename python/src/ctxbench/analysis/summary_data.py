@@ -123,6 +123,8 @@ class RunSummary:
     timer: list[str] = field(default_factory=list)
     # the seed questions this run answers (analysis.answers.Answer), first on every screen
     answers: list[Any] = field(default_factory=list)
+    load: Any = None  # interference.RunLoad: what the run's own records show of its load
+    guest: Any = None  # guest.Guest: the virtual machine it ran in, None on bare metal
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from ctxbench.records.core import variant_name
 from ctxbench.views.comparison import describe, noise_words
 from ctxbench.views.machines import options_text
 from ctxbench.views.summary import MIN_WIDTH, heading_line, styled_line, wrapped_lines
+from ctxbench.views.why import load_words
 
 KEYS_SHOWN = 6  # environment differences listed under the rows
 METHOD = (
@@ -78,33 +79,6 @@ def unsplit_words(entry: Unsplit) -> str:
 # ---- the load, before the machine ----------------------------------------------------
 def _load_weight(load: RunLoad) -> float:
     return (load.suspect + load.slowed + load.set_aside_results) / max(load.measured, 1)
-
-
-def load_words(load: RunLoad) -> str:
-    """'8 of 8 figures suspect for their spread (unstable 8); 2 samples set aside ...'."""
-    said = []
-    if load.suspect:
-        reasons = ", ".join(f"{code.replace('_', ' ')} {n}" for code, n in load.reasons.items())
-        said.append(
-            f"{load.suspect} of {load.measured} figures suspect for their spread ({reasons})"
-        )
-    if load.slowed:
-        worst = load.worst_reference_ratio
-        said.append(
-            f"{load.slowed} measured while the host reference still ran slowed"
-            + (f" (up to {worst:.2f}× its best)" if worst else "")
-        )
-    if load.set_aside_samples:
-        said.append(
-            f"{load.set_aside_samples} sample{'s' if load.set_aside_samples != 1 else ''} set "
-            f"aside and taken again in {load.set_aside_results} figure"
-            + ("s" if load.set_aside_results != 1 else "")
-        )
-    if load.steal_results:
-        said.append(
-            f"steal time in {load.steal_results} figures ({fmt.value(load.steal_ns, 'ns')} in all)"
-        )
-    return "; ".join(said) or "no interference recorded"
 
 
 def load_lines(result: Why) -> list[str]:

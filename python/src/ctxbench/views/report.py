@@ -117,7 +117,7 @@ def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, 
     return {
         "title": title or "ctxbench report",
         "summary": summary_view,
-        "why": {run.name: why.why_lines(run.explained, run.ladder) for run in summary.runs},
+        "why": {run.name: why.run_why(run) for run in summary.runs},
         "terms": why.terms(summary.runs[0].ladder) if summary.runs else [],
         "no_ratio_words": why.no_ratio_words,
         "ladder_labels": ladder_labels(summary),

@@ -168,7 +168,7 @@ def ladder_lines(run: RunSummary, width: int) -> list[Text]:
 
 def why_lines(run: RunSummary, width: int) -> list[Text]:
     """The ladder's large differences, one line each, from the run's own parts."""
-    sentences = why.why_lines(run.explained, run.ladder)
+    sentences = why.run_why(run)
     if not sentences:
         return []
     lines = [heading_line("Why")]
@@ -408,7 +408,7 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
             {"key": rung.key, "label": rung.label, **(_point_dict(rung.point) or {})}
             for rung in run.ladder
         ],
-        "why": why.why_lines(run.explained, run.ladder),
+        "why": why.run_why(run),
         "terms": why.terms(run.ladder),
         "timer": list(run.timer),
         "answers": [

@@ -1,7 +1,9 @@
 """Why the large differences in a run's summary are there, one line each.
 
-From figures of the same run (``ctxbench.analysis.explain``'s parts); and the words the
-summary uses, defined where they first appear.
+From figures of the same run (``ctxbench.analysis.explain``'s parts), the
+run's own records of its load (``analysis.interference``, said first) and,
+for a guest, what it measured of its virtual machine (``analysis.guest``);
+and the words the summary uses, defined where they first appear.
 
 * ``why_lines(explained, rungs)``: another CPU against the same CPU (how much
   of it is waking an idle CPU), processes against threads (the address-space
@@ -27,8 +29,10 @@ from ctxbench.analysis.explain import (
     Explained,
     Explanation,
 )
+from ctxbench.analysis.guest import Guest
+from ctxbench.analysis.interference import RunLoad
 from ctxbench.analysis.summary import not_a_switch
-from ctxbench.analysis.summary_data import Point, Rung, ratio
+from ctxbench.analysis.summary_data import Point, Rung, RunSummary, ratio
 from ctxbench.records.core import params_key
 
 ADDRESS_SPACE_PART = "address-space switch"
@@ -168,11 +172,124 @@ def processes_line(explained: Explained | None, rungs: dict[str, Rung]) -> str |
     return None
 
 
-def why_lines(explained: Explained | None, rungs: Sequence[Rung]) -> list[str]:
-    """One line per large difference of the ladder that the run's parts explain."""
+def why_lines(
+    explained: Explained | None,
+    rungs: Sequence[Rung],
+    load: RunLoad | None = None,
+    guest: Guest | None = None,
+) -> list[str]:
+    """The load the run's own records show first, then one line per large
+    difference of the ladder that the run's parts explain, then, for a guest,
+    what the run measured of its virtual machine and what it could not."""
     by_key = {rung.key: rung for rung in rungs}
-    lines = [cross_cpu_line(explained, by_key), processes_line(explained, by_key)]
+    lines = [
+        load_line(load),
+        cross_cpu_line(explained, by_key),
+        processes_line(explained, by_key),
+        guest_line(guest, explained, load),
+    ]
     return [line for line in lines if line]
+
+
+def run_why(run: RunSummary) -> list[str]:
+    """``why_lines`` of one run's summary (show, the report, --json)."""
+    return why_lines(run.explained, run.ladder, run.load, run.guest)
+
+
+# ---- the load, before the machine ----------------------------------------------------
+def load_words(load: RunLoad) -> str:
+    """'8 of 8 figures suspect for their spread (unstable 8); 2 samples set aside ...'."""
+    said = []
+    if load.suspect:
+        reasons = ", ".join(f"{code.replace('_', ' ')} {n}" for code, n in load.reasons.items())
+        said.append(
+            f"{load.suspect} of {load.measured} figures suspect for their spread ({reasons})"
+        )
+    if load.slowed:
+        worst = load.worst_reference_ratio
+        said.append(
+            f"{load.slowed} measured while the host reference still ran slowed"
+            + (f" (up to {worst:.2f}× its best)" if worst else "")
+        )
+    if load.set_aside_samples:
+        said.append(
+            f"{load.set_aside_samples} sample{'s' if load.set_aside_samples != 1 else ''} set "
+            f"aside and taken again in {load.set_aside_results} figure"
+            + ("s" if load.set_aside_results != 1 else "")
+        )
+    if load.steal_results:
+        said.append(f"steal time in {load.steal_results} figures ({_ns(load.steal_ns)} in all)")
+    return "; ".join(said) or "no interference recorded"
+
+
+def load_line(load: RunLoad | None) -> str | None:
+    """'Load: ...' where the run's own records show interference (None where not)."""
+    if load is None or not load.carried:
+        return None
+    return (
+        f"Load first, from this run's own records: {load_words(load)}. A figure marked "
+        "suspect, or slower than this machine's usual, may carry that load."
+    )
+
+
+# ---- a guest: what the run measured of its virtual machine ----------------------------
+def _idle_measured(explained: Explained | None) -> bool | None:
+    """Whether the run has an idle=free cross-CPU figure with its idle=held twin
+    (its idle share, or why not, is stated above); None: no cross-CPU figure."""
+    if explained is None:
+        return None
+    cross = [e for e in explained.explanations if e.params.get("cpus") == "cross"]
+    if not cross:
+        return None
+    return any(e.idle is not None for e in cross)
+
+
+def guest_line(
+    guest: Guest | None, explained: Explained | None, load: RunLoad | None
+) -> str | None:
+    """For a run in a virtual machine: what it measured of the machine (steal,
+    the idle wake-up share across CPUs where an idle driver acts) and what it
+    could not (the host's own exits, apart from the figures they slow)."""
+    if guest is None:
+        return None
+    if guest.emulated:
+        return (
+            f"This run ran under an emulator ({guest.hypervisor}, {guest.vendor}): every "
+            "instruction was translated in software, so every figure is the emulator's, not "
+            "a CPU's; the run cannot separate the translation from the operation it times."
+        )
+    vcpus = f", {guest.cpus} vCPUs" if guest.cpus else ""
+    measured, not_measured = [], []
+    if load is not None and load.steal_results:
+        measured.append(
+            f"steal time in {load.steal_results} of {load.counted} figures "
+            f"({_ns(load.steal_ns)} in all; their samples were set aside where it moved)"
+        )
+    elif load is not None and load.counted:
+        measured.append(f"no steal time in the {load.counted} figures whose counters were read")
+    else:
+        not_measured.append("steal time (no kernel counters in these records)")
+    idle = _idle_measured(explained)
+    if guest.cpuidle_driver == "none":
+        not_measured.append(
+            "the idle wake-up share across CPUs: no cpuidle driver acts in this guest, so "
+            "holding idle cannot change a wake-up"
+        )
+    elif idle:
+        measured.append(
+            "idle=free against idle=held across CPUs, for the idle wake-up share "
+            f"({guest.cpuidle_driver or 'its'} idle driver; the line above says what it shows)"
+        )
+    elif idle is None:
+        not_measured.append("the idle wake-up share across CPUs: no cross-CPU figure in this run")
+    not_measured.append(
+        "the host's own exits (interrupt delivery to a halted vCPU, the host's timer) apart "
+        "from the figures they slow: a guest cannot count them"
+    )
+    text = f"This run is a {guest.hypervisor} guest{vcpus}. Of what the hypervisor adds, "
+    if measured:
+        text += "it measured " + "; ".join(measured) + "; "
+    return text + "it could not measure " + "; ".join(not_measured) + "."
 
 
 def no_ratio_words(same: Point | None, cross: Point | None) -> str | None:
