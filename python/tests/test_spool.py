@@ -467,3 +467,14 @@ def test_a_partial_is_superseded_by_its_variants_record(env, tmp_path):
         stored = store.load(run.run_id)
     assert [r["samples"] for r in stored.results] == [first["samples"], late["samples"]]
     assert stored.info.interrupted
+
+
+def test_a_spool_of_several_runs_without_repeat_marks_is_still_refused(env, tmp_path):
+    """Only a --repeat spool (its @repeat marks) is one run of several engine
+    runs; two runs in one file are refused as before."""
+    first, second = real_run("run_a.jsonl"), real_run("run_b.jsonl")
+    spool = tmp_path / "two.jsonl"
+    lines = [*map(json.dumps, first.all()), "@partial " + json.dumps(second.results[0])]
+    spool.write_text("\n".join([*lines, *map(json.dumps, second.all())]) + "\n")
+    done = ctxbench(env, "import", str(spool))
+    assert done.returncode == 2 and "more than one env record" in error_line(done)

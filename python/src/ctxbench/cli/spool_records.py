@@ -98,8 +98,10 @@ def _spool_run(data: bytes, origin: str, notes: list[str] | None) -> RunRecords:
             repeats.append([])
         repeats[-1].append((partial, record))
     runs = [_settled(records) for records in repeats if records]
-    if len(runs) <= 1:
-        return group_run(runs[0] if runs else [], origin)
+    if len(runs) <= 1 or not asked:
+        # One engine run; or several without repeat marks (not a --repeat
+        # spool), which group_run refuses as more than one run.
+        return group_run([record for run in runs for record in run], origin)
     from ctxbench.acquire.repeats import merge_repeats
 
     if any(not any(r["kind"] == "env" for r in run) for run in runs):

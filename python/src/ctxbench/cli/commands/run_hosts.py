@@ -39,6 +39,7 @@ def _drive(job: _HostRun, view: ProgressView, spool: Spool) -> None:
     run = job.engine_run
     run.on_progress = lambda progress: view.update(progress, host=job.host)
     run.on_diagnostic = lambda line: view.message(line, host=job.host)
+    run.on_partial = spool.write_partial  # each round survives a kill of ctxbench
     try:
         run.prepare()
         if run.interrupts:
