@@ -21,7 +21,9 @@ from ctxbench.acquire.ab import WrappedEngineRun, arm_order, merge_ab, wrapper_w
 from ctxbench.acquire.runner import RunOptions
 from ctxbench.analysis.gate import FAILED, INCONCLUSIVE, NOT_SLOWER, PASSED, SLOWER
 from ctxbench.analysis.paired import (
+    FASTEST,
     FEW_ROUNDS,
+    MEDIAN,
     Axis,
     judge,
     pair_records,
@@ -142,6 +144,18 @@ def test_an_interval_across_the_threshold_is_inconclusive():
     verdict = judge(paired[0], 2.0)
     assert verdict.outcome == INCONCLUSIVE and verdict.why == "noise"
     assert paired[0].low < 1.02 < paired[0].high
+
+
+def test_each_round_is_judged_by_its_fastest_sample_where_the_samples_say_their_round():
+    records = results_of(ab_run(1.03, rounds=6))
+    paired, _ = pair_records(records, Axis("arm", "A", "B"))
+    assert {p.statistic for p in paired} == {FASTEST}
+    # Samples that do not add up to the rounds' counts: the rounds' medians stand in.
+    for record in records:
+        record["samples"] = record["samples"][1:]
+    paired, _ = pair_records(records, Axis("arm", "A", "B"))
+    assert {p.statistic for p in paired} == {MEDIAN}
+    assert all(p.rounds == 6 for p in paired)
 
 
 def test_pairs_need_every_other_parameter_equal():

@@ -16,8 +16,9 @@ and ``options.ab_rounds``; per variant and arm one record, the arm's rounds
 pooled as ``run --repeat`` pools repeats (``repeats.merge_variant``: the
 samples together, a hierarchical interval, each process's figure in the
 ``repeats`` block), with ``params.arm`` A or B and ``schedule.round_figures``
-one entry per round: that round's process's figure (its median less its
-baseline, as the engine writes a round's), ``round`` the A/B round. Only
+one entry per round: that round's process (its samples are the record's in
+round order, its median less the record's baseline, as the engine writes a
+round's), ``round`` the A/B round. Only
 whole rounds are kept: a round whose second arm did not finish (Ctrl-C, a
 failure) is left out, both arms, so every kept round pairs.
 """
@@ -95,17 +96,17 @@ class WrappedEngineRun(EngineRun):
             os.killpg(process.pid, number)
 
 
-def round_figure(number: int, record: dict[str, Any]) -> dict[str, Any]:
-    """One process's record as a round's entry of ``schedule.round_figures``."""
-    summary = record.get("summary") or {}
-    corrected = record.get("corrected") or {}
-    median = corrected.get("median") if corrected else summary.get("median")
+def round_figure(number: int, record: dict[str, Any], baseline: float) -> dict[str, Any]:
+    """One process's record as a round's entry of ``schedule.round_figures``:
+    its median less BASELINE, the merged record's (its ``corrected`` uses
+    the same), so the entry reads as the engine's entries do."""
     has_figure = record["verdict"]["status"] in ("ok", "suspect") and bool(record.get("samples"))
+    median = (record.get("summary") or {}).get("median")
     aside = (record.get("set_aside") or {}).get("samples") or []
     return {
         "round": number,
         "n": len(record.get("samples") or []) if has_figure else 0,
-        "median": median if has_figure else None,
+        "median": median - baseline if has_figure and median is not None else None,
         "set_aside": len(aside),
     }
 
@@ -149,11 +150,13 @@ def merge_ab(
                 asked=len(whole),
             )
             merged["params"] = {**merged["params"], "arm": arm}
+            baseline = merged.get("baseline") if merged.get("corrected") is not None else None
+            value = float(baseline["value"]) if baseline else 0.0
             schedule = {k: v for k, v in (merged.get("schedule") or {}).items() if k != "seed"}
             schedule.update(
                 interleave="rounds",
                 rounds=len(records),
-                round_figures=[round_figure(number, record) for number, record in records],
+                round_figures=[round_figure(k, record, value) for k, record in records],
             )
             merged["schedule"] = schedule
             results.append(merged)

@@ -13,10 +13,23 @@ left is the rounds' spread of d_k. Two sources of such runs:
   and under CMD (``arm=B``), one process each, the order alternating
   (AB, BA, AB...) so a drift within a round falls on both arms alike.
 
-Either way a record's ``schedule.round_figures`` gives its figure per round
-(the round's median, less the baseline), and round k is the same index for
-every variant of the run. Per pair of variants over its n paired rounds
-(method: a t interval of the mean paired log ratio):
+Either way a record's ``schedule.round_figures`` says which of its samples
+each round took (round k is the same index for every variant of the run),
+and each round is judged by its **fastest** kept sample (less the baseline,
+as the round's median is): other work only ever adds time, so the fastest
+sample of a round is the one the other jobs moved least, while a change
+that costs every operation something (a filter, a wrapper's call) moves it
+by that cost. (A change that costs only now and then, in the tail, is not
+what this judges.) Where a record's samples cannot be told apart by round,
+the rounds' medians stand in (``Paired.statistic`` says which). A round
+whose ratio B_k / A_k lies more than ROUND_SLOWED (1.20) times away from
+the rounds' median ratio, either way, had one arm slowed and not its twin
+(a same-CPU switch that shared its CPU with another job for a whole round
+runs two or three times slower): it is set aside and counted
+(``Paired.set_aside``). A spell that slows both arms of a round alike, or a
+change that slows every round of B alike, sets none aside.
+Per pair of variants over its n paired rounds (method: a t interval of the
+mean paired log ratio):
 
     ratio    = exp(mean d), the geometric mean of B_k / A_k
     se       = sd(d) / sqrt(n), df = n - 1
@@ -36,6 +49,7 @@ inconclusive ones are within the share allowed, inconclusive otherwise.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,8 +60,15 @@ from ctxbench.analysis.noise import GATE_POWER
 from ctxbench.records.core import params_key
 
 MIN_ROUNDS = 5  # paired rounds below which no interval is trusted (df 4: t(0.975) = 2.78)
+# A round whose ratio B/A lies past this factor of the rounds' median ratio
+# (either way) had one arm slowed and not the other (the factor by which the
+# engine's host reference calls a sample slowed): it is set aside and counted.
+ROUND_SLOWED = 1.20
 ARM = "arm"  # the parameter `run --ab-wrapper` gives each record: A plain, B under the wrapper
 WRAPPER_AXIS = (ARM, "A", "B")
+# Each round's figure: its fastest kept sample, or (where the record's samples
+# cannot be told apart by round) its median.
+FASTEST, MEDIAN = "fastest", "median"
 # Why a pair is inconclusive.
 FEW_ROUNDS, NOT_PAIRED, NOISE = "few rounds", "not paired", "noise"
 
@@ -91,6 +112,36 @@ def round_figures(record: dict[str, Any]) -> dict[int, float]:
     return figures
 
 
+def round_fastest(record: dict[str, Any]) -> dict[int, float] | None:
+    """Each round's fastest kept sample (the largest, for a rate), less the
+    record's baseline as the round's median is: round -> figure, for the
+    rounds where it is positive. The record's samples are its rounds' in
+    order (each entry's ``n`` of them); None where they do not read so
+    (their count, or a round's median, disagrees with the entries)."""
+    entries = (record.get("schedule") or {}).get("round_figures") or []
+    samples = record.get("samples") or []
+    if not entries or sum(int(e["n"]) for e in entries) != len(samples):
+        return None
+    baseline = record.get("baseline") if record.get("corrected") is not None else None
+    value = float(baseline["value"]) if baseline else 0.0
+    lower = stats.lower_is_better(record.get("unit", "ns"))
+    fastest, start = {}, 0
+    for entry in entries:
+        taken = samples[start : start + int(entry["n"])]
+        start += int(entry["n"])
+        if not taken:
+            continue
+        median = entry.get("median")
+        if median is None or not math.isclose(
+            statistics.median(taken) - value, median, rel_tol=1e-6, abs_tol=1e-9
+        ):
+            return None
+        figure = (min(taken) if lower else max(taken)) - value
+        if figure > 0 and math.isfinite(figure):
+            fastest[int(entry["round"])] = figure
+    return fastest
+
+
 @dataclass(frozen=True)
 class Paired:
     """One pair of variants, B's against A's, over their paired rounds."""
@@ -98,7 +149,9 @@ class Paired:
     probe: str
     params: dict[str, Any]  # the variants' parameters, the axis left out
     unit: str
-    rounds: int  # paired rounds: both had a figure
+    statistic: str  # FASTEST or MEDIAN: each round's figure
+    rounds: int  # paired rounds: both had a figure, neither ran slowed
+    set_aside: int  # rounds both had a figure of, set aside: one of them ran slowed
     rounds_a: int  # rounds with a figure of A
     rounds_b: int
     ratio: float | None  # geometric mean of B/A over the rounds, >1: B slower
@@ -159,10 +212,14 @@ def pair_records(
 
 
 def _paired(a: dict[str, Any], b: dict[str, Any], axis: Axis, level: float) -> Paired:
-    figures_a, figures_b = round_figures(a), round_figures(b)
-    common = sorted(set(figures_a) & set(figures_b))
-    pairs = [(figures_a[k], figures_b[k]) for k in common]
+    figures_a, figures_b = round_fastest(a), round_fastest(b)
+    statistic = FASTEST
+    if figures_a is None or figures_b is None:
+        figures_a, figures_b, statistic = round_figures(a), round_figures(b), MEDIAN
     unit = a.get("unit", "ns")
+    common = sorted(set(figures_a) & set(figures_b))
+    clean = clean_rounds(figures_a, figures_b, common)
+    pairs = [(figures_a[k], figures_b[k]) for k in clean]
     found = paired_ratio(pairs, stats.lower_is_better(unit), level)
     ratio = low = high = se = detectable = None
     if found is not None:
@@ -172,7 +229,9 @@ def _paired(a: dict[str, Any], b: dict[str, Any], axis: Axis, level: float) -> P
         a["probe"],
         params,
         unit,
+        statistic,
         len(pairs),
+        len(common) - len(clean),
         len(figures_a),
         len(figures_b),
         ratio,
@@ -182,6 +241,21 @@ def _paired(a: dict[str, Any], b: dict[str, Any], axis: Axis, level: float) -> P
         detectable,
         level,
     )
+
+
+def clean_rounds(
+    figures_a: dict[int, float], figures_b: dict[int, float], rounds: Sequence[int]
+) -> list[int]:
+    """ROUNDS whose log ratio log(B_k / A_k) lies within log(ROUND_SLOWED) of
+    the rounds' median log ratio: the others had one arm slowed and not its
+    twin. A change that moves every round of B alike, or a spell that moves
+    both arms of a round alike, sets none aside."""
+    if not rounds:
+        return []
+    logs = {k: math.log(figures_b[k]) - math.log(figures_a[k]) for k in rounds}
+    middle = statistics.median(logs.values())
+    limit = math.log(ROUND_SLOWED)
+    return [k for k in rounds if abs(logs[k] - middle) <= limit]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,9 @@ from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER
 from ctxbench.analysis.paired import (
     ARM,
     FEW_ROUNDS,
+    MEDIAN,
     MIN_ROUNDS,
+    ROUND_SLOWED,
     Axis,
     Paired,
     PairedGate,
@@ -31,19 +33,27 @@ def arms_line(run_id: str, axis: Axis, env: dict[str, Any]) -> str:
     else:
         what = f"B = {axis.name}={axis.b}, A = {axis.name}={axis.a}"
     return (
-        f"A/B in run {run_id}: {what}; each pair judged by the ratio B/A round by round "
-        "(geometric mean, 95% t interval over the rounds)"
+        f"A/B in run {run_id}: {what}; each pair judged by B/A round by round, each round's "
+        "fastest sample against the other arm's (geometric mean, 95% t interval over the rounds)"
     )
 
 
 def pair_words(paired: Paired) -> str:
     """'1.032× (1.025–1.040) over 8 rounds, could detect 1.1%'."""
     if paired.ratio is None or paired.low is None or paired.high is None:
-        return f"no ratio: {paired.rounds} paired round(s) ({_arms(paired)})"
+        aside = f", {paired.set_aside} set aside as slowed" if paired.set_aside else ""
+        return f"no ratio: {paired.rounds} paired round(s){aside} ({_arms(paired)})"
     text = (
         f"{fmt.factor(paired.ratio)}× ({fmt.factor(paired.low)}–{fmt.factor(paired.high)}) "
         f"over {paired.rounds} rounds"
     )
+    if paired.set_aside:
+        text += (
+            f" ({paired.set_aside} more set aside: one arm ran slowed there, its ratio "
+            f"{ROUND_SLOWED:.2f}× off the rounds' median)"
+        )
+    if paired.statistic == MEDIAN:
+        text += " (the rounds' medians: its samples do not say which round took them)"
     if paired.detectable is not None:
         text += f", could detect {paired.detectable:.1%}"
     return text
@@ -61,9 +71,11 @@ def verdict_words(verdict: PairedVerdict, percent: float) -> str:
         return f"not slower by {limit}"
     paired = verdict.paired
     if verdict.why == FEW_ROUNDS:
+        aside = f" and {paired.set_aside} set aside as slowed" if paired.set_aside else ""
         return (
-            f"inconclusive at {limit}: {paired.rounds} paired round(s), at least {MIN_ROUNDS} "
-            f"needed ({_arms(paired)}); would decide it: more rounds (--ab-rounds)"
+            f"inconclusive at {limit}: {paired.rounds} paired round(s){aside}, at least "
+            f"{MIN_ROUNDS} needed ({_arms(paired)}); would decide it: more rounds"
+            + (", at a quieter moment" if paired.set_aside else "")
         )
     return (
         f"inconclusive at {limit}: its interval spans {limit}; would decide it: more rounds, "
@@ -123,7 +135,9 @@ def paired_dict(
                 "probe": paired.probe,
                 "params": paired.params,
                 "unit": paired.unit,
+                "statistic": paired.statistic,
                 "rounds": paired.rounds,
+                "rounds_set_aside": paired.set_aside,
                 "rounds_a": paired.rounds_a,
                 "rounds_b": paired.rounds_b,
                 "ratio": paired.ratio,
