@@ -51,6 +51,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from gate import read_manifest
 from load_mix import background_load, check_load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -213,11 +214,7 @@ def main() -> int:
     options = parser.parse_args()
     if options.replay:
         directory = options.replay
-        try:
-            with open(os.path.join(directory, "manifest.json"), encoding="utf-8") as handle:
-                manifest = json.load(handle)
-        except (OSError, ValueError) as error:
-            parser.error(f"--replay {directory}: no readable manifest.json ({error})")
+        manifest = read_manifest(parser, directory)
     else:
         options.load = [x for x in options.load.split(",") if x]
         options.scenarios = [x for x in options.scenarios.split(",") if x]

@@ -405,6 +405,15 @@ def report(manifest: dict, tallies: dict, thresholds: list[float], allow: float)
           + ", ".join(f"{s} {n}" for s, n in tallies["sources"].most_common()))  # fmt: skip
 
 
+def read_manifest(parser: argparse.ArgumentParser, directory: str) -> dict:
+    """--replay DIRECTORY's manifest.json (also bench/ab.py's); a usage error if unreadable."""
+    try:
+        with open(os.path.join(directory, "manifest.json"), encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as error:
+        parser.error(f"--replay {directory}: no readable manifest.json ({error})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=10, help="pairs (default 10)")
@@ -427,11 +436,7 @@ def main() -> int:
         parser.error(f"--fail-above {options.fail_above!r}: give percents such as 10,5")
     if options.replay:
         directory = options.replay
-        try:
-            with open(os.path.join(directory, "manifest.json"), encoding="utf-8") as handle:
-                manifest = json.load(handle)
-        except (OSError, ValueError) as error:
-            parser.error(f"--replay {directory}: no readable manifest.json ({error})")
+        manifest = read_manifest(parser, directory)
     else:
         options.mechanisms = [m for m in options.mechanisms.split(",") if m]
         unknown = set(options.mechanisms) - set(MECHANISMS)
