@@ -59,6 +59,11 @@ def measure_ab(
     except ValueError:
         say("no A/B round finished both arms; nothing of this run is kept")
         merged = []
+    else:
+        say(
+            f"A/B run of {len(taken)} round(s): `ctxbench compare {merged[0]['run_id']} --ab "
+            "--fail-above PCT` judges B against A round by round"
+        )
     if copy is not None:
         for record in merged:
             copy.write(record)
