@@ -253,11 +253,17 @@ def test_each_quantity_is_stated_once_per_block_on_the_recorded_traced_run(trace
     futexes, idle free and held, threads and processes), the idle share, the
     address-space switch and the scheduler's part are each stated at most once,
     and 'agree' is never printed for an interval that spans zero."""
-    for e in explain(traced).explanations:
-        text = "\n".join(explanation_lines(e))
-        assert_said_once(text, (*IDLE_QUANTITIES, ("address-space switch",)))
-        if e.idle is not None and e.idle.spans_zero:
-            assert "agree" not in text
+    quantities = (
+        *IDLE_QUANTITIES,
+        ("address-space switch",),
+        ("scheduler wake-up and switch (the rest)", "inside the rest"),
+    )
+    for run in (traced, real_run("default_quick.jsonl").results, real_run("run_a.jsonl").results):
+        for e in explain(run).explanations:
+            text = "\n".join(explanation_lines(e))
+            assert_said_once(text, quantities)
+            if e.idle is not None and e.idle.spans_zero:
+                assert "agree" not in text
 
 
 def test_unsupported_says_why_and_keeps_the_subtraction_view():

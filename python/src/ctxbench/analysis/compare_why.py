@@ -480,17 +480,30 @@ def _same_naming(parts: list[Part], other: list[Part]) -> list[Part]:
 
 
 def _missing(sides: tuple[_Side, _Side], traced: bool) -> list[Unsplit]:
-    """What the two explanations could not separate, each said once (a text
-    both runs give is 'A and B'); the rest's phases only when neither run has them."""
-    texts = [entry.detail for side in sides for entry in side.missing if entry.code == EXPLAIN]
-    out = []
+    """What the two explanations could not separate, each quantity said once: a
+    text both runs give is 'A and B'; two runs' texts about one part (the words
+    before the first colon) are one entry; the rest's phases only when neither
+    run has them."""
+    by_part: dict[str, dict[str, str]] = {}  # part -> side -> its words
     inside = False
-    for text in dict.fromkeys(texts):
-        if text.startswith("inside the rest:"):
-            inside = True
-            continue
-        said = [SIDES[s.run] for s in sides if any(e.detail == text for e in s.missing)]
-        out.append(Unsplit(EXPLAIN, sides=" and ".join(said), detail=text))
+    for side in sides:
+        for entry in side.missing:
+            if entry.code != EXPLAIN:
+                continue
+            if entry.detail.startswith("inside the rest:"):
+                inside = True
+                continue
+            part, _, words = entry.detail.partition(": ")
+            by_part.setdefault(part if words else entry.detail, {})[SIDES[side.run]] = words
+    out = []
+    for part, said in by_part.items():
+        texts = list(dict.fromkeys(said.values()))
+        if len(texts) == 1:
+            detail = f"{part}: {texts[0]}" if texts[0] else part
+            out.append(Unsplit(EXPLAIN, sides=" and ".join(said), detail=detail))
+        else:
+            detail = f"{part}: " + "; ".join(f"{side}: {words}" for side, words in said.items())
+            out.append(Unsplit(EXPLAIN, detail=detail))
     if inside and not traced:
         out.append(Unsplit(REST_UNTRACED))
     return out

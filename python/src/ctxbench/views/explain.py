@@ -22,6 +22,7 @@ from ctxbench.analysis.explain import (
     IDLE_NOT_IDLE,
     IDLE_PART,
     IDLE_SHARE,
+    REST,
     Explained,
     Explanation,
     IdleFinding,
@@ -38,6 +39,8 @@ from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import explain_lines
 from ctxbench.views.traced import render_traced
+
+INSIDE_REST = "inside the rest:"  # explain's words for what the rest holds unseparated
 
 # ---- choosing what to show ------------------------------------------------------------
 # The headline switches, in this order, of the probe with the role
@@ -192,8 +195,12 @@ def idle_words(f: IdleFinding, withheld: str | None) -> str:
 def explanation_lines(e: Explanation) -> list[str]:
     flag = "" if e.status == "ok" else f"  [{e.status}]"
     lines = [f"{e.variant}: {time_text(e.median_ns)} per switch{flag}"]
+    # What the rest holds unseparated is said on the rest's own line, once.
+    inside = [m for m in e.not_separated if m.startswith(INSIDE_REST)]
     for p in e.parts:
         source = p.source + (idle_words(e.idle, None) if p.name == IDLE_PART and e.idle else "")
+        if p.name == REST and inside:
+            source += "; " + "; ".join(m.removeprefix(INSIDE_REST).strip() for m in inside)
         lines.append(f"  {time_text(p.ns):>10} {share_text(p, e.median_ns)}  {p.name}: {source}")
     for words in e.not_explained:
         if e.idle is not None and words.startswith(IDLE_PART + ":"):
@@ -214,7 +221,12 @@ def explanation_lines(e: Explanation) -> list[str]:
     if e.traced:
         lines += render_traced(e.traced, idle_said=e.idle is not None)
     lines += [f"  note: {note}" for note in e.notes]
-    lines += [f"  not separated: {m}" for m in e.not_separated]
+    rest_shown = any(p.name == REST for p in e.parts)
+    lines += [
+        f"  not separated: {m}"
+        for m in e.not_separated
+        if not (rest_shown and m.startswith(INSIDE_REST))
+    ]
     return lines
 
 
