@@ -57,6 +57,7 @@ def test_a_stop_signal_keeps_the_whole_rounds_and_leaves_no_engine(env):
     for result in stored.results:
         assert [f["round"] for f in result["schedule"]["round_figures"]] == [0, 1]
     assert our_engines(env) == []
+    assert not list(Path(env["CTXBENCH_DB"]).parent.glob(".ctxbench-unstored-*"))  # no spool left
     # The order alternated: A B, then B A, then the stopped round's first arm, B.
     with open(env["FAKE_ENGINE_ARGS"], encoding="utf-8") as handle:
         assert len(handle.readlines()) >= 5
