@@ -310,3 +310,55 @@ def test_no_output_lands_on_the_spool(tmp_path):
                 check_output_path(path, "--report")
     finally:
         spool.close(remove=True)
+
+
+def test_a_read_command_migrates_an_older_store_through_a_second_open(tmp_path):
+    """A command that reads opens the store read-only; one of an older schema
+    is opened again, its neighbourhood checked again, to be migrated, and
+    then read."""
+    from conftest import synthetic_run
+    from ctxbench.store.db import Store
+    from ctxbench.store.schema import LATEST_VERSION
+    from test_store import _make_v1_store
+
+    target = str(tmp_path / "old.db")
+    _make_v1_store(target, [("2026-01-02T00:00:00Z", synthetic_run("old-run-0001", 0))])
+    with Store.open(target, create=False) as store:
+        assert store.schema_version() == LATEST_VERSION
+        assert [info.run_id for info in store.runs()] == ["old-run-0001"]
+
+
+def test_a_live_writers_journal_is_not_taken_for_a_planted_one(env, tmp_path):
+    """While another process is inside a write transaction (its journal
+    beside the store, with content, and SQLite's RESERVED lock held), a
+    reader is not refused: the journal is that writer's. (F_GETLK sees the
+    lock of another process only, so the writer is a process of its own.)"""
+    store = tmp_path / "store.db"
+    env = dict(env, CTXBENCH_DB=str(store))
+    assert ctxbench(env, "import", str(fixture_path("run_a.jsonl"))).returncode == 0
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys\n"
+            "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "db.execute('BEGIN IMMEDIATE')\n"
+            "db.execute(\"UPDATE runs SET label = 'being written'\")\n"
+            "print('in', flush=True)\n"
+            "sys.stdin.read()\n"
+            "db.execute('ROLLBACK')\n",
+            str(store),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout.readline().strip() == "in"
+        assert Path(f"{store}-journal").stat().st_size > 0
+        done = ctxbench(env, "history")
+        assert done.returncode == 0, done.stderr
+        assert real_run("run_a.jsonl").run_id in done.stdout.decode()
+    finally:
+        writer.communicate("", timeout=60)
+    assert not Path(f"{store}-journal").exists()
