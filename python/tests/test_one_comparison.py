@@ -67,6 +67,8 @@ def _check_every_format_agrees(path: str, ids: list[str]) -> dict[str, dict]:
     gate_rows = {row["variant"]: row for row in document["fail_above"]["rows"]}
     summary = summarize(runs, comparison=comparison)
     assert summary.machines is not None and summary.machines.figures
+    # The tables (--all) and the summary lines render the comparison itself.
+    assert summary.machines.comparison is comparison
     for figure in summary.machines.figures:
         name = variant_name(figure.probe, figure.params)
         [cell] = figure.cells
