@@ -15,9 +15,11 @@ left is the rounds' spread of d_k. Two sources of such runs:
 
 Either way a record's ``schedule.round_figures`` says which of its samples
 each round took (round k is the same index for every variant of the run),
-and each round is judged by its **fastest** kept sample (less the baseline,
-as the round's median is): other work only ever adds time, so the fastest
-sample of a round is the one the other jobs moved least, while a change
+and each round is judged by its **fastest** kept sample, as measured (the
+baseline not subtracted: under other work a baseline taken apart moves on
+its own, and compare reads figures as measured too): other work only ever
+adds time, so the fastest sample of a round is the one the other jobs
+moved least, while a change
 that costs every operation something (a filter, a wrapper's call) moves it
 by that cost. (A change that costs only now and then, in the tail, is not
 what this judges.) Where a record's samples cannot be told apart by round,
@@ -100,30 +102,36 @@ def parse_axis(text: str) -> Axis:
     return Axis(name, a, b)
 
 
+def _baseline(record: dict[str, Any]) -> float:
+    """What the record's ``corrected`` figures (and round_figures' medians) subtract."""
+    baseline = record.get("baseline") if record.get("corrected") is not None else None
+    return float(baseline["value"]) if baseline else 0.0
+
+
 def round_figures(record: dict[str, Any]) -> dict[int, float]:
-    """A record's figure per round (schedule.round_figures): round -> median,
-    for the rounds that kept a positive figure."""
+    """A record's median per round (schedule.round_figures), as measured (the
+    entries' baseline added back): round -> median, where there is one."""
     entries = (record.get("schedule") or {}).get("round_figures") or []
+    value = _baseline(record)
     figures = {}
     for entry in entries:
         median = entry.get("median")
-        if median is not None and median > 0 and math.isfinite(median):
-            figures[int(entry["round"])] = float(median)
+        if median is not None and median + value > 0 and math.isfinite(median):
+            figures[int(entry["round"])] = float(median) + value
     return figures
 
 
 def round_fastest(record: dict[str, Any]) -> dict[int, float] | None:
-    """Each round's fastest kept sample (the largest, for a rate), less the
-    record's baseline as the round's median is: round -> figure, for the
-    rounds where it is positive. The record's samples are its rounds' in
+    """Each round's fastest kept sample (the largest, for a rate), as
+    measured: round -> figure. The record's samples are its rounds' in
     order (each entry's ``n`` of them); None where they do not read so
-    (their count, or a round's median, disagrees with the entries)."""
+    (their count, or a round's median less the baseline, disagrees with the
+    entries)."""
     entries = (record.get("schedule") or {}).get("round_figures") or []
     samples = record.get("samples") or []
     if not entries or sum(int(e["n"]) for e in entries) != len(samples):
         return None
-    baseline = record.get("baseline") if record.get("corrected") is not None else None
-    value = float(baseline["value"]) if baseline else 0.0
+    value = _baseline(record)
     lower = stats.lower_is_better(record.get("unit", "ns"))
     fastest, start = {}, 0
     for entry in entries:
@@ -136,7 +144,7 @@ def round_fastest(record: dict[str, Any]) -> dict[int, float] | None:
             statistics.median(taken) - value, median, rel_tol=1e-6, abs_tol=1e-9
         ):
             return None
-        figure = (min(taken) if lower else max(taken)) - value
+        figure = min(taken) if lower else max(taken)
         if figure > 0 and math.isfinite(figure):
             fastest[int(entry["round"])] = figure
     return fastest
