@@ -31,6 +31,7 @@ from ctxbench.cli.main import cli as main
 from ctxbench.records.core import read_run_file
 
 WHY = FIXTURES / "why"
+REFERENCE = FIXTURES.parent.parent.parent / "docs" / "data" / "reference-run.jsonl"
 SCHEMA = json.loads((FIXTURES.parent.parent.parent / "schema/compare.schema.json").read_text())
 
 
@@ -38,6 +39,8 @@ def load(store, *names):
     runs = []
     for name in names:
         path = WHY / name if (WHY / name).exists() else fixture_path(name)
+        if name == "reference-run.jsonl":
+            path = REFERENCE
         runs.append(store.load(store.add_run(read_run_file(path, []), origin="import", label=name)))
     return runs
 
@@ -114,6 +117,7 @@ PAIRS = [
     ("affinity_a.jsonl", "affinity_b.jsonl", ("cpus",)),
     ("idle_free.jsonl", "idle_held.jsonl", ("idle",)),
     ("gate_a.jsonl", "gate_seccomp2.jsonl", None),
+    ("reference-run.jsonl", "other_machine_broad.jsonl", None),  # user-level switches too
 ]
 
 
@@ -139,6 +143,9 @@ def test_every_rows_parts_add_up_to_its_difference_and_largest_is_the_largest(st
             largest = row.largest
             assert largest is not None
             assert largest.share == max(p.share for p in row.parts)
+        if row.phases:  # the traced phases, the time no chain covers included, add up too
+            phases = sum(p.difference_ns for p in row.phases)
+            assert phases == pytest.approx(row.difference_ns, rel=1e-6, abs=1e-6)
         for part in [*row.parts, *row.phases]:
             if part.low_ns is not None:
                 assert part.low_ns <= part.high_ns
@@ -409,3 +416,17 @@ def test_pair_outcomes_are_the_gates_and_absent_values_say_absent(store, tmp_pat
                 ratio = verdict.time_ratio
                 if ratio is not None and (ratio > 2 or ratio < 0.5):
                     assert outcome == UNDECIDED  # a 2x row no test could call the same
+
+
+def test_user_level_steps_are_their_own_group_and_joined_alike(store):
+    """A user-level switch has no scheduler: its steps are the user-level
+    switch's group, and where one run joined two steps (one within its noise)
+    the other run's are joined under the same name, not set against zero."""
+    from ctxbench.analysis.envparts import USER_LEVEL
+
+    result, _, _ = split(store, "reference-run.jsonl", "other_machine_broad.jsonl")
+    rows = [row for row in result.rows if row.probe.startswith("uswitch.")]
+    assert rows
+    for row in rows:
+        assert {part.group for part in row.parts} == {USER_LEVEL}, row.probe
+        assert not any(part.unmeasured for part in row.parts), row.probe

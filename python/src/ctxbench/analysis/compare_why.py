@@ -53,6 +53,7 @@ from ctxbench.analysis.explain import (
     BASELINE,
     MEDIAN,
     REST,
+    REST_USER,
     Explanation,
     Part,
     Term,
@@ -115,7 +116,7 @@ class PartDifference:
 
     @property
     def remainder(self) -> bool:
-        return self.name == REST
+        return self.name in (REST, REST_USER)
 
 
 @dataclass
@@ -306,12 +307,14 @@ class _Side:
 
 
 def _side(run: int, record: dict[str, Any], parts: list[Part], missing: list[Unsplit]) -> _Side:
+    """A user-level switch not split (its whole figure one part) is all rest."""
+    rests = (REST, REST_USER)
     found = {
         p.name: (p.ns, [(run, t) for t in p.terms] if p.terms else None)
         for p in parts
-        if p.name != REST
+        if p.name not in rests
     }
-    return _Side(run, record, found, any(p.name == REST for p in parts), missing)
+    return _Side(run, record, found, any(p.name in rests for p in parts), missing)
 
 
 def _absent_by_definition(name: str, params: dict[str, Any]) -> bool:
@@ -352,11 +355,12 @@ def split_row(
         row.not_split.append(_no_parts(a_parts, b_parts, a_missing or b_missing))
         return row
     a_parts, b_parts = _same_naming(a_parts, b_parts), _same_naming(b_parts, a_parts)
+    a_parts, b_parts = _same_steps(a_parts, b_parts), _same_steps(b_parts, a_parts)
     sides = (_side(0, reference, a_parts, a_missing), _side(1, other, b_parts, b_missing))
     _cross_run_twin(sides, row)
     longer, shorter = (b_parts, a_parts) if len(b_parts) > len(a_parts) else (a_parts, b_parts)
     names = [p.name for p in [*longer, *shorter]] + [n for s in sides for n in s.parts]
-    for name in dict.fromkeys(n for n in names if n != REST):
+    for name in dict.fromkeys(n for n in names if n not in (REST, REST_USER)):
         row.parts.append(_part_difference(name, sides, row, resampler))
     remainder = _remainder(sides, row, resampler)
     if remainder is not None:
@@ -429,7 +433,8 @@ def _remainder(
     if not holds and not any(s.rest for s in sides) and abs(values[1] - values[0]) < 1e-9 * scale:
         return None
     interval = resampler.interval(signed) if signed else None
-    return _difference(REST, values[0], values[1], interval, row, holds=holds)
+    name = REST_USER if sides[0].record.get("family") == "uswitch" else REST
+    return _difference(name, values[0], values[1], interval, row, holds=holds)
 
 
 def _cross_run_twin(sides: tuple[_Side, _Side], row: RowWhy) -> None:
@@ -477,6 +482,26 @@ def _same_naming(parts: list[Part], other: list[Part]) -> list[Part]:
     )
     kept = [p for p in parts if p.name not in (KERNEL_ENTRY_PART, OWN_WORK_PART)]
     return [together, *kept]
+
+
+def _same_steps(parts: list[Part], other: list[Part]) -> list[Part]:
+    """Where the other run's chain joined steps this run separates (a user-level
+    switch: 'register save/restore + Boost.Context's own work' where one run's
+    step was within its noise), this run's steps are joined the same way, so
+    the two are set against each other under one name."""
+    out = list(parts)
+    names = {p.name for p in parts}
+    for joined in [p.name for p in other if " + " in p.name and p.name not in names]:
+        pieces = joined.split(" + ")
+        found = [p for p in out if p.name in pieces]
+        if len(found) != len(pieces):
+            continue
+        terms = [t for p in found for t in p.terms] if all(p.terms for p in found) else []
+        together = Part(joined, sum(p.ns for p in found), "; ".join(p.source for p in found), terms)
+        at = out.index(found[0])
+        out = [p for p in out if p.name not in pieces]
+        out.insert(at, together)
+    return out
 
 
 def _missing(sides: tuple[_Side, _Side], traced: bool) -> list[Unsplit]:

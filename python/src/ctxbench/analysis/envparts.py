@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ctxbench.analysis.user_switch import STEPS
 from ctxbench.records.envdiff import EnvDiff
 
 KERNEL_ENTRY = "kernel entry/exit"
@@ -38,7 +39,9 @@ MACHINE = (
 )
 # Where a value was read from, or why it could not be: not a difference.
 SKIPPED = (".source", ".why")
-GROUPS = (KERNEL_ENTRY, OWN_WORK, ADDRESS_SPACE, IDLE, SCHEDULER, CACHE)
+USER_LEVEL = "the user-level switch"  # a uswitch figure's steps: no kernel, no scheduler
+GROUPS = (KERNEL_ENTRY, OWN_WORK, ADDRESS_SPACE, IDLE, SCHEDULER, CACHE, USER_LEVEL)
+USER_WHOLE = "the whole switch, not split"  # explain.REST_USER
 IDLE_PART = "waking an idle CPU"  # explain.IDLE_PART
 
 # A hypervisor (hardware virtualization) runs the guest's instructions on the
@@ -128,6 +131,8 @@ def group_of(part: str) -> str:
         return CACHE
     if "→" in part and (part.startswith("call entry") or part.endswith("next call")):
         return KERNEL_ENTRY
+    if part == USER_WHOLE or all(step in STEPS for step in part.split(" + ")):
+        return USER_LEVEL
     return SCHEDULER
 
 

@@ -31,6 +31,12 @@ SAVE = "register save/restore (own asm switch)"
 FP_STATE = "FP/vector state (XSAVE/XRSTOR)"
 FP_CONTROL = "FP control reload (the control word changed)"
 
+BOOST_CONTEXT = "Boost.Context's own work"
+BOOST_BEYOND = "Boost.Context beyond the own switch"
+FIBER_SCHEDULER = "the fiber scheduler's own work"
+GLIBC = "glibc's own work, its rt_sigprocmask system call included"
+STEPS = (SAVE, FP_STATE, FP_CONTROL, BOOST_CONTEXT, BOOST_BEYOND, FIBER_SCHEDULER, GLIBC)
+
 Stage = tuple[str, str, dict[str, Any] | None]  # part name, probe, params (None: the figure)
 
 
@@ -51,16 +57,16 @@ def _stages(record: dict[str, Any]) -> list[Stage] | None:
             chain.append((FP_CONTROL, asm, dict(params)))
         return chain
     if has_role(probe, "uswitch:boost_context"):
-        return [floor, ("Boost.Context's own work", probe, dict(params))]
+        return [floor, (BOOST_CONTEXT, probe, dict(params))]
     if has_role(probe, "uswitch:on_boost_context"):
         context = probe_with("uswitch:boost_context")
         return [
             floor,
-            ("Boost.Context beyond the own switch", context, {"api": "fiber"}),
-            ("the fiber scheduler's own work", probe, dict(params)),
+            (BOOST_BEYOND, context, {"api": "fiber"}),
+            (FIBER_SCHEDULER, probe, dict(params)),
         ]
     if has_role(probe, "uswitch:ucontext"):
-        return [floor, ("glibc's own work, its rt_sigprocmask system call included", probe, {})]
+        return [floor, (GLIBC, probe, {})]
     return None
 
 
