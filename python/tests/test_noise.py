@@ -427,3 +427,38 @@ def test_the_store_marks_what_the_kernel_said_and_the_gate_decides_on_the_clean_
     assert row["noise"]["source"] == "history"
     assert (row["noise"]["n"], row["noise"]["left_out"], row["noise"]["interfered"]) == (4, 10, 0)
     assert judged.outcome == "passed"
+
+
+def test_a_run_most_of_whose_figures_carried_interference_carried_it_as_a_whole():
+    """A run in a loaded spell: where more than half its figures carried
+    interference, its other figures are not the machine's usual either and
+    count as interfered in the history; one flagged figure of three does not
+    mark the others. A run whose host reference ran slowed as a whole is
+    interfered whatever its figures say."""
+    from types import SimpleNamespace
+
+    from ctxbench.analysis.machine_history import variant_figures
+
+    def three(flagged: int, reference_ratio: float = 1.0) -> SimpleNamespace:
+        results = []
+        for number, probe in enumerate(("syscall.getpid", "syscall.getuid", "syscall.getppid")):
+            record = result(100.0)
+            record["probe"] = probe
+            record["interference"] = {
+                "reference": "test", "best_ns": 1000.0, "slowed_ratio": 1.2, "retries": 1,
+                "attempts": [{"median": 100.0, "reference_ratio": reference_ratio,
+                              "slowed_share": 0.0, "samples": 10}],
+                "kept": 0, "slowed": False,
+            }  # fmt: skip
+            if number < flagged:
+                _interfered(record)
+            results.append(record)
+        return SimpleNamespace(results=results)
+
+    assert not noise.run_carried_interference(three(1).results)
+    assert noise.run_carried_interference(three(2).results)
+    assert noise.run_carried_interference(three(0, reference_ratio=1.5).results)
+    marks = {key[0]: figures[0][2] for key, figures in variant_figures([three(1)]).items()}
+    assert marks == {"syscall.getpid": True, "syscall.getuid": False, "syscall.getppid": False}
+    marks = {key[0]: figures[0][2] for key, figures in variant_figures([three(2)]).items()}
+    assert all(marks.values()) and len(marks) == 3

@@ -10,9 +10,9 @@ before the latest compared run (in the store's measured order), the
 compared runs left out, newest first, at most MAX_RUNS. ``ok`` and
 ``suspect`` figures count, a suspect one as ``noise.SUSPECT_WEIGHT`` of a
 run: a machine whose runs are often suspect has that spread. Each figure
-says whether it carried interference (``noise.carried_interference``, with
-its run's host state): the noise leaves those out where the clean ones
-suffice.
+says whether it carried interference (``noise.carried_interference``), or
+its run as a whole did (``noise.run_carried_interference``): the noise
+leaves those out where the clean ones suffice.
 """
 
 from __future__ import annotations
@@ -20,7 +20,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ctxbench.analysis.noise import carried_interference, history_weight, host_state
+from ctxbench.analysis.noise import (
+    carried_interference,
+    history_weight,
+    run_carried_interference,
+)
 from ctxbench.records.core import params_key
 from ctxbench.store.db import Store, StoredRun
 
@@ -87,7 +91,7 @@ def variant_figures(runs: list[StoredRun]) -> Figures:
     ``noise.carried_interference``)."""
     figures: Figures = {}
     for run in runs:
-        host = host_state(run.results)
+        whole = run_carried_interference(run.results)
         for result in run.results:
             summary = result.get("summary")
             if result["verdict"]["status"] not in ("ok", "suspect") or not summary:
@@ -99,7 +103,7 @@ def variant_figures(runs: list[StoredRun]) -> Figures:
                 (
                     float(summary["median"]),
                     history_weight(result),
-                    carried_interference(result, host),
+                    whole or carried_interference(result),
                 )
             )
     return figures

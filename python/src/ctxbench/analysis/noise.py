@@ -18,7 +18,8 @@ therefore judged against the best source of run-to-run spread there is:
    levels (HISTORY_LEVEL_GAP) takes the weighted standard deviation instead:
    the robust spread would see one level only. A figure that carried
    interference (``carried_interference``: what the engine and the kernel
-   said of it) is left out of the history when the clean figures alone are
+   said of it, or of most of its run: ``run_carried_interference``) is
+   left out of the history when the clean figures alone are
    worth MIN_HISTORY_RUNS, so a loaded spell in the store does not widen
    the row's noise for ever; the row counts what was left out
    (``Noise.left_out``), or, where the clean ones are too few, the
@@ -175,19 +176,30 @@ def history_weight(result: dict[str, Any]) -> float:
     return 1.0 if result["verdict"]["status"] == "ok" else SUSPECT_WEIGHT
 
 
-def carried_interference(result: dict[str, Any], host: HostState | None = None) -> bool:
+def carried_interference(result: dict[str, Any]) -> bool:
     """Whether a figure carried interference the engine could not clear, by
     what its record says: the verdict's ``interference`` reason (the kernel
-    saw over its limit of kept samples interfered with), its host reference
-    still slowed (or as many samples set aside as kept: the engine's
-    ``interference.slowed``), or its run's host reference slowed as a whole
-    (HOST, ``host_state`` of the run)."""
+    saw over its limit of kept samples interfered with), or its host
+    reference still slowed, or as many samples set aside as kept (the
+    engine's ``interference.slowed``)."""
     reasons = result.get("verdict", {}).get("reasons") or []
     if any(reason.get("code") == "interference" for reason in reasons):
         return True
-    if (result.get("interference") or {}).get("slowed"):
+    return bool((result.get("interference") or {}).get("slowed"))
+
+
+def run_carried_interference(results: Sequence[dict[str, Any]]) -> bool:
+    """Whether a whole run carried interference: its host reference ran
+    slowed as a whole, or more than half of its measured figures carried
+    interference (``carried_interference``): the run sat in a loaded spell,
+    not a spell in the run, so its other figures are not the machine's usual
+    either (a run moves as a whole)."""
+    host = host_state(results)
+    if host is not None and host.slowed_as_a_whole:
         return True
-    return host is not None and host.slowed_as_a_whole
+    measured = [r for r in results if r.get("verdict", {}).get("status") in ("ok", "suspect")]
+    flagged = sum(1 for r in measured if carried_interference(r))
+    return 2 * flagged > len(measured)
 
 
 def host_state(results: Sequence[dict[str, Any]]) -> HostState | None:
