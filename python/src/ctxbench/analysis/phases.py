@@ -26,98 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SCALING_RULE = (
-    "each phase is its share of the median traced sample's time (chains laid end to end over "
-    "it, on the events' clock) times the untraced median; the rest is what no chain covers"
-)
-
-# What each phase is, in words, for the phases a ping-pong shows.
-PHASE_WORDS: dict[tuple[str, str], str] = {
-    ("call entry", "waking"): "kernel entry and the call's own work up to the wake",
-    ("waking", "wakeup"): "the wake-up: choosing a CPU and queueing the task",
-    ("waking", "IPI entry"): "the wake-up until the target CPU takes the interrupt",
-    ("wakeup", "IPI entry"): "the reschedule interrupt reaching the target CPU",
-    ("IPI entry", "wakeup"): "in the interrupt, up to the queued wake-up",
-    ("IPI entry", "IPI exit"): "the interrupt on the target CPU",
-    ("wakeup", "IPI exit"): "the rest of the interrupt",
-    ("IPI exit", "idle exit"): "the target CPU leaving idle",
-    ("wakeup", "idle exit"): "the target CPU leaving idle",
-    ("idle exit", "switch"): "from idle exit to the switch",
-    ("IPI exit", "switch"): "after the interrupt, until the woken task is switched in",
-    ("wakeup", "switch"): "until the woken task is switched in (the waker finishes and "
-    "blocks, or other tasks run first)",
-    ("poll wake", "wakeup"): "the polling idle CPU noticing the wake-up (no IPI)",
-    ("waking", "poll wake"): "the wake-up of a polling idle CPU",
-    ("switch", "call exit"): "the switch itself and the woken task's call returning",
-    ("call exit", "next call"): "return to user mode, and user work up to the next call",
-    ("call entry", "other task"): "the call until its CPU went to a task outside the variant "
-    "(or idle)",
-    ("wakeup", "other task"): "the waker finishing its call until the CPU went to a task "
-    "outside the variant (or idle)",
-    ("other task", "switch"): "tasks outside the variant (or idle) ran on the CPU first",
-    ("wakeup", "call exit"): "woken before it slept: its call returning without a switch",
-    ("between switches", "a task of the variant ran"): "hand-overs with no wake-up at all (the "
-    "data or the futex word was there before the partner waited): no chain marks them, the "
-    "variant's tasks ran on their CPUs",
-    ("waking", "call exit"): "its call returning with no wake-up or switch-in recorded "
-    "between (woken before it slept, or its CPU recorded nothing while idle: "
-    "docs/tracing.md)",
-    ("waking", "switch"): "the wake-up until the woken task is switched in (no wake-up event "
-    "between)",
-    ("waking", "other task"): "the waker's call until the CPU went to a task outside the "
-    "variant (or idle)",
-    ("call entry", "switch"): "a call that gives the CPU to a task already runnable",
-    ("switch", "next call"): "the switch to a task preempted in user mode, and its user work "
-    "up to its next call",
-}
-
-
-# Each phase's plain name, what an operator calls it; the event pair goes beside it.
-PHASE_NAMES: dict[tuple[str, str], str] = {
-    ("call entry", "waking"): "the call, up to the wake",
-    ("waking", "wakeup"): "wake-up (choosing a CPU, queueing)",
-    ("waking", "IPI entry"): "interrupt to the other CPU",
-    ("wakeup", "IPI entry"): "interrupt to the other CPU",
-    ("IPI entry", "wakeup"): "in the interrupt, to the wake-up",
-    ("IPI entry", "IPI exit"): "the interrupt",
-    ("wakeup", "IPI exit"): "end of the interrupt",
-    ("IPI exit", "idle exit"): "idle exit",
-    ("wakeup", "idle exit"): "idle exit",
-    ("idle exit", "switch"): "after idle exit, to the switch",
-    ("IPI exit", "switch"): "run-queue wait",
-    ("wakeup", "switch"): "run-queue wait",
-    ("poll wake", "wakeup"): "polling CPU notices the wake-up",
-    ("waking", "poll wake"): "wake-up of a polling CPU",
-    ("switch", "call exit"): "the switch, and the call returning",
-    ("call exit", "next call"): "user mode, to the next call",
-    ("call entry", "other task"): "the call, until another task ran",
-    ("wakeup", "other task"): "the waker, until another task ran",
-    ("other task", "switch"): "other tasks first",
-    ("wakeup", "call exit"): "woken before it slept",
-    ("between switches", "a task of the variant ran"): "hand-over with no wake-up",
-    ("waking", "call exit"): "call returning, nothing recorded between",
-    ("waking", "switch"): "wake-up to switch-in",
-    ("waking", "other task"): "the waker, until another task ran",
-    ("call entry", "switch"): "a call handing the CPU to a runnable task",
-    ("switch", "next call"): "switch to a preempted task, its user work",
-    ("waking", "idle exit"): "wake-up to idle exit",
-    ("other task", "wakeup"): "other tasks first, to the wake-up",
-    ("waking", "IPI exit"): "wake-up and interrupt to the other CPU",
-    ("idle exit", "poll wake"): "idle exit, to the polling wake",
-    ("poll wake", "switch"): "run-queue wait",
-    ("IPI exit", "wakeup"): "after the interrupt, to the wake-up",
-    ("idle exit", "IPI entry"): "idle exit, to the interrupt",
-    ("poll wake", "idle exit"): "idle exit",
-    ("idle exit", "wakeup"): "idle exit, to the wake-up",
-}
-
-
-def phase_label(source: str, target: str) -> str:
-    """'run-queue wait (wakeup → switch)': the plain name, the event pair beside it."""
-    pair = f"{source} → {target}"
-    plain = PHASE_NAMES.get((source, target))
-    return f"{plain} ({pair})" if plain else pair
-
+NOT_TILED = "not tiled"  # a traced pass recorded before the engine tiled the samples
 
 # The marks from a waking to the switch-in, in the order they usually come.
 WAKE_TO_SWITCH = ("waking", "IPI entry", "poll wake", "wakeup", "IPI exit", "idle exit", "switch")
@@ -125,9 +34,7 @@ WAKE_TO_SWITCH = ("waking", "IPI entry", "poll wake", "wakeup", "IPI exit", "idl
 
 @dataclass
 class TracedPhase:
-    name: str  # "from → to"
-    label: str  # phase_label: the plain name, the event pair beside it
-    words: str
+    name: str  # "from → to" (views.traced names it in words)
     share: float  # of the tiled (median) traced sample's time (0..1)
     traced_ns: float  # per switch as measured under tracing
     ns: float  # share x the untraced median
@@ -183,7 +90,6 @@ class TracedView:
     idle_events: bool = True  # power:cpu_idle was recorded (idle exits can be seen)
     lost: int = 0
     ring_full: bool = False
-    rule: str = SCALING_RULE
 
 
 def traced_view(record: dict[str, Any]) -> TracedView | None:
@@ -195,12 +101,7 @@ def traced_view(record: dict[str, Any]) -> TracedView | None:
         return TracedView(status=block.get("status", "?"), reason=block.get("reason"))
     tiling = block.get("tiling")
     if not tiling:
-        return TracedView(
-            status="not tiled",
-            reason="recorded by an engine whose traced pass did not lay its phases over the "
-            "timed samples (no trace.tiling): run it again with this ctxbench to set them "
-            "against the figure",
-        )
+        return TracedView(status=NOT_TILED)  # views.traced says why
     switches = block.get("switches") or {}
     untraced = float((record.get("summary") or {})["median"])
     stats = {(p["from"], p["to"]): p for p in block.get("phases", [])}
@@ -212,8 +113,6 @@ def traced_view(record: dict[str, Any]) -> TracedView | None:
         phases.append(
             TracedPhase(
                 name=f"{t['from']} → {t['to']}",
-                label=phase_label(t["from"], t["to"]),
-                words=PHASE_WORDS.get(key, ""),
                 share=float(t["share"]),
                 traced_ns=float(t["per_switch_ns"]),
                 ns=float(t["share"]) * untraced,

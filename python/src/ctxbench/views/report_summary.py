@@ -29,6 +29,7 @@ from ctxbench.views.report_figures import (
     esc,
     rows_height,
 )
+from ctxbench.views.traced import phase_words
 
 
 def row_label(row: Any) -> str:
@@ -341,7 +342,7 @@ def _waterfall_bars(explanation: Explanation) -> tuple[list[str], list[float], l
         values = [p.ns for p in traced.phases]
         values.append(traced.rest_ns)
         hover = [
-            esc(f"{p.name}: {p.words} ({fmt.value(p.traced_ns, 'ns')} per switch traced)")
+            esc(f"{p.name}: {phase_words(p)} ({fmt.value(p.traced_ns, 'ns')} per switch traced)")
             for p in traced.phases
         ] + [esc("the median traced sample's time no switch's chain covers, scaled")]
         return names, values, hover, " (the kernel's events)"

@@ -10,7 +10,122 @@ from __future__ import annotations
 from typing import Any
 
 from ctxbench import fmt
-from ctxbench.analysis.phases import TracedView, phase_label
+from ctxbench.analysis.phases import NOT_TILED, TracedPhase, TracedView
+
+SCALING_RULE = (
+    "each phase is its share of the median traced sample's time (chains laid end to end over "
+    "it, on the events' clock) times the untraced median; the rest is what no chain covers"
+)
+NOT_TILED_WHY = (
+    "recorded by an engine whose traced pass did not lay its phases over the timed samples "
+    "(no trace.tiling): run it again with this ctxbench to set them against the figure"
+)
+
+
+# What each phase is, in words, for the phases a ping-pong shows.
+PHASE_WORDS: dict[tuple[str, str], str] = {
+    ("call entry", "waking"): "kernel entry and the call's own work up to the wake",
+    ("waking", "wakeup"): "the wake-up: choosing a CPU and queueing the task",
+    ("waking", "IPI entry"): "the wake-up until the target CPU takes the interrupt",
+    ("wakeup", "IPI entry"): "the reschedule interrupt reaching the target CPU",
+    ("IPI entry", "wakeup"): "in the interrupt, up to the queued wake-up",
+    ("IPI entry", "IPI exit"): "the interrupt on the target CPU",
+    ("wakeup", "IPI exit"): "the rest of the interrupt",
+    ("IPI exit", "idle exit"): "the target CPU leaving idle",
+    ("wakeup", "idle exit"): "the target CPU leaving idle",
+    ("idle exit", "switch"): "from idle exit to the switch",
+    ("IPI exit", "switch"): "after the interrupt, until the woken task is switched in",
+    ("wakeup", "switch"): "until the woken task is switched in (the waker finishes and "
+    "blocks, or other tasks run first)",
+    ("poll wake", "wakeup"): "the polling idle CPU noticing the wake-up (no IPI)",
+    ("waking", "poll wake"): "the wake-up of a polling idle CPU",
+    ("switch", "call exit"): "the switch itself and the woken task's call returning",
+    ("call exit", "next call"): "return to user mode, and user work up to the next call",
+    ("call entry", "other task"): "the call until its CPU went to a task outside the variant "
+    "(or idle)",
+    ("wakeup", "other task"): "the waker finishing its call until the CPU went to a task "
+    "outside the variant (or idle)",
+    ("other task", "switch"): "tasks outside the variant (or idle) ran on the CPU first",
+    ("wakeup", "call exit"): "woken before it slept: its call returning without a switch",
+    ("between switches", "a task of the variant ran"): "hand-overs with no wake-up at all (the "
+    "data or the futex word was there before the partner waited): no chain marks them, the "
+    "variant's tasks ran on their CPUs",
+    ("waking", "call exit"): "its call returning with no wake-up or switch-in recorded "
+    "between (woken before it slept, or its CPU recorded nothing while idle: "
+    "docs/tracing.md)",
+    ("waking", "switch"): "the wake-up until the woken task is switched in (no wake-up event "
+    "between)",
+    ("waking", "other task"): "the waker's call until the CPU went to a task outside the "
+    "variant (or idle)",
+    ("call entry", "switch"): "a call that gives the CPU to a task already runnable",
+    ("switch", "next call"): "the switch to a task preempted in user mode, and its user work "
+    "up to its next call",
+}
+
+
+# Each phase's plain name, what an operator calls it; the event pair goes beside it.
+PHASE_NAMES: dict[tuple[str, str], str] = {
+    ("call entry", "waking"): "the call, up to the wake",
+    ("waking", "wakeup"): "wake-up (choosing a CPU, queueing)",
+    ("waking", "IPI entry"): "interrupt to the other CPU",
+    ("wakeup", "IPI entry"): "interrupt to the other CPU",
+    ("IPI entry", "wakeup"): "in the interrupt, to the wake-up",
+    ("IPI entry", "IPI exit"): "the interrupt",
+    ("wakeup", "IPI exit"): "end of the interrupt",
+    ("IPI exit", "idle exit"): "idle exit",
+    ("wakeup", "idle exit"): "idle exit",
+    ("idle exit", "switch"): "after idle exit, to the switch",
+    ("IPI exit", "switch"): "run-queue wait",
+    ("wakeup", "switch"): "run-queue wait",
+    ("poll wake", "wakeup"): "polling CPU notices the wake-up",
+    ("waking", "poll wake"): "wake-up of a polling CPU",
+    ("switch", "call exit"): "the switch, and the call returning",
+    ("call exit", "next call"): "user mode, to the next call",
+    ("call entry", "other task"): "the call, until another task ran",
+    ("wakeup", "other task"): "the waker, until another task ran",
+    ("other task", "switch"): "other tasks first",
+    ("wakeup", "call exit"): "woken before it slept",
+    ("between switches", "a task of the variant ran"): "hand-over with no wake-up",
+    ("waking", "call exit"): "call returning, nothing recorded between",
+    ("waking", "switch"): "wake-up to switch-in",
+    ("waking", "other task"): "the waker, until another task ran",
+    ("call entry", "switch"): "a call handing the CPU to a runnable task",
+    ("switch", "next call"): "switch to a preempted task, its user work",
+    ("waking", "idle exit"): "wake-up to idle exit",
+    ("other task", "wakeup"): "other tasks first, to the wake-up",
+    ("waking", "IPI exit"): "wake-up and interrupt to the other CPU",
+    ("idle exit", "poll wake"): "idle exit, to the polling wake",
+    ("poll wake", "switch"): "run-queue wait",
+    ("IPI exit", "wakeup"): "after the interrupt, to the wake-up",
+    ("idle exit", "IPI entry"): "idle exit, to the interrupt",
+    ("poll wake", "idle exit"): "idle exit",
+    ("idle exit", "wakeup"): "idle exit, to the wake-up",
+}
+
+
+def phase_label(source: str, target: str) -> str:
+    """'run-queue wait (wakeup → switch)': the plain name, the event pair beside it."""
+    pair = f"{source} → {target}"
+    plain = PHASE_NAMES.get((source, target))
+    return f"{plain} ({pair})" if plain else pair
+
+
+def phase_words(phase: TracedPhase) -> str:
+    """What a phase is, in words ('' for a pair without them)."""
+    source, _, target = phase.name.partition(" → ")
+    return PHASE_WORDS.get((source, target), "")
+
+
+def phase_name(phase: TracedPhase) -> str:
+    """'run-queue wait (wakeup → switch)'."""
+    source, _, target = phase.name.partition(" → ")
+    return phase_label(source, target)
+
+
+def _status(view: TracedView) -> str:
+    """'not tiled: recorded by an engine ...', 'unsupported: <the engine's reason>'."""
+    reason = NOT_TILED_WHY if view.status == NOT_TILED else view.reason
+    return f"{view.status}: {reason}"
 
 
 def _ns(value: float) -> str:
@@ -23,7 +138,7 @@ def render_traced(view: TracedView, idle_said: bool = False) -> list[str]:
     block states the idle share once elsewhere (``views.explain.idle_words``),
     the idle exit of these phases with it."""
     if view.status != "ok":
-        return [f"  traced pass: {view.status}: {view.reason}"]
+        return [f"  traced pass: {_status(view)}"]
     head = f"  traced pass, from the kernel's events ({view.matched} switches followed"
     if view.cross_cpu:
         head += f", {view.cross_cpu} across CPUs"
@@ -38,10 +153,10 @@ def render_traced(view: TracedView, idle_said: bool = False) -> list[str]:
             f"untraced / traced = {view.scale or 0:.3g}"
         )
     for p in view.phases:
-        words = f": {p.words}" if p.words else ""
+        words = f": {phase_words(p)}" if phase_words(p) else ""
         seen = f"; median {_ns(p.median_ns)} in {p.count} switches" if p.median_ns else ""
         lines.append(
-            f"    {_ns(p.ns):>10} {100 * p.share:5.0f}%  {p.label}{words} "
+            f"    {_ns(p.ns):>10} {100 * p.share:5.0f}%  {phase_name(p)}{words} "
             f"(traced {_ns(p.traced_ns)} per switch{seen})"
         )
     if view.rest_ns is not None and base:
@@ -64,7 +179,7 @@ def render_traced(view: TracedView, idle_said: bool = False) -> list[str]:
         )
     if view.lost or view.ring_full:
         lines.append("    note: a ring buffer filled up; the switches after it were not followed")
-    lines.append(f"    rule: {view.rule}")
+    lines.append(f"    rule: {SCALING_RULE}")
     return lines
 
 
@@ -147,8 +262,8 @@ def traced_line(view: TracedView) -> str:
     """One line for a table cell (the HTML report): the phases in order and
     what they leave of the untraced median."""
     if view.status != "ok":
-        return f"traced pass {view.status}: {view.reason}"
-    phases = " + ".join(f"{_ns(p.ns)} {p.label}" for p in view.phases)
+        return f"traced pass {_status(view)}"
+    phases = " + ".join(f"{_ns(p.ns)} {phase_name(p)}" for p in view.phases)
     text = f"kernel events ({view.matched} switches followed): {phases}"
     if view.rest_ns is not None:
         text += (
