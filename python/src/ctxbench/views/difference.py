@@ -25,7 +25,7 @@ from ctxbench.analysis.compare_why import PartDifference, RowWhy, Unsplit, Why
 from ctxbench.analysis.envparts import EVERYTHING, KeyDifference
 from ctxbench.analysis.interference import RunLoad
 from ctxbench.records.core import variant_name
-from ctxbench.views.comparison import describe, noise_words
+from ctxbench.views.comparison import SHORT_WORDS, describe, noise_words
 from ctxbench.views.machines import options_text
 from ctxbench.views.summary import MIN_WIDTH, heading_line, styled_line, wrapped_lines
 from ctxbench.views.why import load_words
@@ -336,12 +336,13 @@ def _pair_words(outcome: str, verdict: Any, change: str, row: Any, comparison: C
         return f"{change}: inconclusive: {inconclusive_words(verdict)}"
     words = describe(cell.difference, row.unit, comparison.min_effect, judged_by=cell.noise)
     if outcome == NEITHER:
+        source = f" ({SHORT_WORDS[cell.noise.source]})" if cell.noise else ""
         could = (
-            f"could have seen {verdict.detectable:.0%} either way"
+            f"it could have seen a change of {verdict.detectable:.0%} either way{source}"
             if verdict.detectable is not None
             else noise_words(cell.noise, short=True)
         )
-        return f"{change} {NEITHER}: {words}; {could}, {noise_words(cell.noise, short=True)}"
+        return f"{change} {NEITHER}: {words}; {could}"
     source = noise_words(cell.noise, short=True)
     return f"{change} {outcome}: {words}" + (f", {source}" if source else "")
 
