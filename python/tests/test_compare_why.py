@@ -135,6 +135,10 @@ def test_every_rows_parts_add_up_to_its_difference_and_largest_is_the_largest(st
     comparison = compare_runs(compared)
     result = why(comparison, measured=runs, every_row=True)
     assert result.rows or result.not_split
+    from ctxbench.views.difference import why_dict
+
+    why_schema = {**SCHEMA["properties"]["why"], "$defs": SCHEMA["$defs"]}
+    jsonschema.validate(why_dict(result)["why"], why_schema)  # the JSON form of every pair
     for row in result.rows:
         total = sum(p.difference_ns for p in row.parts)
         assert total == pytest.approx(row.difference_ns, rel=1e-9, abs=1e-6), row.probe
