@@ -154,3 +154,15 @@ def test_the_gates_tail_is_the_same_after_every_format(tmp_path, fail_above):
         tails.append((done.exit_code, tail))
     assert all(tail == tails[0] for tail in tails), tails
     assert tails[0][1] and tails[0][1][-1].startswith(f"--fail-above {fail_above}:")
+
+
+def test_the_report_of_two_runs_renders_the_comparison_compare_builds(tmp_path):
+    """`report A B` judges each row as `compare A B` does: by the machine's
+    history in the store, not by the two runs alone."""
+    path, ids = _store(tmp_path)
+    page = tmp_path / "report.html"
+    done = invoke("report", *ids, "-o", str(page), "--db", path)
+    assert done.exit_code == 0, done.output
+    html = page.read_text(encoding="utf-8")
+    assert "over 10 earlier runs" in html
+    assert "judged by within-run samples only" not in html

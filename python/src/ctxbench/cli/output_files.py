@@ -118,10 +118,14 @@ def check_writable(path: Path | None, option: str) -> None:
         path.unlink(missing_ok=True)
 
 
-def write_report(runs: list[StoredRun], path: Path, title: str | None = None) -> None:
+def write_report(
+    runs: list[StoredRun], path: Path, title: str | None = None, comparison: Any = None
+) -> None:
+    """COMPARISON: the runs' comparison as `compare` builds it (with the
+    machine's history), which the report's comparison sections render."""
     from ctxbench.views.report import has_cartesian_bundle, render  # plotly is slow to import
 
-    write_text(path, render(runs, title=title), "report")
+    write_text(path, render(runs, title=title, comparison=comparison), "report")
     if str(path) != "-":
         say(f"report written to {path}")
     if not has_cartesian_bundle():

@@ -69,10 +69,14 @@ from ctxbench.views.report_summary import (
 from ctxbench.views.traced import traced_line
 
 
-def build_context(runs: list[StoredRun], title: str | None = None) -> dict[str, Any]:
+def build_context(
+    runs: list[StoredRun], title: str | None = None, comparison: Any = None
+) -> dict[str, Any]:
+    """COMPARISON: the runs' comparison (``compare``'s, judged with the
+    machine's history); without one, ``compare_runs`` of the runs alone."""
     figures = Figures()
     names = [run_name(i, run) for i, run in enumerate(runs)]
-    summary = summarize(runs)
+    summary = summarize(runs, comparison=comparison)
     summary_view = summary_figures(figures, summary, runs)
     comparison = summary.machines.comparison if summary.machines else None
     sections = []
@@ -219,7 +223,8 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def render(runs: list[StoredRun], title: str | None = None) -> str:
+def render(runs: list[StoredRun], title: str | None = None, comparison: Any = None) -> str:
     if not runs:
         raise ValueError("a report needs at least one run")
-    return _environment().get_template("report.html.j2").render(build_context(runs, title))
+    context = build_context(runs, title, comparison)
+    return _environment().get_template("report.html.j2").render(context)

@@ -26,7 +26,11 @@ from ctxbench.cli.output_files import check_output_path, write_report
 def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: str | None) -> None:
     """A self-contained HTML report (offline, plots inline) of one or more runs."""
     check_output_path(output, "-o")
+    from ctxbench.cli.commands.compare import build_comparison
+
     with open_store(db, create=False) as store:
         check_output_path(output, "-o")  # not the store, nor a file beside it
         runs = [store.load(ref) for ref in run_refs]
-    write_report(runs, output, title)
+        # Two runs or more: the comparison `compare` renders, history and all.
+        comparison = build_comparison(store, runs) if len(runs) > 1 else None
+    write_report(runs, output, title, comparison)
