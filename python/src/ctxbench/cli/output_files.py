@@ -7,6 +7,7 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 from ctxbench.cli.console import say
 from ctxbench.errors import BadInput, OutputError
