@@ -435,9 +435,21 @@ def test_import_refuses_hostile_input_in_one_line(env, tmp_path, case):
 
 
 def test_import_of_an_endless_input_stops_at_a_stated_limit(env):
-    done = ctxbench(env, "import", "/dev/zero")
+    """An endless stdin stops at the stated limit; /dev/zero named as the
+    file is refused as a device before it is read (issue 37)."""
+    with open("/dev/zero", "rb") as zero:
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxbench", "import", "-"],
+            stdin=zero,
+            capture_output=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
     assert done.returncode == 2
     assert "MiB" in error_line(done)
+    done = ctxbench(env, "import", "/dev/zero")
+    assert done.returncode == 2 and "character device" in error_line(done)
     assert stored_runs(env) == []
 
 
