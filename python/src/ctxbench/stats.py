@@ -146,8 +146,20 @@ def _bootstrap_medians(sample: np.ndarray, resamples: int, rng: np.random.Genera
     for start in range(0, resamples, chunk):
         stop = min(resamples, start + chunk)
         index = rng.integers(0, sample.size, size=(stop - start, sample.size))
-        out[start:stop] = np.median(sample[index], axis=1)
+        out[start:stop] = _row_medians(sample[index])
     return out
+
+
+def _row_medians(rows: np.ndarray) -> np.ndarray:
+    """np.median(rows, axis=1), the same values, 3-5x faster on rows of tens of
+    samples (a sort instead of np.median's partition and NaN checks; the
+    samples are finite, _as_array sees to it): the bootstrap's 4000 rows per
+    ratio were most of `show`'s own time."""
+    ordered = np.sort(rows, axis=1)
+    middle = rows.shape[1] // 2
+    if rows.shape[1] % 2:
+        return ordered[:, middle]
+    return (ordered[:, middle - 1] + ordered[:, middle]) / 2.0
 
 
 def mann_whitney_u(first: Sequence[float], second: Sequence[float]) -> UTest | None:
