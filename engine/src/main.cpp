@@ -1,5 +1,5 @@
 // ctxbench-engine: the command line, and only that. Declares the commands
-// (run, list, env, docs) and their options with CLI11, parses them into
+// (run, list, env, docs, profile) and their options with CLI11, parses them into
 // plain values, and hands each command to the code that does it: a run to
 // run_command (run_command.hpp, which checks its values through run_plan).
 // Exit statuses: exits.hpp.
@@ -15,6 +15,7 @@
 #include "env.hpp"
 #include "exits.hpp"
 #include "output.hpp"
+#include "profile.hpp"
 #include "run_command.hpp"
 #include "schedule.hpp"
 #include "timer.hpp"
@@ -104,10 +105,21 @@ int main(int argc, char** argv) try {
   run->add_flag("--dry-run", run_options.dry_run,
                 "Print the variants the selection expands to (JSON Lines: probe, params) and run nothing");
 
+  ProfileOptions profile_options;
+  auto* profile =
+      app.add_subcommand("profile",
+                         "Count a program's switches, wake-ups, system calls and faults: profile -- CMD [ARGS], or "
+                         "profile --pid PID --duration S (one JSON profile record)");
+  profile->add_option("--pid", profile_options.pid, "Attach to this running process instead of running a command");
+  profile->add_option("--duration", profile_options.duration, "With --pid: seconds to count");
+  profile->add_option("--out", profile_options.out, "Write the record to this file instead of stdout");
+  profile->add_option("command", profile_options.command, "The command and its arguments, after --");
+
   if (argc > 1 && argv[1][0] != '-') {
     const std::string command = argv[1];
-    if (command != "run" && command != "list" && command != "env" && command != "docs")
-      return usage_error(fmt::format("unknown command '{}'; use run, list, env or docs (see --help)", command));
+    if (command != "run" && command != "list" && command != "env" && command != "docs" && command != "profile")
+      return usage_error(
+          fmt::format("unknown command '{}'; use run, list, env, docs or profile (see --help)", command));
   }
   try {
     app.parse(argc, argv);
@@ -158,6 +170,7 @@ int main(int argc, char** argv) try {
     if (docs_what == "probe-names") return print_checked(probe_names_json());
     return usage_error(fmt::format("docs: unknown '{}'; use probes or probe-names", docs_what));
   }
+  if (*profile) return profile_command(profile_options);
   return run_command(run_options);
 } catch (const std::exception& e) {
   // Nothing escapes as std::terminate: whatever was not handled where it

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -23,15 +24,7 @@
 
 namespace ctx {
 
-// A tracepoint payload field as tracefs's format file gives it.
-struct TraceField {
-  std::size_t offset = 0, size = 0;
-  bool is_signed = false;
-};
-
-namespace {
-
-std::map<std::string, TraceField> read_format(const std::string& path) {
+std::map<std::string, TraceField> read_tracepoint_format(const std::string& path) {
   std::map<std::string, TraceField> fields;
   std::ifstream in(path);
   std::string line;
@@ -55,7 +48,7 @@ std::map<std::string, TraceField> read_format(const std::string& path) {
   return fields;
 }
 
-std::int64_t read_field(const unsigned char* raw, std::size_t raw_size, const TraceField& f) {
+std::int64_t read_tracepoint_field(const unsigned char* raw, std::size_t raw_size, const TraceField& f) {
   if (f.offset + f.size > raw_size) return 0;
   switch (f.size) {
     case 1: {
@@ -81,6 +74,8 @@ std::int64_t read_field(const unsigned char* raw, std::size_t raw_size, const Tr
     default: return 0;
   }
 }
+
+namespace {
 
 // pid -1: every task on `cpu`; else that task and (attr.inherit) its children.
 int perf_event_open(perf_event_attr& attr, pid_t pid, int cpu) {
@@ -252,7 +247,7 @@ std::unique_ptr<TraceSession> TraceSession::open(const std::vector<int>& cpus, s
       session->missing_.push_back(name);
       continue;
     }
-    const auto fields = read_format(dir + "/format");
+    const auto fields = read_tracepoint_format(dir + "/format");
     Impl::Tracepoint tp{spec.kind, std::nullopt, std::nullopt};
     auto field = [&](const char* field_name) -> std::optional<TraceField> {
       if (!field_name) return std::nullopt;
@@ -333,59 +328,67 @@ void TraceSession::disable() {
   for (int fd : impl_->fds) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
 }
 
+void drain_perf_ring(void* base, std::size_t length, std::size_t page, std::vector<unsigned char>& record,
+                     std::uint64_t* lost, const std::function<void(const PerfSample&)>& take) {
+  auto* meta = static_cast<perf_event_mmap_page*>(base);
+  const auto* data = static_cast<const unsigned char*>(base) + page;
+  const std::uint64_t size = length - page;
+  const std::uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+  std::uint64_t tail = meta->data_tail;
+  while (tail + sizeof(perf_event_header) <= head) {
+    perf_event_header header;
+    for (std::size_t i = 0; i < sizeof header; ++i)
+      reinterpret_cast<unsigned char*>(&header)[i] = data[(tail + i) % size];
+    if (header.size < sizeof header || tail + header.size > head) break;
+    record.resize(header.size);
+    for (std::size_t i = 0; i < header.size; ++i) record[i] = data[(tail + i) % size];
+    tail += header.size;
+    const unsigned char* p = record.data() + sizeof header;
+    if (header.type == PERF_RECORD_LOST) {
+      std::uint64_t count = 0;
+      std::memcpy(&count, p + 8, sizeof count);  // u64 id, u64 lost
+      *lost += count;
+      continue;
+    }
+    if (header.type != PERF_RECORD_SAMPLE) continue;
+    // The layout sample_type asks for: id; pid, tid; time; cpu, res; raw size, raw.
+    PerfSample sample;
+    std::memcpy(&sample.id, p, 8);
+    std::memcpy(&sample.pid, p + 8, 4);
+    std::memcpy(&sample.tid, p + 12, 4);
+    std::memcpy(&sample.time, p + 16, 8);
+    std::memcpy(&sample.cpu, p + 24, 4);
+    std::memcpy(&sample.raw_size, p + 32, 4);
+    sample.raw = p + 36;
+    if (36 + static_cast<std::size_t>(sample.raw_size) > record.size() - sizeof header) continue;
+    take(sample);
+  }
+  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
 std::vector<TraceEvent> TraceSession::read(std::uint64_t* lost, bool* full) {
   *lost = 0;
   *full = false;
   std::vector<TraceEvent> events;
   std::vector<unsigned char> record;
   for (auto& ring : impl_->rings) {
-    auto* meta = static_cast<perf_event_mmap_page*>(ring.base);
-    const auto* data = static_cast<const unsigned char*>(ring.base) + impl_->page;
-    const std::uint64_t size = ring.length - impl_->page;
+    const auto* meta = static_cast<const perf_event_mmap_page*>(ring.base);
     const std::uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-    std::uint64_t tail = meta->data_tail;
     // Nothing was read while recording, so a ring that holds less than a
     // page of free space has filled up, and what came after was dropped.
-    if (head - tail + impl_->page > size) *full = true;
-    while (tail + sizeof(perf_event_header) <= head) {
-      perf_event_header header;
-      for (std::size_t i = 0; i < sizeof header; ++i)
-        reinterpret_cast<unsigned char*>(&header)[i] = data[(tail + i) % size];
-      if (header.size < sizeof header || tail + header.size > head) break;
-      record.resize(header.size);
-      for (std::size_t i = 0; i < header.size; ++i) record[i] = data[(tail + i) % size];
-      tail += header.size;
-      const unsigned char* p = record.data() + sizeof header;
-      if (header.type == PERF_RECORD_LOST) {
-        std::uint64_t count = 0;
-        std::memcpy(&count, p + 8, sizeof count);  // u64 id, u64 lost
-        *lost += count;
-        continue;
-      }
-      if (header.type != PERF_RECORD_SAMPLE) continue;
-      // The layout sample_type asks for: id; pid, tid; time; cpu, res; raw size, raw.
-      std::uint64_t id = 0, time = 0;
-      std::uint32_t pid = 0, tid = 0, cpu = 0, raw_size = 0;
-      std::memcpy(&id, p, 8);
-      std::memcpy(&pid, p + 8, 4);
-      std::memcpy(&tid, p + 12, 4);
-      std::memcpy(&time, p + 16, 8);
-      std::memcpy(&cpu, p + 24, 4);
-      std::memcpy(&raw_size, p + 32, 4);
-      const unsigned char* raw = p + 36;
-      if (36 + static_cast<std::size_t>(raw_size) > record.size() - sizeof header) continue;
-      const auto it = impl_->by_id.find(id);
-      if (it == impl_->by_id.end()) continue;
+    if (head - meta->data_tail + impl_->page > ring.length - impl_->page) *full = true;
+    drain_perf_ring(ring.base, ring.length, impl_->page, record, lost, [&](const PerfSample& sample) {
+      const auto it = impl_->by_id.find(sample.id);
+      if (it == impl_->by_id.end()) return;
       TraceEvent e;
-      e.ts = time;
-      e.cpu = static_cast<int>(cpu);
-      e.tid = static_cast<int>(tid);
+      e.ts = sample.time;
+      e.cpu = static_cast<int>(sample.cpu);
+      e.tid = static_cast<int>(sample.tid);
       e.kind = it->second.kind;
-      if (it->second.a) e.a = read_field(raw, raw_size, *it->second.a);
-      if (it->second.b) e.b = read_field(raw, raw_size, *it->second.b);
+      if (it->second.a) e.a = read_tracepoint_field(sample.raw, sample.raw_size, *it->second.a);
+      if (it->second.b) e.b = read_tracepoint_field(sample.raw, sample.raw_size, *it->second.b);
       events.push_back(e);
-    }
-    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+    });
   }
   std::stable_sort(events.begin(), events.end(), [](const TraceEvent& x, const TraceEvent& y) { return x.ts < y.ts; });
   return events;

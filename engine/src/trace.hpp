@@ -13,6 +13,8 @@
 // which the docs measure.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +38,28 @@ struct TracepointSpec {
   bool own_tasks;
 };
 const std::vector<TracepointSpec>& traced_tracepoints();
+
+// A tracepoint payload field as tracefs's format file gives it, and the
+// reading of one from a sample's raw payload (0 when it lies outside).
+struct TraceField {
+  std::size_t offset = 0, size = 0;
+  bool is_signed = false;
+};
+std::map<std::string, TraceField> read_tracepoint_format(const std::string& path);  // events/<system>/<name>/format
+std::int64_t read_tracepoint_field(const unsigned char* raw, std::size_t raw_size, const TraceField& field);
+
+// One sample of a ring whose events ask for IDENTIFIER | TID | TIME | CPU |
+// RAW (the traced pass's and the profile's); `raw` lives until the next one.
+struct PerfSample {
+  std::uint64_t id = 0, time = 0;
+  std::uint32_t pid = 0, tid = 0, cpu = 0, raw_size = 0;
+  const unsigned char* raw = nullptr;
+};
+// Hands every sample in a perf ring (`base`, mapped `length` bytes, the first
+// `page` its header) to `take`, frees their space, and adds what the kernel
+// reported dropped to `lost`. `record`: scratch space kept between calls.
+void drain_perf_ring(void* base, std::size_t length, std::size_t page, std::vector<unsigned char>& record,
+                     std::uint64_t* lost, const std::function<void(const PerfSample&)>& take);
 
 // "/sys/kernel/tracing" or "/sys/kernel/debug/tracing" when its sched_switch
 // id is readable; nullopt and `why` otherwise.

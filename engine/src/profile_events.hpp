@@ -1,0 +1,139 @@
+// What `ctxbench-engine profile` asks the kernel for, and what it makes of
+// the answers (docs/profile.md).
+//
+// Two kinds of perf events, every one on the profiled tasks only (their
+// children and threads follow: inherit), none on a whole CPU:
+//   - counters, read once at the end: the software events context-switches,
+//     cpu-migrations, page-faults (minor, major), and the tracepoints
+//     raw_syscalls:sys_enter (every system call), sched:sched_process_fork
+//     (every thread or process created) and signal:signal_deliver. Counting
+//     is exact: the kernel adds one per event, nothing is dropped.
+//   - samples of tracepoints, one per event, written to a ring per CPU and
+//     drained while the program runs: sys_enter (which call), sched_switch
+//     (whether the task left the CPU asleep, a voluntary switch, or still
+//     runnable, involuntary), task_newtask (a thread or a process, from
+//     clone's flags), all three on the profiled tasks; and sched_waking with
+//     sched_migrate_task on every task of each CPU, kept where the woken task
+//     is the program's: a tracepoint reaches a task's events only while that
+//     task runs, and a sleeping task is woken by another (of the program or
+//     not), on the waker's CPU. The waker's CPU is the sample's; the CPU the
+//     woken task is put on is sched_waking's target_cpu (where it last ran)
+//     unless the wake-up moves it, which sched_migrate_task says at once, on
+//     the same CPU. (sched_wakeup would say it too, but a cross-CPU wake-up
+//     fires it on the target CPU from an interrupt, in no task of ours.)
+//     A full ring drops samples (the record says how many); the counters above
+//     stay exact.
+// A tracepoint can reach the same ring twice at one instant (a task's event
+// and its parent's); the tally keeps the first of a kind, task and instant.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ctx {
+
+// One sampled tracepoint, as the tally takes it (pure data: tests script it).
+enum class ProfileEventKind { sys_enter, sched_switch, waking, migrate, newtask };
+struct ProfileSample {
+  ProfileEventKind kind = ProfileEventKind::sys_enter;
+  std::uint64_t time = 0;  // CLOCK_MONOTONIC_RAW ns
+  int cpu = -1;            // the CPU the event fired on
+  int tid = -1;            // the task running there (for sys_enter, sched_switch: the profiled task)
+  // sys_enter: call number; sched_switch: prev_state; waking, migrate: the
+  // woken (moved) task; newtask: the new task.
+  std::int64_t a = 0;
+  // sched_switch: prev_pid; waking: target CPU; migrate: destination CPU;
+  // newtask: clone flags.
+  std::int64_t b = 0;
+};
+
+// sched_switch's prev_state of a task switched out while runnable (preempted):
+// the kernel reports TASK_REPORT_MAX, past every sleeping state's bit.
+bool left_runnable(std::int64_t prev_state);
+
+// Per-thread counts from the samples.
+struct ThreadTally {
+  std::uint64_t voluntary = 0, involuntary = 0, syscalls = 0, wakeups = 0;
+};
+
+// What the samples add up to. Pure: feed samples in any order within a
+// batch; `settle(before)` takes those older than `before` in time order
+// (a ring is drained while others still fill, so the last ones wait).
+class SampleTally {
+ public:
+  // The profiled tasks known at the start (the command's process, or the
+  // attached process's threads); tasks they create join from newtask samples.
+  explicit SampleTally(std::set<int> own_tasks) : own_(std::move(own_tasks)) {}
+  void add(const ProfileSample& sample) { pending_.push_back(sample); }
+  void settle(std::uint64_t before);
+  void settle_all() { settle(UINT64_MAX); }
+
+  std::map<std::int64_t, std::uint64_t> syscalls_by_call;
+  std::map<int, ThreadTally> threads;
+  std::uint64_t voluntary = 0, involuntary = 0;
+  std::uint64_t wakeups = 0, same_cpu = 0, cross_cpu = 0;
+  std::uint64_t threads_created = 0, processes_created = 0;
+  std::uint64_t duplicates = 0;  // the second delivery of a wake-up event (above)
+  const std::set<int>& own_tasks() const { return own_; }
+
+ private:
+  void take(const ProfileSample& sample);
+  std::set<int> own_;
+  std::vector<ProfileSample> pending_;
+  struct LastWaking {
+    std::uint64_t time = 0;
+    int cpu = -1, target = -1;
+  };
+  std::map<int, LastWaking> last_waking_;  // woken task -> its latest wake-up, until a move corrects it
+  std::optional<ProfileSample> last_wake_;
+};
+
+// The counters' totals; nullopt: not counted (opening it was refused).
+struct ProfileCounters {
+  std::optional<std::uint64_t> context_switches, migrations, page_faults, minor_faults, major_faults, syscalls,
+      creations, signals;
+};
+
+// The perf events of one profile. Opened disabled; with `on_exec` they start
+// at the target's exec (enable_on_exec), else at enable().
+class ProfileEvents {
+ public:
+  // `tasks`: the tasks to follow (each with inherit); `cpus`: the CPUs whose
+  // rings take the samples; `tracefs`: where the tracepoint ids are (empty:
+  // none, tracepoints are not counted). What could not be opened is said in
+  // `notes`, one sentence each, and left out; nullptr only when nothing at
+  // all could be opened, with `why`.
+  static std::unique_ptr<ProfileEvents> open(const std::vector<pid_t>& tasks, const std::vector<int>& cpus,
+                                             const std::string& tracefs, bool on_exec, std::vector<std::string>* notes,
+                                             std::string* why, bool* denied);
+  ~ProfileEvents();
+  ProfileEvents(const ProfileEvents&) = delete;
+  ProfileEvents& operator=(const ProfileEvents&) = delete;
+
+  void enable();
+  // With `on_exec`, the events on every task of a CPU (which have no exec to
+  // wait for) start here: called once the program is on its way to exec.
+  void enable_whole_cpu();
+  void disable();
+  bool sampling() const;
+  // The rings' file descriptors, to poll for data.
+  std::vector<int> ring_fds() const;
+  // Moves every sample the rings hold into `tally`; counts what the kernel dropped.
+  void drain(SampleTally& tally);
+  ProfileCounters read() const;
+  std::uint64_t lost() const { return lost_; }
+
+ private:
+  struct Impl;
+  ProfileEvents();
+  std::unique_ptr<Impl> impl_;
+  std::uint64_t lost_ = 0;
+};
+
+}  // namespace ctx

@@ -1,0 +1,98 @@
+"""Reads the profile record strictly and gives the facts the pricing reads.
+
+A profile record is what ``ctxbench-engine profile`` counted of one program
+(schema/profile.schema.json, shared with the engine); it is parsed as a
+run's records are (records.core: strict JSON), then checked against its schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ctxbench.errors import RecordError
+from ctxbench.records.core import data_path, loads_record
+
+PROFILE_SCHEMA_FILE = "profile.schema.json"
+PROFILE_SCHEMA_VERSION = 1
+MAX_PROFILE_BYTES = 4 * 1024 * 1024
+
+
+@cache
+def _profile_validator() -> Any:
+    import json
+
+    import jsonschema
+
+    whole = json.loads(data_path(PROFILE_SCHEMA_FILE).read_text("utf-8"))
+    return jsonschema.validators.validator_for(whole)(whole)
+
+
+def profile_problem(record: Any) -> str | None:
+    """Why ``record`` is not a profile record, in one line; None when it is."""
+    if not isinstance(record, dict):
+        return f"expected a JSON object, got {type(record).__name__}"
+    if record.get("kind") != "profile":
+        return f"'kind' is {record.get('kind')!r}, expected 'profile'"
+    if record.get("schema") != PROFILE_SCHEMA_VERSION:
+        return (
+            f"'schema' is {record.get('schema')!r}; this ctxbench reads profile schema "
+            f"{PROFILE_SCHEMA_VERSION}"
+        )
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_profile_validator().iter_errors(record))
+    if error is None:
+        return None
+    where = "/".join(
+        str(p)[:40].encode("unicode_escape").decode("ascii") for p in error.absolute_path
+    )
+    where = where or "(record)"
+    return f"profile record, at {where}: {error.message[:200]}"
+
+
+def parse_profile(text: str, origin: str) -> dict[str, Any]:
+    """One profile record from its JSON text; RecordError naming ``origin``."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_PROFILE_BYTES:
+        raise RecordError(f"{origin}: a profile record over {MAX_PROFILE_BYTES} bytes")
+    try:
+        record = loads_record(text.strip())
+    except ValueError as error:
+        raise RecordError(f"{origin}: {error}") from None
+    problem = profile_problem(record)
+    if problem is not None:
+        raise RecordError(f"{origin}: {problem}")
+    return record
+
+
+def read_profile(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise RecordError(f"{path}: cannot read ({error})") from None
+    return parse_profile(text, str(path))
+
+
+@dataclass(frozen=True)
+class ProgramTime:
+    """The program's CPU time (user + system), None when not counted."""
+
+    user_s: float | None
+    system_s: float | None
+
+    @property
+    def cpu_s(self) -> float | None:
+        if self.user_s is None or self.system_s is None:
+            return None
+        return self.user_s + self.system_s
+
+
+def program_time(record: dict[str, Any]) -> ProgramTime:
+    return ProgramTime(record["cpu_user_s"], record["cpu_system_s"])
+
+
+def syscall_counts(record: dict[str, Any]) -> dict[str, int]:
+    """The sampled system calls by name (the most frequent ones)."""
+    return {c["name"]: c["count"] for c in record["syscalls_by_call"]}
