@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cycle_counter.hpp"
+#include "finish.hpp"
 #include "idle.hpp"
 #include "output.hpp"
 #include "pair_matrix.hpp"
@@ -265,6 +266,96 @@ Result measure_attempt(const ProbeDescriptor& probe, const Params& params, Clock
 
 namespace {
 
+// idle=held: the request to keep every CPU out of deep idle, with what the
+// record says of it; unset (and r unsupported) where it cannot be held.
+bool hold_idle(const Params& params, std::optional<IdleHold>& hold, Result& r) {
+  const auto idle = params.find("idle");
+  if (idle == params.end() || idle->second != "held") return true;
+  std::string why_not;
+  bool denied = false;
+  hold = IdleHold::acquire(&why_not, &denied);
+  if (!hold) {
+    r.verdict.add(Status::unsupported, denied ? Reason::permission_denied : Reason::not_supported_here, why_not);
+    return false;
+  }
+  if (const auto effective = hold->effective_us()) r.derived["idle_latency_bound_us"] = *effective;
+  const std::string driver = cpuidle_driver();
+  r.derived["cpuidle_driver"] = driver.empty() ? "unknown" : driver;
+  if (driver == "none") r.notes.push_back(idle_held_without_driver_note());
+  return true;
+}
+
+// The samples taken and the ops they stand for, and where the tasks ran.
+void record_samples(const Sampled& measured, double ops_per_iteration, int main_cpu_start, int main_cpu_end,
+                    const std::vector<TaskReport>& partners, int tasks, const HarnessOptions& options, Result& r) {
+  r.iterations_per_sample = measured.iterations_per_sample;
+  r.samples = measured.per_op;
+  r.ops_per_sample =
+      static_cast<std::uint64_t>(std::llround(static_cast<double>(measured.iterations_per_sample) * ops_per_iteration));
+  if (r.ops_per_sample == 0) r.ops_per_sample = 1;
+  // Every op the workload performed (calibration, warm-up and set-aside
+  // samples included), so a test can compare with what the kernel saw.
+  r.derived["ops_executed"] = static_cast<double>(measured.all_iterations) * ops_per_iteration;
+  r.derived["ops_in_figure"] = static_cast<double>(measured.total_iterations) * ops_per_iteration;
+  if (measured.budget_hit) r.notes.push_back(budget_ran_out_note(measured.per_op.size(), options.max_variant_s));
+  r.observed_start.assign(static_cast<std::size_t>(tasks), -1);
+  r.observed_end = r.observed_start;
+  r.observed_start[0] = main_cpu_start;
+  r.observed_end[0] = main_cpu_end;
+  for (const auto& p : partners) {
+    if (p.task > 0 && static_cast<std::size_t>(p.task) < r.observed_start.size()) {
+      r.observed_start[static_cast<std::size_t>(p.task)] = p.cpu_start;
+      r.observed_end[static_cast<std::size_t>(p.task)] = p.cpu_end;
+    }
+  }
+}
+
+// The checks judged where the samples were counted: the switches, the
+// placement, the timer's resolution; and the core cycles per op.
+void judge_counted(const ProbeDescriptor& probe, const Params& params, const Placement& placement,
+                   const Sampled& measured, const std::vector<TaskReport>& partners, double ops_per_iteration,
+                   const TimerInfo& timer, const CycleCounter& cycles, Result& r) {
+  const double ops_total = static_cast<double>(measured.total_iterations) * ops_per_iteration;
+  const double ops_all = static_cast<double>(measured.all_iterations) * ops_per_iteration;
+  const std::optional<Expectation> expectation = probe.expects ? probe.expects(params) : std::nullopt;
+  if (expectation && !expectation->none())
+    add_switch_checks(*expectation, ops_total, ops_all, measured.kept_switches, partners, r);
+  if (probe.matrix && !probe.expects) add_preemption_check(measured.kept_switches, partners, r);
+  add_placement_check(placement, r);
+  if (probe.syscalls_per_op) r.derived["syscalls_per_op"] = probe.syscalls_per_op(params);
+  add_quantization_check(summarize(r.samples), r.ops_per_sample, timer, r);
+  if (measured.kept_cycles && ops_total > 0) {
+    r.derived["core_cycles_per_op"] = static_cast<double>(*measured.kept_cycles) / ops_total;
+    if (cycles.user_only()) r.derived["core_cycles_scope"] = cycles_user_only();
+  } else {
+    r.derived["core_cycles_per_op"] = nullptr;
+    r.derived["core_cycles_unavailable"] = cycles.error().empty() ? cycle_counter_read_failed() : cycles.error();
+  }
+}
+
+// How finish_record finishes what measure_at sampled.
+Finishing finishing(const ProbeDescriptor& probe, const Params& params, const Sampled& measured,
+                    double ops_per_iteration, Clock& clock, const TimerInfo& timer, const HarnessOptions& options,
+                    Scope scope) {
+  Finishing how;
+  how.measured = scope == Scope::variant ? Measured::batches : Measured::cell;
+  how.derive = [&probe, &clock, &timer](Result& m) { derive_from_summary(probe, clock.counts_ticks(), timer, m); };
+  if (scope != Scope::variant) return how;
+  if (probe.expects)
+    if (const auto expectation = probe.expects(params); expectation && expectation->none())
+      how.no_switches =
+          NoSwitchCounts{measured.all_switches, 0, static_cast<double>(measured.all_iterations) * ops_per_iteration};
+  if (options.reference && !measured.reference_ns.empty()) {
+    Interference in;
+    in.reference = options.reference->describe();
+    in.retries = options.retries;
+    how.reference = std::move(in);
+    how.reference_ns = measured.reference_ns;
+    how.best_ns = options.reference->best_ns();
+  }
+  return how;
+}
+
 void measure_at(const ProbeDescriptor& probe, const Params& params, const Placement& placement, Clock& clock,
                 const TimerInfo& timer, const HarnessOptions& options, Scope scope, Result& r) {
   r.placement_requested = placement.requested;
@@ -283,71 +374,18 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
     const int main_cpu_start = current_cpu();
     const double ops_per_iteration = probe.ops_per_iteration(params);
     auto workload = probe.make(ctx);
-    if (const auto idle = params.find("idle"); idle != params.end() && idle->second == "held") {
-      std::string why_not;
-      bool denied = false;
-      idle_hold = IdleHold::acquire(&why_not, &denied);
-      if (!idle_hold) {
-        r.verdict.add(Status::unsupported, denied ? Reason::permission_denied : Reason::not_supported_here, why_not);
-        return;
-      }
-      if (const auto effective = idle_hold->effective_us()) r.derived["idle_latency_bound_us"] = *effective;
-      const std::string driver = cpuidle_driver();
-      r.derived["cpuidle_driver"] = driver.empty() ? "unknown" : driver;
-      if (driver == "none") r.notes.push_back(idle_held_without_driver_note());
-    }
+    if (!hold_idle(params, idle_hold, r)) return;
     CycleCounter cycles;
     Sampled measured = sample(probe, params, *workload, clock, timer, options, ops_per_iteration,
                               counter_plan(probe, params, placement), &cycles, options.batch, options.kept_batches);
-    r.iterations_per_sample = measured.iterations_per_sample;
     const int main_cpu_end = current_cpu();
     const std::vector<TaskReport> partners = workload->finish();
-    r.samples = measured.per_op;
-    r.ops_per_sample = static_cast<std::uint64_t>(
-        std::llround(static_cast<double>(measured.iterations_per_sample) * ops_per_iteration));
-    if (r.ops_per_sample == 0) r.ops_per_sample = 1;
-    // The ops of the kept samples: the switch checks and per-op counts are over these.
-    const double ops_total = static_cast<double>(measured.total_iterations) * ops_per_iteration;
-    // Every op the workload performed (calibration, warm-up and set-aside
-    // samples included), so a test can compare with what the kernel saw.
-    r.derived["ops_executed"] = static_cast<double>(measured.all_iterations) * ops_per_iteration;
-    r.derived["ops_in_figure"] = ops_total;
-    if (measured.budget_hit) r.notes.push_back(budget_ran_out_note(measured.per_op.size(), options.max_variant_s));
-
-    r.observed_start.assign(static_cast<std::size_t>(probe.tasks(params)), -1);
-    r.observed_end = r.observed_start;
-    r.observed_start[0] = main_cpu_start;
-    r.observed_end[0] = main_cpu_end;
-    for (const auto& p : partners) {
-      if (p.task > 0 && static_cast<std::size_t>(p.task) < r.observed_start.size()) {
-        r.observed_start[static_cast<std::size_t>(p.task)] = p.cpu_start;
-        r.observed_end[static_cast<std::size_t>(p.task)] = p.cpu_end;
-      }
-    }
+    record_samples(measured, ops_per_iteration, main_cpu_start, main_cpu_end, partners, probe.tasks(params), options,
+                   r);
     if (probe.make_baseline && scope == Scope::variant)
       r.baseline = measure_baseline(probe, params, ctx, clock, timer, options);
-
-    const Summary summary = summarize(r.samples);
-    r.summary = summary;
     r.timer_corrected = true;
-    const double ops_all = static_cast<double>(measured.all_iterations) * ops_per_iteration;
-    const std::optional<Expectation> expectation = probe.expects ? probe.expects(params) : std::nullopt;
-    if (expectation && !expectation->none())
-      add_switch_checks(*expectation, ops_total, ops_all, measured.kept_switches, partners, r);
-    if (probe.matrix && !probe.expects) add_preemption_check(measured.kept_switches, partners, r);
-    add_placement_check(placement, r);
-    if (probe.syscalls_per_op) r.derived["syscalls_per_op"] = probe.syscalls_per_op(params);
-    add_quantization_check(summary, r.ops_per_sample, timer, r);
-    if (r.baseline && summary.median - r.baseline->value <= 0)
-      r.verdict.add(Status::suspect, Reason::nonpositive_after_baseline,
-                    nonpositive_detail(r.baseline->value, summary.median));
-    if (measured.kept_cycles && ops_total > 0) {
-      r.derived["core_cycles_per_op"] = static_cast<double>(*measured.kept_cycles) / ops_total;
-      if (cycles.user_only()) r.derived["core_cycles_scope"] = cycles_user_only();
-    } else {
-      r.derived["core_cycles_per_op"] = nullptr;
-      r.derived["core_cycles_unavailable"] = cycles.error().empty() ? cycle_counter_read_failed() : cycles.error();
-    }
+    judge_counted(probe, params, placement, measured, partners, ops_per_iteration, timer, cycles, r);
     // The samples set aside as interference stay in the record, in its unit, with their reasons.
     r.set_aside = measured.set_aside;
     r.set_aside_reasons = measured.set_aside_reasons;
@@ -356,33 +394,9 @@ void measure_at(const ProbeDescriptor& probe, const Params& params, const Placem
       // The samples were ns per message; the unit asked for is a rate.
       for (double& v : r.samples) v = 1e9 / v;
       for (double& v : r.set_aside) v = 1e9 / v;
-      r.summary = summarize(r.samples);
     }
-    derive_from_summary(probe, clock.counts_ticks(), timer, r);
-    if (scope == Scope::variant && options.reference && !measured.reference_ns.empty()) {
-      Interference in;
-      in.reference = options.reference->describe();
-      in.retries = options.retries;
-      in.attempts.push_back(judge_attempt(measured.reference_ns, options.reference->best_ns(), r.summary->median));
-      in.attempts.back().set_aside = r.set_aside.size();
-      if (!r.set_aside.empty()) in.attempts.back().set_aside_median = summarize(r.set_aside).median;
-      if (r.counters) in.attempts.back().interfered_share = interfered_share(*r.counters);
-      r.interference = std::move(in);
-    }
-    if (scope == Scope::variant) {
-      // A matrix cell's samples are judged with the matrix (its cells differ
-      // by design); a variant's must be one figure.
-      r.stability = assess_stability(r.samples);
-      if (r.stability && r.stability->unstable)
-        r.verdict.add(Status::suspect, Reason::unstable, unstable_detail(*r.stability, r));
-      if (expectation && expectation->none()) {
-        Check check;
-        if (auto problem = judge_no_switches(measured.all_switches, ops_all, check))
-          r.verdict.add(Status::suspect, problem->first, problem->second);
-        r.checks.push_back(check);
-      }
-      workload->annotate(r);
-    }
+    finish_record(r, finishing(probe, params, measured, ops_per_iteration, clock, timer, options, scope));
+    if (scope == Scope::variant) workload->annotate(r);
   } catch (const ProbeError& e) {
     r.verdict.add(e.status, e.code, e.what());
   } catch (const std::exception& e) {

@@ -50,6 +50,15 @@ const char* reason_name(Reason reason);
 
 using Params = std::map<std::string, std::string>;
 
+// What a check judges, so the code that judges it again (pooled rounds, a
+// matrix's summed cells) asks the kind, not the name.
+enum class CheckKind {
+  switches,     // the `<counter>_switches.*` counts against the probe's expectation
+  no_switches,  // kernel_not_involved: a user-level switch the kernel must not see
+  preemptions,  // a spinning matrix's tasks, never switched
+  placement,    // where the tasks ran
+};
+
 struct Check {
   std::string name;
   nlohmann::json expected;
@@ -57,6 +66,7 @@ struct Check {
   std::optional<double> ratio;
   bool ok = true;
   std::string detail;
+  CheckKind kind = CheckKind::switches;
 };
 
 struct Baseline {

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "finish.hpp"
 #include "tasks.hpp"
 #include "wording.hpp"
 
@@ -54,19 +55,13 @@ bool judged_again(Reason code) {
 
 }  // namespace
 
-Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::function<void(Result&)>& derive,
-                    const ProbeDescriptor* probe) {
-  if (rounds.empty()) throw std::invalid_argument("merge_rounds: no rounds");
-  const int count = static_cast<int>(rounds.size());
-  for (int k = 0; k < count; ++k)
-    if (finished_badly(rounds[static_cast<std::size_t>(k)])) {
-      Result r = std::move(rounds[static_cast<std::size_t>(k)]);
-      if (k > 0) r.notes.push_back(round_failed_note(k + 1));
-      return r;
-    }
-  if (count == 1) return std::move(rounds.front());
+namespace {
 
-  Result r = rounds.front();  // what the variant is, where it ran, when it started
+// The record a variant's rounds pool into, before any round is added: what
+// the variant is, where it ran and when it started (the first round's), with
+// nothing measured yet.
+Result empty_pool(const std::vector<Result>& rounds) {
+  Result r = rounds.front();
   r.samples.clear();
   r.set_aside.clear();
   r.set_aside_reasons.clear();
@@ -90,116 +85,109 @@ Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::funct
     r.baseline->set_aside.clear();
     r.baseline->set_aside_reasons.clear();
   }
+  return r;
+}
+
+template <typename T>
+void append(std::vector<T>& to, const std::vector<T>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+
+void add_counters(CounterTotals& c, const CounterTotals& p) {
+  if (p.sharing != c.sharing) c.sharing = Sharing::unknown;
+  c.kept += p.kept;
+  c.kept_samples += p.kept_samples;
+  c.kept_interfered += p.kept_interfered;
+  for (std::size_t i = 0; i < c.set_aside.size(); ++i) c.set_aside[i] += p.set_aside[i];
+  append(c.read_ns, p.read_ns);
+  if (c.unread.empty()) c.unread = p.unread;
+}
+
+// What the rounds add up to beside the record itself.
+struct Pooled {
   std::vector<double> reference_ns;
   std::map<std::string, double> weighted;  // per-op derived figures x samples
   double weights = 0;
   std::set<std::string> notes;
-  double unexpected_switches = 0, unexpected_switches_ops = 0;  // where no switch is expected: every round's
-  for (int k = 0; k < count; ++k) {
-    const Result& part = rounds[static_cast<std::size_t>(k)];
-    for (const auto& check : part.checks)
-      if (check.name == no_switches_check && check.observed.is_number()) {
-        // Its figure is per op over every batch of the round (derived.ops_executed).
-        const double ops = part.derived.value("ops_executed", 0.0);
-        unexpected_switches += std::round(check.observed.get<double>() * ops);
-        unexpected_switches_ops += ops;
-      }
-    r.samples.insert(r.samples.end(), part.samples.begin(), part.samples.end());
-    r.set_aside.insert(r.set_aside.end(), part.set_aside.begin(), part.set_aside.end());
-    r.set_aside_reasons.insert(r.set_aside_reasons.end(), part.set_aside_reasons.begin(), part.set_aside_reasons.end());
-    if (r.counters && part.counters) {
-      CounterTotals& c = *r.counters;
-      const CounterTotals& p = *part.counters;
-      if (p.sharing != c.sharing) c.sharing = Sharing::unknown;
-      c.kept += p.kept;
-      c.kept_samples += p.kept_samples;
-      c.kept_interfered += p.kept_interfered;
-      for (std::size_t i = 0; i < c.set_aside.size(); ++i) c.set_aside[i] += p.set_aside[i];
-      c.read_ns.insert(c.read_ns.end(), p.read_ns.begin(), p.read_ns.end());
-      if (c.unread.empty()) c.unread = p.unread;
+  NoSwitchCounts unexpected;  // where no switch is expected: every round's
+};
+
+// Round k's samples, counts, checks, reasons, notes and figures, into r.
+void pool_round(const Result& part, int k, const ProbeDescriptor* probe, Result& r, Pooled& pooled) {
+  for (const auto& check : part.checks)
+    if (check.kind == CheckKind::no_switches && check.observed.is_number()) {
+      // Its figure is per op over every batch of the round (derived.ops_executed).
+      const double ops = part.derived.value("ops_executed", 0.0);
+      pooled.unexpected.pooled += std::round(check.observed.get<double>() * ops);
+      pooled.unexpected.ops += ops;
     }
-    r.duration_s += part.duration_s;
-    r.ops_per_sample = std::min(r.ops_per_sample, part.ops_per_sample);
-    if (r.baseline && part.baseline) {
-      r.baseline->samples.insert(r.baseline->samples.end(), part.baseline->samples.begin(),
-                                 part.baseline->samples.end());
-      r.baseline->set_aside.insert(r.baseline->set_aside.end(), part.baseline->set_aside.begin(),
-                                   part.baseline->set_aside.end());
-      r.baseline->set_aside_reasons.insert(r.baseline->set_aside_reasons.end(),
-                                           part.baseline->set_aside_reasons.begin(),
-                                           part.baseline->set_aside_reasons.end());
+  append(r.samples, part.samples);
+  append(r.set_aside, part.set_aside);
+  append(r.set_aside_reasons, part.set_aside_reasons);
+  if (r.counters && part.counters) add_counters(*r.counters, *part.counters);
+  r.duration_s += part.duration_s;
+  r.ops_per_sample = std::min(r.ops_per_sample, part.ops_per_sample);
+  if (r.baseline && part.baseline) {
+    append(r.baseline->samples, part.baseline->samples);
+    append(r.baseline->set_aside, part.baseline->set_aside);
+    append(r.baseline->set_aside_reasons, part.baseline->set_aside_reasons);
+  }
+  for (const auto& check : part.checks) add_to_totals(r.checks, check);
+  for (const auto& [code, detail] : part.verdict.reasons)
+    if (!judged_again(code)) r.verdict.add(part.verdict.status, code, fmt::format("round {}: {}", k + 1, detail));
+  for (const auto& note : part.notes)
+    if (pooled.notes.insert(note).second) r.notes.push_back(note);
+  const double weight = static_cast<double>(part.samples.size());
+  pooled.weights += weight;
+  for (const auto& [key, value] : part.derived.items()) {
+    if (!value.is_number()) {
+      if (!r.derived.contains(key)) r.derived[key] = value;  // a text: the same in every round
+      continue;
     }
-    for (const auto& check : part.checks) add_to_totals(r.checks, check);
-    for (const auto& [code, detail] : part.verdict.reasons)
-      if (!judged_again(code)) r.verdict.add(part.verdict.status, code, fmt::format("round {}: {}", k + 1, detail));
-    for (const auto& note : part.notes)
-      if (notes.insert(note).second) r.notes.push_back(note);
-    const double weight = static_cast<double>(part.samples.size());
-    weights += weight;
-    for (const auto& [key, value] : part.derived.items()) {
-      if (!value.is_number()) {
-        if (!r.derived.contains(key)) r.derived[key] = value;  // a text: the same in every round
-        continue;
-      }
-      switch (aggregation_of(probe, key)) {
-        case Aggregation::sum: r.derived[key] = r.derived.value(key, 0.0) + value.get<double>(); break;
-        case Aggregation::mean: weighted[key] += value.get<double>() * weight; break;
-        case Aggregation::recompute: break;  // computed below, over the pooled samples and counts
-      }
-    }
-    if (!part.trace.is_null()) r.trace = part.trace;  // the variant's traced pass, from the round that ran it
-    if (part.interference && !part.interference->attempts.empty()) {
-      const auto& attempt = part.interference->attempts[part.interference->kept];
-      reference_ns.insert(reference_ns.end(), attempt.reference_ns.begin(), attempt.reference_ns.end());
+    switch (aggregation_of(probe, key)) {
+      case Aggregation::sum: r.derived[key] = r.derived.value(key, 0.0) + value.get<double>(); break;
+      case Aggregation::mean: pooled.weighted[key] += value.get<double>() * weight; break;
+      case Aggregation::recompute: break;  // computed when finished, over the pooled samples and counts
     }
   }
-  for (const auto& [key, sum] : weighted) r.derived[key] = weights > 0 ? sum / weights : sum;
+  if (!part.trace.is_null()) r.trace = part.trace;  // the variant's traced pass, from the round that ran it
+  if (part.interference && !part.interference->attempts.empty())
+    append(pooled.reference_ns, part.interference->attempts[part.interference->kept].reference_ns);
+}
 
-  const Summary summary = summarize(r.samples);
-  r.summary = summary;
+}  // namespace
+
+Result merge_rounds(std::vector<Result> rounds, double best_ns, const std::function<void(Result&)>& derive,
+                    const ProbeDescriptor* probe) {
+  if (rounds.empty()) throw std::invalid_argument("merge_rounds: no rounds");
+  const int count = static_cast<int>(rounds.size());
+  for (int k = 0; k < count; ++k)
+    if (finished_badly(rounds[static_cast<std::size_t>(k)])) {
+      Result r = std::move(rounds[static_cast<std::size_t>(k)]);
+      if (k > 0) r.notes.push_back(round_failed_note(k + 1));
+      return r;
+    }
+  if (count == 1) return std::move(rounds.front());
+
+  Result r = empty_pool(rounds);
+  Pooled pooled;
+  for (int k = 0; k < count; ++k) pool_round(rounds[static_cast<std::size_t>(k)], k, probe, r, pooled);
+  for (const auto& [key, sum] : pooled.weighted) r.derived[key] = pooled.weights > 0 ? sum / pooled.weights : sum;
   if (r.baseline) {
     r.baseline->summary = summarize(r.baseline->samples);
     r.baseline->value = r.baseline->summary->median;
-    if (summary.median - r.baseline->value <= 0)
-      r.verdict.add(Status::suspect, Reason::nonpositive_after_baseline,
-                    nonpositive_detail(r.baseline->value, summary.median));
   }
-  // The switch checks, judged once over every round's counts.
-  double expected_all = 0, observed_all = 0;
-  for (auto& check : r.checks) {
-    if (check.name == "placement") {
-      check.observed = nlohmann::json{{"start", r.observed_start}, {"end", r.observed_end}};
-      continue;
-    }
-    if (check.name == no_switches_check) {
-      if (auto problem = judge_pooled_no_switches(unexpected_switches, unexpected_switches_ops, count, check))
-        r.verdict.add(Status::suspect, problem->first, problem->second);
-      continue;
-    }
-    if (check.name.find("_switches.") == std::string::npos || !check.expected.is_number() ||
-        !check.observed.is_number())
-      continue;
-    const double expected = check.expected.get<double>(), observed = check.observed.get<double>();
-    if (auto problem = judge_switches(expected, observed, check))
-      r.verdict.add(Status::suspect, problem->first, problem->second);
-    check.detail += fmt::format(" (summed over {} rounds)", count);
-    expected_all += expected;
-    observed_all += observed;
-  }
-  if (expected_all > 0 && observed_all > 0) r.derived["observed_switches_per_expected"] = observed_all / expected_all;
-  if (derive) derive(r);  // the figures that are functions of the summary, over the pooled samples
-  r.stability = assess_stability(r.samples);
-  if (r.stability && r.stability->unstable)
-    r.verdict.add(Status::suspect, Reason::unstable, unstable_detail(*r.stability, r));
+  Finishing how;
+  how.measured = Measured::rounds;
+  how.parts = rounds.size();
+  how.derive = derive;  // the figures that are functions of the summary, over the pooled samples
+  how.no_switches = pooled.unexpected;
   if (rounds.front().interference) {
-    Interference in = *rounds.front().interference;
-    in.attempts = {judge_attempt(reference_ns, best_ns, summary.median)};
-    in.attempts.front().set_aside = r.set_aside.size();
-    if (!r.set_aside.empty()) in.attempts.front().set_aside_median = summarize(r.set_aside).median;
-    if (r.counters) in.attempts.front().interfered_share = interfered_share(*r.counters);
-    in.kept = 0;
-    r.interference = std::move(in);
+    how.reference = *rounds.front().interference;
+    how.reference_ns = std::move(pooled.reference_ns);
+    how.best_ns = best_ns;
   }
+  finish_record(r, how);
   return r;
 }
 

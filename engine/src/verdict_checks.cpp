@@ -48,6 +48,7 @@ std::optional<std::pair<Reason, std::string>> judge_switches(double expected, do
 namespace {
 std::optional<std::pair<Reason, std::string>> judge_switches_per_op(double switches, double ops, Check& check) {
   const double per_op = ops > 0 ? switches / ops : 0;
+  check.kind = CheckKind::no_switches;
   check.name = no_switches_check;
   check.expected = no_switches_expected();
   check.observed = per_op;
@@ -120,6 +121,7 @@ void add_preemption_check(const SwitchCount& main_delta, const std::vector<TaskR
   long observed = main_delta.voluntary + main_delta.involuntary;
   for (const auto& p : partners) observed += p.voluntary + p.involuntary;
   Check check;
+  check.kind = CheckKind::preemptions;
   check.name = "preemptions.spinning_tasks";
   check.expected = 0;
   check.observed = observed;
@@ -131,6 +133,7 @@ void add_preemption_check(const SwitchCount& main_delta, const std::vector<TaskR
 
 void add_placement_check(const Placement& placement, Result& r) {
   Check check;
+  check.kind = CheckKind::placement;
   check.name = "placement";
   check.expected = placement.cpus.empty() ? nlohmann::json("unpinned") : nlohmann::json(placement.cpus);
   nlohmann::json observed = {{"start", r.observed_start}, {"end", r.observed_end}};

@@ -1,6 +1,7 @@
 #include "wording.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 #include <cstring>
@@ -315,6 +316,70 @@ std::string matrix_baseline_failed(const std::string& error) { return "baseline:
 
 std::string matrix_nonpositive_detail(double baseline, double median) {
   return fmt::format("the baseline ({:.1f} ns) is not below the matrix's median ({:.1f} ns)", baseline, median);
+}
+
+// ---- a run ----
+
+std::string progress_line(const ProgressPoint& at, const std::string& probe, const Params& params) {
+  nlohmann::json line = {
+      {"index", at.index + 1}, {"total", at.total}, {"probe", probe}, {"params", nlohmann::json(params)}};
+  if (at.attempt > 1) line["attempt"] = at.attempt;
+  if (at.round > 0) {
+    line["round"] = at.round;
+    line["rounds"] = at.rounds;
+  }
+  return fmt::format("@progress {}\n", line.dump());
+}
+
+std::string progress_text(const ProgressPoint& at, const std::string& probe, const Params& params) {
+  return fmt::format("[{}/{}] {} {}{}{}\n", at.index + 1, at.total, probe, format_params(params),
+                     at.round > 0 ? fmt::format(" (round {}/{})", at.round, at.rounds) : "",
+                     at.attempt > 1 ? fmt::format(" (attempt {}, host interference)", at.attempt) : "");
+}
+
+std::string variant_overran_detail(double timeout_s) {
+  return fmt::format("the variant overran its {:g} s limit (--timeout)", timeout_s);
+}
+
+std::string parent_gone_error() { return "error: the process that started the engine is gone; nothing was run"; }
+
+std::string parent_watch_refused_note(int error) {
+  return fmt::format(
+      "note: prctl(PR_SET_PDEATHSIG) was refused ({}: a sandbox's seccomp filter?); the "
+      "engine checks every 0.1 s that the process that started it is still there instead",
+      std::strerror(error));
+}
+
+std::string trace_unavailable_error(const std::string& problem) {
+  return fmt::format("--trace: {}; or give --trace-optional to run untraced", problem);
+}
+
+std::string trace_unavailable_note(const std::string& problem) {
+  return fmt::format("note: --trace: {}; running untraced (--trace-optional)", problem);
+}
+
+std::string tracefs_mounted_note() {
+  return "note: --trace: tracefs was not mounted; the engine mounted it at /sys/kernel/tracing in a mount "
+         "namespace of its own, which ends with the run (nothing changed outside it)";
+}
+
+std::string no_monitor_thread_error(const std::string& error) {
+  return fmt::format(
+      "error: cannot start the engine's monitor thread: {}; nothing was run (is the process "
+      "limit, ulimit -u, too low?)",
+      error);
+}
+
+std::string out_unwritable_error(const std::string& path, int error) {
+  return fmt::format("--out: cannot write '{}': {}; choose a writable path", path, std::strerror(error));
+}
+
+std::string preset_title(const std::string& name, const std::string& description,
+                         const std::vector<std::string>* laps) {
+  // The header states the laps this run makes (a --param laps=... replaces the preset's).
+  std::string title = name + ": " + description;
+  if (laps) title += fmt::format("; {} laps each (one lap is one switch by every worker)", fmt::join(*laps, ", "));
+  return title;
 }
 
 }  // namespace ctx

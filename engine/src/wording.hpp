@@ -105,4 +105,25 @@ std::string matrix_cut_short_note(std::size_t cut_short, std::size_t cells, doub
 std::string matrix_baseline_failed(const std::string& error);
 std::string matrix_nonpositive_detail(double baseline, double median);
 
+// ---- a run (run_command.hpp) ----
+// Where a variant stands in the run before it is measured: `index` from 0,
+// its attempt (from 1) and round (from 1; 0 when not interleaved) of `rounds`.
+struct ProgressPoint {
+  std::size_t index = 0, total = 0, attempt = 1;
+  int round = 0, rounds = 1;
+};
+// "@progress {json}\n", for a front end (--progress).
+std::string progress_line(const ProgressPoint& at, const std::string& probe, const Params& params);
+// "[2/9] switch.pipe cpus=same (round 1/5)\n", for a person at a terminal.
+std::string progress_text(const ProgressPoint& at, const std::string& probe, const Params& params);
+std::string variant_overran_detail(double timeout_s);
+std::string parent_gone_error();
+std::string parent_watch_refused_note(int error);
+std::string trace_unavailable_error(const std::string& problem);
+std::string trace_unavailable_note(const std::string& problem);
+std::string tracefs_mounted_note();
+std::string no_monitor_thread_error(const std::string& error);
+std::string out_unwritable_error(const std::string& path, int error);
+std::string preset_title(const std::string& name, const std::string& description, const std::vector<std::string>* laps);
+
 }  // namespace ctx

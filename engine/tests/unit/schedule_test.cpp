@@ -307,11 +307,12 @@ Ran run_scheduled(const std::vector<Variant>& variants, const HarnessOptions& ha
     Output output;
     output.add(std::make_unique<JsonLinesReporter>(sink));
     const TimerInfo timer = ctx::testing::fake_timer();
-    Scheduler scheduler(
-        variants, harness, schedule, clock, timer, output, "test-run-0001",
-        {[&](std::size_t index, std::size_t attempt, int round) { ran.announced.emplace_back(index, attempt, round); },
-         [](const std::function<Result()>& measure) { return measure(); }, std::move(after_measured),
-         [](const OutputError& failure) { throw failure; }});
+    Scheduler scheduler(variants, harness, schedule, clock, timer, output, "test-run-0001",
+                        ScheduleHooks{.announce = [&](std::size_t index, std::size_t attempt,
+                                                      int round) { ran.announced.emplace_back(index, attempt, round); },
+                                      .limited = [](const std::function<Result()>& measure) { return measure(); },
+                                      .after_measured = std::move(after_measured),
+                                      .output_failed = [](const OutputError& failure) { throw failure; }});
     scheduler.run();
   }
   std::rewind(memory);

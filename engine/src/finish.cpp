@@ -1,0 +1,107 @@
+// One way to finish a record (finish.hpp lists the steps).
+#include "finish.hpp"
+
+#include <fmt/format.h>
+
+#include "verdict_checks.hpp"
+#include "wording.hpp"
+
+namespace ctx {
+
+namespace {
+
+// The corrected figure (the median less the baseline's) must be positive.
+void check_baseline(Result& r, const Finishing& how) {
+  if (!r.baseline || r.summary->median - r.baseline->value > 0) return;
+  const double baseline = r.baseline->value, median = r.summary->median;
+  r.verdict.add(Status::suspect, Reason::nonpositive_after_baseline,
+                how.measured == Measured::matrix ? matrix_nonpositive_detail(baseline, median)
+                                                 : nonpositive_detail(baseline, median));
+}
+
+// A whole set of batches where no switch is expected: judged over every batch.
+void check_no_switches(Result& r, const NoSwitchCounts& counts) {
+  Check check;
+  if (auto problem = judge_no_switches(counts.counted, counts.ops, check))
+    r.verdict.add(Status::suspect, problem->first, problem->second);
+  r.checks.push_back(check);
+}
+
+bool judged_alone(Measured measured) { return measured == Measured::batches || measured == Measured::rounds; }
+
+}  // namespace
+
+InterferenceAttempt reference_attempt(const std::vector<double>& reference_ns, double best_ns, const Result& r) {
+  InterferenceAttempt attempt = judge_attempt(reference_ns, best_ns, r.summary->median);
+  attempt.set_aside = r.set_aside.size();
+  if (!r.set_aside.empty()) attempt.set_aside_median = summarize(r.set_aside).median;
+  if (r.counters) attempt.interfered_share = interfered_share(*r.counters);
+  return attempt;
+}
+
+void judge_totals(Result& r, const Finishing& how) {
+  const bool matrix = how.measured == Measured::matrix;
+  double expected_all = 0, observed_all = 0;
+  for (auto& check : r.checks) {
+    switch (check.kind) {
+      case CheckKind::placement:
+        if (matrix) {
+          check.expected = matrix_placement_expected();
+          check.observed = nullptr;
+          check.detail = matrix_placement_detail(check.ok, how.parts);
+        } else {
+          check.observed = nlohmann::json{{"start", r.observed_start}, {"end", r.observed_end}};
+        }
+        break;
+      case CheckKind::no_switches:
+        if (!matrix && how.no_switches)
+          if (auto problem = judge_pooled_no_switches(how.no_switches->pooled, how.no_switches->ops,
+                                                      static_cast<int>(how.parts), check))
+            r.verdict.add(Status::suspect, problem->first, problem->second);
+        break;
+      case CheckKind::preemptions: break;
+      case CheckKind::switches: {
+        if (!check.expected.is_number() || !check.observed.is_number()) break;
+        const double expected = check.expected.get<double>(), observed = check.observed.get<double>();
+        if (matrix) {
+          // The cells' reasons are the matrix's, counted cell by cell.
+          Check judged = check;
+          judge_switches(expected, observed, judged);
+          check.ratio = judged.ratio;
+          check.ok = judged.ok;
+          check.detail = matrix_summed_switches_detail(how.parts);
+          break;
+        }
+        if (auto problem = judge_switches(expected, observed, check))
+          r.verdict.add(Status::suspect, problem->first, problem->second);
+        check.detail += fmt::format(" (summed over {} rounds)", how.parts);
+        expected_all += expected;
+        observed_all += observed;
+        break;
+      }
+    }
+  }
+  if (expected_all > 0 && observed_all > 0) r.derived["observed_switches_per_expected"] = observed_all / expected_all;
+}
+
+void finish_record(Result& r, const Finishing& how) {
+  r.summary = summarize(r.samples);
+  check_baseline(r, how);
+  if (how.measured == Measured::rounds) judge_totals(r, how);  // a matrix judges its totals as it sums them
+  if (how.derive) how.derive(r);
+  if (judged_alone(how.measured)) {
+    // A matrix's cells differ by design; a variant's samples must be one figure.
+    r.stability = assess_stability(r.samples);
+    if (r.stability && r.stability->unstable)
+      r.verdict.add(Status::suspect, Reason::unstable, unstable_detail(*r.stability, r));
+  }
+  if (how.measured == Measured::batches && how.no_switches) check_no_switches(r, *how.no_switches);
+  if (how.reference) {
+    Interference in = *how.reference;
+    in.attempts = {reference_attempt(how.reference_ns, how.best_ns, r)};
+    in.kept = 0;
+    r.interference = std::move(in);
+  }
+}
+
+}  // namespace ctx
