@@ -38,8 +38,11 @@ def print_run(stored: StoredRun, show_all: bool = False, title: str | None = Non
     if is_lab_run(stored.results):
         console.print(format_report(stored.results), markup=False, end="")
     else:
+        # run_lines are wrapped to the width already: printed as they are,
+        # without rich measuring and wrapping each again (most of show's
+        # printing time)
         for line in run_lines(summarize([stored]), console.width):
-            console.print(line)
+            console.print(line, soft_wrap=True)
     for part in tables.matrix_sections(stored.results):
         console.print(part)
     console.print()
