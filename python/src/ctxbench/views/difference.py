@@ -223,17 +223,20 @@ def _direction(part: PartDifference) -> str | None:
 
 
 def unsplit_lines(result: Why) -> list[str]:
-    """The rows with no parts, one line per reason naming them (a probe measured in
-    several variants once, with their count)."""
+    """The rows with no parts, in one line naming them, grouped by why (a probe
+    measured in several variants once, with their count)."""
     by_reason: dict[str, dict[str, int]] = {}
     for variant, entry in result.not_split:
         probes = by_reason.setdefault(unsplit_words(entry), {})
         probe = variant.split(" ")[0]
         probes[probe] = probes.get(probe, 0) + 1
-    return [
-        f"{reason}: " + ", ".join(f"{p} ({n} variants)" if n > 1 else p for p, n in probes.items())
+    if not by_reason:
+        return []
+    groups = [
+        ", ".join(f"{p} ({n} variants)" if n > 1 else p for p, n in probes.items()) + f" ({reason})"
         for reason, probes in by_reason.items()
     ]
+    return ["; ".join(groups) + "."]
 
 
 def why_lines(result: Why, comparison: Comparison, width: int) -> list[Text]:
