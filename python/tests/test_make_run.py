@@ -34,7 +34,8 @@ def test_make_run_installs_and_runs_the_lab_and_ends_with_every_answer():
 def test_the_recap_finds_every_seed_answer_in_the_two_runs(tmp_path):
     db = str(tmp_path / "recap.db")
     invoke("import", str(REFERENCE), "--label", "full", "--db", db)
-    invoke("import", str(fixture_path("riscv/lab_run.jsonl")), "--label", "riscv-lab", "--db", db)
+    lab = fixture_path("riscv") / "lab_run.jsonl"
+    invoke("import", str(lab), "--label", "riscv-lab", "--db", db)
     env = dict(os.environ, CTXBENCH_DB=db, PYTHONPATH=str(REPO / "python" / "src"))
     done = subprocess.run(
         [sys.executable, str(REPO / "bench" / "seed_questions.py"),
