@@ -276,9 +276,11 @@ std::unique_ptr<ProfileEvents> ProfileEvents::open(const std::vector<pid_t>& tas
     }
     wanted.push_back({*id, tp, spec.whole_cpu});
   }
-  // Each CPU's ring: a quarter of it full wakes the reader; 4 MiB a CPU at most.
-  std::size_t pages = 1024;
-  while (pages > 16 && pages * impl.page * cpus.size() > (16u << 20)) pages /= 2;
+  // Each CPU's ring: a quarter of it full wakes the reader. 16 MiB a CPU
+  // (64 MiB in all at most): a program making 10^6 calls a second fills one
+  // in about a quarter second, which a reader kept off the CPU by load can miss.
+  std::size_t pages = 4096;
+  while (pages > 16 && pages * impl.page * cpus.size() > (64u << 20)) pages /= 2;
   if (sampling_problem.empty()) {
     for (int cpu : cpus) {
       Impl::Ring ring;

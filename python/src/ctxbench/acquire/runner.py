@@ -130,6 +130,20 @@ def _run_json(engine: Path, args: list[str]) -> Any:
         raise EngineError(f"engine {args[0]} printed no JSON ({error.msg})") from None
 
 
+def run_profile(args: list[str], out: Path, engine: Path | None = None) -> None:
+    """``ctxbench-engine profile --out OUT ARGS``: the profiled program keeps the
+    terminal (stdin, stdout, stderr, which the engine's notes share)."""
+    engine = engine or find_engine()
+    try:
+        done = subprocess.run([str(engine), "profile", "--out", str(out), *args])
+    except OSError as error:
+        raise EngineError(f"cannot start {engine}: {error.strerror}") from None
+    if done.returncode == EXIT_USAGE:
+        raise BadInput("ctxbench-engine profile refused it (its line above says why)")
+    if done.returncode != 0:
+        raise EngineError(f"engine profile failed (exit {done.returncode}; its message is above)")
+
+
 def list_probes(engine: Path | None = None) -> list[dict[str, Any]]:
     """The engine's probe descriptors (``ctxbench-engine list --json``)."""
     probes = _run_json(engine or find_engine(), ["list", "--json"])

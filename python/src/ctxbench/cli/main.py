@@ -35,6 +35,7 @@ COMMANDS = {
     "import": "ctxbench.cli.commands.import_runs:import_command",
     "export": "ctxbench.cli.commands.export:export",
     "riscv": "ctxbench.cli.commands.riscv:riscv",
+    "profile": "ctxbench.cli.commands.profile:profile",
 }
 SUMMARIES = {
     "run": "Run probes (default: all), store the run, print its summary",
@@ -48,6 +49,7 @@ SUMMARIES = {
     "import": "Store engine JSON Lines as runs (ctxbench-engine run --json)",
     "export": "A stored run as JSON Lines, CSV or Bencher Metric Format",
     "riscv": "The RISC-V trap lab: ecall round trips on Spike, QEMU and rvsim",
+    "profile": "What switching costs a program: its events, priced",
 }
 
 

@@ -1,0 +1,123 @@
+"""``ctxbench profile``: counts a program's events and prices them with stored figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ctxbench.acquire.runner import run_profile
+from ctxbench.analysis import profile_price
+from ctxbench.cli.commands.db import db_option, open_store
+from ctxbench.cli.console import say
+from ctxbench.errors import BadInput, StoreError
+from ctxbench.records.profile import read_profile
+from ctxbench.views import profile as view
+
+
+def run_engine_profile(args: list[str]) -> dict[str, Any]:
+    """The engine's profile record, read back from a file so that the
+    program's own output stays on the terminal."""
+    with tempfile.TemporaryDirectory(prefix="ctxbench-profile-") as tmp:
+        out = Path(tmp) / "profile.json"
+        run_profile(args, out)
+        return read_profile(out)
+
+
+def store_lookup(db: str | None, env: dict[str, Any]):
+    """Figures from the store's runs of this machine, newest first."""
+
+    def lookup(wanted: list[profile_price.Wanted]) -> dict[Any, profile_price.Figure]:
+        try:
+            store = open_store(db, create=False)
+        except StoreError:
+            return {}  # no store yet: every figure is missing, and the view says what to run
+        with store:
+            infos = [i for i in reversed(store.runs()) if i.origin != "riscv"]
+
+            def runs():
+                for info in infos:
+                    stored = store.load(info.run_id)
+                    if profile_price.same_machine(stored.env, env):
+                        yield stored.run_id, stored.results
+
+            return profile_price.find_figures(wanted, runs())
+
+    return lookup
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option("--pid", type=int, help="Attach to this running process instead of running COMMAND.")
+@click.option("--duration", type=float, help="With --pid: seconds to count.")
+@click.option(
+    "--from",
+    "from_file",
+    type=click.Path(path_type=Path),
+    help="Price a record `ctxbench-engine profile --out FILE` wrote, instead of profiling.",
+)
+@click.option(
+    "--measure",
+    is_flag=True,
+    help="Where a figure is missing from the store, measure it first (ctxbench run --quick).",
+)
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the profile and its price as JSON.")
+def profile(
+    command: tuple[str, ...],
+    pid: int | None,
+    duration: float | None,
+    from_file: Path | None,
+    measure: bool,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """What switching costs your program: counts its switches, wake-ups, system
+    calls, faults, creations and signals (ctxbench profile -- CMD [ARGS], or
+    --pid PID --duration S) and prices them with this machine's stored figures."""
+    if from_file is not None:
+        if command or pid is not None:
+            raise BadInput("--from prices a recorded profile: give no command and no --pid")
+        record = read_profile(from_file)
+    else:
+        # The usual mistakes, in one line before the engine starts.
+        if command and "/" not in command[0] and shutil.which(command[0]) is None:
+            raise BadInput(
+                f"cannot run '{command[0]}': not found on PATH; give a program or its path"
+            )
+        if command and "/" in command[0] and not os.access(command[0], os.X_OK):
+            raise BadInput(f"cannot run '{command[0]}': no such executable file")
+        if pid is not None and not Path(f"/proc/{pid}").exists():
+            raise BadInput(f"--pid {pid}: no such process; give the PID of a running process")
+        args: list[str] = []
+        if pid is not None:
+            args += ["--pid", str(pid)]
+        if duration is not None:
+            args += ["--duration", repr(duration)]
+        if command:
+            args += ["--", *command]
+        record = run_engine_profile(args)
+    lookup = store_lookup(db, record["env"])
+    price = profile_price.price(record, lookup)
+    if price.missing and measure:
+        selection = sorted({w.probe for w in price.missing})
+        say(f"measuring {' '.join(selection)} (ctxbench run --quick)")
+        run = [sys.executable, "-m", "ctxbench", "run", "--quick", *selection]
+        if db:
+            run += ["--db", db]
+        done = subprocess.run(run, stdout=subprocess.DEVNULL)
+        if done.returncode != 0:
+            say(f"measuring failed (exit {done.returncode}); pricing with what is stored")
+        price = profile_price.price(record, lookup)
+    counterfactuals = profile_price.counterfactuals(price, lookup)
+    if as_json:
+        click.echo(json.dumps(view.profile_dict(record, price, counterfactuals), indent=2))
+        return
+    click.echo(view.counts_text(record) + view.price_text(price, counterfactuals), nl=False)

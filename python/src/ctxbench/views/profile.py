@@ -1,0 +1,156 @@
+"""Words for a profile: what the program did, what it cost, what would change it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxbench.analysis.profile_price import Counterfactual, Price
+
+KIND_WORDS = {
+    "hand_off": "hand-offs (wake-ups of its tasks)",
+    "syscall": "other system calls (kernel entry and exit)",
+    "minor_fault": "minor page faults",
+    "thread": "threads created",
+    "process": "processes created",
+    "signal": "signals",
+    "cross_cpu_wait": "cross-CPU wake-ups",
+}
+COUNT_ROWS = [
+    ("context_switches", "context switches"),
+    ("voluntary_switches", "  voluntary (it waited)"),
+    ("involuntary_switches", "  involuntary (preempted)"),
+    ("wakeups", "wake-ups of its tasks"),
+    ("wakeups_same_cpu", "  same-CPU"),
+    ("wakeups_cross_cpu", "  cross-CPU"),
+    ("migrations", "migrations"),
+    ("syscalls", "system calls"),
+    ("minor_faults", "minor faults"),
+    ("major_faults", "major faults"),
+    ("threads_created", "threads created"),
+    ("processes_created", "processes created"),
+    ("signals", "signals"),
+]
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "?"
+    if value >= 1:
+        return f"{value:.2f} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.2f} ms"
+    return f"{value * 1e6:.1f} µs"
+
+
+def _ns(value: float) -> str:
+    return f"{value / 1e3:.1f} µs" if value >= 1e3 else f"{value:.0f} ns"
+
+
+def counts_text(profile: dict[str, Any]) -> str:
+    counts = profile["counts"]
+    target = profile["target"]
+    what = " ".join(target["command"]) if target["command"] else f"PID {target['pid']}"
+    lines = [f"Profile of {what}: {profile['ended']}, {profile['wall_s']:.3f} s wall"]
+    user, system = profile["cpu_user_s"], profile["cpu_system_s"]
+    if user is not None and system is not None:
+        lines.append(f"CPU time {user + system:.3f} s (user {user:.3f} s, system {system:.3f} s)")
+    if profile["run_queue_wait_s"] is not None:
+        lines.append(f"waited for a CPU {profile['run_queue_wait_s']:.3f} s")
+    lines.append("")
+    for key, words in COUNT_ROWS:
+        value = counts.get(key)
+        lines.append(f"  {words:<28} {'not counted' if value is None else f'{value:,}'}")
+    top = profile["syscalls_by_call"][:5]
+    if top:
+        lines.append(
+            "  most frequent calls: " + ", ".join(f"{c['name']} {c['count']:,}" for c in top)
+        )
+    lost = profile["samples"]["lost"]
+    if lost:
+        lines.append(f"  {lost:,} samples lost: the splits are short by as many events")
+    return "\n".join(lines) + "\n"
+
+
+def price_text(price: Price, counterfactuals: list[Counterfactual]) -> str:
+    lines = [
+        "",
+        f"What it cost, priced with this machine's stored figures (hand-offs as {price.primitive}"
+        f" between {price.between}, from its calls: "
+        + ", ".join(f"{k} {v:,}" for k, v in price.primitive_calls.items())
+        + "):",
+    ]
+    for part in price.parts:
+        if not part.count:
+            continue
+        if part.figure is None:
+            lines.append(f"  {KIND_WORDS[part.kind]:<44} {part.count:>10,} × no stored figure")
+            continue
+        low, high = part.interval_s or (0.0, 0.0)
+        lines.append(
+            f"  {KIND_WORDS[part.kind]:<44} {part.count:>10,} × {_ns(part.figure.median_ns):>9}"
+            f" = {_seconds(part.cpu_s)} ({_seconds(low)}–{_seconds(high)})"
+        )
+    low, high = price.interval_s
+    priced = [part for part in price.parts if part.count and part.figure]
+    if priced:
+        total = (
+            f"  direct cost: {_seconds(price.estimate_s)} of CPU ({_seconds(low)}–{_seconds(high)})"
+        )
+        if price.share is not None:
+            total += f", {price.share:.1%} of the program's CPU time"
+        if price.missing:
+            total += " (the parts with no stored figure left out)"
+        lines.append(total)
+    else:
+        lines.append("  direct cost: not priced (no stored figure)")
+    if price.wait and price.wait.figure:
+        lines.append(
+            f"  its {price.wait.count:,} cross-CPU wake-ups each wait about"
+            f" {_ns(price.wait.figure.median_ns)} on this machine (latency, not CPU time)"
+        )
+    for kind, count, why in price.not_priced:
+        lines.append(f"  not priced: {kind}{f' ({count:,})' if count else ''}: {why}")
+    lines.append(
+        "  not included: what caches and TLBs lose to switching (the indirect cost);"
+        " ctxbench run switch.ring measures it by working-set size"
+    )
+    if price.missing:
+        selection = " ".join(sorted({w.probe for w in price.missing}))
+        lines.append(
+            f"  no stored figure for {selection} on this machine: run `ctxbench run --quick "
+            f"{selection}`, or profile with --measure"
+        )
+    if counterfactuals:
+        lines.append("")
+        lines.append("What would change it (from measured figures only):")
+        for c in counterfactuals:
+            verb = "saves" if c.saved_s >= 0 else "costs"
+            used = ", ".join(f"{f.probe} {_ns(f.median_ns)}" for f in c.figures)
+            of = "of CPU" if c.of == "cpu" else "of waiting (latency, not CPU)"
+            lines.append(f"  {c.name}: {verb} {_seconds(abs(c.saved_s))} {of} (figures: {used});")
+            lines.append(f"    leaves out {c.leaves_out}")
+    return "\n".join(lines) + "\n"
+
+
+def profile_dict(
+    profile: dict[str, Any], price: Price | None, counterfactuals: list[Counterfactual]
+) -> dict[str, Any]:
+    return {
+        "schema": 1,
+        "kind": "priced_profile",
+        "profile": profile,
+        "price": price.as_dict() if price else None,
+        "counterfactuals": [
+            {
+                "name": c.name,
+                "saved_s": c.saved_s,
+                "of": c.of,
+                "figures": [
+                    {"probe": f.probe, "params": f.params, "median_ns": f.median_ns}
+                    for f in c.figures
+                ],
+                "leaves_out": c.leaves_out,
+            }
+            for c in counterfactuals
+        ],
+    }

@@ -1,0 +1,132 @@
+"""Pricing a profile (analysis/profile_price.py) on a recorded engine profile
+with figures given by hand: each event priced once, the parts adding up to
+the estimate, the interval from the figures' intervals, the primitive read
+from the calls; and `ctxbench profile --from` end to end on an empty store."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import invoke
+from ctxbench.analysis.profile_price import (
+    Figure,
+    Wanted,
+    counterfactuals,
+    find_figures,
+    price,
+    primitive_of,
+    wanted_for,
+)
+from ctxbench.records.profile import read_profile
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def figure(w: Wanted, median: float, low: float, high: float) -> Figure:
+    return Figure(w.probe, dict(w.params), median, low, high, "run-1", "ok")
+
+
+@pytest.fixture
+def pingpong():
+    return read_profile(FIXTURES / "profile_pingpong.json")
+
+
+def lookup_from(table):
+    return lambda wanted: {w: table[w] for w in wanted if w in table}
+
+
+def test_the_primitive_is_read_from_the_calls(pingpong):
+    primitive, per = primitive_of(pingpong)
+    assert primitive == "pipe" and per["pipe"] > 0 and per["futex"] < per["pipe"]
+    assert wanted_for(pingpong)["hand_off"] == Wanted.of(
+        "switch.pipe", between="threads", cpus="same", idle="free", policy="normal"
+    )
+
+
+def test_each_event_is_priced_once_and_the_parts_add_up(pingpong):
+    w = wanted_for(pingpong)
+    table = {
+        w["hand_off"]: figure(w["hand_off"], 1000, 900, 1200),
+        w["syscall"]: figure(w["syscall"], 100, 90, 110),
+        w["minor_fault"]: figure(w["minor_fault"], 500, 450, 600),
+        w["thread"]: figure(w["thread"], 20000, 15000, 30000),
+        w["cross_wait"]: figure(w["cross_wait"], 30000, 25000, 40000),
+    }
+    p = price(pingpong, lookup_from(table))
+    counts = pingpong["counts"]
+    parts = {part.kind: part for part in p.parts}
+    assert parts["hand_off"].count == counts["wakeups"]
+    # A hand-off's wake and wait calls are in its switch figure, not priced again.
+    assert parts["syscall"].count == counts["syscalls"] - 2 * counts["wakeups"]
+    expected = (
+        counts["wakeups"] * 1000
+        + (counts["syscalls"] - 2 * counts["wakeups"]) * 100
+        + counts["minor_faults"] * 500
+        + counts["threads_created"] * 20000
+    ) / 1e9
+    assert p.estimate_s == pytest.approx(expected)
+    assert sum(part.cpu_s or 0 for part in p.parts) == pytest.approx(p.estimate_s)
+    low, high = p.interval_s
+    assert low < p.estimate_s < high
+    cpu = pingpong["cpu_user_s"] + pingpong["cpu_system_s"]
+    assert p.share == pytest.approx(p.estimate_s / cpu)
+    assert not p.missing
+    assert ("preemption", counts["involuntary_switches"]) in [(k, c) for k, c, _ in p.not_priced]
+
+
+def test_missing_figures_are_named(pingpong):
+    p = price(pingpong, lookup_from({}))
+    assert {w.probe for w in p.missing} >= {"switch.pipe", "syscall.getppid", "trap.pagefault"}
+    assert p.estimate_s == 0
+
+
+def test_counterfactuals_name_their_figures(pingpong):
+    w = wanted_for(pingpong)
+    fiber = Wanted.of("uswitch.boost_fiber")
+    table = {
+        w["hand_off"]: figure(w["hand_off"], 1000, 900, 1200),
+        fiber: figure(fiber, 50, 40, 60),
+    }
+    p = price(pingpong, lookup_from(table))
+    (c,) = counterfactuals(p, lookup_from(table))
+    assert c.saved_s == pytest.approx(pingpong["counts"]["wakeups"] * 950 / 1e9)
+    assert [f.probe for f in c.figures] == ["switch.pipe", "uswitch.boost_fiber"]
+
+
+def test_the_newest_run_with_a_figure_wins_and_ok_before_suspect():
+    w = Wanted.of("syscall.getppid")
+
+    def result(status, median, seccomp=None):
+        params = {"seccomp": seccomp} if seccomp else {}
+        summary = {"median": median, "median_ci": {"low": median - 1, "high": median + 1}}
+        return {
+            "probe": "syscall.getppid",
+            "params": params,
+            "summary": summary,
+            "verdict": {"status": status},
+        }
+
+    runs = [
+        ("new", [result("suspect", 90), result("ok", 80), result("ok", 300, "profile")]),
+        ("old", [result("ok", 70)]),
+    ]
+    found = find_figures([w], runs)
+    assert found[w].median_ns == 80 and found[w].run_id == "new"
+
+
+def test_cli_prices_a_recorded_profile_and_says_what_to_run(tmp_path):
+    recorded = str(FIXTURES / "profile_pingpong.json")
+    db = str(tmp_path / "s.db")
+    result = invoke("profile", "--from", recorded, "--db", db)
+    assert result.exit_code == 0, result.output
+    assert "context switches" in result.stdout
+    assert "ctxbench run --quick" in result.stdout and "switch.pipe" in result.stdout
+    data = json.loads(invoke("profile", "--json", "--from", recorded, "--db", db).stdout)
+    assert data["kind"] == "priced_profile"
+    assert data["price"]["missing"] and data["profile"]["kind"] == "profile"
+
+
+def test_cli_refuses_a_command_with_from():
+    result = invoke("profile", "--from", str(FIXTURES / "profile_pingpong.json"), "--", "true")
+    assert result.exit_code == 2
