@@ -10,10 +10,11 @@ Each try runs
 (the current checkout: PYTHONPATH=python/src, the engine `make engine`
 built) in a store of its own, and kills ctxbench with SIGKILL after a drawn
 number of `[visit N]` progress lines, inside the rounds. Before the kill the
-engine is stopped (SIGSTOP) and ctxbench is given half a second to read all
-the engine has written, so "received" is exactly what the engine wrote up to
-then: a copy of its stdout and stderr (`tee`, through a wrapper named as
-CTXBENCH_ENGINE) cut at the sizes they had at the kill. Received: per
+engine is stopped (SIGSTOP) and ctxbench is let read all the engine has
+written (no byte left in the pipes, its files still for half a second), so
+"received" is exactly what the engine wrote up to then: a copy of its
+stdout and stderr (`tee`, through a wrapper named as CTXBENCH_ENGINE) cut
+at the sizes they had at the kill. Received: per
 variant, its record where stdout had it, else its last `@partial` on stderr.
 Recovered: the run `ctxbench import` stores from the spool the kill left.
 A try passes when both hold the same variants with the same samples, and a
@@ -26,13 +27,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import json
 import os
 import random
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -52,7 +57,7 @@ COMMAND = [
     "threads",
 ]
 VISITS = 25  # 5 variants x 5 rounds (--quick)
-DRAIN_S = 0.5  # for ctxbench to read what the stopped engine wrote
+DRAIN_LIMIT_S = 30.0  # a hang guard for the drain below, not a measure
 
 WRAPPER = """#!/bin/bash
 case " $* " in
@@ -83,6 +88,46 @@ def the_engine(pid: int) -> int | None:
             if Path(f"/proc/{child}/comm").read_text().strip().startswith("ctxbench-engin"):
                 return child
     return None
+
+
+def unread_bytes(pid: int, fds: list[str]) -> int:
+    """Bytes waiting in the pipes PID holds at FDS (every pipe it holds: [])."""
+    total = 0
+    try:
+        held = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:  # it ended
+        return 0
+    for fd in held:
+        with contextlib.suppress(OSError):
+            if (fds and fd.name not in fds) or not os.readlink(fd).startswith("pipe:"):
+                continue
+            reader = os.open(fd, os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                total += struct.unpack("i", fcntl.ioctl(reader, termios.FIONREAD, b"\0" * 4))[0]
+            finally:
+                os.close(reader)
+    return total
+
+
+def drain(engine: int, ctxbench: int, directory: Path) -> None:
+    """With the engine stopped: wait until ctxbench has read all it wrote
+    (no byte left in the pipes between them, the tees' included) and has
+    written it (the spool, or the store, no longer changing for half a
+    second). Under load a fixed wait was too short: 2 @partial lines were
+    still in a pipe when ctxbench was killed."""
+    tees = children(engine)
+    deadline = time.monotonic() + DRAIN_LIMIT_S
+    last, still_since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        pending = unread_bytes(engine, ["1", "2"]) + unread_bytes(ctxbench, [])
+        pending += sum(unread_bytes(tee, ["0"]) for tee in tees)
+        files = [*sorted(directory.glob(".ctxbench-unstored-*")), directory / "store.db"]
+        state = [(f.name, f.stat().st_size) for f in files if f.exists()]
+        if state != last or pending:
+            last, still_since = state, time.monotonic()
+        elif time.monotonic() - still_since >= 0.5:
+            return
+        time.sleep(0.05)
 
 
 def received(log: Path, sizes: tuple[int, int]) -> tuple[dict[int, dict[str, Any]], int, int]:
@@ -161,6 +206,8 @@ def one_try(number: int, visits: int, base: dict[str, str], keep: Path | None) -
         seen += line.startswith("[visit ")
         if seen >= visits:
             break
+    # Its stderr keeps being read, so ctxbench never waits on a full pipe.
+    threading.Thread(target=process.stderr.read, daemon=True).start()
     engine = the_engine(process.pid)
     if engine is None or process.poll() is not None:
         process.kill()
@@ -169,7 +216,7 @@ def one_try(number: int, visits: int, base: dict[str, str], keep: Path | None) -
         print(f"try {number}: the run ended before visit {visits}; not counted {tail}", flush=True)
         return None
     os.kill(engine, signal.SIGSTOP)
-    time.sleep(DRAIN_S)
+    drain(engine, process.pid, directory)
     sizes = ((log / "out").stat().st_size, (log / "err").stat().st_size)
     process.kill()
     process.wait()
