@@ -303,6 +303,7 @@ def test_no_output_lands_on_the_spool(tmp_path):
 
     spool = SpoolFile(tmp_path, reserve=0)
     try:
+        spool.name_it()  # a spool is named once a result arrives
         link = tmp_path / "link"
         link.symlink_to(spool.path)
         for path in (spool.path, link):
