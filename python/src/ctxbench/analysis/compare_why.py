@@ -51,10 +51,13 @@ from ctxbench.analysis.compare import FASTER, SLOWER, Comparison, Row
 from ctxbench.analysis.compare_pairs import original
 from ctxbench.analysis.explain import (
     BASELINE,
+    CHAIN,
     MEDIAN,
     REST,
+    REST_INSIDE,
     REST_USER,
     Explanation,
+    Missing,
     Part,
     Term,
     bare_syscall,
@@ -91,6 +94,9 @@ class Unsplit:
     code: str
     sides: str = ""  # "A", "B", "A and B": the runs it is about
     detail: str = ""  # a part's or a probe's name, or explain's own words
+    missing: Missing | None = None  # EXPLAIN: explain's code for what it could not separate
+    # EXPLAIN, per part: each run's reason (explain's Missing, or its words)
+    items: tuple[tuple[str, Missing | str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,8 +110,8 @@ class PartDifference:
     high_ns: float | None
     share: float | None  # of the row's difference; None when that is zero
     # Runs that did not separate this part (its time is in their remainder), each
-    # with explain's words for why: ((side, words), ...).
-    unmeasured: tuple[tuple[str, str], ...] = ()
+    # with explain's reason (its Missing code, or its words): ((side, why), ...).
+    unmeasured: tuple[tuple[str, Missing | str], ...] = ()
     # The remainder only: the parts a run did not separate, inside it: ((side, part), ...).
     holds: tuple[tuple[str, str], ...] = ()
 
@@ -230,8 +236,13 @@ class RunParts:
         found = self.explanation(record)
         if found is None:
             return [], []
-        words = [*found.not_separated, *found.not_explained]
-        return found.parts, [Unsplit(EXPLAIN, detail=text) for text in words]
+        missing = [
+            Unsplit(EXPLAIN, detail=m.detail)
+            if m.code == CHAIN
+            else Unsplit(EXPLAIN, detail=m.part, missing=m)
+            for m in found.not_separated
+        ]
+        return found.parts, missing + [Unsplit(EXPLAIN, detail=t) for t in found.not_explained]
 
 
 # ---- the bootstrap of a sum of medians ----------------------------------------------
@@ -402,12 +413,27 @@ def _part_difference(
     return _difference(name, values[0], values[1], interval, row, unmeasured=tuple(unmeasured))
 
 
-def _why_unmeasured(side: _Side, name: str) -> str:
-    """Explain's words for why SIDE has no part NAME (taken out of its missing list)."""
+def _part_of(entry: Unsplit) -> str:
+    """The part an EXPLAIN entry is about: its code's part, or its words' first."""
+    if entry.missing is not None:
+        return entry.missing.part
+    part, _, words = entry.detail.partition(": ")
+    return part if words else entry.detail
+
+
+def _reason_of(entry: Unsplit) -> Missing | str:
+    """Why, without the part: explain's code, or its words after the part's name."""
+    if entry.missing is not None:
+        return entry.missing
+    return entry.detail.partition(": ")[2]
+
+
+def _why_unmeasured(side: _Side, name: str) -> Missing | str:
+    """Explain's reason why SIDE has no part NAME (taken out of its missing list)."""
     for entry in side.missing:
-        if entry.code == EXPLAIN and entry.detail.startswith(name + ":"):
+        if entry.code == EXPLAIN and _part_of(entry) == name:
             side.missing.remove(entry)
-            return entry.detail[len(name) + 1 :].strip()
+            return _reason_of(entry)
     return ""
 
 
@@ -462,7 +488,7 @@ def _cross_run_twin(sides: tuple[_Side, _Side], row: RowWhy) -> None:
     (mine, mine_terms), (theirs, their_terms) = corrected(processes, 1.0), corrected(threads, -1.0)
     processes.parts[ADDRESS_SPACE_PART] = (mine + theirs, mine_terms + their_terms)
     for entry in list(processes.missing):  # its own run's words no longer apply
-        if entry.code == EXPLAIN and entry.detail.startswith(ADDRESS_SPACE_PART + ":"):
+        if entry.code == EXPLAIN and _part_of(entry) == ADDRESS_SPACE_PART:
             processes.missing.remove(entry)
     row.not_split.append(Unsplit(ACROSS_PAIR, detail=ADDRESS_SPACE_PART))
 
@@ -505,30 +531,23 @@ def _same_steps(parts: list[Part], other: list[Part]) -> list[Part]:
 
 
 def _missing(sides: tuple[_Side, _Side], traced: bool) -> list[Unsplit]:
-    """What the two explanations could not separate, each quantity said once: a
-    text both runs give is 'A and B'; two runs' texts about one part (the words
-    before the first colon) are one entry; the rest's phases only when neither
-    run has them."""
-    by_part: dict[str, dict[str, str]] = {}  # part -> side -> its words
+    """What the two explanations could not separate, one entry per part, with
+    each run's reason; the rest's wake-up and switch only when neither run's
+    traced phases split them."""
+    by_part: dict[str, dict[str, Missing | str]] = {}
     inside = False
     for side in sides:
         for entry in side.missing:
             if entry.code != EXPLAIN:
                 continue
-            if entry.detail.startswith("inside the rest:"):
+            if entry.missing is not None and entry.missing.code == REST_INSIDE:
                 inside = True
                 continue
-            part, _, words = entry.detail.partition(": ")
-            by_part.setdefault(part if words else entry.detail, {})[SIDES[side.run]] = words
-    out = []
-    for part, said in by_part.items():
-        texts = list(dict.fromkeys(said.values()))
-        if len(texts) == 1:
-            detail = f"{part}: {texts[0]}" if texts[0] else part
-            out.append(Unsplit(EXPLAIN, sides=" and ".join(said), detail=detail))
-        else:
-            detail = f"{part}: " + "; ".join(f"{side}: {words}" for side, words in said.items())
-            out.append(Unsplit(EXPLAIN, detail=detail))
+            by_part.setdefault(_part_of(entry), {})[SIDES[side.run]] = _reason_of(entry)
+    out = [
+        Unsplit(EXPLAIN, sides=" and ".join(said), detail=part, items=tuple(said.items()))
+        for part, said in by_part.items()
+    ]
     if inside and not traced:
         out.append(Unsplit(REST_UNTRACED))
     return out

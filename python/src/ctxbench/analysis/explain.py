@@ -48,6 +48,7 @@ def bare_syscall() -> str:
 REST = "scheduler wake-up and switch (the rest)"
 IDLE_PART = "waking an idle CPU"
 ADDRESS_SPACE = "address-space switch"
+KERNEL_ENTRY = "kernel entry/exit"
 REST_USER = "the whole switch, not split"
 MEASURED = ("ok", "suspect")
 
@@ -57,6 +58,29 @@ MEASURED = ("ok", "suspect")
 # its terms, so two runs' parts can be resampled (ctxbench.analysis.compare_why).
 Term = tuple[float, tuple[str, str], str]
 MEDIAN, BASELINE = "median", "baseline"
+
+
+# What a run could not separate (``Missing.code``); views.explain words them.
+ENTRY_TIMING = "entry timing"  # how many calls one switch makes depends on timing
+NO_BARE = "no bare call"  # the bare system call (detail: its probe) was not measured
+NO_BASELINE = "no baseline"  # the probe has no baseline
+RING_PROCESSES = "ring processes"  # the ring runs processes only: no thread twin
+NO_THREAD_TWIN = "no thread twin"  # no between=threads twin measured
+NO_HELD = "no idle held"  # idle=held was not measured
+FEW_SIZES = "few sizes"  # fewer than two working-set sizes for a ring
+REST_INSIDE = "rest inside"  # the wake-up and the switch inside the rest (detail: TRACE_HINT)
+CHAIN = "chain"  # a user-level switch's chain, in analysis.user_switch's words (detail)
+TRACE_HINT = "trace"  # REST_INSIDE's detail where no traced pass was tried
+INSIDE_REST = "inside the rest"  # REST_INSIDE's part
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A part the run could not separate, and why (a code)."""
+
+    part: str  # the part's name ('' for a chain's words)
+    code: str
+    detail: str = ""  # a probe's name, TRACE_HINT, or a chain's words
 
 
 @dataclass
@@ -75,7 +99,7 @@ class Explanation:
     median_ns: float
     status: str
     parts: list[Part]
-    not_separated: list[str] = field(default_factory=list)
+    not_separated: list[Missing] = field(default_factory=list)
     switches_per_round_trip: dict[str, float] | None = None
     notes: list[str] = field(default_factory=list)
     # differences that came out below zero or above the median, in words
@@ -219,8 +243,9 @@ def _user_level(r: dict[str, Any], by_key: dict[tuple, dict[str, Any]]) -> Expla
     found = lambda probe, params: by_key.get(_key({"probe": probe, "params": params}))  # noqa: E731
     chain, words, whole = chain_parts(r, found)
     parts = [Part(*part) for part in chain] or [Part(REST_USER, _median(r) or 0.0, whole[0])]
+    missing = [Missing("", CHAIN, text) for text in (whole[1:] if not chain else whole)]
     return Explanation(r["probe"], dict(r["params"]), _median(r) or 0.0, r["verdict"]["status"],
-                       parts, whole[1:] if not chain else whole, None, [], words)  # fmt: skip
+                       parts, missing, None, [], words)  # fmt: skip
 
 
 @dataclass
@@ -230,7 +255,7 @@ class _Work:
     record: dict[str, Any]
     median: float
     parts: list[Part] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
+    missing: list[Missing] = field(default_factory=list)
     used: list[dict[str, Any]] = field(default_factory=list)  # every record a part uses
     disagree: dict[str, str] = field(default_factory=dict)  # part -> its two figures, below 0
     unlike: list[str] = field(default_factory=list)  # differences of unlike placements
@@ -266,11 +291,7 @@ def _explain_one(
             traced.idle = compare_idle(r, work.held, traced)
         idle = idle_finding(work, traced)
     if traced is None or traced.status != "ok":
-        work.missing.append(
-            "inside the rest: the wake-up (enqueue, and for cross-CPU an IPI) and the switch "
-            "itself (picking the next task, saving and loading register state) are not separated "
-            "by this run" + ("" if traced else " (ctxbench run --trace separates them)")
-        )
+        work.missing.append(Missing(INSIDE_REST, REST_INSIDE, "" if traced else TRACE_HINT))
     derived = r.get("derived", {})
     kinds = None
     if "voluntary_switches_per_round_trip" in derived:
@@ -298,13 +319,10 @@ def _entry_part(work: _Work, bare: dict[str, Any] | None) -> None:
     """Kernel entry/exit of the system calls the switch makes."""
     calls = work.record.get("derived", {}).get("syscalls_per_op")
     if calls is None:
-        work.missing.append(
-            "kernel entry/exit: how many system calls one switch makes depends on timing "
-            "with this primitive, so it is not priced separately"
-        )
+        work.missing.append(Missing(KERNEL_ENTRY, ENTRY_TIMING))
         return
     if bare is None:
-        work.missing.append(f"kernel entry/exit: {bare_syscall()} was not measured in this run")
+        work.missing.append(Missing(KERNEL_ENTRY, NO_BARE, bare_syscall()))
         return
     bare_ns = _median(bare)
     assert bare_ns is not None
@@ -325,7 +343,7 @@ def _own_work_part(work: _Work) -> None:
     """The primitive's own work: its baseline, less the entry/exit priced above."""
     r, base = work.record, _baseline(work.record)
     if base is None:
-        work.missing.append("the primitive's own work: this probe has no baseline")
+        work.missing.append(Missing("the primitive's own work", NO_BASELINE))
         return
     name = ((r.get("baseline") or {}).get("name") or "baseline").split(" (")[0]
     if work.entry is None:
@@ -360,9 +378,7 @@ def _address_space_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> Non
     r, params = work.record, work.params
     if params.get("between") != "processes":
         if params.get("between") is None and has_role(r["probe"], "explain:ring"):
-            work.missing.append(
-                "address-space switch: the ring runs processes only, no thread twin"
-            )
+            work.missing.append(Missing(ADDRESS_SPACE, RING_PROCESSES))
         return
     mine_record, basis = r, params
     if params.get("cpus") == "cross" and params.get("idle") == "free":
@@ -373,7 +389,7 @@ def _address_space_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> Non
             mine_record, basis = held_pair, held_params
     twin = by_key.get(_key({**r, "params": {**basis, "between": "threads"}}))
     if twin is None:
-        work.missing.append("address-space switch: no between=threads twin measured in this run")
+        work.missing.append(Missing(ADDRESS_SPACE, NO_THREAD_TWIN))
         return
     mine, theirs = _corrected(mine_record), _corrected(twin)
     placed = (measured_placement(mine_record), measured_placement(twin))
@@ -386,7 +402,7 @@ def _address_space_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> Non
         )
         return
     if mine is None or theirs is None:
-        work.missing.append("address-space switch: no between=threads twin measured in this run")
+        work.missing.append(Missing(ADDRESS_SPACE, NO_THREAD_TWIN))
         return
     work.used += [mine_record, twin]
     held_text = " (both with idle=held)" if basis is not params else ""
@@ -421,10 +437,7 @@ def _idle_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> None:
         return
     held = by_key.get(_key({**r, "params": {**params, "idle": "held"}}))
     if held is None:
-        work.missing.append(
-            "waking an idle CPU: idle=held was not measured (needs write access to "
-            "/dev/cpu_dma_latency: run as root, or with --hold-idle)"
-        )
+        work.missing.append(Missing(IDLE_PART, NO_HELD))
         return
     work.used.append(held)
     work.held = held
@@ -465,7 +478,7 @@ def _cache_part(work: _Work, ring_slopes: dict[tuple, tuple[float, int]]) -> Non
             )
         )
     elif float(size) > 0:
-        work.missing.append("cache refill: fewer than two working-set sizes measured for this ring")
+        work.missing.append(Missing("cache refill", FEW_SIZES))
 
 
 def _rest_part(work: _Work) -> list[str]:

@@ -23,9 +23,11 @@ from ctxbench.analysis.compare import FASTER, SLOWER, Comparison
 from ctxbench.analysis.compare_pairs import Pairing, original
 from ctxbench.analysis.compare_why import PartDifference, RowWhy, Unsplit, Why
 from ctxbench.analysis.envparts import EVERYTHING, KeyDifference
+from ctxbench.analysis.explain import Missing
 from ctxbench.analysis.interference import RunLoad
 from ctxbench.records.core import variant_name
 from ctxbench.views.comparison import SHORT_WORDS, describe, noise_words
+from ctxbench.views.explain import missing_reason, missing_words
 from ctxbench.views.machines import options_text
 from ctxbench.views.summary import MIN_WIDTH, heading_line, styled_line, wrapped_lines
 from ctxbench.views.why import load_words
@@ -73,7 +75,28 @@ def unsplit_words(entry: Unsplit) -> str:
     }
     if entry.code in words:
         return words[entry.code]
+    if entry.items:
+        return _per_run_words(entry)
+    if entry.missing is not None:
+        return missing_words(entry.missing)
     return f"{entry.sides}: {entry.detail}" if entry.sides else entry.detail
+
+
+def reason_words(why: Missing | str) -> str:
+    """Why a run did not separate a part, without the part's name."""
+    return missing_reason(why) if isinstance(why, Missing) else why
+
+
+def _per_run_words(entry: Unsplit) -> str:
+    """'B: address-space switch: ...', or 'address-space switch: A: ...; B: ...' where
+    the two runs give different reasons: the part named once."""
+    reasons = [reason_words(why) for _, why in entry.items]
+    if len(set(reasons)) == 1:
+        said = f"{entry.detail}: {reasons[0]}" if reasons[0] else entry.detail
+        return f"{entry.sides}: {said}"
+    return f"{entry.detail}: " + "; ".join(
+        f"{side}: {words}" for (side, _), words in zip(entry.items, reasons, strict=True)
+    )
 
 
 # ---- the load, before the machine ----------------------------------------------------
@@ -162,7 +185,7 @@ def _unmeasured_words(part: PartDifference) -> list[str]:
     """Per run that did not separate the part: why, and where its time is."""
     out = []
     for side, why in part.unmeasured:
-        because = f" ({why})" if why else ""
+        because = f" ({reason_words(why)})" if why else ""
         out.append(
             f"{side} did not measure it apart{because}: {side}'s is inside {side}'s rest, so "
             "the difference above is the other run's figure"
@@ -452,7 +475,7 @@ def _part_dict(p: PartDifference) -> dict[str, Any]:
         "moved": p.moved,
     }
     if p.unmeasured:
-        out["unmeasured"] = [{"run": side, "why": why} for side, why in p.unmeasured]
+        out["unmeasured"] = [{"run": side, "why": reason_words(why)} for side, why in p.unmeasured]
     if p.holds:
         out["holds"] = [{"run": side, "part": part} for side, part in p.holds]
     return out

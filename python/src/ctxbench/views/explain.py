@@ -15,6 +15,7 @@ import fnmatch
 from collections.abc import Sequence
 from typing import Any
 
+from ctxbench.analysis import explain as explain_codes
 from ctxbench.analysis.explain import (
     IDLE_AGREE,
     IDLE_DISAGREE,
@@ -26,6 +27,7 @@ from ctxbench.analysis.explain import (
     Explained,
     Explanation,
     IdleFinding,
+    Missing,
     Part,
     bare_syscall,
     explain,
@@ -40,7 +42,38 @@ from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import explain_lines
 from ctxbench.views.traced import render_traced
 
-INSIDE_REST = "inside the rest:"  # explain's words for what the rest holds unseparated
+# What a run could not separate, per explain's Missing code (TRACE_HINT added where
+# no traced pass was tried).
+MISSING_WORDS = {
+    explain_codes.ENTRY_TIMING: "how many system calls one switch makes depends on timing with "
+    "this primitive, so it is not priced separately",
+    explain_codes.NO_BARE: "{detail} was not measured in this run",
+    explain_codes.NO_BASELINE: "this probe has no baseline",
+    explain_codes.RING_PROCESSES: "the ring runs processes only, no thread twin",
+    explain_codes.NO_THREAD_TWIN: "no between=threads twin measured in this run",
+    explain_codes.NO_HELD: "idle=held was not measured (needs write access to "
+    "/dev/cpu_dma_latency: run as root, or with --hold-idle)",
+    explain_codes.FEW_SIZES: "fewer than two working-set sizes measured for this ring",
+    explain_codes.REST_INSIDE: "the wake-up (enqueue, and for cross-CPU an IPI) and the switch "
+    "itself (picking the next task, saving and loading register state) are not separated by "
+    "this run",
+}
+
+
+def missing_reason(m: Missing) -> str:
+    """Why the run could not separate M's part, without the part's name."""
+    if m.code == explain_codes.CHAIN:
+        return m.detail
+    words = MISSING_WORDS[m.code].format(detail=m.detail)
+    if m.code == explain_codes.REST_INSIDE and m.detail == explain_codes.TRACE_HINT:
+        words += " (ctxbench run --trace separates them)"
+    return words
+
+
+def missing_words(m: Missing) -> str:
+    """'kernel entry/exit: syscall.enosys was not measured in this run'."""
+    return f"{m.part}: {missing_reason(m)}" if m.part else missing_reason(m)
+
 
 # ---- choosing what to show ------------------------------------------------------------
 # The headline switches, in this order, of the probe with the role
@@ -196,11 +229,11 @@ def explanation_lines(e: Explanation) -> list[str]:
     flag = "" if e.status == "ok" else f"  [{e.status}]"
     lines = [f"{e.variant}: {time_text(e.median_ns)} per switch{flag}"]
     # What the rest holds unseparated is said on the rest's own line, once.
-    inside = [m for m in e.not_separated if m.startswith(INSIDE_REST)]
+    inside = [m for m in e.not_separated if m.code == explain_codes.REST_INSIDE]
     for p in e.parts:
         source = p.source + (idle_words(e.idle, None) if p.name == IDLE_PART and e.idle else "")
         if p.name == REST and inside:
-            source += "; " + "; ".join(m.removeprefix(INSIDE_REST).strip() for m in inside)
+            source += "; " + "; ".join(missing_reason(m) for m in inside)
         lines.append(f"  {time_text(p.ns):>10} {share_text(p, e.median_ns)}  {p.name}: {source}")
     for words in e.not_explained:
         if e.idle is not None and words.startswith(IDLE_PART + ":"):
@@ -223,9 +256,9 @@ def explanation_lines(e: Explanation) -> list[str]:
     lines += [f"  note: {note}" for note in e.notes]
     rest_shown = any(p.name == REST for p in e.parts)
     lines += [
-        f"  not separated: {m}"
+        f"  not separated: {missing_words(m)}"
         for m in e.not_separated
-        if not (rest_shown and m.startswith(INSIDE_REST))
+        if not (rest_shown and m.code == explain_codes.REST_INSIDE)
     ]
     return lines
 
@@ -343,6 +376,8 @@ def run_dict(
     explained = explain(results, run_id)
     shown, _ = narrow(explained, globs, params, show_all=True)
     data = explained.as_dict()
+    for e, d in zip(explained.explanations, data["explanations"], strict=True):
+        d["not_separated"] = [missing_words(m) for m in e.not_separated]  # as the text says
     keep = {id(e) for e in shown}
     data["explanations"] = [
         d for e, d in zip(explained.explanations, data["explanations"], strict=True)

@@ -47,6 +47,7 @@ from ctxbench.store.schema import StoredRun
 from ctxbench.views import why
 from ctxbench.views.answers import sentences
 from ctxbench.views.comparison import cell_words, describe, summary_lines
+from ctxbench.views.explain import missing_words
 from ctxbench.views.report_families import (
     BLOCK_LEGEND,
     FamilySection,
@@ -129,6 +130,7 @@ def build_context(
         "answer_sentences": sentences,
         "is_remainder": is_remainder,
         "traced_line": traced_line,
+        "missing_words": missing_words,
         "version": __version__,
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "runs": list(zip(names, runs, strict=True)),

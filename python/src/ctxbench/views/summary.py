@@ -31,6 +31,7 @@ from ctxbench.analysis.summary_data import Point, RunSummary, Summary
 from ctxbench.records.core import variant_name
 from ctxbench.views import why
 from ctxbench.views.answers import sentences as answer_sentences
+from ctxbench.views.explain import missing_words
 from ctxbench.views.tables import STATUS_STYLE
 
 MIN_WIDTH = 80
@@ -442,7 +443,7 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
                 {"name": part.name, "ns": part.ns, "source": part.source}
                 for part in explanation.parts
             ],
-            "not_separated": list(explanation.not_separated),
+            "not_separated": [missing_words(m) for m in explanation.not_separated],
             "not_explained": list(explanation.not_explained),
             "notes": list(explanation.notes),
         },
