@@ -516,7 +516,7 @@ def test_idle_hold_is_released_after_each_round(engine, tmp_path, kind):
 @pytest.mark.parametrize("kind", list(devices()))
 def test_idle_hold_is_released_on_ctrl_c(engine, tmp_path, kind):
     path, run = start_held(engine, tmp_path, kind, "--samples", "100000", "--min-time", "0.05")
-    run.wait_for(lambda r: holders(path) == [r.proc.pid])
+    run.wait_for(lambda r: r.proc.pid in holders(path))  # its own; others may hold it too
     run.proc.send_signal(signal.SIGINT)
     run.finish()
     assert run.proc.returncode != 0
