@@ -15,7 +15,7 @@ import pytest
 from conftest import fixture_path, invoke, real_run
 from ctxbench.analysis.explain import REST, REST_INSIDE, explain
 from ctxbench.records.core import read_run_file
-from ctxbench.views.explain import missing_words, narrow, render_text
+from ctxbench.views.explain import missing_words, narrow, note_words, render_text
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "data" / "reference-run.jsonl"
 
@@ -126,13 +126,14 @@ def test_a_slowed_record_the_parts_use_is_named():
         for e in explain([result("syscall.enosys", 100.0), threads, processes]).explanations
     }
     # The processes figure's address-space part uses the slowed thread twin.
-    (note,) = [n for n in by_between["processes"].notes if n.startswith("host interference")]
+    (note,) = [note_words(n) for n in by_between["processes"].notes]
+    assert note.startswith("host interference")
     assert "between=threads" in note and "1.31x" in note
-    assert [n for n in by_between["threads"].notes if n.startswith("host interference")]
+    assert by_between["threads"].notes
     processes["interference"] = interference(False, 1.01)
     threads["interference"] = interference(False, 1.02)
     for e in explain([result("syscall.enosys", 100.0), threads, processes]).explanations:
-        assert not [n for n in e.notes if n.startswith("host interference")]
+        assert not e.notes
 
 
 def test_ring_cache_refill_from_the_fitted_slope():
@@ -167,7 +168,8 @@ def test_unmeasured_figures_are_listed_not_explained():
     failed["summary"] = None
     explained = explain([failed])
     assert explained.explanations == []
-    assert explained.unexplained and "unsupported" in explained.unexplained[0]
+    assert explained.unexplained and explained.unexplained[0].status == "unsupported"
+    assert "unsupported, no figure" in render_text(explained)
 
 
 def test_fork_slope_and_minimal_parent():

@@ -83,6 +83,26 @@ class Missing:
     detail: str = ""  # a probe's name, TRACE_HINT, or a chain's words
 
 
+@dataclass(frozen=True)
+class SlowedNote:
+    """A record a part uses was measured while the host slowed the CPU (its
+    interference block's kept attempt): parts built from it carry that."""
+
+    probe: str
+    params: str  # its parameters as text
+    reference_ratio: float  # the reference system calls' time over their best
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Unexplained:
+    """A switch figure of the run with no figure to explain."""
+
+    probe: str
+    params: str  # its parameters as text
+    status: str  # its verdict (unsupported, failed)
+
+
 @dataclass
 class Part:
     name: str
@@ -101,7 +121,7 @@ class Explanation:
     parts: list[Part]
     not_separated: list[Missing] = field(default_factory=list)
     switches_per_round_trip: dict[str, float] | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[SlowedNote] = field(default_factory=list)
     # differences that came out below zero or above the median, in words
     not_explained: list[str] = field(default_factory=list)
     traced: TracedView | None = None  # the traced pass's phases (explain_phases)
@@ -125,7 +145,7 @@ class Explained:
     explanations: list[Explanation]
     fork: ForkScaling | None
     bare_syscall_ns: float | None
-    unexplained: list[str] = field(default_factory=list)  # figures left out, and why
+    unexplained: list[Unexplained] = field(default_factory=list)  # figures left out, and why
     # What a seccomp filter adds, where the run measured the axis (filter_cost).
     seccomp: list[FilterCost] = field(default_factory=list)
 
@@ -215,7 +235,7 @@ def explain(
     ring_slopes = _ring_slopes(results)
 
     explanations: list[Explanation] = []
-    unexplained: list[str] = []
+    unexplained: list[Unexplained] = []
     for r in results:
         if r.get("family") == "uswitch" and _measured(r):
             explanations.append(_user_level(r, by_key))
@@ -223,9 +243,7 @@ def explain(
             continue
         if not _measured(r):
             status = r.get("verdict", {}).get("status", "?")
-            unexplained.append(
-                f"{r['probe']} {_params_text(r.get('params', {}))}: {status}, no figure"
-            )
+            unexplained.append(Unexplained(r["probe"], _params_text(r.get("params", {})), status))
             continue
         explanations.append(_explain_one(r, by_key, bare, ring_slopes))
     return Explained(
@@ -655,10 +673,11 @@ def _standing(
     return kept, words
 
 
-def _interference_notes(used: list[dict[str, Any]]) -> list[str]:
+def _interference_notes(used: list[dict[str, Any]]) -> list[SlowedNote]:
     """Where the host slowed the CPU while a record the parts use was measured:
     its difference from the others then carries that, not only the mechanism."""
-    notes, seen = [], set()
+    notes: list[SlowedNote] = []
+    seen = set()
     for rec in used:
         inter = rec.get("interference") or {}
         key = (rec["probe"], _params_text(rec.get("params", {})))
@@ -667,9 +686,7 @@ def _interference_notes(used: list[dict[str, Any]]) -> list[str]:
         seen.add(key)
         kept = inter["attempts"][inter["kept"]]
         notes.append(
-            f"host interference: {key[0]} {key[1]} was measured while the reference system "
-            f"calls ran {kept['reference_ratio']:.2f}x their best (after "
-            f"{len(inter['attempts'])} attempt(s)); parts built from it carry that slowdown"
+            SlowedNote(key[0], key[1], float(kept["reference_ratio"]), len(inter["attempts"]))
         )
     return notes
 

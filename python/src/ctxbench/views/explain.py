@@ -29,6 +29,8 @@ from ctxbench.analysis.explain import (
     IdleFinding,
     Missing,
     Part,
+    SlowedNote,
+    Unexplained,
     bare_syscall,
     explain,
     time_text,
@@ -68,6 +70,20 @@ def missing_reason(m: Missing) -> str:
     if m.code == explain_codes.REST_INSIDE and m.detail == explain_codes.TRACE_HINT:
         words += " (ctxbench run --trace separates them)"
     return words
+
+
+def note_words(n: SlowedNote) -> str:
+    """'host interference: switch.pipe ... was measured while ...'."""
+    return (
+        f"host interference: {n.probe} {n.params} was measured while the reference system "
+        f"calls ran {n.reference_ratio:.2f}x their best (after {n.attempts} attempt(s)); parts "
+        "built from it carry that slowdown"
+    )
+
+
+def unexplained_words(u: Unexplained) -> str:
+    """'switch.pipe cpus=cross: unsupported, no figure'."""
+    return f"{u.probe} {u.params}: {u.status}, no figure"
 
 
 def missing_words(m: Missing) -> str:
@@ -253,7 +269,7 @@ def explanation_lines(e: Explanation) -> list[str]:
         )
     if e.traced:
         lines += render_traced(e.traced, idle_said=e.idle is not None)
-    lines += [f"  note: {note}" for note in e.notes]
+    lines += [f"  note: {note_words(note)}" for note in e.notes]
     rest_shown = any(p.name == REST for p in e.parts)
     lines += [
         f"  not separated: {missing_words(m)}"
@@ -313,7 +329,7 @@ def render_text(
     if explained.unexplained and not narrowed:
         lines.append("")
         lines.append("not explained (no figure in this run):")
-        lines.extend(f"  {u}" for u in explained.unexplained)
+        lines.extend(f"  {unexplained_words(u)}" for u in explained.unexplained)
     if not explained.explanations and not explained.fork and not explained.seccomp:
         lines.append("this run holds no switch or fork figure to explain")
     elif narrowed and not shown and not costs:
@@ -378,6 +394,8 @@ def run_dict(
     data = explained.as_dict()
     for e, d in zip(explained.explanations, data["explanations"], strict=True):
         d["not_separated"] = [missing_words(m) for m in e.not_separated]  # as the text says
+        d["notes"] = [note_words(n) for n in e.notes]
+    data["unexplained"] = [unexplained_words(u) for u in explained.unexplained]
     keep = {id(e) for e in shown}
     data["explanations"] = [
         d for e, d in zip(explained.explanations, data["explanations"], strict=True)

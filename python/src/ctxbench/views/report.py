@@ -47,7 +47,7 @@ from ctxbench.store.schema import StoredRun
 from ctxbench.views import why
 from ctxbench.views.answers import sentences
 from ctxbench.views.comparison import cell_words, describe, summary_lines
-from ctxbench.views.explain import missing_words
+from ctxbench.views.explain import missing_words, note_words
 from ctxbench.views.report_families import (
     BLOCK_LEGEND,
     FamilySection,
@@ -80,6 +80,11 @@ def build_context(
     summary = summarize(runs, comparison=comparison)
     summary_view = summary_figures(figures, summary, runs)
     comparison = summary.machines.comparison if summary.machines else None
+    if comparison is not None and not _shares_a_figure(comparison):
+        # e.g. a default run beside a RISC-V lab run (what `make run` reports):
+        # no variant is in two runs, so the comparison would be a table of
+        # "not in this run"; each run's own sections say it all
+        comparison = None
     sections = []
     ids: set[str] = set()
     families = families_of(runs)
@@ -131,6 +136,7 @@ def build_context(
         "is_remainder": is_remainder,
         "traced_line": traced_line,
         "missing_words": missing_words,
+        "note_words": note_words,
         "version": __version__,
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "runs": list(zip(names, runs, strict=True)),
@@ -185,6 +191,13 @@ def packed(script: str) -> str:
     """SCRIPT gzip-compressed and base64-encoded (the page unpacks it with the
     browser's DecompressionStream); mtime 0, so a report renders the same."""
     return base64.b64encode(gzip.compress(script.encode("utf-8"), 9, mtime=0)).decode("ascii")
+
+
+def _shares_a_figure(comparison: Any) -> bool:
+    """Whether some variant (or CPU-pair matrix) has a figure in two runs."""
+    if comparison.matrices:
+        return True
+    return any(sum(cell.median is not None for cell in row.cells) >= 2 for row in comparison.rows)
 
 
 def _labs(names: list[str], runs: list[StoredRun]) -> list[dict[str, Any]]:

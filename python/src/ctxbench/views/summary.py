@@ -31,7 +31,7 @@ from ctxbench.analysis.summary_data import Point, RunSummary, Summary
 from ctxbench.records.core import variant_name
 from ctxbench.views import why
 from ctxbench.views.answers import sentences as answer_sentences
-from ctxbench.views.explain import missing_words
+from ctxbench.views.explain import missing_words, note_words
 from ctxbench.views.tables import STATUS_STYLE
 
 MIN_WIDTH = 80
@@ -281,7 +281,7 @@ def explanation_lines(explanation: Explanation | None, label: str, width: int) -
         lines += [styled_line(" " * len(head) + more) for more in wrapped[1:]]
     for words in explanation.not_explained:
         lines += wrapped_lines(f"not explained: {words}", width, 2, "yellow")
-    for note in explanation.notes:
+    for note in map(note_words, explanation.notes):
         lines += wrapped_lines(f"note: {note}", width, 2, "yellow")
     lines += wrapped_lines(
         "`ctxbench explain` gives every switch of the run and what it could not separate.",
@@ -445,7 +445,7 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
             ],
             "not_separated": [missing_words(m) for m in explanation.not_separated],
             "not_explained": list(explanation.not_explained),
-            "notes": list(explanation.notes),
+            "notes": [note_words(n) for n in explanation.notes],
         },
         "sandbox": list(run.sandbox),
         "verdicts": {
