@@ -46,3 +46,25 @@ def test_the_recap_finds_every_seed_answer_in_the_two_runs(tmp_path):
     assert done.stdout.rstrip().endswith("6 seed questions, 6 answered above")
     assert "getpid's ecall round trip is" in done.stdout
     assert "Fibers, coroutines or threads:" in done.stdout
+
+
+def test_the_report_of_the_default_suite_and_the_lab_has_every_answer_and_no_empty_comparison(
+    tmp_path,
+):
+    """`make run`'s report: a default run and a lab run share no variant, so
+    there is no comparison section (it was 272 rows of 'not in this run');
+    the four answers and the lab's ecall round trip are on the page."""
+    from ctxbench.records.core import read_run_file
+    from ctxbench.store.db import Store
+    from ctxbench.views.report import render
+
+    with Store.open(str(tmp_path / "report.db")) as store:
+        runs = [
+            store.load(store.add_run(read_run_file(path), origin="import"))
+            for path in (REFERENCE, fixture_path("riscv") / "lab_run.jsonl")
+        ]
+        html = render(runs)
+        assert 'id="comparison"' not in html
+        assert "Fibers, coroutines or threads" in html and "round trips per second" in html
+        assert "getpid&#39;s ecall round trip is" in html or "getpid's ecall round trip is" in html
+        assert 'id="comparison"' in render([runs[0], runs[0]])  # a shared variant: compared
