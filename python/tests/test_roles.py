@@ -52,7 +52,7 @@ def test_python_names_no_probe():
 
 
 def test_every_role_python_uses_has_a_probe_in_the_engine_data():
-    used = {f"ladder:{spec.role}" for spec in LADDER}
+    used = {spec.full_role for spec in LADDER}
     used |= {f"answer:{wanted.role}" for question in QUESTIONS for wanted in question.wanted}
     used |= set(NAMED_ROLES)
     assert not [role for role in sorted(used) if not roles.probes_with(role)]

@@ -33,10 +33,15 @@ class RungSpec:
     match: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     @property
+    def full_role(self) -> str:
+        """The role as the engine's descriptors name it."""
+        return self.role if ":" in self.role else f"ladder:{self.role}"
+
+    @property
     def candidates(self) -> tuple[str, ...]:
         """The probes that may stand for this rung, preferred first, as the
         engine's descriptors rank them."""
-        return probes_with(self.role if ":" in self.role else f"ladder:{self.role}")
+        return probes_with(self.full_role)
 
 
 LADDER: tuple[RungSpec, ...] = (
