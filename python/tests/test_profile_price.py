@@ -130,3 +130,27 @@ def test_cli_prices_a_recorded_profile_and_says_what_to_run(tmp_path):
 def test_cli_refuses_a_command_with_from():
     result = invoke("profile", "--from", str(FIXTURES / "profile_pingpong.json"), "--", "true")
     assert result.exit_code == 2
+
+
+def test_profiles_are_stored_listed_shown_and_compared(tmp_path):
+    from ctxbench.store.db import Store
+
+    db = str(tmp_path / "s.db")
+    a = read_profile(FIXTURES / "profile_pingpong.json")
+    b = read_profile(FIXTURES / "profile_getppid.json")
+    with Store.open(db) as store:
+        assert store.add_profile(a) == a["run_id"]
+        store.add_profile(b)
+        assert [row[0] for row in store.profiles()] == sorted([a["run_id"], b["run_id"]])
+        assert store.load_profile(a["run_id"][:20])["run_id"] == a["run_id"]
+    listed = json.loads(invoke("profile", "--list", "--json", "--db", db).stdout)
+    assert {row["id"] for row in listed} == {a["run_id"], b["run_id"]}
+    shown = invoke("profile", "--show", a["run_id"], "--db", db)
+    assert shown.exit_code == 0 and "context switches" in shown.stdout
+    compared = json.loads(
+        invoke("profile", "--compare", a["run_id"], b["run_id"], "--json", "--db", db).stdout
+    )
+    rows = {row["name"]: (row["a"], row["b"]) for row in compared["rows"]}
+    assert rows["syscalls"] == (a["counts"]["syscalls"], b["counts"]["syscalls"])
+    missing = invoke("profile", "--show", "nosuchprofile", "--db", db)
+    assert missing.exit_code == 2 and "no stored profile" in missing.output

@@ -380,3 +380,21 @@ def counterfactuals(
                 )
             )
     return result
+
+
+def compare_counts(
+    a: dict[str, Any], b: dict[str, Any]
+) -> list[tuple[str, int | None, int | None]]:
+    """Two profiles' counts side by side, (name, a, b), in the record's order;
+    CPU time and wall time first, in microseconds."""
+
+    def micro(record: dict[str, Any], key: str) -> int | None:
+        value = record.get(key)
+        return None if value is None else round(value * 1e6)
+
+    rows = [
+        (f"{key}_us", micro(a, key), micro(b, key))
+        for key in ("wall_s", "cpu_user_s", "cpu_system_s")
+    ]
+    rows += [(name, a["counts"].get(name), b["counts"].get(name)) for name in a["counts"]]
+    return rows

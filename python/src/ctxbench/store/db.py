@@ -50,6 +50,7 @@ from ctxbench.store.schema import (
     LATEST_VERSION,
     MEASURED_ORDER,
     MIGRATIONS,
+    PROFILES,
     RESULTS,
     RUNS,
     RunInfo,
@@ -428,6 +429,52 @@ class Store:
             status = result["verdict"]["status"]
             counts[status] = counts.get(status, 0) + 1
         return StoredRun(info=run_info(tuple(row[:9]), counts, env), records=records)
+
+    # ---- profiles (ctxbench profile) ---------------------------------------
+    def add_profile(self, record: dict[str, Any]) -> str:
+        """Stores a profile record (already validated); its id."""
+        target = record["target"]
+        shown = " ".join(target["command"]) if target["command"] else f"PID {target['pid']}"
+        with self._write() as conn:
+            conn.execute(
+                sa.insert(PROFILES).values(
+                    profile_id=record["run_id"],
+                    started_at=record.get("started_at"),
+                    hostname=(record.get("env") or {}).get("hostname"),
+                    target=shown,
+                    stored_at=_now(),
+                    record=json.dumps(record, allow_nan=False),
+                )
+            )
+        return record["run_id"]
+
+    def profiles(self) -> list[tuple[str, str | None, str]]:
+        """(id, started_at, target) of every stored profile, oldest first."""
+        with self._read() as conn:
+            rows = conn.execute(
+                sa.select(PROFILES.c.profile_id, PROFILES.c.started_at, PROFILES.c.target).order_by(
+                    PROFILES.c.started_at, PROFILES.c.profile_id
+                )
+            ).all()
+        return [tuple(row) for row in rows]
+
+    def load_profile(self, reference: str) -> dict[str, Any]:
+        """A stored profile by id, unique id prefix, or 'latest'."""
+        ids = [row[0] for row in self.profiles()]
+        if reference == "latest" and ids:
+            chosen = [ids[-1]]
+        else:
+            chosen = [i for i in ids if i == reference] or [
+                i for i in ids if i.startswith(reference)
+            ]
+        if len(chosen) != 1:
+            what = "no stored profile" if not chosen else f"{len(chosen)} stored profiles"
+            raise BadInput(f"{what} matches '{reference}'; `ctxbench profile --list` lists them")
+        with self._read() as conn:
+            text = conn.execute(
+                sa.select(PROFILES.c.record).where(PROFILES.c.profile_id == chosen[0])
+            ).scalar_one()
+        return json.loads(text)
 
 
 def _now() -> str:

@@ -76,6 +76,21 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE UNIQUE INDEX runs_by_stored_seq ON runs(stored_seq);
         """,
     ),
+    (
+        4,
+        # Profiles of programs (`ctxbench profile`, schema/profile.schema.json):
+        # a kind of their own, not runs (no results), kept with their record.
+        """
+        CREATE TABLE profiles (
+            profile_id TEXT PRIMARY KEY,   -- the record's run_id
+            started_at TEXT,
+            hostname   TEXT,
+            target     TEXT NOT NULL,      -- the command, or "PID n"
+            stored_at  TEXT NOT NULL,
+            record     TEXT NOT NULL       -- the profile record, verbatim
+        );
+        """,
+    ),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 
@@ -111,6 +126,16 @@ RESULTS = sa.Table(
     sa.Column("unit", sa.Text, nullable=False),
     sa.Column("status", sa.Text, nullable=False),
     sa.Column("median", sa.Float),
+    sa.Column("record", sa.Text, nullable=False),
+)
+PROFILES = sa.Table(
+    "profiles",
+    _metadata,
+    sa.Column("profile_id", sa.Text, primary_key=True),
+    sa.Column("started_at", sa.Text),
+    sa.Column("hostname", sa.Text),
+    sa.Column("target", sa.Text, nullable=False),
+    sa.Column("stored_at", sa.Text, nullable=False),
     sa.Column("record", sa.Text, nullable=False),
 )
 # Runs in the order they were measured (ISO 8601 UTC sorts as text).

@@ -154,3 +154,31 @@ def profile_dict(
             for c in counterfactuals
         ],
     }
+
+
+def compare_text(
+    a: dict[str, Any],
+    b: dict[str, Any],
+    rows: list[tuple[str, int | None, int | None]],
+    prices: tuple[Price, Price],
+) -> str:
+    lines = [
+        f"A {a['run_id']}  {' '.join(a['target']['command'] or ['PID', str(a['target']['pid'])])}",
+        f"B {b['run_id']}  {' '.join(b['target']['command'] or ['PID', str(b['target']['pid'])])}",
+        "",
+        f"  {'':<24} {'A':>14} {'B':>14} {'B / A':>8}",
+    ]
+    for name, x, y in rows:
+        ratio = f"{y / x:.2f}x" if x and y is not None else "-"
+        show = [("not counted" if v is None else f"{v:,}") for v in (x, y)]
+        lines.append(f"  {name:<24} {show[0]:>14} {show[1]:>14} {ratio:>8}")
+    pa, pb = prices
+    lines.append("")
+    for label, p in (("A", pa), ("B", pb)):
+        low, high = p.interval_s
+        share = f", {p.share:.1%} of its CPU" if p.share is not None else ""
+        cost = f"{_seconds(p.estimate_s)} ({_seconds(low)}–{_seconds(high)})"
+        if not any(part.count and part.figure for part in p.parts):
+            cost, share = "not priced (no stored figure of its machine)", ""
+        lines.append(f"  direct cost {label}: {cost}{share}")
+    return "\n".join(lines) + "\n"

@@ -68,6 +68,14 @@ def store_lookup(db: str | None, env: dict[str, Any]):
     is_flag=True,
     help="Where a figure is missing from the store, measure it first (ctxbench run --quick).",
 )
+@click.option("--no-store", is_flag=True, help="Do not store the profile.")
+@click.option("--list", "list_profiles", is_flag=True, help="List the stored profiles.")
+@click.option(
+    "--show", "show_ref", metavar="ID", help="A stored profile ('latest', an id or prefix)."
+)
+@click.option(
+    "--compare", "compare_refs", nargs=2, metavar="A B", help="Two stored profiles side by side."
+)
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the profile and its price as JSON.")
 def profile(
@@ -76,13 +84,51 @@ def profile(
     duration: float | None,
     from_file: Path | None,
     measure: bool,
+    no_store: bool,
+    list_profiles: bool,
+    show_ref: str | None,
+    compare_refs: tuple[str, str] | None,
     db: str | None,
     as_json: bool,
 ) -> None:
     """What switching costs your program: counts its switches, wake-ups, system
     calls, faults, creations and signals (ctxbench profile -- CMD [ARGS], or
-    --pid PID --duration S) and prices them with this machine's stored figures."""
-    if from_file is not None:
+    --pid PID --duration S), prices them with this machine's stored figures, and
+    stores the profile (--list, --show ID, --compare A B read them back)."""
+    reading = list_profiles or show_ref or compare_refs
+    if reading and (command or pid is not None or from_file):
+        raise BadInput("--list, --show and --compare read stored profiles: give no command")
+    if list_profiles:
+        with open_store(db, create=False) as store:
+            rows = store.profiles()
+        if as_json:
+            click.echo(json.dumps([{"id": i, "started_at": t, "target": c} for i, t, c in rows]))
+        else:
+            click.echo("".join(f"{i}  {t}  {c}\n" for i, t, c in rows), nl=False)
+        return
+    if compare_refs:
+        with open_store(db, create=False) as store:
+            a, b = (store.load_profile(ref) for ref in compare_refs)
+        rows = profile_price.compare_counts(a, b)
+        prices = tuple(profile_price.price(r, store_lookup(db, r["env"])) for r in (a, b))
+        if as_json:
+            data = {
+                "schema": 1,
+                "kind": "profile_comparison",
+                "a": a["run_id"],
+                "b": b["run_id"],
+                "rows": [{"name": n, "a": x, "b": y} for n, x, y in rows],
+                "prices": [p.as_dict() for p in prices],
+            }
+            click.echo(json.dumps(data, indent=2))
+        else:
+            click.echo(view.compare_text(a, b, rows, prices), nl=False)
+        return
+    if show_ref:
+        with open_store(db, create=False) as store:
+            record = store.load_profile(show_ref)
+        no_store = True
+    elif from_file is not None:
         if command or pid is not None:
             raise BadInput("--from prices a recorded profile: give no command and no --pid")
         record = read_profile(from_file)
@@ -104,6 +150,9 @@ def profile(
         if command:
             args += ["--", *command]
         record = run_engine_profile(args)
+    if not no_store and not from_file:
+        with open_store(db) as store:
+            say(f"stored profile {store.add_profile(record)} in {store.location}")
     lookup = store_lookup(db, record["env"])
     price = profile_price.price(record, lookup)
     if price.missing and measure:
