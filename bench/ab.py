@@ -63,22 +63,30 @@ from ctxbench.records.core import variant_name  # noqa: E402
 
 SYSCALLS = ["syscall.getppid", "syscall.read", "syscall.clock_gettime_syscall"]
 UNTOUCHED = "syscall.clock_gettime_vdso"
-SWITCHES = ["switch.pipe", "switch.futex", "--cpus", "same", "--between", "threads"]
+# policy=normal only: policy=batch beside it is the same hand-off, at twice the time.
+SWITCHES = ["switch.pipe", "switch.futex", "--cpus", "same", "--between", "threads",
+            "--param", "policy=normal"]  # fmt: skip
 SCENARIOS = ("aa", "delay", "seccomp")
 LOADS = ("quiet", "mix")
 
 
-def scenario(name: str, rounds: int, shim: str, spins: int) -> tuple[list[str], Axis]:
-    """The `ctxbench run` arguments of scenario NAME and the axis that pairs its arms."""
+def scenario(
+    name: str, rounds: int, shim: str, spins: int, samples: int = 10
+) -> tuple[list[str], Axis]:
+    """The `ctxbench run` arguments of scenario NAME and the axis that pairs its
+    arms: ROUNDS A/B rounds of SAMPLES samples per variant and arm (for
+    aa and delay each arm's engine process takes SAMPLES; for seccomp the
+    engine's ROUNDS rounds take SAMPLES each)."""
     arm = Axis("arm", "A", "B")
+    per_arm = ["--samples", str(samples), "--ab-rounds", str(rounds)]
     if name == "aa":
-        selection = [*SYSCALLS, UNTOUCHED, *SWITCHES]
-        return [*selection, "--ab-wrapper", "env", "--ab-rounds", str(rounds)], arm
+        return [*SYSCALLS, UNTOUCHED, *SWITCHES, "--ab-wrapper", "env", *per_arm], arm
     if name == "delay":
         wrapper = f"env LD_PRELOAD={shlex.quote(shim)} CTXBENCH_AB_SPINS={spins}"
-        return [*SYSCALLS, UNTOUCHED, "--ab-wrapper", wrapper, "--ab-rounds", str(rounds)], arm
+        return [*SYSCALLS, UNTOUCHED, "--ab-wrapper", wrapper, *per_arm], arm
     axis = Axis("seccomp", "none", "allow")
-    return [*SWITCHES, "--param", "seccomp=none,allow", "--samples", "40", "--rounds", "8"], axis
+    sizes = ["--samples", str(samples * rounds), "--rounds", str(rounds)]
+    return [*SWITCHES, "--param", "seccomp=none,allow", *sizes], axis
 
 
 def slowed(name: str, probe: str) -> bool:
@@ -123,9 +131,13 @@ def measure(options: argparse.Namespace, directory: str) -> dict:
         with background_load("mix" if load == "mix" else None):
             for n in range(1, options.runs + 1):
                 for name in options.scenarios:
-                    args, _ = scenario(name, options.rounds, shim, options.spins)
+                    args, _ = scenario(name, options.rounds, shim, options.spins, options.samples)
+                    begun = time.monotonic()
                     file = run_once(args, directory, f"{load}-{name}-{n}")
-                    manifest["runs"].append({"load": load, "scenario": name, "file": file})
+                    took = round(time.monotonic() - begun, 1)
+                    manifest["runs"].append(
+                        {"load": load, "scenario": name, "file": file, "seconds": took}
+                    )
                     with open("/proc/loadavg", encoding="ascii") as handle:
                         averages.append(float(handle.read().split()[0]))
                 print(f"{load}: run {n}/{options.runs} of each scenario "
@@ -156,7 +168,7 @@ def report(directory: str, manifest: dict, percent: float) -> None:
     detectable: dict = defaultdict(list)
     for entry in manifest["runs"]:
         load, name = entry["load"], entry["scenario"]
-        _, axis = scenario(name, opts["rounds"], "", opts["spins"])
+        _, axis = scenario(name, opts["rounds"], "", opts["spins"], opts.get("samples", 10))
         with open(os.path.join(directory, entry["file"]), encoding="utf-8") as handle:
             records = [json.loads(line) for line in handle if line.strip()]
         judged = paired_gate(records, axis, percent)
@@ -209,6 +221,9 @@ def main() -> int:
     parser.add_argument("--fail-above", type=float, default=2.0, help="percent (default 2)")
     parser.add_argument("--rounds", type=int, default=8, help="--ab-rounds (default 8)")
     parser.add_argument("--spins", type=int, default=0, help="delay loops (default 0)")
+    parser.add_argument(
+        "--samples", type=int, default=10, help="samples per variant, arm and round (default 10)"
+    )
     parser.add_argument("--keep", help="keep the runs' records in this directory")
     parser.add_argument("--replay", help="judge the runs kept in this directory again")
     options = parser.parse_args()
@@ -222,8 +237,10 @@ def main() -> int:
             parser.error(f"--load {','.join(options.load)}: give quiet, mix or quiet,mix")
         if set(options.scenarios) - set(SCENARIOS) or not options.scenarios:
             parser.error(f"--scenarios: give some of {', '.join(SCENARIOS)}")
-        if options.runs < 1 or options.rounds < 2 or options.spins < 0:
-            parser.error("--runs must be at least 1, --rounds at least 2, --spins at least 0")
+        if options.runs < 1 or options.rounds < 2 or options.spins < 0 or options.samples < 1:
+            parser.error(
+                "--runs and --samples must be at least 1, --rounds at least 2, --spins at least 0"
+            )
         if "mix" in options.load:
             check_load(parser, "mix")
         directory = options.keep or tempfile.mkdtemp(prefix="ctxbench-ab-")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import statistics
 
 import pytest
 
@@ -30,6 +31,8 @@ from ctxbench.analysis.paired import (
     paired_gate,
     paired_ratio,
     parse_axis,
+    resolution_floor,
+    signed_rank_interval,
 )
 from ctxbench.records.core import record_problem
 
@@ -89,19 +92,69 @@ def results_of(records: list[dict]) -> list[dict]:
 
 
 # ---- the paired ratio -----------------------------------------------------------------------
-def test_paired_ratio_is_a_t_interval_of_the_mean_log_ratio():
-    logs = [0.01, 0.03, 0.02]
+def test_paired_ratio_is_the_hodges_lehmann_estimate_with_the_signed_rank_interval():
+    logs = [0.01, 0.03, 0.02, 0.025, 0.015, 0.02]
     pairs = [(100.0, 100.0 * math.exp(d)) for d in logs]
     ratio, low, high, se, detectable = paired_ratio(pairs)
-    se_known = 0.01 / math.sqrt(3)  # sd of the logs 0.01, three rounds
-    t_975 = 4.302652729911275  # t(0.975, 2)
-    t_80 = 1.0606601717798212  # t(0.80, 2)
-    assert ratio == pytest.approx(math.exp(0.02))
-    assert se == pytest.approx(se_known)
-    assert low == pytest.approx(math.exp(0.02 - t_975 * se_known))
-    assert high == pytest.approx(math.exp(0.02 + t_975 * se_known))
-    assert detectable == pytest.approx(math.expm1((t_975 + t_80) * se_known))
+    walsh = sorted((logs[i] + logs[j]) / 2 for i in range(6) for j in range(i, 6))
+    # n = 6: P(T <= 0) = 1/64 is the only tail within 2.5 %: the extreme Walsh averages.
+    assert ratio == pytest.approx(math.exp(statistics.median(walsh)))
+    assert (low, high) == pytest.approx((math.exp(0.01), math.exp(0.03)))
+    t_975, t_80 = 2.5705818366147395, 0.9195437503240783  # t(0.975, 5), t(0.80, 5)
+    assert se == pytest.approx(0.02 / (2 * t_975))
+    assert detectable == pytest.approx(math.expm1((t_975 + t_80) * se))
+    assert paired_ratio(pairs[:5]) is None  # n = 5 has no 95 % signed-rank interval
     assert paired_ratio(pairs[:1]) is None
+
+
+def test_signed_rank_interval_matches_the_table():
+    # n = 10 at 95 %: the critical T is 8, so the 9th Walsh average from either end.
+    logs = [0.001 * k * k for k in range(10)]
+    walsh = sorted((logs[i] + logs[j]) / 2 for i in range(10) for j in range(i, 10))
+    _, low, high = signed_rank_interval(logs)
+    assert (low, high) == (walsh[8], walsh[-9])
+    # n = 20: critical T 52, the 53rd from either end.
+    logs = [math.sin(k) / 100 for k in range(20)]
+    walsh = sorted((logs[i] + logs[j]) / 2 for i in range(20) for j in range(i, 20))
+    _, low, high = signed_rank_interval(logs)
+    assert (low, high) == (walsh[52], walsh[-53])
+
+
+def test_a_few_discordant_rounds_do_not_hide_a_3_percent_slowdown():
+    # 16 rounds at 3 % +- 0.5 %, three of them off by 10-15 % (within the 1.20x rule,
+    # so not set aside): a t interval of the mean spans 1 %, the signed-rank one does not.
+    logs = [0.03 + 0.005 * (-1) ** k for k in range(16)]
+    logs[3], logs[8], logs[12] = 0.03 + 0.15, 0.03 - 0.12, 0.03 + 0.13
+    pairs = [(100.0, 100.0 * math.exp(d)) for d in logs]
+    _, low, _, _, _ = paired_ratio(pairs)
+    assert low > 1.02
+    mean, sd = statistics.fmean(logs), statistics.stdev(logs)
+    assert math.exp(mean - 2.131 * sd / 4) < 1.01  # t(0.975, 15) = 2.131: the old rule's low end
+
+
+def test_identical_rounds_are_not_judged_with_certainty():
+    # B 1.1 % over A in every round, to the last digit: without a floor the interval
+    # has no width and the pair would be slower at 1 %. The timer's step (20 ns over
+    # 1000 operations of 27 ns: 0.074 % per figure) widens it across 1 %.
+    records = results_of(ab_run(1.0, rounds=8, noise=0.0))
+    for record in records:
+        record["timer"] = {**record["timer"], "resolution_ns": 20.0}
+        record["ops_per_sample"] = 1000
+        record["summary"] = {**record["summary"], "median": 27.0}
+        factor = 1.011 if record["params"]["arm"] == "B" else 1.0
+        record["samples"] = [27.0 * factor] * len(record["samples"])
+        for entry in record["schedule"]["round_figures"]:
+            entry["median"] = 27.0 * factor - _baseline_of(record)
+    assert resolution_floor(records[0]) == pytest.approx(20.0 / 27000.0)
+    paired, _ = pair_records(records, Axis("arm", "A", "B"))
+    assert paired[0].low < 1.01 < 1.011 < paired[0].high
+    assert judge(paired[0], 1.0).outcome == INCONCLUSIVE
+    assert paired_ratio([(27.0, 27.0 * 1.011)] * 8)[1:3] == pytest.approx((1.011, 1.011))
+
+
+def _baseline_of(record: dict) -> float:
+    baseline = record.get("baseline") if record.get("corrected") is not None else None
+    return float(baseline["value"]) if baseline else 0.0
 
 
 def test_a_rate_is_oriented_like_a_time():
@@ -266,7 +319,7 @@ def test_compare_ab_with_too_few_rounds_is_exit_4_saying_why(db, tmp_path):
     run_id = stored(db, ab_run(effect=1.03, rounds=3), tmp_path)
     done = invoke("compare", run_id, "--ab", "--fail-above", "2", "--db", db)
     assert done.exit_code == 4, done.output
-    assert "3 paired round(s), at least 5 needed" in done.output
+    assert "3 paired round(s), at least 6 needed" in done.output
     assert "no pair was judged, so the gate cannot pass" in done.output
 
 
@@ -296,3 +349,31 @@ def test_compare_ab_usage_errors(db, tmp_path):
         done = invoke("compare", *args, "--db", db)
         assert done.exit_code == 2, (args, done.output)
         assert words in done.output
+
+
+def test_a_killed_ab_runs_spool_is_imported_as_one_ab_run_of_its_whole_rounds(db, tmp_path):
+    # What `run --ab-wrapper` spools: an @ab mark before each arm's engine process.
+    # ctxbench was SIGKILLed in round 3: its B process has an env and no run_end.
+    from ctxbench.cli.spool_records import ab_line
+
+    lines = []
+    for k in range(3):
+        for arm in arm_order(k):
+            records = process_records(f"20261127T1900{k:02d}Z-0000000{arm.lower()}", 1.0)
+            if k == 2 and arm == "B":
+                records = records[:2]  # env and one result: killed before its run_end
+            lines.append(ab_line(k + 1, arm, 8, "env"))
+            lines.extend(json.dumps(record) + "\n" for record in records)
+    spool = tmp_path / ".ctxbench-unstored-1-x.jsonl"
+    spool.write_text("".join(lines))
+    done = invoke("import", str(spool), "--db", db)
+    assert done.exit_code == 0, done.output
+    shown = invoke("compare", "20261127T190000Z-0000000a", "--ab", "--json", "--db", db)
+    assert shown.exit_code == 0, shown.output
+    pairs = json.loads(shown.output)["pairs"]
+    assert sorted(p["probe"] for p in pairs) == sorted(PROBES)
+    assert {(p["rounds_a"], p["rounds_b"]) for p in pairs} == {(2, 2)}
+    # Marks before records that are not in order are named, not guessed at.
+    spool.write_text(lines[1] + lines[0] + "".join(lines[2:]))
+    done = invoke("import", str(spool), "--db", db)
+    assert done.exit_code != 0 and "A/B" in done.output

@@ -30,13 +30,20 @@ the rounds' median ratio, either way, had one arm slowed and not its twin
 runs two or three times slower): it is set aside and counted
 (``Paired.set_aside``). A spell that slows both arms of a round alike, or a
 change that slows every round of B alike, sets none aside.
-Per pair of variants over its n paired rounds (method: a t interval of the
-mean paired log ratio):
+Per pair of variants over its n paired rounds, the log ratios d_k judged
+without assuming they are normal (a round the 1.20x rule keeps can still be
+10-15 % off, and one such round widens a t interval of the mean for every
+other round; method: Hodges-Lehmann with Wilcoxon's signed-rank interval):
 
-    ratio    = exp(mean d), the geometric mean of B_k / A_k
-    se       = sd(d) / sqrt(n), df = n - 1
-    interval = exp(mean d -+ t(0.975, df) * se)
-    detectable slowdown = exp((t(0.975, df) + t(0.80, df)) * se) - 1
+    ratio    = exp(HL), HL the median of the Walsh averages (d_i + d_j) / 2, i <= j
+    interval = exp(W_(k)), exp(W_(N+1-k)): the Walsh averages' k-th from either
+               end, k from the exact null distribution of the signed-rank
+               statistic (coverage at least 95 %; n >= 6)
+    floor    = each end at least log(1 + q_A + q_B) from the log ratio, q an arm's
+               timer resolution over the time one sample took: rounds whose
+               figures are identical are not judged with certainty
+    se       = the interval's log width / (2 t(0.975, n - 1))
+    detectable slowdown = exp((t(0.975, n - 1) + t(0.80, n - 1)) * se) - 1
 
 The ratio is oriented like compare's: above 1, B is slower (a rate's figure
 is inverted). Judged at PCT: ``slower`` when the interval's low end lies
@@ -61,7 +68,9 @@ from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, Gate
 from ctxbench.analysis.noise import GATE_POWER
 from ctxbench.records.core import params_key
 
-MIN_ROUNDS = 5  # paired rounds below which no interval is trusted (df 4: t(0.975) = 2.78)
+MIN_ROUNDS = (
+    6  # paired rounds below which the signed-rank interval has no 95 % form (n = 6: 96.9 %)
+)
 # A round whose ratio B/A lies past this factor of the rounds' median ratio
 # (either way) had one arm slowed and not the other (the factor by which the
 # engine's host reference calls a sample slowed): it is set aside and counted.
@@ -162,7 +171,7 @@ class Paired:
     set_aside: int  # rounds both had a figure of, set aside: one of them ran slowed
     rounds_a: int  # rounds with a figure of A
     rounds_b: int
-    ratio: float | None  # geometric mean of B/A over the rounds, >1: B slower
+    ratio: float | None  # Hodges-Lehmann estimate of B/A over the rounds, >1: B slower
     low: float | None  # the interval, oriented like ratio
     high: float | None
     se: float | None  # standard error of the mean log ratio
@@ -170,26 +179,78 @@ class Paired:
     level: float = stats.DEFAULT_LEVEL
 
 
+def signed_rank_interval(
+    logs: Sequence[float], level: float = stats.DEFAULT_LEVEL
+) -> tuple[float, float, float] | None:
+    """(estimate, low, high) of the centre of LOGS: the Hodges-Lehmann
+    estimate (the median of the Walsh averages (d_i + d_j) / 2, i <= j) and
+    the signed-rank interval from the Walsh averages' order statistics (its
+    coverage at least LEVEL, from the exact null distribution of Wilcoxon's
+    signed-rank statistic); None where n is too small for any interval at
+    LEVEL (fewer than 6 values at 95 %)."""
+    n = len(logs)
+    if n < 2:
+        return None
+    walsh = sorted((logs[i] + logs[j]) / 2.0 for i in range(n) for j in range(i, n))
+    # counts[s]: subsets of the ranks 1..n whose sum is s (the null distribution of T).
+    counts = [1]
+    for rank in range(1, n + 1):
+        grown = counts + [0] * rank
+        for total, count in enumerate(counts):
+            grown[total + rank] += count
+        counts = grown
+    alpha, whole, below, k = 1.0 - level, 2.0**n, 0, 0
+    for total, count in enumerate(counts):
+        below += count
+        if 2.0 * below / whole > alpha:
+            break
+        k = total + 1  # P(T <= k - 1) is within alpha / 2
+    if k == 0:
+        return None
+    return statistics.median(walsh), walsh[k - 1], walsh[len(walsh) - k]
+
+
+def resolution_floor(record: dict[str, Any]) -> float:
+    """The relative step of one round's figure: the timer's resolution over
+    the time a sample took (ops_per_sample operations of the median's
+    length); 0 where the record does not say."""
+    timer = record.get("timer") or {}
+    resolution = timer.get("resolution_ns")
+    ops = record.get("ops_per_sample")
+    median = (record.get("summary") or {}).get("median")
+    if not resolution or not ops or not median or median <= 0:
+        return 0.0
+    per_op_ns = median if stats.lower_is_better(record.get("unit", "ns")) else 1e9 / median
+    return float(resolution) / (float(ops) * per_op_ns)
+
+
 def paired_ratio(
     pairs: Sequence[tuple[float, float]],
     lower_is_better: bool = True,
     level: float = stats.DEFAULT_LEVEL,
     power: float = GATE_POWER,
+    floor: float = 0.0,
 ) -> tuple[float, float, float, float, float | None] | None:
     """(ratio, low, high, se, detectable) of B over A from (A_k, B_k) pairs of
-    positive figures, oriented so that above 1 means B is slower; None for
-    fewer than two pairs."""
-    if len(pairs) < 2:
-        return None
+    positive figures, oriented so that above 1 means B is slower; None where
+    the rounds are too few for an interval (``signed_rank_interval``). The
+    interval reaches at least FLOOR (a log step: the figures' resolution)
+    either side of the ratio, so identical rounds are not certainty; se is
+    the standard error a t interval of that width over n - 1 degrees of
+    freedom would have, and detectable the slowdown such a t test catches
+    at POWER."""
     sign = 1.0 if lower_is_better else -1.0
     logs = [sign * (math.log(b) - math.log(a)) for a, b in pairs]
-    n = len(logs)
-    mean = math.fsum(logs) / n
-    sd = math.sqrt(math.fsum((d - mean) ** 2 for d in logs) / (n - 1))
-    se = sd / math.sqrt(n)
-    interval = stats.t_log_interval(mean, se, n - 1, level)
-    detectable = math.expm1(stats.detectable_log_effect(se, n - 1, level, power))
-    return interval.ratio, interval.low, interval.high, se, detectable
+    found = signed_rank_interval(logs, level)
+    if found is None:
+        return None
+    centre, low, high = found
+    low, high = min(low, centre - floor), max(high, centre + floor)
+    df = len(logs) - 1
+    t_quantile = math.log(stats.t_log_interval(0.0, 1.0, df, level).high)
+    se = (high - low) / (2.0 * t_quantile)
+    detectable = math.expm1(stats.detectable_log_effect(se, df, level, power))
+    return math.exp(centre), math.exp(low), math.exp(high), se, detectable
 
 
 def pair_records(
@@ -228,7 +289,8 @@ def _paired(a: dict[str, Any], b: dict[str, Any], axis: Axis, level: float) -> P
     common = sorted(set(figures_a) & set(figures_b))
     clean = clean_rounds(figures_a, figures_b, common)
     pairs = [(figures_a[k], figures_b[k]) for k in clean]
-    found = paired_ratio(pairs, stats.lower_is_better(unit), level)
+    floor = math.log1p(resolution_floor(a) + resolution_floor(b))
+    found = paired_ratio(pairs, stats.lower_is_better(unit), level, floor=floor)
     ratio = low = high = se = detectable = None
     if found is not None:
         ratio, low, high, se, detectable = found

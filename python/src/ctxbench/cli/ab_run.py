@@ -47,6 +47,7 @@ def measure_ab(
             engine_runs.append(engine_run)
             under = f" under {wrapper}" if arm == "B" else ""
             say(f"round {number + 1} of {rounds}: {arm}{under}")
+            spool.mark_ab(number + 1, arm, rounds, wrapper)
             one_round[arm] = stream_engine_run(engine_run, None, spool, stop)
             if engine_run.interrupted or engine_run.failure() is not None:
                 ended = True

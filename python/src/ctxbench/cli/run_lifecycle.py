@@ -506,6 +506,11 @@ class Spool:
         """The records that follow are repeat NUMBER of COUNT (`run --repeat`)."""
         self._write_line(spool_records.repeat_line(number, count), worth=False)
 
+    def mark_ab(self, number: int, arm: str, count: int, wrapper: str) -> None:
+        """The records that follow are arm ARM of A/B round NUMBER of COUNT
+        (`run --ab-wrapper WRAPPER`)."""
+        self._write_line(spool_records.ab_line(number, arm, count, wrapper), worth=False)
+
     def _write_line(self, line: str, worth: bool) -> None:
         # The engine's stdout (records) and stderr (@partial) are read by two threads.
         with self._lock:

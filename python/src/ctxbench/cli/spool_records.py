@@ -11,6 +11,10 @@ of a JSON record):
 * ``@repeat {"repeat": k, "of": n}``: the records after it are repeat k of
   n of ``run --repeat``; such a spool is stored as one run with its
   repeats, as the finished run would have been (``repeats.merge_repeats``).
+* ``@ab {"round": k, "arm": "A", "of": n, "wrapper": CMD}``: the records
+  after it are one arm's engine process of round k of n of `run
+  --ab-wrapper CMD`; such a spool is stored as one A/B run of its whole
+  rounds, as the finished run would have been (``acquire.ab.merge_ab``).
 
 ``read_run`` reads a file of either kind: a plain one as ``import`` always
 did, a spool by these rules.
@@ -36,6 +40,7 @@ from ctxbench.records.core import (
 
 PARTIAL = "@partial "
 REPEAT = "@repeat "
+AB = "@ab "
 
 
 def partial_line(record: dict[str, Any]) -> str:
@@ -44,6 +49,10 @@ def partial_line(record: dict[str, Any]) -> str:
 
 def repeat_line(number: int, count: int) -> str:
     return REPEAT + json.dumps({"repeat": number, "of": count}) + "\n"
+
+
+def ab_line(number: int, arm: str, count: int, wrapper: str) -> str:
+    return AB + json.dumps({"round": number, "arm": arm, "of": count, "wrapper": wrapper}) + "\n"
 
 
 def read_run(stream: IO[bytes], origin: str, notes: list[str] | None = None) -> RunRecords:
@@ -66,8 +75,20 @@ def _spool_run(data: bytes, origin: str, notes: list[str] | None) -> RunRecords:
     lines = data.splitlines(keepends=True)
     repeats: list[list[tuple[bool, dict[str, Any]]]] = []
     asked = 0
+    arms: list[dict[str, Any]] = []  # each @ab mark, the process after it repeats' same index
     for number, raw in enumerate(lines, start=1):
         text = raw.lstrip(b"\xef\xbb\xbf") if number == 1 else raw
+        if text.startswith(AB.encode()):
+            try:
+                mark = json.loads(text[len(AB) :])
+                arms.append(
+                    {"round": int(mark["round"]), "arm": str(mark["arm"]),
+                     "of": int(mark["of"]), "wrapper": str(mark["wrapper"])}
+                )  # fmt: skip
+            except (ValueError, KeyError, TypeError):
+                raise RecordError(f"{origin}, line {number}: an A/B mark that is not one") from None
+            repeats.append([])
+            continue
         if text.startswith(REPEAT.encode()):
             try:
                 asked = max(asked, int(json.loads(text[len(REPEAT) :])["of"]))
@@ -97,6 +118,8 @@ def _spool_run(data: bytes, origin: str, notes: list[str] | None) -> RunRecords:
         if not repeats or (record["kind"] == "env" and _has_env(repeats[-1])):
             repeats.append([])
         repeats[-1].append((partial, record))
+    if arms:
+        return group_run(_ab_run(arms, repeats, origin), origin)
     runs = [_settled(records) for records in repeats if records]
     if len(runs) <= 1 or not asked:
         # One engine run; or several without repeat marks (not a --repeat
@@ -108,6 +131,31 @@ def _spool_run(data: bytes, origin: str, notes: list[str] | None) -> RunRecords:
         raise RecordError(f"{origin}: a repeat without its env record")
     merged = merge_repeats(runs, asked=max(asked, len(runs)))
     return group_run(merged, origin)
+
+
+def _ab_run(
+    arms: list[dict[str, Any]], processes: list[list[tuple[bool, dict[str, Any]]]], origin: str
+) -> list[dict[str, Any]]:
+    """An A/B spool's whole rounds as one run (``acquire.ab.merge_ab``): the
+    process after each @ab mark is that round's arm; a round whose two arms
+    did not both finish (a run_end, not interrupted) is left out, as the run
+    itself leaves it."""
+    from ctxbench.acquire.ab import merge_ab
+
+    if len(processes) != len(arms) or any(a["arm"] not in ("A", "B") for a in arms):
+        raise RecordError(f"{origin}: records before the first A/B mark, or an arm not A or B")
+    rounds: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    for mark, records in zip(arms, processes, strict=True):
+        rounds.setdefault(mark["round"], {"A": [], "B": []})[mark["arm"]] = _settled(records)
+    whole = [rounds[k] for k in sorted(rounds) if all(_ended(rounds[k][arm]) for arm in "AB")]
+    try:
+        return merge_ab(whole, arms[0]["wrapper"], arms[0]["of"], interrupted=True)
+    except ValueError as error:
+        raise RecordError(f"{origin}: {error}; nothing of this A/B run can be stored") from None
+
+
+def _ended(records: list[dict[str, Any]]) -> bool:
+    return any(r["kind"] == "run_end" and not r.get("interrupted") for r in records)
 
 
 def _has_env(records: list[tuple[bool, dict[str, Any]]]) -> bool:

@@ -34,7 +34,8 @@ def arms_line(run_id: str, axis: Axis, env: dict[str, Any]) -> str:
         what = f"B = {axis.name}={axis.b}, A = {axis.name}={axis.a}"
     return (
         f"A/B in run {run_id}: {what}; each pair judged by B/A round by round, each round's "
-        "fastest sample against the other arm's (geometric mean, 95% t interval over the rounds)"
+        "fastest sample against the other arm's (Hodges-Lehmann estimate, 95% signed-rank "
+        "interval over the rounds)"
     )
 
 
