@@ -9,8 +9,10 @@ it. Without root or tracefs the live tests skip."""
 import contextlib
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -24,14 +26,6 @@ TRACEFS = pathlib.Path("/sys/kernel/tracing")
 PIPE_SAME = ["switch.pipe", "--param", "between=threads", "--param", "policy=normal"]
 QUICK = ["--quick", "--retries", "0", "--samples", "3"]
 UNSHARE = ["unshare", "--mount", "--propagation", "private"]
-
-
-def machine_tracefs_mounts():
-    """tracefs mounts in the machine's (the test process's) mount namespace."""
-    return pathlib.Path("/proc/self/mountinfo").read_text().count(" - tracefs ")
-
-
-MOUNTS_AT_IMPORT = machine_tracefs_mounts()  # before anything below could mount one
 
 
 def tracefs_ready():
@@ -53,15 +47,16 @@ live = pytest.mark.skipif(
 # many mounts show it); the mount goes with the namespace.
 READ_IN_OWN_NAMESPACE = (
     'd=$(mktemp -d) && mount -t tracefs nodev "$d" && cd "$d/events" && '
-    'for f in */*/enable; do printf \'%s\\t%s\\n\' "$f" "$(cat "$f")"; done; '
+    "grep -H '' */*/enable; "
     'cd /; umount "$d"; rmdir "$d"'
 )
 
 
-def enable_state():
+def enable_state(own_mount=False):
     """Every tracepoint's enable file: the kernel's own tracing state. Read
-    where tracefs is mounted here, else through a mount of the test's own."""
-    if (TRACEFS / "events").is_dir():
+    where tracefs is mounted here, else (or with OWN_MOUNT) through a mount
+    of the test's own."""
+    if (TRACEFS / "events").is_dir() and not own_mount:
         return {
             str(p.relative_to(TRACEFS / "events")): p.read_text().strip()
             for p in (TRACEFS / "events").glob("*/*/enable")
@@ -73,17 +68,45 @@ def enable_state():
         timeout=60,
         check=True,
     )
-    state = dict(line.split("\t", 1) for line in done.stdout.splitlines() if "\t" in line)
+    state = dict(line.rsplit(":", 1) for line in done.stdout.splitlines() if ":" in line)
     assert state, done.stderr  # a state of no tracepoint would check nothing
     return state
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _machine_mount_table_untouched():
-    """The tests of this module leave the machine's mount table as they found
-    it (an earlier version mounted tracefs here, on import, and left it)."""
-    yield
-    assert machine_tracefs_mounts() == MOUNTS_AT_IMPORT
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting tracefs needs root")
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_the_test_mounts_tracefs_only_in_a_namespace_of_its_own(tmp_path):
+    """Every mount the state reading makes is made by a process that left
+    the machine's mount namespace first (unshare(CLONE_NEWNS)), and reads a
+    state (an earlier version of this module mounted tracefs in the
+    machine's namespace on import and left it mounted). Checked on the
+    calls themselves, not on the machine's mount table, which other
+    programs may change meanwhile."""
+    log = tmp_path / "strace.log"
+    reader = "import test_trace; print(len(test_trace.enable_state(own_mount=True)))"
+    calls = "trace=unshare,mount,clone,clone3,fork,vfork"
+    strace = ["strace", "-f", "-qq", "-e", calls, "-e", "signal=none", "-o", str(log)]
+    proc = subprocess.run(
+        [*strace, sys.executable, "-c", reader],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=pathlib.Path(__file__).parent,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout.strip().splitlines()[-1]) > 0
+    own, mounts = set(), []  # processes in a mount namespace of their own (or a parent's)
+    for line in log.read_text().splitlines():
+        pid, _, call = line.strip().partition(" ")
+        call = call.strip()
+        if call.startswith("unshare(") and "CLONE_NEWNS" in call and call.endswith("= 0"):
+            own.add(pid)
+        elif call.startswith(("clone", "fork", "vfork")) and pid in own:
+            own.add(call.rsplit("= ", 1)[-1].split()[0])  # the child inherits it
+        elif call.startswith("mount(") and "tracefs" in call:
+            mounts.append(pid)
+    assert mounts, log.read_text()
+    assert set(mounts) <= own, log.read_text()  # each in a namespace its process made
 
 
 def traced(engine, *args):
