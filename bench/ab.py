@@ -5,7 +5,8 @@ A and B on alternate rounds), taken N times and judged as `compare RUN --ab
 AXIS --fail-above PCT` judges it (``analysis.paired``):
 
 * ``aa``: identical arms. `--ab-wrapper env`: B runs under env(1), which
-  execs the engine unchanged. Every row called slower is a false alarm.
+  execs the engine unchanged, over the rows of delay and seccomp. Every row
+  called slower is a false alarm.
 * ``delay``: a slowdown of a few percent on system-call rows. B runs under
   `env LD_PRELOAD=ab_delay.so CTXBENCH_AB_SPINS=K` (bench/ab_delay.c,
   built here with gcc): an interposed glibc syscall(), which spins K empty
@@ -14,8 +15,9 @@ AXIS --fail-above PCT` judges it (``analysis.paired``):
   getppid, read, clock_gettime through syscall); the vDSO's clock_gettime
   never calls it (untouched: calling it slower is a false alarm).
 * ``seccomp``: the engine's seccomp axis in one process, `--param
-  seccomp=none,allow --samples 40 --rounds 8` on same-CPU switches
-  (switch.pipe, switch.futex, threads), judged `--ab seccomp=none:allow`: a
+  seccomp=none,allow --samples S*R --rounds R` on same-CPU switches
+  (switch.pipe, switch.futex, threads, policy=normal), judged `--ab
+  seccomp=none:allow`: a
   filter that allows everything, evaluated on each switch's system calls
   (all slowed).
 
@@ -28,11 +30,16 @@ falls on all of them.
 Prints, per load and scenario: the runs whose gate passed, failed or was
 inconclusive; the runs in which every slowed row was called slower, and in
 which any was; the untouched rows called slower (false alarms); per row,
-the median paired ratio B/A and detectable slowdown over the runs.
---keep DIR keeps every run's records; --replay DIR judges them again.
+the runs that called it slower, the median paired ratio B/A and
+detectable slowdown over the runs; each scenario's median seconds per run.
+R (--rounds) rounds of S (--samples) samples per variant and arm: for aa
+and delay `--ab-rounds R --samples S` (one engine process per arm and
+round), for seccomp the engine's R rounds. --keep DIR keeps every run's
+records; --replay DIR judges them again.
 
 Usage: python3 bench/ab.py [--runs N] [--load quiet,mix] [--scenarios aa,delay,seccomp]
-           [--fail-above 2] [--rounds 8] [--spins K] [--keep DIR | --replay DIR]
+           [--fail-above 1] [--rounds 16] [--samples 10] [--spins K]
+           [--keep DIR | --replay DIR]
 Prints tables; never used by tests (speed and noise live in bench/).
 """
 
@@ -140,13 +147,20 @@ def measure(options: argparse.Namespace, directory: str) -> dict:
                     )
                     with open("/proc/loadavg", encoding="ascii") as handle:
                         averages.append(float(handle.read().split()[0]))
+                    manifest["loadavg"][load] = averages
+                    write_manifest(directory, manifest)  # a stopped measurement replays
                 print(f"{load}: run {n}/{options.runs} of each scenario "
                       f"({time.monotonic() - started:.0f} s)", file=sys.stderr)  # fmt: skip
-        manifest["loadavg"][load] = averages
     manifest["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    with open(os.path.join(directory, "manifest.json"), "w", encoding="utf-8") as handle:
-        json.dump(manifest, handle, indent=2)
+    write_manifest(directory, manifest)
     return manifest
+
+
+def write_manifest(directory: str, manifest: dict) -> None:
+    path = os.path.join(directory, "manifest.json")
+    with open(path + ".new", "w", encoding="utf-8") as handle:
+        json.dump(manifest, handle, indent=2)
+    os.replace(path + ".new", path)  # a kill mid-write leaves the last whole one
 
 
 def report(directory: str, manifest: dict, percent: float) -> None:
@@ -166,6 +180,8 @@ def report(directory: str, manifest: dict, percent: float) -> None:
     false_alarms: dict = defaultdict(list)
     ratios: dict = defaultdict(list)
     detectable: dict = defaultdict(list)
+    called: Counter = Counter()  # (load, scenario), row -> runs that called it slower
+    seconds: dict = defaultdict(list)
     for entry in manifest["runs"]:
         load, name = entry["load"], entry["scenario"]
         _, axis = scenario(name, opts["rounds"], "", opts["spins"], opts.get("samples", 10))
@@ -174,6 +190,8 @@ def report(directory: str, manifest: dict, percent: float) -> None:
         judged = paired_gate(records, axis, percent)
         key = (load, name)
         runs[key] += 1
+        if entry.get("seconds") is not None:
+            seconds[key].append(entry["seconds"])
         gates[key][judged.outcome] += 1
         hits = [slowed(name, v.paired.probe) and v.outcome == SLOWER for v in judged.rows]
         targets = [slowed(name, v.paired.probe) for v in judged.rows]
@@ -185,31 +203,35 @@ def report(directory: str, manifest: dict, percent: float) -> None:
             row = variant_name(verdict.paired.probe, verdict.paired.params)
             if verdict.outcome == SLOWER and not slowed(name, verdict.paired.probe):
                 false_alarms[key].append(row)
+            called[(key, row)] += verdict.outcome == SLOWER
             if verdict.paired.ratio is not None:
                 ratios[(key, row)].append(verdict.paired.ratio)
             if verdict.paired.detectable is not None:
                 detectable[(key, row)].append(verdict.paired.detectable)
-    print("\n| load | scenario | runs | passed | failed | inconclusive | every slowed row "
-          "slower | any slowed row slower | untouched rows called slower |")  # fmt: skip
-    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    print("\n| load | scenario | runs | s per run | passed | failed | inconclusive | every slowed "
+          "row slower | any slowed row slower | untouched rows called slower |")  # fmt: skip
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for key in sorted(runs, key=lambda k: (LOADS.index(k[0]), SCENARIOS.index(k[1]))):
         load, name = key
         count = gates[key]
         wrong = false_alarms[key]
         target = name != "aa"
-        print(f"| {load} | {name} | {runs[key]} | {count[PASSED]} | {count[FAILED]} | "
+        took = f"{statistics.median(seconds[key]):.0f}" if seconds[key] else "—"
+        print(f"| {load} | {name} | {runs[key]} | {took} | {count[PASSED]} | {count[FAILED]} | "
               f"{count[INCONCLUSIVE]} | {caught_all[key] if target else '—'} | "
               f"{caught_any[key] if target else '—'} | {len(wrong)}"
               + (f" ({'; '.join(sorted(set(wrong)))})" if wrong else "") + " |")  # fmt: skip
-    print("\n| load | scenario | row | slowed | median B/A | range | median detectable |")
-    print("|---|---|---|---|---:|---|---:|")
+    print("\n| load | scenario | row | slowed | called slower | median B/A | range | "
+          "median detectable |")  # fmt: skip
+    print("|---|---|---|---|---:|---:|---|---:|")
     for (key, row), values in sorted(
         ratios.items(), key=lambda item: (LOADS.index(item[0][0][0]), item[0][0][1], item[0][1])
     ):
         load, name = key
         found = detectable[(key, row)]
         print(f"| {load} | {name} | {row} | {'yes' if slowed(name, row.split()[0]) else 'no'} | "
-              f"{statistics.median(values):.3f} | {min(values):.3f}–{max(values):.3f} | "
+              f"{called[(key, row)]} of {runs[key]} | {statistics.median(values):.3f} | "
+              f"{min(values):.3f}–{max(values):.3f} | "
               + (f"{statistics.median(found):.1%}" if found else "—") + " |")  # fmt: skip
 
 
@@ -218,8 +240,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10, help="runs per scenario and load")
     parser.add_argument("--load", default="quiet", help="quiet, mix or quiet,mix (default quiet)")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help="aa, delay, seccomp")
-    parser.add_argument("--fail-above", type=float, default=2.0, help="percent (default 2)")
-    parser.add_argument("--rounds", type=int, default=8, help="--ab-rounds (default 8)")
+    parser.add_argument("--fail-above", type=float, default=1.0, help="percent (default 1)")
+    parser.add_argument("--rounds", type=int, default=16, help="A/B rounds (default 16)")
     parser.add_argument("--spins", type=int, default=0, help="delay loops (default 0)")
     parser.add_argument(
         "--samples", type=int, default=10, help="samples per variant, arm and round (default 10)"
