@@ -71,6 +71,9 @@ def test_the_text_names_the_run_and_what_differs_across_it(tmp_path):
     assert result.exit_code == 0, result.output
     assert "from run 11 of 20" in result.output or "from run 10 of 20" in result.output
     assert "across it: sandbox.seccomp." in result.output
+    # The part that moved is named once: its group only where it says more (a user read
+    # "kernel entry/exit (kernel entry/exit)" here, 2026-11-27).
+    assert "moved most between the two runs around it: kernel entry/exit\n" in result.output
 
 
 def test_an_unknown_machine_is_bad_input_and_options_need_changes(tmp_path):

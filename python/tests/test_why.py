@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import real_run
+from ctxbench.analysis.interference import RunLoad
 from ctxbench.analysis.summary import summarize
 from ctxbench.records.core import RunRecords, read_run_file
 from ctxbench.store.db import Store
@@ -205,3 +206,11 @@ def test_why_says_the_load_first_and_what_a_guest_run_measured_of_its_machine():
     assert "5 measured while the host reference still ran slowed" in why.run_why(no_driver)[0]
     quiet = summarize([stored(real_run("run_b.jsonl"))]).runs[0]  # no interference recorded
     assert not any(line.startswith("Load first") for line in why.run_why(quiet))
+
+
+def test_the_load_line_counts_one_figure_and_several_alike():
+    """'steal time in 1 figure': a user read 'in 1 figures' on a preset run (2026-11-27)."""
+    one = RunLoad(measured=4, suspect=0, steal_ns=1e7, steal_results=1, counted=4)
+    two = RunLoad(measured=4, suspect=0, steal_ns=2e7, steal_results=2, counted=4)
+    assert "steal time in 1 figure (" in why.load_words(one)
+    assert "steal time in 2 figures (" in why.load_words(two)

@@ -193,12 +193,15 @@ def _unmeasured_words(part: PartDifference) -> list[str]:
     return out
 
 
+def group_beside(name: str, group: str) -> str:
+    """' (the primitive's own work)' beside a part's name, '' where the group says no more."""
+    plain, plain_group = name.removeprefix("the "), group.removeprefix("the ")
+    return "" if plain_group in plain or plain in plain_group else f" ({group})"
+
+
 def largest_words(part: PartDifference) -> str:
     """'largest: address-space switch', the group beside it only where it says more."""
-    plain = part.name.removeprefix("the ")
-    group = part.group.removeprefix("the ")
-    same = group in plain or plain in group
-    return f"largest: {part_label(part)}" + ("" if same else f" ({part.group})")
+    return f"largest: {part_label(part)}" + group_beside(part.name, part.group)
 
 
 def row_lines(row: RowWhy, comparison: Comparison, width: int) -> list[Text]:
@@ -632,7 +635,8 @@ def changes_lines(
             if change.largest_part:
                 lines += wrapped_lines(
                     f"the part that moved most between the two runs around it: "
-                    f"{change.largest_part} ({change.largest_group})",
+                    f"{change.largest_part}"
+                    + group_beside(change.largest_part, change.largest_group or ""),
                     width,
                     4,
                 )

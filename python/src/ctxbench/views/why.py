@@ -218,7 +218,8 @@ def load_words(load: RunLoad) -> str:
             + ("s" if load.set_aside_results != 1 else "")
         )
     if load.steal_results:
-        said.append(f"steal time in {load.steal_results} figures ({_ns(load.steal_ns)} in all)")
+        figures = "figure" if load.steal_results == 1 else "figures"
+        said.append(f"steal time in {load.steal_results} {figures} ({_ns(load.steal_ns)} in all)")
     return "; ".join(said) or "no interference recorded"
 
 
