@@ -1,0 +1,245 @@
+"""`ctxbench-engine profile`'s counts beside perf's, on real threaded programs.
+
+For each program (default: `xz -T2` compressing 6 MiB, `sort --parallel=2`
+on 200 000 lines, Python's threaded http.server under a loop of 40 curl
+requests) the script:
+
+1. counts one run with both tools at once:
+   `ctxbench-engine profile -- perf stat -e context-switches,cpu-migrations,
+   page-faults,raw_syscalls:sys_enter -- CMD`. perf counts CMD from its exec;
+   ctxbench counts perf too, so `perf stat ... -- true` is profiled the same
+   way, and perf's own events (ctxbench's count less perf's count of `true`)
+   are taken off ctxbench's;
+2. runs `perf trace -s -- CMD` and sums its calls per thread, beside a
+   separate ctxbench profile of CMD (two runs: the programs vary a little);
+3. times CMD alone and under `ctxbench-engine profile` (the record's wall
+   time, exec to exit), five times each, and gives the medians;
+4. prices the first profile with `ctxbench profile --from` against the store
+   given with --db (default: the user's store).
+
+Needs root (tracepoints) and perf (Debian: linux-perf). Where tracefs is not
+mounted it runs itself again in a mount namespace of its own with tracefs
+mounted (unshare -m), so nothing outside changes. Prints Markdown tables;
+never used by tests.
+
+Usage: python3 bench/profile_vs_perf.py [--engine PATH] [--db STORE] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PERF_EVENTS = "context-switches,cpu-migrations,page-faults,raw_syscalls:sys_enter"
+COMPARED = [
+    ("context-switches", "context_switches"),
+    ("cpu-migrations", "migrations"),
+    ("page-faults", "page_faults"),
+    ("raw_syscalls:sys_enter", "syscalls"),
+]
+
+
+def default_engine() -> str:
+    override = os.environ.get("CTXBENCH_ENGINE", "")
+    if override:
+        return override
+    return os.path.join(ROOT, "build", "engine", "ctxbench-engine")
+
+
+def programs(workdir: str) -> dict[str, list[str]]:
+    data = os.path.join(workdir, "data.bin")
+    lines = os.path.join(workdir, "lines.txt")
+    rng = random.Random(39)
+    with open(data, "wb") as out:  # compressible, not trivially: words from a small vocabulary
+        words = [
+            bytes(rng.choice(b"abcdefghij") for _ in range(rng.randint(2, 9))) for _ in range(4000)
+        ]
+        out.write(b" ".join(rng.choice(words) for _ in range(1_200_000))[: 6 << 20])
+    with open(lines, "w") as out:
+        out.writelines(f"{rng.randrange(10**9):09d} {rng.random():.6f}\n" for _ in range(200_000))
+    port = 20000 + os.getpid() % 20000
+    url = f"http://127.0.0.1:{port}/"
+    curl = f"curl -s --retry-connrefused --retry 50 --retry-delay 0 -o /dev/null {url}"
+    server = (
+        f"python3 -m http.server {port} --bind 127.0.0.1 --directory {workdir} "
+        ">/dev/null 2>&1 & s=$!; "
+        f"for i in $(seq 40); do {curl}; done; kill $s; wait $s 2>/dev/null; true"
+    )
+    return {
+        "xz -T2": ["sh", "-c", f"xz -T2 -6 -c {data} > /dev/null"],
+        "sort --parallel=2": ["sh", "-c", f"sort --parallel=2 -S 16M {lines} > /dev/null"],
+        "http.server + curl x40": ["sh", "-c", server],
+    }
+
+
+def profile(engine: str, command: list[str], workdir: str) -> dict:
+    out = os.path.join(workdir, "profile.json")
+    subprocess.run(
+        [engine, "profile", "--out", out, "--", *command],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    with open(out) as f:
+        return json.load(f)
+
+
+def perf_stat_inside(engine: str, command: list[str], workdir: str) -> tuple[dict, dict]:
+    """One run counted by both: ctxbench's record and perf's counts."""
+    perf_out = os.path.join(workdir, "perf.csv")
+    record = profile(
+        engine, ["perf", "stat", "-x,", "-o", perf_out, "-e", PERF_EVENTS, "--", *command], workdir
+    )
+    counts = {}
+    with open(perf_out) as f:
+        for line in f:
+            fields = line.strip().split(",")
+            if len(fields) > 2 and fields[0].isdigit():
+                counts[fields[2]] = int(fields[0])
+    return record, counts
+
+
+def perf_trace_calls(command: list[str], workdir: str) -> int:
+    out = os.path.join(workdir, "trace.txt")
+    subprocess.run(
+        ["perf", "trace", "-s", "-o", out, "--", *command],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    total = 0
+    with open(out) as f:
+        for line in f:
+            fields = line.split()
+            # "   read   1   0   0.014 ..." : syscall, calls, errors, total, min, avg, max, stddev
+            if len(fields) >= 8 and fields[1].isdigit() and fields[0].isidentifier():
+                total += int(fields[1])
+    return total
+
+
+def wall(command: list[str]) -> float:
+    start = time.monotonic()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - start
+
+
+def within(a: float, b: float) -> str:
+    if b == 0:
+        return "=" if a == 0 else "n/a"
+    return f"{(a - b) / b:+.1%}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", default=default_engine())
+    parser.add_argument("--db", default=None, help="the store whose figures price the profiles")
+    parser.add_argument("--runs", type=int, default=5, help="runs each for the overhead medians")
+    args = parser.parse_args()
+    if os.geteuid() != 0 or not shutil.which("perf"):
+        sys.exit("needs root and perf (Debian: linux-perf)")
+    if not os.path.exists("/sys/kernel/tracing/events/raw_syscalls") and not os.environ.get(
+        "PROFILE_VS_PERF_NS"
+    ):
+        os.environ["PROFILE_VS_PERF_NS"] = "1"
+        inner = 'mount -t tracefs nodev /sys/kernel/tracing && exec "$@"'
+        os.execvp(
+            "unshare",
+            [
+                "unshare",
+                "-m",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                inner,
+                "sh",
+                sys.executable,
+                *sys.argv,
+            ],
+        )
+    load = os.getloadavg()
+    print(
+        f"machine: {os.uname().nodename}, {os.cpu_count()} CPUs, kernel {os.uname().release}; "
+        f"load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
+    with tempfile.TemporaryDirectory(prefix="profile-vs-perf-") as workdir:
+        progs = programs(workdir)
+        # perf's own events: ctxbench's count of `perf stat -- true` less what
+        # perf counted of `true` itself.
+        base, base_perf = perf_stat_inside(args.engine, ["true"], workdir)
+        own = {ours: base["counts"][ours] - base_perf.get(name, 0) for name, ours in COMPARED}
+        print("\n## One run counted by both (ctxbench less perf's own events)\n")
+        print(f"perf's own events (from a run of `perf stat -- true`): {own}\n")
+        print("| program | event | ctxbench | perf stat | difference |")
+        print("|---|---|---:|---:|---:|")
+        priced = {}
+        for name, command in progs.items():
+            record, perf = perf_stat_inside(args.engine, command, workdir)
+            for perf_name, ours in COMPARED:
+                value = record["counts"][ours] - own[ours]
+                theirs = perf.get(perf_name, 0)
+                print(
+                    f"| {name} | {perf_name} | {value:,} | {theirs:,} | {within(value, theirs)} |"
+                )
+            priced[name] = profile(args.engine, command, workdir)
+        print("\n## System calls: perf trace -s and a ctxbench profile, separate runs\n")
+        print("| program | ctxbench syscalls | perf trace -s calls | difference |")
+        print("|---|---:|---:|---:|")
+        for name, command in progs.items():
+            ours = priced[name]["counts"]["syscalls"]
+            theirs = perf_trace_calls(command, workdir)
+            print(f"| {name} | {ours:,} | {theirs:,} | {within(ours, theirs)} |")
+        print(f"\n## Overhead: wall time, median of {args.runs}\n")
+        print("| program | alone | under profile (exec to exit) | overhead |")
+        print("|---|---:|---:|---:|")
+        for name, command in progs.items():
+            alone = statistics.median(wall(command) for _ in range(args.runs))
+            under = statistics.median(
+                profile(args.engine, command, workdir)["wall_s"] for _ in range(args.runs)
+            )
+            print(f"| {name} | {alone:.3f} s | {under:.3f} s | {within(under, alone)} |")
+        print("\n## Pricing (ctxbench profile --from, this machine's stored figures)\n")
+        for name, record in priced.items():
+            path = os.path.join(workdir, "priced.json")
+            with open(path, "w") as f:
+                json.dump(record, f)
+            venv = os.path.join(ROOT, ".venv", "bin", "python")
+            python = venv if os.access(venv, os.X_OK) else sys.executable
+            cli = [python, "-m", "ctxbench", "profile", "--from", path, "--json"]
+            if args.db:
+                cli += ["--db", args.db]
+            env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python", "src"))
+            done = subprocess.run(cli, capture_output=True, text=True, env=env)
+            if done.returncode != 0:
+                print(f"- {name}: pricing failed: {done.stderr.strip()}")
+                continue
+            price = json.loads(done.stdout)["price"]
+            low, high = price["interval_cpu_s"]
+            share = price["share_of_cpu"]
+            parts = ", ".join(
+                f"{p['kind']} {p['count']:,} x {p['figure']['median_ns']:.0f} ns"
+                for p in price["parts"]
+                if p["count"] and p["figure"]
+            )
+            missing = ", ".join(sorted({m["probe"] for m in price["missing"]})) or "none"
+            estimate = price["estimate_cpu_s"] * 1e3
+            print(
+                f"- {name}: {estimate:.2f} ms of CPU ({low * 1e3:.2f}-{high * 1e3:.2f}),"
+                f" {share:.1%} of its {price['program_cpu_s']:.3f} s CPU; {parts}; hand-offs as "
+                f"{price['primitive']}; no figure: {missing}"
+            )
+    load = os.getloadavg()
+    print(f"\nload average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
