@@ -36,6 +36,12 @@ def lookup_from(table):
     return lambda wanted: {w: table[w] for w in wanted if w in table}
 
 
+def test_futex_carries_the_hand_offs_where_its_calls_can():
+    record = read_profile(FIXTURES / "profile_pingpong.json")
+    record["syscalls_by_call"].append({"nr": 202, "name": "futex", "count": 10**6})
+    assert primitive_of(record)[0] == "futex"
+
+
 def test_the_primitive_is_read_from_the_calls(pingpong):
     primitive, per = primitive_of(pingpong)
     assert primitive == "pipe" and per["pipe"] > 0 and per["futex"] < per["pipe"]

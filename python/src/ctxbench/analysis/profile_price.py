@@ -229,9 +229,15 @@ def find_figures(
 
 
 def primitive_of(profile: dict[str, Any]) -> tuple[str, dict[str, int]]:
-    """The primitive the program's hand-offs mostly go through, from its calls."""
+    """The primitive the program's hand-offs mostly go through, from its calls.
+    read and write are mostly file I/O in a program that also waits on
+    futexes, so futex is taken wherever its calls could carry the hand-offs
+    (at least one call per wake-up); else the primitive with most calls."""
     calls = {c["name"]: c["count"] for c in profile["syscalls_by_call"]}
     per = {name: sum(calls.get(c, 0) for c in names) for name, names in PRIMITIVE_CALLS.items()}
+    wakeups = profile["counts"].get("wakeups") or 0
+    if per["futex"] and per["futex"] >= wakeups:
+        return "futex", per
     best = max(per, key=lambda name: (per[name], name == "futex"))
     return best, per
 
