@@ -20,9 +20,11 @@ from ctxbench.analysis.compare import (
     decide,
     time_ratio,
 )
+from ctxbench.analysis.summary_data import MachineCell
 from ctxbench.records.core import group_run, params_key
 from ctxbench.records.envdiff import env_diff
 from ctxbench.store.db import Store
+from ctxbench.views import machines as machines_view
 from ctxbench.views.comparison import describe, summary_line, summary_lines
 
 
@@ -300,3 +302,18 @@ def test_rates_turn_the_time_ratio():
 def test_compare_needs_two_runs(store):
     with pytest.raises(ValueError):
         compare_runs([stored(store, real_run("run_a.jsonl"))])
+
+
+def test_a_key_figure_not_significant_beside_a_small_p_says_why():
+    """A user read 'not significant, p = 0.00018' (a suspect side widened the interval
+    past 1, 2026-11-27): the key figure says the reason; a large p is its own reason."""
+
+    def cell(p_value: float, note: str) -> MachineCell:
+        return MachineCell(11.6e3, 5.27, 0.9, 12.0, p_value, False, NO_DIFFERENCE, (), note)
+
+    widened, _ = machines_view._cell_words(
+        cell(0.00018, "95% interval, widened, includes 1"), "not significant"
+    )
+    assert widened.startswith("not significant (95% interval, widened, includes 1), p = 0.00018")
+    large, _ = machines_view._cell_words(cell(0.104, "p = 0.104 >= 0.05"), "not significant")
+    assert large == "not significant, p = 0.1"

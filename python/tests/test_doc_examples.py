@@ -78,6 +78,12 @@ def test_the_docs_have_examples_of_both_commands():
 )
 def test_ctxbench_example_parses(doc, rest):
     words = _words(rest)
+    if words[0].startswith("-"):  # `ctxbench --help`, `ctxbench --version`: the group's own
+        context = click.Context(cli)
+        top = {name for param in cli.params for name in param.opts + param.secondary_opts}
+        top |= set(cli.get_help_option_names(context))
+        assert words[0] in top, f"{doc}: `ctxbench {rest}`: no option {words[0]}"
+        return
     command = cli.get_command(click.Context(cli), words[0])
     assert command is not None, f"{doc}: `ctxbench {rest}`: no command '{words[0]}'"
     if len(words) == 1:

@@ -149,6 +149,10 @@ def _cell_words(cell: Any, words: str) -> tuple[str, str]:
         return f"{words}, not comparable: {'; '.join(cell.excluded)}", "yellow"
     if cell.note and cell.ratio is None:
         return cell.note, "dim"
+    if not cell.significant and cell.note and not cell.note.startswith("p = "):
+        # Beside a small p, a bare 'not significant' reads as a contradiction: say why
+        # (a large p is its own reason, printed next).
+        words += f" ({cell.note})"
     p = f", {fmt.p_value(cell.p_value)}" if cell.p_value is not None else ""
     source = f", {noise_words(cell.noise, short=True)}" if cell.noise else ""
     style = {"slower": "red", "faster": "green"}.get(cell.decision or "", "dim")
