@@ -24,8 +24,19 @@ se its standard error and df its degrees of freedom:
    rule 1 can call a row slower.
 4. A row whose noise was widened (a ``suspect`` side, a side whose host
    reference still ran slowed, a run whose reference ran slowed as a whole)
-   is never ``not slower``: its figure is not the machine's usual, so it can
-   be slower (rules 1 and 3, on the wider noise) or ``inconclusive``.
+   and not slower by rule 3 is ``not slower`` only when the widenings,
+   each counted by what it can do, still rule a slowdown of PCT out
+   (``noise.slowdown_bound``, ``noise.pass_detectable``): interference only
+   adds time, so the share of A's time the kernel saw others take is added
+   to the ratio in full, B's is left out (it can only have made B look
+   slower), and the other widenings (a suspect side's own uncertainty, a
+   host reference slowed) stay noise; with that
+   noise the row could see PCT, and the interval's upper end so counted
+   lies below 1 + PCT (a one-sided test at (1 - level) / 2 rejects a
+   slowdown of PCT, which rule 3's power alone does not say of a figure
+   that is not the machine's usual). This holds whatever the row's
+   detectable slowdown with every widening as noise (rule 2 is for the
+   rest). Otherwise it is ``inconclusive``: a quieter moment would decide it.
 
 The gate fails when any row is slower; passes only when no row is slower,
 at least one row is ``not slower`` and the share of inconclusive rows is
@@ -179,17 +190,20 @@ def judge_row(row: Row, index: int, percent: float, level: float, power: float) 
     low = interval[0]
     if low > 0 and math.log(low) > max(limit, judged_by.floor):
         return GateRow(row, index, SLOWER, ratio, detectable, interval=interval)
-    if detectable is None or math.log1p(detectable) > limit:
-        decider = decide_by(judged_by, limit, level, power)
-        return GateRow(
-            row, index, INCONCLUSIVE, ratio, detectable, NOISE, decider=decider, interval=interval
-        )
-    if judged_by.source != noise.WITHIN_RUN and ratio is not None and ratio > 0:
+    sees = detectable is not None and math.log1p(detectable) <= limit
+    if sees and judged_by.source != noise.WITHIN_RUN and ratio is not None and ratio > 0:
         from scipy import stats as scipy_stats
 
         line = limit - float(scipy_stats.t.ppf(power, judged_by.df)) * (judged_by.se or 0.0)
         if math.log(ratio) > line:
             return GateRow(row, index, SLOWER, ratio, detectable, interval=interval)
+    if judged_by.widened and _passes_despite_widening(judged_by, ratio, limit, level, power):
+        return GateRow(row, index, NOT_SLOWER, ratio, detectable, interval=interval)
+    if not sees:
+        decider = decide_by(judged_by, limit, level, power)
+        return GateRow(
+            row, index, INCONCLUSIVE, ratio, detectable, NOISE, decider=decider, interval=interval
+        )
     if judged_by.widened:
         return GateRow(
             row,
@@ -202,6 +216,18 @@ def judge_row(row: Row, index: int, percent: float, level: float, power: float) 
             interval=interval,
         )
     return GateRow(row, index, NOT_SLOWER, ratio, detectable, interval=interval)
+
+
+def _passes_despite_widening(
+    judged_by: noise.Noise, ratio: float | None, limit: float, level: float, power: float
+) -> bool:
+    """Rule 4 (the module's docstring): a widened row's slowdown bound below
+    LIMIT, and the noise that can hide a slowdown able to see LIMIT."""
+    if ratio is None or ratio <= 0:
+        return False
+    bound = noise.slowdown_bound(judged_by, math.log(ratio), level)
+    seen = noise.pass_detectable(judged_by, level, power)
+    return bound is not None and seen is not None and bound < limit and math.log1p(seen) <= limit
 
 
 def decide_by(judged_by: noise.Noise, limit: float, level: float, power: float) -> Decider:

@@ -140,6 +140,10 @@ class Noise:
     # ones sufficed), and those it rests on (they did not)
     left_out: int = 0
     interfered: int = 0
+    # Between runs: the source's own standard error of the log ratio and its
+    # degrees of freedom, before the widenings (``slowdown_bound``).
+    base_se: float | None = None
+    base_df: float = math.inf
 
     @property
     def floor_effect(self) -> float:
@@ -158,6 +162,58 @@ def detectable(
         return None
     log_effect = stats.detectable_log_effect(noise.se, noise.df, level, power)
     return math.expm1(max(noise.floor, log_effect))
+
+
+# Widenings that say by how much a figure may have been inflated, never
+# deflated: the kernel saw other work take that share of its samples' time,
+# and interference only adds time. A host reference that ran slowed (SLOWED,
+# HOST_SLOWED) says the host was not the same, not by how much each figure
+# moved, so it stays noise with a suspect side's own uncertainty (SUSPECT).
+INFLATING = (TAKEN,)
+
+
+def _pass_parts(noise: Noise) -> tuple[float, float] | None:
+    """The standard error and degrees of freedom of the log ratio that can
+    hide a slowdown: the source's own and every widening but the INFLATING
+    ones, which are biases, not noise (``slowdown_bound``). None within-run
+    or without a source's own."""
+    if noise.source == WITHIN_RUN or noise.base_se is None:
+        return None
+    parts = [(noise.base_se, noise.base_df)] + [
+        (w.spread, w.df) for w in noise.widened if w.cause not in INFLATING
+    ]
+    se = math.sqrt(sum(part**2 for part, _ in parts))
+    return se, (stats.satterthwaite_df(parts) if len(parts) > 1 else noise.base_df)
+
+
+def slowdown_bound(
+    noise: Noise | None, log_ratio: float, level: float = stats.DEFAULT_LEVEL
+) -> float | None:
+    """The largest log slowdown of B against A (time) that a one-sided test at
+    (1 - level) / 2 allows, counting each widening by what it can do:
+    interference only adds time, so the share of the reference's (A's) time
+    that others took (INFLATING) is added in full to the ratio, B's is
+    dropped (it can only have made B look slower), and the other widenings
+    stay noise on both sides. Between runs only (the within-run interval
+    does not know the run-to-run spread); None without one."""
+    parts = None if noise is None else _pass_parts(noise)
+    if noise is None or parts is None:
+        return None
+    bias = sum(w.spread for w in noise.widened if w.side == 0 and w.cause in INFLATING)
+    se, df = parts
+    return math.log(stats.t_log_interval(log_ratio + bias, se, df, level).high)
+
+
+def pass_detectable(
+    noise: Noise | None, level: float = stats.DEFAULT_LEVEL, power: float = GATE_POWER
+) -> float | None:
+    """The smallest slowdown the noise that can hide one (``_pass_parts``)
+    would detect with probability POWER: what a widened row could see, its
+    inflating widenings set apart as biases. None within-run."""
+    parts = None if noise is None else _pass_parts(noise)
+    if parts is None:
+        return None
+    return math.expm1(stats.detectable_log_effect(parts[0], parts[1], level, power))
 
 
 def figure(result: dict[str, Any]) -> float | None:
@@ -351,6 +407,8 @@ def judge(
             levels=past.levels if by_history else 1,
             left_out=past.left_out if by_history else 0,
             interfered=past.interfered if by_history else 0,
+            base_se=pooled.spread * factor,
+            base_df=float(pooled.df),
         )
         return _between_runs(a, b, interval, level, noise), noise
     samples_a, samples_b = reference["samples"], other["samples"]
