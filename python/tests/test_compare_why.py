@@ -11,6 +11,7 @@ what the mechanism acts on, never a speed.
 from __future__ import annotations
 
 import json
+import re
 
 import jsonschema
 import pytest
@@ -29,6 +30,7 @@ from ctxbench.analysis.envparts import (
 )
 from ctxbench.cli.main import cli as main
 from ctxbench.records.core import read_run_file
+from ctxbench.views.difference import row_lines
 
 WHY = FIXTURES / "why"
 REFERENCE = FIXTURES.parent.parent.parent / "docs" / "data" / "reference-run.jsonl"
@@ -435,3 +437,19 @@ def test_user_level_steps_are_their_own_group_and_joined_alike(store):
     for row in rows:
         assert {part.group for part in row.parts} == {USER_LEVEL}, row.probe
         assert not any(part.unmeasured for part in row.parts), row.probe
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_a_part_row_wider_than_the_screen_puts_its_interval_on_an_indented_line(store, width):
+    """A user at 100 columns saw ', within its samples' wrapped to the first column under a
+    long part name (2026-11-27): no line of a row is wider than the screen, and every part
+    row's interval stays indented."""
+    result, comparison, _ = split(store, "host.jsonl", "gate_loaded_a.jsonl")
+    long_name = "primitive's own work, its system calls included"
+    rows = [r for r in result.rows if any(p.name == long_name for p in r.parts)]
+    assert rows, "the pair has a switch row whose B measured no bare system call"
+    for row in rows:
+        lines = [line.plain for line in row_lines(row, comparison, width)]
+        assert all(len(line) <= width for line in lines), lines
+        assert all(line.startswith("  ") for line in lines), lines
+        assert not any(re.search(r"\s-\d+%", line) for line in lines), lines  # − for a share

@@ -170,15 +170,19 @@ def part_label(part: PartDifference) -> str:
     return part.name
 
 
-def _part_line(part: PartDifference, label_w: int) -> str:
-    share = f"{part.share:4.0%}" if part.share is not None else "   —"
+def _part_lines(part: PartDifference, label_w: int, width: int, style: str) -> list[Text]:
+    """One part's row; where it is wider than the screen, its interval on the next line,
+    indented, so the terminal does not wrap it to the first column."""
+    share = f"{part.share:4.0%}".replace("-", "−") if part.share is not None else "   —"
     where = (
         "no interval"
         if part.low_ns is None
         else f"{_interval(part.low_ns, part.high_ns)}, {_moved(part)}"
     )
-    label = part_label(part)
-    return f"    {label:<{label_w}}  {_signed(part.difference_ns):>10}  {share}  {where}"
+    head = f"    {part_label(part):<{label_w}}  {_signed(part.difference_ns):>10}  {share}"
+    if len(head) + 2 + len(where) <= width:
+        return [styled_line((f"{head}  {where}", style))]
+    return [styled_line((head, style)), *wrapped_lines(where, width, 8, style)]
 
 
 def _unmeasured_words(part: PartDifference) -> list[str]:
@@ -224,7 +228,7 @@ def row_lines(row: RowWhy, comparison: Comparison, width: int) -> list[Text]:
     label_w = max(len(part_label(p)) for p in [*row.parts, *row.phases])
     style = {SLOWER: "red", FASTER: "green"}
     for part in row.parts:
-        lines.append(styled_line((_part_line(part, label_w), style.get(_direction(part), ""))))
+        lines += _part_lines(part, label_w, width, style.get(_direction(part), ""))
         for words in _unmeasured_words(part):
             lines += wrapped_lines(words, width, 6, "dim")
     largest = row.largest
@@ -233,7 +237,7 @@ def row_lines(row: RowWhy, comparison: Comparison, width: int) -> list[Text]:
     if row.phases:
         lines += wrapped_lines("traced phases, both runs (share × untraced median):", width, 4)
         for part in row.phases:
-            lines.append(styled_line((_part_line(part, label_w), style.get(_direction(part), ""))))
+            lines += _part_lines(part, label_w, width, style.get(_direction(part), ""))
         phase = row.largest_phase
         if phase is not None:
             lines += wrapped_lines(f"largest phase: {phase.name}", width, 4, "bold")
