@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <span>
+
 #include "verdict_checks.hpp"
 #include "wording.hpp"
 
@@ -27,6 +30,29 @@ void check_no_switches(Result& r, const NoSwitchCounts& counts) {
   r.checks.push_back(check);
 }
 
+// The median of the shortest interval holding half the sorted samples (and
+// one more): where most of them sit, whatever a tail does.
+double shorth_median(const std::vector<double>& sorted) {
+  const std::size_t h = sorted.size() / 2 + 1;
+  std::size_t best = 0;
+  for (std::size_t i = 1; i + h <= sorted.size(); ++i)
+    if (sorted[i + h - 1] - sorted[i] < sorted[best + h - 1] - sorted[best]) best = i;
+  return percentile_sorted(std::span<const double>(sorted).subspan(best, h), 0.5);
+}
+
+// Interference only adds time: where it still shows in the kept samples as a
+// long right tail (p90 further above the median than twice p10 below it, and
+// over 5% above it), the shorth's median, which the tail cannot move.
+std::optional<double> tail_figure(const std::vector<double>& samples) {
+  if (samples.size() < 5) return std::nullopt;
+  const Summary s = summarize(samples);
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  const double p10 = percentile_sorted(sorted, 0.1), p90 = percentile_sorted(sorted, 0.9);
+  if (!(p90 - s.median > 2 * (s.median - p10) && p90 > 1.05 * s.median)) return std::nullopt;
+  return shorth_median(sorted);
+}
+
 bool judged_alone(Measured measured) { return measured == Measured::batches || measured == Measured::rounds; }
 
 }  // namespace
@@ -36,6 +62,7 @@ InterferenceAttempt reference_attempt(const std::vector<double>& reference_ns, d
   attempt.set_aside = r.set_aside.size();
   if (!r.set_aside.empty()) attempt.set_aside_median = summarize(r.set_aside).median;
   if (r.counters) attempt.interfered_share = interfered_share(*r.counters);
+  attempt.short_of_clean = r.clean && !got_clean(*r.clean);
   return attempt;
 }
 
@@ -86,6 +113,7 @@ void judge_totals(Result& r, const Finishing& how) {
 
 void finish_record(Result& r, const Finishing& how) {
   r.summary = summarize(r.samples);
+  if (r.clean) r.clean->tail_figure = tail_figure(r.samples);
   check_baseline(r, how);
   if (how.measured == Measured::rounds) judge_totals(r, how);  // a matrix judges its totals as it sums them
   if (how.derive) how.derive(r);

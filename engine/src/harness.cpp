@@ -297,6 +297,7 @@ void record_samples(const Sampled& measured, double ops_per_iteration, int main_
   // samples included), so a test can compare with what the kernel saw.
   r.derived["ops_executed"] = static_cast<double>(measured.all_iterations) * ops_per_iteration;
   r.derived["ops_in_figure"] = static_cast<double>(measured.total_iterations) * ops_per_iteration;
+  r.clean = measured.clean;
   if (measured.budget_hit) r.notes.push_back(budget_ran_out_note(measured.per_op.size(), options.max_variant_s));
   r.observed_start.assign(static_cast<std::size_t>(tasks), -1);
   r.observed_end = r.observed_start;

@@ -17,6 +17,12 @@ namespace ctx {
 // what was set aside; off, no reference is taken and nothing is set aside.
 inline constexpr bool host_reference_by_default = true;
 
+// `--clean-budget` when not given: the seconds one variant may spend taking
+// samples again until it has its samples clean of interference (sampling.hpp),
+// and with --quick. Past it the variant is judged on the clean samples it got.
+inline constexpr double clean_budget_by_default_s = 5.0;
+inline constexpr double quick_clean_budget_by_default_s = 1.5;
+
 struct HarnessOptions {
   int samples = 30;
   int warmup_samples = 2;
@@ -30,6 +36,11 @@ struct HarnessOptions {
   // but nothing is set aside or taken again.
   HostReference* reference = nullptr;
   int retries = 2;
+  // Seconds this sample set may spend taking samples again until `samples`
+  // are clean (with retries > 0 and a reference or counters): the budget ends
+  // the re-takes once `samples` were taken. The scheduler gives each round
+  // its share of the variant's.
+  double clean_budget_s = clean_budget_by_default_s;
   // When set, read around each sample (outside its timing): a sample the
   // kernel's counters show interfered with is set aside and taken again under
   // the same budget as the reference's, with its reason (kernel_counters.hpp).
@@ -69,6 +80,7 @@ struct HarnessOptions {
     options.max_variant_s = 3;
     options.quick = true;
     options.retries = 1;
+    options.clean_budget_s = quick_clean_budget_by_default_s;
     options.retry_gap_s = 0.25;
     return options;
   }

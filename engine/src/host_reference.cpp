@@ -80,8 +80,7 @@ InterferenceAttempt judge_attempt(const std::vector<double>& reference_ns, doubl
 }
 
 bool slowed(const InterferenceAttempt& attempt, double best_ns) {
-  const bool retakes_used_up = attempt.set_aside > 0 && attempt.set_aside >= attempt.samples;
-  return retakes_used_up || attempt.interfered_share > kept_interfered_limit ||
+  return attempt.short_of_clean || attempt.interfered_share > kept_interfered_limit ||
          (best_ns > 0 && attempt.reference_median_ns > slowed_ratio * best_ns);
 }
 

@@ -64,14 +64,15 @@ struct InterferenceAttempt {
   std::size_t set_aside = 0;               // samples taken while the reference ran slowed, and taken again
   std::optional<double> set_aside_median;  // their median, in the record's unit
   double interfered_share = 0;             // kept samples the kernel's counters show interfered with, over kept
+  bool short_of_clean = false;  // the clean budget ran out before the samples asked for were clean (not in the record)
 };
 
 // From the reference times taken before each sample of one attempt.
 InterferenceAttempt judge_attempt(const std::vector<double>& reference_ns, double best_ns, double median);
 
 // True when the attempt's median reference time is over slowed_ratio x best,
-// when as many of its samples were set aside as kept (the re-takes ran out:
-// the host was slowed for most of the attempt, whatever the best says), or
+// when the clean budget ran out before its samples were clean (the host was
+// busy for most of the attempt, whatever the best says), or
 // when over kept_interfered_limit of its kept samples still carry what the
 // kernel's counters call interference (kernel_counters.hpp).
 bool slowed(const InterferenceAttempt& attempt, double best_ns);

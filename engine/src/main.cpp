@@ -67,6 +67,17 @@ int main(int argc, char** argv) try {
                   "host slowed the CPU; keep the attempt whose reference ran fastest (default 2, 1 with --quick). A "
                   "sample taken while it ran slowed is set aside and taken again; 0 records the reference and "
                   "takes nothing again");
+  run->add_option("--clean-budget", run_options.clean_budget,
+                  fmt::format("Seconds a variant may spend taking samples again until it has --samples samples the "
+                              "kernel's counters and the host reference call clean of interference; past it the "
+                              "figure is the clean samples' and the variant is suspect (default {:g}, {:g} with "
+                              "--quick; shared by its rounds)",
+                              clean_budget_by_default_s, quick_clean_budget_by_default_s));
+  run->add_option("--shield", run_options.shield,
+                  "weight: put the engine's tasks in a cgroup of the highest CPU weight for the run, so other work "
+                  "of ordinary weight gets the CPU after them (needs root or a delegated cgroup; where not "
+                  "permitted the run goes on unshielded and the env record says why; removed on every exit). "
+                  "Off by default");
   run->add_option("--interleave", run_options.interleave,
                   fmt::format("off: measure each variant whole, one after the other; rounds: split every variant's "
                               "samples into --rounds rounds and visit the variants in a seeded random order in each "

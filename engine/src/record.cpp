@@ -188,6 +188,14 @@ nlohmann::json counters_to_json(const CounterTotals& c) {
   return j;
 }
 
+nlohmann::json clean_to_json(const CleanSampling& c, std::size_t kept, std::size_t set_aside) {
+  nlohmann::json j = {{"needed", c.needed},        {"clean", c.clean},     {"filled", c.filled},
+                      {"taken", kept + set_aside}, {"kept", kept},         {"set_aside", set_aside},
+                      {"budget_s", c.budget_s},    {"spent_s", c.spent_s}, {"got", got_clean(c)}};
+  if (c.tail_figure) j["tail"] = {{"method", tail_method}, {"value", *c.tail_figure}};
+  return j;
+}
+
 nlohmann::json result_to_json(const Result& r) {
   const nlohmann::json params = params_to_json(r.params, r.numeric_params);
   nlohmann::json j = {
@@ -273,6 +281,7 @@ nlohmann::json result_to_json(const Result& r) {
   if (!r.trace.is_null()) j["trace"] = r.trace;
   if (!r.schedule.is_null()) j["schedule"] = r.schedule;
   if (r.counters) j["counters"] = counters_to_json(*r.counters);
+  if (r.clean) j["clean"] = clean_to_json(*r.clean, r.samples.size(), r.set_aside.size());
   if (r.interference) {
     const Interference& in = *r.interference;
     nlohmann::json attempts = nlohmann::json::array();

@@ -154,6 +154,21 @@ inline double interfered_share(const CounterTotals& counters) {
              : 0.0;
 }
 
+// How a sample set got samples clean of interference (sampling.hpp): taken
+// again within a time budget until `needed` are clean; too few, and the
+// fastest set-aside ones make up a figure (interference only adds time).
+struct CleanSampling {
+  std::size_t needed = 0;  // samples asked for
+  std::size_t clean = 0;   // taken clean: neither the counters nor the reference saw interference
+  std::size_t filled = 0;  // too few clean: the fastest interfered samples kept beside them
+  double budget_s = 0;     // the budget (--clean-budget; a round: its share)
+  double spent_s = 0;      // the time the samples took, re-takes included
+  // The kept samples still lean right (interference's tail): a figure it cannot move.
+  std::optional<double> tail_figure;
+};
+// `needed` clean samples were got.
+inline bool got_clean(const CleanSampling& c) { return c.clean >= c.needed; }
+
 struct Result {
   std::string run_id;
   std::size_t variant_index = 0;  // place in the run's selection, from 1; 0: not part of a run
@@ -191,6 +206,7 @@ struct Result {
   std::optional<Interference> interference;  // variants measured with the host reference
   bool host_reference = false;               // the samples were judged by the host reference
   std::optional<CounterTotals> counters;     // the kernel's counters around each sample, where read
+  std::optional<CleanSampling> clean;        // where interfered samples were taken again (sampling.hpp)
   nlohmann::json trace;                      // the traced pass (traced_pass.hpp); null: none
   nlohmann::json schedule;                   // how the run scheduled the variant (schedule.hpp); null: not in a run
 };
@@ -201,6 +217,12 @@ nlohmann::json summary_to_json(const Summary& summary);
 nlohmann::json set_aside_to_json(const std::vector<double>& kept, const std::vector<double>& set_aside,
                                  const std::vector<SetAsideReason>& reasons);
 nlohmann::json counters_to_json(const CounterTotals& counters);
+// The record's `clean`: `kept` and `set_aside` are the record's sample counts.
+inline constexpr const char* tail_method =
+    "shorth: the median of the shortest interval holding half the kept samples and one more, given where the "
+    "kept samples lean right (p90 further above the median than twice p10 below it, and over 5% above it); "
+    "interference only adds time, so it moves the tail, not this";
+nlohmann::json clean_to_json(const CleanSampling& clean, std::size_t kept, std::size_t set_aside);
 // A variant's parameters as a record gives them: numbers where `numbers` has them.
 nlohmann::json params_to_json(const Params& values, const std::map<std::string, double>& numbers);
 nlohmann::json result_to_json(const Result& result);

@@ -20,6 +20,7 @@
 #include "output.hpp"
 #include "presets.hpp"
 #include "schedule.hpp"
+#include "shield.hpp"
 #include "tasks.hpp"
 #include "timer.hpp"
 #include "trace.hpp"
@@ -116,6 +117,7 @@ nlohmann::json run_options_record(const RunOptions& o, const RunPlan& plan) {
                             {"min_time_s", harness.min_sample_s},
                             {"warmup_samples", harness.warmup_samples},
                             {"retries", harness.retries},
+                            {"clean_budget_s", harness.clean_budget_s},
                             {"host_reference", plan.host_reference ? "on" : "off"},
                             {"interleave", schedule.interleave ? "rounds" : "off"},
                             {"probes", o.probes},
@@ -217,7 +219,8 @@ int run_command(const RunOptions& o) {
     return print_checked(text);
   }
 
-  Sinks sinks;  // outlive the reporters and the monitor that use them
+  Shield shield(o.shield);  // before any thread starts: its watcher is forked; released on every way out
+  Sinks sinks;              // outlive the reporters and the monitor that use them
   Output output;
   Monitor monitor;
   monitor.output = &output;
@@ -255,6 +258,7 @@ int run_command(const RunOptions& o) {
   const std::string run_id = new_run_id();
   nlohmann::json env = capture_environment(run_id, timer, timer_note);
   env["options"] = run_options_record(o, plan);
+  if (!o.shield.empty()) env["shield"] = shield.record();
   {
     std::lock_guard guard(output.lock());
     monitor.run_id = run_id;

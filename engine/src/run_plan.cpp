@@ -20,6 +20,11 @@ RunPlan plan_run(const RunOptions& o) {
   if (!o.min_time.empty()) p.harness.min_sample_s = parse_seconds(o.min_time, "--min-time");
   if (!o.timeout.empty()) p.variant_timeout_s = parse_seconds(o.timeout, "--timeout");
   if (!o.retries.empty()) p.harness.retries = static_cast<int>(parse_whole(o.retries, "--retries", 0, 10));
+  if (!o.clean_budget.empty()) p.harness.clean_budget_s = parse_seconds(o.clean_budget, "--clean-budget");
+  if (!o.shield.empty() && o.shield != "weight")
+    throw UsageError(fmt::format(
+        "--shield: '{}' is not offered; give --shield weight (docs/accuracy.md says why cpuset and rt are not)",
+        o.shield));
   if (!o.interleave.empty() && o.interleave != "off" && o.interleave != "rounds")
     throw UsageError(
         fmt::format("--interleave: '{}' is not off or rounds; give --interleave off or rounds", o.interleave));

@@ -17,7 +17,8 @@ namespace ctx {
 struct RunOptions {
   std::vector<std::string> probes;
   bool quick = false;
-  std::string samples, min_time, timeout, retries, host_reference;
+  std::string samples, min_time, timeout, retries, host_reference, clean_budget;
+  std::string shield;  // --shield: empty (none) or weight
   std::string interleave, rounds, seed;
   std::string cpus, between;
   bool hold_idle = false;

@@ -87,15 +87,75 @@ CounterPlan counter_plan(const ProbeDescriptor& probe, const Params& params, con
   return plan;
 }
 
+namespace {
+
+void add_switches(SwitchCount& total, const SwitchCount& before, const SwitchCount& after) {
+  total.voluntary += after.voluntary - before.voluntary;
+  total.involuntary += after.involuntary - before.involuntary;
+}
+
+// One timed sample and what was read around it (outside its timing).
+struct Taken {
+  double per_op = 0;
+  double reference_ns = 0;
+  TimedBatch readings;
+  SwitchCount switches;
+  std::optional<std::uint64_t> cycles;  // unset: a read failed
+  SampleCounters counted;
+  std::optional<SetAsideReason> why;  // the interference the counters or the reference saw
+};
+
+void keep(const Taken& t, const HarnessOptions& options, std::vector<TimedBatch>* kept_batches, Sampled& out) {
+  if (options.reference) out.reference_ns.push_back(t.reference_ns);
+  out.per_op.push_back(t.per_op);
+  if (kept_batches) kept_batches->push_back(t.readings);
+  out.total_iterations += out.iterations_per_sample;
+  add_switches(out.kept_switches, {}, t.switches);
+  if (t.cycles && out.kept_cycles)
+    *out.kept_cycles += *t.cycles;
+  else
+    out.kept_cycles.reset();
+  if (out.counters) {
+    out.counters->kept += t.counted;
+    ++out.counters->kept_samples;
+    // Interfered by the counters' rule (the reference's is judged per attempt).
+    if (t.why && *t.why != SetAsideReason::host_reference) ++out.counters->kept_interfered;
+  }
+}
+
+void set_aside(const Taken& t, Sampled& out) {
+  out.set_aside.push_back(t.per_op);
+  out.set_aside_reasons.push_back(*t.why);
+  if (out.counters) ++out.counters->set_aside[static_cast<std::size_t>(*t.why)];
+}
+
+// Fewer clean samples than asked for: the fastest of those set aside join
+// them (interference only adds time, so the fastest carry the least of it),
+// up to `least`, and count as interfered; the rest are set aside in the
+// order taken.
+void close_clean(std::vector<Taken>& aside, std::size_t least, const HarnessOptions& options,
+                 std::vector<TimedBatch>* kept_batches, Sampled& out) {
+  std::vector<std::size_t> order(aside.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return aside[a].per_op < aside[b].per_op; });
+  std::vector<bool> filled(aside.size(), false);
+  for (std::size_t k = 0; k < order.size() && out.per_op.size() < least; ++k) {
+    keep(aside[order[k]], options, kept_batches, out);
+    filled[order[k]] = true;
+    ++out.clean->filled;
+  }
+  for (std::size_t i = 0; i < aside.size(); ++i)
+    if (!filled[i]) set_aside(aside[i], out);
+}
+
+}  // namespace
+
 Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& workload, Clock& clock,
                const TimerInfo& timer, const HarnessOptions& options, double ops_per_iteration, const CounterPlan& plan,
                const CycleCounter* cycles, std::uint64_t batch, std::vector<TimedBatch>* kept_batches) {
   Sampled out;
   if (cycles) out.kept_cycles = 0;
-  auto add_switches = [](SwitchCount& total, const SwitchCount& before, const SwitchCount& after) {
-    total.voluntary += after.voluntary - before.voluntary;
-    total.involuntary += after.involuntary - before.involuntary;
-  };
   auto timed = [&](std::uint64_t n, TimedBatch* readings = nullptr) {
     out.all_iterations += n;
     // Every batch's switches, outside its timing (for an expectation of none).
@@ -109,17 +169,21 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
   if (out.iterations_per_sample == 0)
     out.iterations_per_sample = calibrate_batch(timed, batch_target_ns(options, timer));
   for (int w = 0; w < options.warmup_samples; ++w) timed(out.iterations_per_sample);
-  const std::uint64_t deadline = monotonic_raw_ns() + static_cast<std::uint64_t>(options.max_variant_s * 1e9);
+  const std::uint64_t began = monotonic_raw_ns();
+  const std::uint64_t deadline = began + static_cast<std::uint64_t>(options.max_variant_s * 1e9);
+  const auto budget_ns = static_cast<std::uint64_t>(std::max(0.0, options.clean_budget_s) * 1e9);
   const double ops = static_cast<double>(out.iterations_per_sample) * ops_per_iteration;
-  const int samples = probe.samples ? probe.samples(params, options.samples) : options.samples;
+  const auto samples =
+      static_cast<std::size_t>(probe.samples ? probe.samples(params, options.samples) : options.samples);
   // A sample whose host reference ran slowed, or that the kernel's counters
   // show another task or the host took time from, is set aside and taken
-  // again, at most `samples` times: the host's short slow spells (a fraction
-  // of a second) are waited out inside the attempt. Once the re-takes are used
-  // up every sample is kept (and counted as interfered where it was), and the
-  // attempt is judged as a whole. With --retries 0 nothing is taken again: the
+  // again until `samples` are clean, within the clean budget: the host's
+  // short slow spells are waited out inside the attempt. The budget ends the
+  // re-takes once `samples` were taken; the figure is then the clean
+  // samples' (close_clean). With --retries 0 nothing is taken again: the
   // reference and the counters are only recorded.
-  int spare = options.retries > 0 && (options.reference || options.counters) ? samples : 0;
+  const bool retake = options.retries > 0 && (options.reference || options.counters);
+  if (retake) out.clean = CleanSampling{samples, 0, 0, options.clean_budget_s, 0, std::nullopt};
   // The tasks whose counters are read: this thread, then its partners.
   std::vector<TaskId> tasks;
   if (options.counters) {
@@ -135,61 +199,55 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
   }
   const bool involuntary = out.counters && out.counters->sharing == Sharing::own_cpus;
   auto read_counters = [&](CounterSnapshot& into) {
-    const std::uint64_t began = monotonic_raw_ns();
+    const std::uint64_t read_began = monotonic_raw_ns();
     into = options.counters->read(tasks, out.counters->cpus, involuntary);
-    out.counters->read_ns.push_back(static_cast<double>(monotonic_raw_ns() - began));
+    out.counters->read_ns.push_back(static_cast<double>(monotonic_raw_ns() - read_began));
     if (!into.ok && out.counters->unread.empty()) out.counters->unread = counters_unread_note();
   };
-  while (static_cast<int>(out.per_op.size()) < samples) {
-    const double reference_ns = options.reference ? options.reference->time_once() : 0;
+  auto take = [&]() {
+    Taken t;
+    t.reference_ns = options.reference ? options.reference->time_once() : 0;
     // The counters, the kernel's switch counts and the cycles are read around
     // each sample (outside its timing), so they count that sample alone.
     CounterSnapshot counters_before, counters_after;
     if (out.counters) read_counters(counters_before);
     const SwitchCount before = thread_switches();
     const auto cycles_before = cycles ? cycles->read_value() : std::nullopt;
-    TimedBatch readings;
-    readings.ops = ops;
-    const double per_op = timed(out.iterations_per_sample, &readings) / ops;
+    t.readings.ops = ops;
+    t.per_op = timed(out.iterations_per_sample, &t.readings) / ops;
     const auto cycles_after = cycles ? cycles->read_value() : std::nullopt;
-    const SwitchCount after = thread_switches();
-    std::optional<SetAsideReason> why;
-    SampleCounters counted;
+    add_switches(t.switches, before, thread_switches());
+    if (cycles_before && cycles_after) t.cycles = *cycles_after - *cycles_before;
     if (out.counters) {
       read_counters(counters_after);
       if (counters_before.ok && counters_after.ok) {
-        counted = difference(counters_before, counters_after);
-        why = judge_sample(counted, out.counters->sharing);
+        t.counted = difference(counters_before, counters_after);
+        t.why = judge_sample(t.counted, out.counters->sharing);
       }
     }
-    if (!why && options.reference && reference_ns > slowed_ratio * options.reference->best_ns())
-      why = SetAsideReason::host_reference;
-    if (spare > 0 && why) {
-      --spare;
-      out.set_aside.push_back(per_op);
-      out.set_aside_reasons.push_back(*why);
-      if (out.counters) ++out.counters->set_aside[static_cast<std::size_t>(*why)];
-    } else {
-      if (options.reference) out.reference_ns.push_back(reference_ns);
-      out.per_op.push_back(per_op);
-      if (kept_batches) kept_batches->push_back(readings);
-      out.total_iterations += out.iterations_per_sample;
-      add_switches(out.kept_switches, before, after);
-      if (cycles_before && cycles_after && out.kept_cycles)
-        *out.kept_cycles += *cycles_after - *cycles_before;
-      else
-        out.kept_cycles.reset();
-      if (out.counters) {
-        out.counters->kept += counted;
-        ++out.counters->kept_samples;
-        // Interfered by the counters' rule (the reference's is judged per attempt).
-        if (why && *why != SetAsideReason::host_reference) ++out.counters->kept_interfered;
-      }
-    }
+    if (!t.why && options.reference && t.reference_ns > slowed_ratio * options.reference->best_ns())
+      t.why = SetAsideReason::host_reference;
+    return t;
+  };
+  std::vector<Taken> aside;
+  std::size_t taken = 0;
+  while (out.per_op.size() < samples) {
+    if (retake && taken >= samples && monotonic_raw_ns() - began >= budget_ns) break;  // the budget is spent
+    Taken t = take();
+    ++taken;
+    if (retake && t.why)
+      aside.push_back(std::move(t));
+    else
+      keep(t, options, kept_batches, out);
     if (out.per_op.size() >= 5 && monotonic_raw_ns() > deadline) {
       out.budget_hit = true;
       break;
     }
+  }
+  if (retake) {
+    out.clean->clean = out.per_op.size();
+    out.clean->spent_s = static_cast<double>(monotonic_raw_ns() - began) / 1e9;
+    close_clean(aside, samples, options, kept_batches, out);
   }
   return out;
 }

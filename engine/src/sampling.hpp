@@ -57,6 +57,7 @@ struct Sampled {
   SwitchCount all_switches;                       // and during every batch (calibration and warm-up included)
   std::optional<std::uint64_t> kept_cycles;       // its core cycles then, where the counter reads
   std::optional<CounterTotals> counters;          // the kernel's counters, where read
+  std::optional<CleanSampling> clean;             // set where interfered samples are taken again
 };
 
 // Which tasks and CPUs the kernel's counters are read for, and by which rule

@@ -74,6 +74,7 @@ Result empty_pool(const std::vector<Result>& rounds) {
     totals.cpus = r.counters->cpus;
     r.counters = std::move(totals);
   }
+  if (r.clean) r.clean = CleanSampling{};  // summed over the rounds
   r.checks.clear();
   r.verdict = Verdict{};
   r.notes.clear();
@@ -125,6 +126,13 @@ void pool_round(const Result& part, int k, const ProbeDescriptor* probe, Result&
   append(r.set_aside, part.set_aside);
   append(r.set_aside_reasons, part.set_aside_reasons);
   if (r.counters && part.counters) add_counters(*r.counters, *part.counters);
+  if (r.clean && part.clean) {
+    r.clean->needed += part.clean->needed;
+    r.clean->clean += part.clean->clean;
+    r.clean->filled += part.clean->filled;
+    r.clean->budget_s += part.clean->budget_s;
+    r.clean->spent_s += part.clean->spent_s;
+  }
   r.duration_s += part.duration_s;
   r.ops_per_sample = std::min(r.ops_per_sample, part.ops_per_sample);
   if (r.baseline && part.baseline) {
@@ -350,6 +358,7 @@ void Scheduler::run_rounds() {
       const Variant& v = variants_[i];
       HarnessOptions options = harness_;
       options.samples = samples_in_round(harness_.samples, rounds_of[i], round);
+      options.clean_budget_s = harness_.clean_budget_s / rounds_of[i];  // the variant's budget, shared by its rounds
       {
         // Later rounds take the batch sizes the first calibrated: every
         // round's samples are batches of one size, and a round costs its

@@ -111,12 +111,16 @@ std::optional<std::string> interference_detail(const Result& r) {
           fmt::format("the host reference ran {:.2f}x its best over the kept samples (over {:.2f}x is "
                       "slowed): the CPU itself ran slower",
                       ratio, slowed_ratio));
-    else if (kept.set_aside > 0 && kept.set_aside >= kept.samples)
-      parts.push_back(
-          fmt::format("{} samples were set aside, as many as were kept: the interference lasted the "
-                      "whole variant",
-                      kept.set_aside));
   }
+  if (r.clean && !got_clean(*r.clean))
+    parts.push_back(fmt::format(
+        "only {} of the {} samples asked for came clean of interference within the clean budget ({:.2g} s; "
+        "{:.2g} s spent, {} set aside{}){}",
+        r.clean->clean, r.clean->needed, r.clean->budget_s, r.clean->spent_s, r.set_aside.size(),
+        r.set_aside_reasons.empty() ? "" : fmt::format(": {}", by_reason(r.set_aside_reasons)),
+        r.clean->filled > 0
+            ? fmt::format("; the {} fastest set-aside samples were kept to make the figure", r.clean->filled)
+            : ""));
   if (r.counters && interfered_share(*r.counters) > kept_interfered_limit) {
     const CounterTotals& c = *r.counters;
     std::string what = c.sharing == Sharing::one_cpu    ? reason_words(SetAsideReason::cpu_taken)

@@ -347,8 +347,9 @@ TEST(RunVariant, UnsupportedProbeSaysWhy) {
 using ctx::testing::ScriptedTimings;
 constexpr std::size_t calibration_timings = ctx::testing::reference_established_timings;
 constexpr int samples_per_attempt = 7;
-// An attempt slowed throughout: every sample set aside once, then kept.
-constexpr std::size_t first_attempt_timings = 2 * samples_per_attempt;
+// An attempt slowed throughout, with no clean budget (reference_options):
+// the samples asked for are taken once and kept, the fastest first.
+constexpr std::size_t first_attempt_timings = samples_per_attempt;
 
 struct SlowedRun {
   Result r;
@@ -367,6 +368,7 @@ HarnessOptions reference_options(HostReference& reference, int retries) {
   options.min_sample_s = 1e-5;
   options.reference = &reference;
   options.retries = retries;
+  options.clean_budget_s = 0;  // the re-takes end once the samples asked for were taken: the tests count timings
   return options;
 }
 
@@ -445,12 +447,13 @@ TEST(HostReference, JudgesAnAttemptAgainstTheBest) {
   EXPECT_DOUBLE_EQ(a.slowed_share, 0.6);  // three of five over 1.20 x 100
   EXPECT_EQ(a.samples, 5u);
   EXPECT_TRUE(slowed(a, 100));
-  // A fast median, but as many samples set aside as kept: the re-takes ran out.
+  // A fast median, but the clean budget ran out before the samples were clean.
   auto used_up = judge_attempt({100, 100}, 100, 1);
   EXPECT_FALSE(slowed(used_up, 100));
-  used_up.set_aside = 2;
+  used_up.short_of_clean = true;
   EXPECT_TRUE(slowed(used_up, 100));
-  used_up.set_aside = 1;
+  used_up.short_of_clean = false;
+  used_up.set_aside = 5;  // more set aside than kept, but every sample asked for came clean
   EXPECT_FALSE(slowed(used_up, 100));
   EXPECT_FALSE(slowed(judge_attempt({100, 119, 119}, 100, 1), 100));
   EXPECT_EQ(attempt_to_keep({judge_attempt({130}, 100, 1), judge_attempt({101}, 100, 9), judge_attempt({101}, 100, 0)}),

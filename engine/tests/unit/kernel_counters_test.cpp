@@ -187,13 +187,14 @@ ProbeDescriptor one_task_probe(StepClock& clock) {
 }
 
 Result run_counted(const std::function<ScriptedCounters::Step(std::size_t)>& script, int retries,
-                   std::size_t* samples_taken = nullptr) {
+                   std::size_t* samples_taken = nullptr, double clean_budget_s = 60) {
   StepClock clock;
   ScriptedCounters counters(script);
   HarnessOptions options;
   options.samples = 10;
   options.min_sample_s = 1e-5;
   options.retries = retries;
+  options.clean_budget_s = clean_budget_s;
   options.counters = &counters;
   Result r = run_variant(one_task_probe(clock), {}, clock, ctx::testing::fake_timer(), options);
   if (samples_taken) *samples_taken = counters.samples();
@@ -236,18 +237,28 @@ TEST(CountedSamples, InterferedSamplesAreSetAsideWithTheirReasonAndTakenAgain) {
 
 TEST(CountedSamples, AVariantInterferedThroughoutIsSuspectNeverOk) {
   // Every sample ran a third for someone else (the "every figure 1.5x slower
-  // together" spell): the re-takes run out, the rest are kept, and the
-  // verdict says the figure carries it.
-  const Result r = run_counted([](std::size_t) { return ScriptedCounters::Step{1.0 / 3, 0}; }, 2);
+  // together" spell): the clean budget (none here) ends the sampling once the
+  // samples asked for were taken, they are kept, and the verdict says what
+  // the figure could not get clear of.
+  std::size_t taken = 0;
+  const Result r = run_counted([](std::size_t) { return ScriptedCounters::Step{1.0 / 3, 0}; }, 2, &taken, 0);
+  EXPECT_EQ(taken, 10u);  // the budget ended the sampling
   EXPECT_EQ(r.verdict.status, Status::suspect);
   ASSERT_FALSE(r.verdict.reasons.empty());
   const auto& [code, detail] = r.verdict.reasons.back();
   EXPECT_EQ(code, Reason::interference);
+  EXPECT_NE(detail.find("only 0 of the 10 samples asked for came clean"), std::string::npos) << detail;
   EXPECT_NE(detail.find("10 of 10 kept samples"), std::string::npos) << detail;
   EXPECT_NE(detail.find("33.3%"), std::string::npos) << detail;
-  EXPECT_EQ(r.set_aside.size(), 10u);
-  ASSERT_TRUE(r.counters);
+  EXPECT_TRUE(r.set_aside.empty());  // every one taken is in the figure
+  ASSERT_TRUE(r.counters && r.clean);
   EXPECT_EQ(r.counters->kept_interfered, 10u);
+  EXPECT_EQ(r.clean->clean, 0u);
+  EXPECT_EQ(r.clean->filled, 10u);
+  EXPECT_FALSE(got_clean(*r.clean));
+  const auto j = nlohmann::json::parse(result_to_json(r).dump());
+  EXPECT_EQ(j["clean"]["got"], false);
+  EXPECT_EQ(j["clean"]["taken"], 10);
 }
 
 TEST(CountedSamples, RetriesZeroRecordsTakesNothingAgainAndStillJudges) {
@@ -261,36 +272,109 @@ TEST(CountedSamples, RetriesZeroRecordsTakesNothingAgainAndStillJudges) {
   EXPECT_EQ(r.verdict.reasons.back().first, Reason::interference);
 }
 
-TEST(CountedSamples, AFewInterferedKeptSamplesLeaveTheVerdictOk) {
-  // With the re-takes spent on a spell early on, two of ten kept samples
-  // carry it: at the limit (20%), not past it.
-  const Result r = run_counted([](std::size_t i) { return ScriptedCounters::Step{i < 12 ? 0.5 : 0.0, 0}; }, 2);
-  ASSERT_TRUE(r.counters);
-  EXPECT_EQ(r.counters->kept_interfered, 2u);
-  EXPECT_EQ(r.verdict.status, Status::ok);
+TEST(CountedSamples, AVariantWithEnoughCleanSamplesIsOk) {
+  // A spell over the first 12 samples: more are set aside than kept, yet the
+  // variant got its 10 clean samples within the budget, so it is ok.
+  std::size_t taken = 0;
+  const Result r = run_counted([](std::size_t i) { return ScriptedCounters::Step{i < 12 ? 0.5 : 0.0, 0}; }, 2, &taken);
+  EXPECT_EQ(taken, 22u);
+  ASSERT_TRUE(r.counters && r.clean);
+  EXPECT_EQ(r.counters->kept_interfered, 0u);
+  EXPECT_EQ(r.set_aside.size(), 12u);
+  EXPECT_EQ(r.clean->clean, 10u);
+  EXPECT_EQ(r.clean->filled, 0u);
+  EXPECT_TRUE(got_clean(*r.clean));
+  EXPECT_EQ(r.verdict.status, Status::ok) << (r.verdict.reasons.empty() ? "" : r.verdict.reasons[0].second);
+  ASSERT_TRUE(r.interference || !r.host_reference);
 }
 
-TEST(CountedSamples, TheRecordFieldsAreTheSchemas) {
-  std::ifstream in(std::string(CTXBENCH_SOURCE_DIR) + "/schema/record.schema.json");
-  ASSERT_TRUE(in);
-  const auto defs = nlohmann::json::parse(in)["$defs"];
-  const auto& reasons = defs["set_aside_reason"]["enum"];
-  std::vector<std::string> engine;
-  for (int i = 0; i < set_aside_reason_count; ++i)
-    engine.push_back(set_aside_reason_name(static_cast<SetAsideReason>(i)));
-  EXPECT_EQ(engine, reasons.get<std::vector<std::string>>());
-  const auto& sharing = defs["counters"]["properties"]["sharing"]["enum"];
-  for (Sharing s : {Sharing::one_cpu, Sharing::own_cpus, Sharing::unknown})
-    EXPECT_NE(std::find(sharing.begin(), sharing.end(), sharing_name(s)), sharing.end());
-  CounterTotals c;
-  c.sharing = Sharing::own_cpus;
-  c.read_ns = {1000};
-  c.unread = "test";
-  const auto j = counters_to_json(c);
-  for (const auto& [key, value] : j.items()) EXPECT_TRUE(defs["counters"]["properties"].contains(key)) << key;
-  for (const auto& key : defs["counters"]["required"]) EXPECT_TRUE(j.contains(key)) << key;
-  for (const auto& [key, value] : j["kept"].items())
-    EXPECT_TRUE(defs["counters"]["properties"]["kept"]["properties"].contains(key)) << key;
+// A workload whose samples the counters call interfered also took longer
+// (interference only adds time): the scripted counters, read before each
+// sample, tell it how much the next one carries.
+class SpellCounters final : public KernelCounters {
+ public:
+  SpellCounters(StepClock& clock, std::function<bool(std::size_t)> interfered)
+      : clock_(clock), interfered_(std::move(interfered)) {}
+  CounterSnapshot read(const std::vector<TaskId>& tasks, const std::vector<int>&, bool) override {
+    if (reads_++ % 2 == 1) {
+      state_.at_ns += 1000000;
+      exec_ += interfered_(samples_++) ? 500000 : 1000000;
+    }
+    CounterSnapshot snap = state_;
+    snap.ok = true;
+    snap.tasks.assign(tasks.size(), TaskCounters{});
+    if (!snap.tasks.empty()) snap.tasks[0].exec_ns = exec_;
+    return snap;
+  }
+  // Before sample i: whether it carries the spell.
+  bool next_interfered() const { return reads_ % 2 == 1 && interfered_(samples_); }
+
+ private:
+  StepClock& clock_;
+  std::function<bool(std::size_t)> interfered_;
+  CounterSnapshot state_;
+  std::uint64_t exec_ = 0;
+  std::size_t reads_ = 0, samples_ = 0;
+};
+
+class SpellWork final : public Workload {
+ public:
+  SpellWork(StepClock& clock, const SpellCounters& counters) : clock_(clock), counters_(counters) {}
+  // 100 ns an iteration; a sample in the spell pays 60 ns more for each.
+  void run(std::uint64_t iterations) override { clock_.spend(iterations * (counters_.next_interfered() ? 160 : 100)); }
+
+ private:
+  StepClock& clock_;
+  const SpellCounters& counters_;
+};
+
+TEST(CleanSamples, AdditiveInterferenceLeavesTheCleanFigure) {
+  StepClock clock;
+  SpellCounters counters(clock, [](std::size_t i) { return i % 3 == 0; });  // every third sample
+  ProbeDescriptor probe = one_task_probe(clock);
+  probe.make = [&](Context&) { return std::make_unique<SpellWork>(clock, counters); };
+  HarnessOptions options;
+  options.samples = 10;
+  options.min_sample_s = 1e-5;
+  options.counters = &counters;
+  options.clean_budget_s = 60;
+  const Result r = run_variant(probe, {}, clock, ctx::testing::fake_timer(), options);
+  ASSERT_TRUE(r.summary && r.clean);
+  EXPECT_EQ(r.verdict.status, Status::ok) << (r.verdict.reasons.empty() ? "" : r.verdict.reasons[0].second);
+  EXPECT_EQ(r.samples.size(), 10u);
+  EXPECT_EQ(r.clean->clean, 10u);
+  EXPECT_GE(r.set_aside.size(), 4u);
+  // The figure is the clean cost; every set-aside sample carried the spell.
+  EXPECT_NEAR(r.summary->median, 100, 2);
+  EXPECT_LT(r.summary->max, 105);
+  for (const double v : r.set_aside) EXPECT_GT(v, 150);
+  EXPECT_FALSE(r.clean->tail_figure);  // nothing left leaning right
+}
+
+TEST(CleanSamples, TheBudgetEndsTheSampling) {
+  StepClock clock;
+  SpellCounters counters(clock, [](std::size_t i) { return i % 3 == 0; });  // every third sample
+  ProbeDescriptor probe = one_task_probe(clock);
+  probe.make = [&](Context&) { return std::make_unique<SpellWork>(clock, counters); };
+  HarnessOptions options;
+  options.samples = 10;
+  options.min_sample_s = 1e-5;
+  options.counters = &counters;
+  options.clean_budget_s = 0;  // spent at once: sampling ends when the samples asked for are taken
+  const Result r = run_variant(probe, {}, clock, ctx::testing::fake_timer(), options);
+  ASSERT_TRUE(r.summary && r.clean);
+  EXPECT_EQ(r.clean->clean, 6u);   // samples 1, 2, 4, 5, 7, 8
+  EXPECT_EQ(r.clean->filled, 4u);  // 0, 3, 6, 9: kept to make up the ten
+  EXPECT_TRUE(r.set_aside.empty());
+  EXPECT_EQ(r.verdict.status, Status::suspect);
+  EXPECT_EQ(r.verdict.reasons.back().first, Reason::interference);
+  EXPECT_NE(r.verdict.reasons.back().second.find("only 6 of the 10"), std::string::npos);
+  // The kept samples lean right (four carry the spell): the tail figure is the clean cost.
+  ASSERT_TRUE(r.clean->tail_figure);
+  EXPECT_NEAR(*r.clean->tail_figure, 100, 2);
+  EXPECT_GT(r.summary->mean, 120);
+  const auto j = nlohmann::json::parse(result_to_json(r).dump());
+  EXPECT_EQ(j["clean"]["tail"]["value"], *r.clean->tail_figure);
 }
 
 }  // namespace CTXBENCH_UNITY_ID

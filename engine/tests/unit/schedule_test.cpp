@@ -424,10 +424,10 @@ TEST(Scheduler, ASlowedVariantIsMeasuredAgainAfterTheOthers) {
   const std::vector<Variant> variants{{&a, {}}, {&b, {}}};
   constexpr std::size_t established = ctx::testing::reference_established_timings;
   constexpr std::size_t samples = 5;
-  // Slowed through the first variant's samples (each set aside once, then
-  // kept: 2 x samples timings), at full speed after.
+  // Slowed through the first variant's samples (no clean budget: taken once
+  // and kept, `samples` timings), at full speed after.
   ctx::testing::ScriptedTimings reference_clock(
-      [](std::size_t i) -> std::uint64_t { return i >= established && i < established + 2 * samples ? 30000 : 20000; });
+      [](std::size_t i) -> std::uint64_t { return i >= established && i < established + samples ? 30000 : 20000; });
   HostReference reference(reference_clock, 20000, 0);
   HarnessOptions harness;
   harness.samples = samples;
@@ -435,6 +435,7 @@ TEST(Scheduler, ASlowedVariantIsMeasuredAgainAfterTheOthers) {
   harness.reference = &reference;
   harness.retries = 1;
   harness.retry_gap_s = 0;
+  harness.clean_budget_s = 0;
   const Ran ran = run_scheduled(variants, harness, ScheduleOptions{false, 5, 0}, clock);
   EXPECT_EQ(ran.announced, (std::vector<std::tuple<std::size_t, std::size_t, int>>{{0, 1, 0}, {1, 1, 0}, {0, 2, 0}}));
   ASSERT_EQ(ran.records.size(), 2u);

@@ -211,6 +211,7 @@ class RunOptions:
     rounds: int | None = None  # rounds per variant with interleave=rounds
     seed: int | None = None  # seed of the rounds' order
     host_reference: str | None = None  # on | off: judge samples by the host reference
+    shield: str | None = None  # weight: the engine's tasks in a cgroup of the highest CPU weight
 
     def engine_args(self, dry_run: bool = False) -> list[str]:
         """``ctxbench-engine run`` with these options: the run itself (JSON Lines
@@ -245,6 +246,7 @@ class RunOptions:
             ("--rounds", self.rounds),
             ("--seed", self.seed),
             ("--host-reference", self.host_reference),
+            ("--shield", self.shield),
         ):
             if value is not None:
                 args += [option, str(value)]

@@ -199,6 +199,14 @@ def _command(words: list[str], db: str | None, store: Store) -> str:
     "(default: the engine's).",
 )
 @click.option(
+    "--shield",
+    type=click.Choice(["weight"]),
+    help="weight: run the engine in a cgroup of the highest CPU weight, so other work of "
+    "ordinary weight gets the CPU after the measuring tasks (needs root or a delegated "
+    "cgroup; otherwise the run goes on unshielded and says why; off by default). "
+    "docs/accuracy.md#shielding",
+)
+@click.option(
     "--repeat",
     type=click.IntRange(min=1, max=MAX_REPEATS),
     help="Run the selection in N separate engine processes, one after another (even ones "
@@ -248,6 +256,7 @@ def run(
     rounds: int | None,
     seed: int | None,
     host_reference: str | None,
+    shield: str | None,
     repeat: int | None,
     ab_wrapper: str | None,
     ab_rounds: int | None,
@@ -300,6 +309,7 @@ def run(
             rounds=rounds,
             seed=seed,
             host_reference=host_reference,
+            shield=shield,
         )
         # The engine's own selection rules check the choices (axis values,
         # parameters, presets) before anything runs or is stored.
