@@ -280,7 +280,7 @@ const Registrar fork_probe({
     .name = "create.fork",
     .op = "one fork whose child calls _exit(0) at once, and the parent's "
           "waitpid that reaps it; the parent is the engine, with parent_mib MiB of touched private memory added",
-    .roles = {{"ladder:fork", 0}, {"answer:process", 0}, {"explain:fork_size", 0}},
+    .roles = {{"ladder:fork", 0}, {"answer:process", 0}, {"explain:fork_size", 0}, {"profile:process", 0}},
     .params = {{"parent_mib",
                 {"0", "64", "512"},
                 {},

@@ -169,7 +169,7 @@ const Registrar pthread_probe({
     .name = "create.pthread",
     .op = "one pthread_create (default attributes) of a thread that returns at "
           "once, and its pthread_join",
-    .roles = {{"ladder:thread_create", 0}, {"answer:thread", 0}},
+    .roles = {{"ladder:thread_create", 0}, {"answer:thread", 0}, {"profile:thread", 0}},
     .make = [](Context&) { return std::make_unique<CreateJoin>(std::nullopt); },
     .method = "libMicro pthread_create, osbench create_threads, eliben "
               "threadoverhead",

@@ -23,7 +23,7 @@ const Registrar registrar(switch_descriptor<FutexChannel>(
     {
         .name = "switch.futex",
         .op = "one context switch: half a round trip of a wakeup over two futex words (FUTEX_WAKE / FUTEX_WAIT)",
-        .roles = {{"answer:futex", 0}},
+        .roles = {{"answer:futex", 0}, {"profile:switch:futex", 0}},
         .baseline = "FUTEX_WAKE with no waiter + an atomic exchange that finds the word set, in one thread (the "
                     "futex's cost per switch, no sleep, no switch)",
         .wait = "FUTEX_WAIT",

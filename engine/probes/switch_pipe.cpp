@@ -19,7 +19,7 @@ const Registrar registrar(switch_descriptor<FdChannel>(
     {
         .name = "switch.pipe",
         .op = "one context switch: half a round trip of a 1-byte token over two pipes",
-        .roles = {{"ladder:switch", 0}, {"answer:pipe", 0}, {"explain:headline", 0}},
+        .roles = {{"ladder:switch", 0}, {"answer:pipe", 0}, {"explain:headline", 0}, {"profile:switch:pipe", 0}},
         .baseline = "write + read of 1 byte on a self-pipe in one thread (the pipe's cost per switch, no switch)",
         .wait = "read",
         .method = "lmbench lat_ctx (2 procs, 0 KiB) and eliben thread-switch-pipe; baseline as lmbench's overhead pass",

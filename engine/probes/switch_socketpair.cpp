@@ -15,6 +15,7 @@ const Registrar registrar(switch_descriptor<FdChannel>(
     {
         .name = "switch.socketpair",
         .op = "one context switch: half a round trip of a 1-byte token over an AF_UNIX stream socketpair",
+        .roles = {{"profile:switch:socketpair", 0}},
         .baseline = "write of 1 byte at one end of a socketpair + read of it at the other, in one thread (the "
                     "socket's cost per switch, no switch)",
         .wait = "read of a socket",

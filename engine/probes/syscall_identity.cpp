@@ -16,7 +16,7 @@ using namespace ctx;
 const Registrar getppid_probe({
     .name = "syscall.getppid",
     .op = "one getppid system call through syscall(SYS_getppid)",
-    .roles = {{"ladder:syscall", 1}, {"answer:syscall", 1}, {"seccomp:per_call", 0}},
+    .roles = {{"ladder:syscall", 1}, {"answer:syscall", 1}, {"seccomp:per_call", 0}, {"profile:syscall", 0}},
     .params = {seccomp_param()},
     .make = [](Context&) { return loop_of([] { syscall(SYS_getppid); }); },
     .method = "lmbench lat_syscall 'null' (getppid) and perf bench syscall basic; batched and timer-corrected",

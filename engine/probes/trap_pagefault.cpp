@@ -112,6 +112,7 @@ const Registrar registrar({
     .name = "trap.pagefault",
     .op = "one minor page fault: the first touch (a 1-byte write or read) of a "
           "fresh anonymous page, huge pages off",
+    .roles = {{"profile:minor_fault", 0}},
     .params = {{"touch",
                 {"write", "read"},
                 {},

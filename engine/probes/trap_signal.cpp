@@ -88,7 +88,7 @@ const Registrar registrar({
     .name = "trap.signal",
     .op = "one signal round trip: tgkill(SIGUSR1) to the calling thread, delivery to a handler that counts it, and "
           "rt_sigreturn back",
-    .roles = {{"ladder:signal", 0}},
+    .roles = {{"ladder:signal", 0}, {"profile:signal", 0}},
     .baseline = "tgkill to the calling thread with signal 0 (the system call alone, nothing sent or delivered)",
     .make = [](Context&) { return std::make_unique<SelfSignal>(SIGUSR1); },
     .make_baseline = [](Context&) { return std::make_unique<SelfSignal>(0); },

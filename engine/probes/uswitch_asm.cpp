@@ -101,7 +101,7 @@ const Registrar registrar({
     .name = "uswitch.asm",
     .op = "one user-level context switch with ctxbench's own assembly switch (half a round trip between two "
           "contexts on their own stacks)",
-    .roles = {{"ladder:asm", 0}, {"uswitch:floor", 0}},
+    .roles = {{"ladder:asm", 0}, {"uswitch:floor", 0}, {"profile:asm", 0}},
     .unit = Unit::ns,
     .ops_per_iteration = constant(2),  // one iteration is a round trip = two switches
     .params = {{"fpstate",

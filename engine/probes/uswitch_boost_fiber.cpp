@@ -84,7 +84,7 @@ std::unique_ptr<Workload> make(Context& ctx) {
 const Registrar registrar({
     .name = "uswitch.boost_fiber",
     .op = "one Boost.Fiber switch: a this_fiber::yield() handing the thread to the next of N fibers, round-robin",
-    .roles = {{"ladder:fiber", 0}, {"answer:fiber", 0}, {"uswitch:on_boost_context", 0}},
+    .roles = {{"ladder:fiber", 0}, {"answer:fiber", 0}, {"uswitch:on_boost_context", 0}, {"profile:fiber", 0}},
     .unit = Unit::ns,
     .ops_per_iteration = [](const Params& p) { return std::stod(p.at("fibers")); },  // a lap: one switch per fiber
     .params = {{"fibers",

@@ -36,6 +36,16 @@ NAMED_ROLES = (
     "uswitch:on_boost_context",
     "uswitch:ucontext",
     "uswitch:compiled",
+    "profile:switch:futex",
+    "profile:switch:pipe",
+    "profile:switch:socketpair",
+    "profile:syscall",
+    "profile:minor_fault",
+    "profile:thread",
+    "profile:process",
+    "profile:signal",
+    "profile:fiber",
+    "profile:asm",
 )
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench.records.core import machine_name
+from ctxbench.records.roles import probe_with
 
 # The calls that show which primitive a hand-off goes through.
 PRIMITIVE_CALLS = {
@@ -37,20 +38,16 @@ PRIMITIVE_CALLS = {
     "pipe": ("read", "write", "readv", "writev"),
     "socketpair": ("recvfrom", "sendto", "recvmsg", "sendmsg", "recvmmsg", "sendmmsg"),
 }
-SWITCH_PROBE = {"futex": "switch.futex", "pipe": "switch.pipe", "socketpair": "switch.socketpair"}
-# The selection that stores every figure pricing needs.
-MEASURE_SELECTION = [
-    "switch.futex",
-    "switch.pipe",
-    "switch.socketpair",
-    "syscall.getppid",
-    "trap.pagefault",
-    "trap.signal",
-    "create.pthread",
-    "create.fork",
-    "uswitch.boost_fiber",
-    "uswitch.asm",
-]
+# What each counted event is priced with: the probe the engine's descriptors
+# give the role (records/roles.py), so Python names no probe.
+SWITCH_ROLE = "profile:switch:{primitive}"
+EVENT_ROLES = {
+    "syscall": "profile:syscall",
+    "minor_fault": "profile:minor_fault",
+    "thread": "profile:thread",
+    "process": "profile:process",
+    "signal": "profile:signal",
+}
 
 
 @dataclass(frozen=True)
@@ -253,14 +250,15 @@ def wanted_for(profile: dict[str, Any]) -> dict[str, Wanted]:
     primitive, _ = primitive_of(profile)
     between = between_of(profile)
     switch = {"between": between, "idle": "free", "policy": "normal"}
+    switch_probe = probe_with(SWITCH_ROLE.format(primitive=primitive))
     return {
-        "hand_off": Wanted.of(SWITCH_PROBE[primitive], **switch, cpus="same"),
-        "cross_wait": Wanted.of(SWITCH_PROBE[primitive], **switch, cpus="cross"),
-        "syscall": Wanted.of("syscall.getppid"),
-        "minor_fault": Wanted.of("trap.pagefault", touch="write"),
-        "thread": Wanted.of("create.pthread"),
-        "process": Wanted.of("create.fork", parent_mib=0),
-        "signal": Wanted.of("trap.signal"),
+        "hand_off": Wanted.of(switch_probe, **switch, cpus="same"),
+        "cross_wait": Wanted.of(switch_probe, **switch, cpus="cross"),
+        "syscall": Wanted.of(probe_with(EVENT_ROLES["syscall"])),
+        "minor_fault": Wanted.of(probe_with(EVENT_ROLES["minor_fault"]), touch="write"),
+        "thread": Wanted.of(probe_with(EVENT_ROLES["thread"])),
+        "process": Wanted.of(probe_with(EVENT_ROLES["process"]), parent_mib=0),
+        "signal": Wanted.of(probe_with(EVENT_ROLES["signal"])),
     }
 
 
@@ -344,8 +342,8 @@ def counterfactuals(
     result = []
     hand = next((x for x in p.parts if x.kind == "hand_off"), None)
     if hand and hand.count and hand.figure:
-        fiber_w = Wanted.of("uswitch.boost_fiber")
-        asm_w = Wanted.of("uswitch.asm", fpcontrol="same", fpstate="abi")
+        fiber_w = Wanted.of(probe_with("profile:fiber"))
+        asm_w = Wanted.of(probe_with("profile:asm"), fpcontrol="same", fpstate="abi")
         found = lookup([fiber_w, asm_w])
         fiber = found.get(fiber_w) or found.get(asm_w)
         if fiber:
@@ -372,7 +370,7 @@ def counterfactuals(
         )
     sys_part = next((x for x in p.parts if x.kind == "syscall"), None)
     if sys_part and sys_part.count:
-        filtered_w = Wanted.of("syscall.getppid", seccomp="profile")
+        filtered_w = Wanted.of(probe_with(EVENT_ROLES["syscall"]), seccomp="profile")
         found = lookup([filtered_w])
         filtered = found.get(filtered_w)
         if filtered and sys_part.figure:
