@@ -373,13 +373,18 @@ HarnessOptions reference_options(HostReference& reference, int retries) {
 }
 
 // A fake probe measured with the reference timed by `script`.
-SlowedRun run_with_reference(const std::function<std::uint64_t(std::size_t)>& script, int retries) {
+// clean_budget_s: 0 ends the re-takes once the samples asked for were taken;
+// a budget the fake work never reaches (it takes no real time) lets the
+// re-takes run until the samples are clean.
+SlowedRun run_with_reference(const std::function<std::uint64_t(std::size_t)>& script, int retries,
+                             double clean_budget_s = 0) {
   FakeClock clock(10);
   const TimerInfo timer = fake_timer();
   const ProbeDescriptor probe = fixed_probe(clock, 100, 1);
   ScriptedTimings reference_clock(script);
   HostReference reference(reference_clock, 20000, 0);
-  const HarnessOptions options = reference_options(reference, retries);
+  HarnessOptions options = reference_options(reference, retries);
+  options.clean_budget_s = clean_budget_s;
   SlowedRun out{run_variant(probe, {}, clock, timer, options), 0};
   out.reference_timings = reference_clock.timings();
   return out;
@@ -508,7 +513,7 @@ TEST(HostReference, AnUnslowedVariantIsMeasuredOnce) {
 // again, so the attempt is not slowed and is not measured again.
 TEST(HostReference, SamplesTakenInAShortSpellAreSetAsideAndTakenAgain) {
   const auto run = run_with_reference(
-      [](std::size_t i) { return i >= calibration_timings + 2 && i < calibration_timings + 5 ? 30000 : 20000; }, 2);
+      [](std::size_t i) { return i >= calibration_timings + 2 && i < calibration_timings + 5 ? 30000 : 20000; }, 2, 60);
   ASSERT_EQ(run.r.verdict.status, Status::ok);
   ASSERT_TRUE(run.r.interference);
   const auto& in = *run.r.interference;
@@ -655,7 +660,8 @@ TEST(HostReference, TheBaselineIsSampledUnderTheSameRule) {
     return slow_now ? 30000 : 20000;
   });
   HostReference reference(reference_clock, 20000, 0);
-  const HarnessOptions options = reference_options(reference, 2);
+  HarnessOptions options = reference_options(reference, 2);
+  options.clean_budget_s = 60;  // the re-takes run until the baseline's samples are clean
   const Result r = run_variant(probe, {}, clock, fake_timer(), options);
   ASSERT_EQ(r.verdict.status, Status::ok) << (r.verdict.reasons.empty() ? "" : r.verdict.reasons[0].second);
   ASSERT_TRUE(r.baseline && r.summary);
