@@ -87,6 +87,8 @@ def comparable(record, host_slowed=False):
     out = {k: v for k, v in record.items() if k not in FIGURES}
     out["checks"] = [(c["name"], expected_as_compared(c, host_slowed)) for c in record["checks"]]
     out["derived"] = sorted(record["derived"])
+    if "clean" in record:  # how many samples came clean, and when, is the load's
+        out["clean"] = (record["clean"]["needed"], record["clean"]["budget_s"])
     out["notes"] = [n for n in record.get("notes", []) if not n.startswith(HOST_NOTES)]
     out["timer"] = (record["timer"]["source"], record["timer"]["corrected"])
     out["placement"] = (record["placement"]["requested"], len(record["placement"]["cpus"]))

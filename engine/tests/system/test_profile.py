@@ -91,7 +91,9 @@ def test_same_cpu_hand_offs_are_switches(engine, known, between):
         engine, known, f"{between}-pingpong", str(round_trips), "same"
     )
     counts = record["counts"]
-    assert within(extra["context_switches"], 2 * round_trips), extra
+    # Every hand-off is a switch; a preemption by other work on the machine
+    # adds one (the load's, not the program's), so the hand-offs are a floor.
+    assert extra["context_switches"] >= 0.98 * 2 * round_trips, extra
     split = counts["voluntary_switches"] + counts["involuntary_switches"]
     assert within(split, counts["context_switches"]), counts
     # Every sleep ends in a wake-up, and with both pinned to one CPU the
