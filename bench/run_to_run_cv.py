@@ -29,6 +29,7 @@ Prints a table; never used by tests (speed and noise live in bench/).
 
 import argparse
 import json
+import math
 import os
 import re
 import shlex
@@ -43,6 +44,10 @@ from collections import Counter
 from load_mix import add_load_option, background_load, check_load, load_words
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python", "src"))
+
+from ctxbench.stats import low_quantile  # noqa: E402
+
 ENV_TOKEN = re.compile(r"^[A-Z][A-Z0-9_]*=")
 
 
@@ -95,9 +100,13 @@ def variant_key(record: dict) -> str:
     return f"{record['probe']} {params}".strip()
 
 
+# Per variant: (row class, median, p10, status, reason codes).
+Figures = dict[str, tuple[str, float, float | None, str, list[str]]]
+
+
 def one_run(
     ctxbench: str, selection: list[str], args: list[str], env: dict[str, str], db: str, out: str
-) -> tuple[dict[str, tuple[str, float, str, list[str]]], float]:
+) -> tuple[Figures, float]:
     cmd = [ctxbench, "run", *selection, "--quick", "--db", db, "--json", out, *args]
     started = time.monotonic()
     proc = subprocess.run(
@@ -109,21 +118,39 @@ def one_run(
             f"run_to_run_cv: {shlex.join(cmd)} exited {proc.returncode}:\n"
             + proc.stderr.strip()[-800:]
         )
-    medians: dict[str, tuple[str, float, str, list[str]]] = {}
-    with open(out, encoding="utf-8") as lines:
+    return read_figures(out), wall
+
+
+def read_figures(path: str) -> Figures:
+    """Each measured variant of a run's --json file: its class, median, p10
+    (``stats.low_quantile`` of its samples: the figure the history gate
+    judges), verdict and reasons."""
+    figures: Figures = {}
+    with open(path, encoding="utf-8") as lines:
         for line in lines:
             record = json.loads(line)
             verdict = record.get("verdict") or {}
             if record.get("kind") != "result" or verdict["status"] not in ("ok", "suspect"):
                 continue
             codes = [reason["code"] for reason in verdict["reasons"]]
-            medians[variant_key(record)] = (
+            figures[variant_key(record)] = (
                 row_class(record),
                 record["summary"]["median"],
+                low_quantile(record.get("samples") or []),
                 verdict["status"],
                 codes,
             )
-    return medians, wall
+    return figures
+
+
+def replayed(directory: str) -> list[tuple[str, int, str]]:
+    """The kept files of a --keep DIRECTORY: (configuration, run, path), in run order."""
+    found = []
+    for name in os.listdir(directory):
+        match = re.fullmatch(r"(.+)-(\d+)\.jsonl", name)
+        if match:
+            found.append((match.group(1), int(match.group(2)), os.path.join(directory, name)))
+    return sorted(found, key=lambda entry: (entry[1], entry[0].endswith("+load"), entry[0]))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -140,6 +167,9 @@ def main() -> int:
     parser.add_argument("--config", action="append", default=[], help="NAME=ARGS (repeatable)")
     parser.add_argument("--ctxbench", default=default_ctxbench())
     parser.add_argument("--keep", help="keep each run's --json file in this folder")
+    parser.add_argument(
+        "--replay", metavar="DIR", help="tabulate the files a --keep DIR kept, measuring nothing"
+    )
     add_load_option(parser, "run each configuration again with it (NAME+load)")
     args = parser.parse_args()
     # SIGTERM ends the script through SystemExit, so the run in progress and
@@ -147,36 +177,53 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     check_load(parser, args.load)
     configs = [parse_config(c) for c in args.config] or [("default", [], {})]
-    quiet_of: dict[str, str] = {}
-    if args.load:
+    if args.replay:
+        kept = replayed(args.replay)
+        names = sorted({name for name, _, _ in kept}, key=lambda n: (n.endswith("+load"), n))
+        configs = [(name, [], {}) for name in names]
+        args.runs = max((n for _, n, _ in kept), default=0)
+        args.load = args.load or ("mix" if any(n.endswith("+load") for n in names) else None)
+    elif args.load:
         configs = [
             (name + suffix, extra, env) for name, extra, env in configs for suffix in ("", "+load")
         ]
-        quiet_of = {name: name[: -len("+load")] for name, _, _ in configs if name.endswith("+load")}
+    quiet_of = {name: name[: -len("+load")] for name, _, _ in configs if name.endswith("+load")}
     selection = shlex.split(args.selection)
     figures: dict[str, dict[str, list[float]]] = {name: {} for name, _, _ in configs}
+    lows: dict[str, dict[str, list[float]]] = {name: {} for name, _, _ in configs}
     verdicts: dict[str, dict[str, list[tuple[str, list[str]]]]] = {n: {} for n, _, _ in configs}
     classes: dict[str, str] = {}
     walls: dict[str, list[float]] = {name: [] for name, _, _ in configs}
-    with tempfile.TemporaryDirectory(prefix="ctxbench-cv-") as tmp:
-        keep = args.keep or tmp
-        os.makedirs(keep, exist_ok=True)
-        for n in range(1, args.runs + 1):
-            for name, extra, env in configs:
-                out = os.path.join(keep, f"{name}-{n}.jsonl")
-                with background_load(args.load if name in quiet_of else None):
-                    medians, wall = one_run(
-                        args.ctxbench, selection, extra, env, os.path.join(tmp, "cv.db"), out
+
+    def take(name: str, measured: Figures) -> None:
+        for key, (cls, median, low, status, codes) in measured.items():
+            classes[key] = cls
+            figures[name].setdefault(key, []).append(median)
+            if low is not None:
+                lows[name].setdefault(key, []).append(low)
+            verdicts[name].setdefault(key, []).append((status, codes))
+
+    if args.replay:
+        for name, _, path in kept:
+            take(name, read_figures(path))
+            walls[name].append(math.nan)
+    else:
+        with tempfile.TemporaryDirectory(prefix="ctxbench-cv-") as tmp:
+            keep = args.keep or tmp
+            os.makedirs(keep, exist_ok=True)
+            for n in range(1, args.runs + 1):
+                for name, extra, env in configs:
+                    out = os.path.join(keep, f"{name}-{n}.jsonl")
+                    with background_load(args.load if name in quiet_of else None):
+                        measured, wall = one_run(
+                            args.ctxbench, selection, extra, env, os.path.join(tmp, "cv.db"), out
+                        )
+                    walls[name].append(wall)
+                    take(name, measured)
+                    print(
+                        f"run {n}/{args.runs} {name}: {len(measured)} figures in {wall:.1f} s",
+                        file=sys.stderr,
                     )
-                walls[name].append(wall)
-                for key, (cls, median, status, codes) in medians.items():
-                    classes[key] = cls
-                    figures[name].setdefault(key, []).append(median)
-                    verdicts[name].setdefault(key, []).append((status, codes))
-                print(
-                    f"run {n}/{args.runs} {name}: {len(medians)} figures in {wall:.1f} s",
-                    file=sys.stderr,
-                )
     print(
         f"{args.runs} runs per configuration; CV = stddev/mean of a variant's median over the runs"
     )
@@ -201,7 +248,7 @@ def main() -> int:
     if args.load:
         print(f"\n+load: {load_words(args.load)}")
     for loaded, quiet in quiet_of.items():
-        print_load_table(loaded, quiet, figures, verdicts, classes)
+        print_load_table(loaded, quiet, figures, lows, verdicts, classes)
     return 0
 
 
@@ -209,18 +256,22 @@ def print_load_table(
     loaded: str,
     quiet: str,
     figures: dict[str, dict[str, list[float]]],
+    lows: dict[str, dict[str, list[float]]],
     verdicts: dict[str, dict[str, list[tuple[str, list[str]]]]],
     classes: dict[str, str],
 ) -> None:
     """Per row class: each variant's median over the loaded runs against its
-    median over the quiet ones, and the loaded rows' verdicts."""
+    median over the quiet ones, the same of its p10s, and the loaded rows'
+    verdicts."""
     print()
     print(
         f"{loaded} against {quiet}: shift = a variant's median over the loaded runs / "
-        "its median over the quiet runs - 1; ok = loaded (row, run) verdicts that are ok"
+        "its median over the quiet runs - 1; p10 shift = the same of its p10s (each run's "
+        "fastest tenth); ok = loaded (row, run) verdicts that are ok"
     )
     print(
         f"{'class':<22} {'rows':>4} {'shift med':>9} {'shift max':>9} {'<=10%':>6} "
+        f"{'p10 med':>8} {'p10 max':>8} {'<=5%':>6} "
         f"{'ok quiet':>8} {'ok load':>8}  not ok under load, by reason"
     )
     by_class: dict[str, dict[str, list]] = {}
@@ -228,14 +279,18 @@ def print_load_table(
         before = figures[quiet].get(key)
         if not before:
             continue
-        entry = by_class.setdefault(classes[key], {"shift": [], "quiet": [], "load": []})
+        entry = by_class.setdefault(classes[key], {"shift": [], "low": [], "quiet": [], "load": []})
         entry["shift"].append(statistics.median(values) / statistics.median(before) - 1)
+        low_load, low_quiet = lows[loaded].get(key), lows[quiet].get(key)
+        if low_load and low_quiet:
+            entry["low"].append(statistics.median(low_load) / statistics.median(low_quiet) - 1)
         entry["quiet"] += verdicts[quiet].get(key, [])
         entry["load"] += verdicts[loaded][key]
     for cls in sorted(by_class):
         entry = by_class[cls]
-        shifts = entry["shift"]
+        shifts, low = entry["shift"], entry["low"] or [math.nan]
         within = sum(abs(x) <= 0.10 for x in shifts)
+        low_within = sum(abs(x) <= 0.05 for x in low)
         reasons: Counter[str] = Counter()
         for status, codes in entry["load"]:
             if status != "ok":
@@ -247,6 +302,8 @@ def print_load_table(
         print(
             f"{cls:<22} {len(shifts):>4} {100 * statistics.median(shifts):>+8.1f}% "
             f"{100 * max(shifts, key=abs):>+8.1f}% {within:>3}/{len(shifts):<2} "
+            f"{100 * statistics.median(low):>+7.1f}% {100 * max(low, key=abs):>+7.1f}% "
+            f"{low_within:>3}/{len(entry['low']):<2} "
             f"{100 * ok_share(entry['quiet']):>7.0f}% {100 * ok_share(entry['load']):>7.0f}%  "
             + ", ".join(f"{code} {n}" for code, n in reasons.most_common())
         )

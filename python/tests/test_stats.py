@@ -227,3 +227,12 @@ def test_the_bootstraps_row_medians_are_numpys_medians(size):
     rng = np.random.default_rng(size)
     rows = rng.lognormal(size=(500, size))
     assert np.array_equal(stats._row_medians(rows), np.median(rows, axis=1))
+
+
+def test_a_runs_p10_is_the_sample_at_rank_a_tenth_of_n_rounded_up():
+    assert stats.low_quantile([5.0, 3.0, 9.0, 4.0, 8.0, 7.0, 6.0, 10.0, 11.0, 12.0]) == 3.0
+    thirty = [float(v) for v in range(30, 0, -1)]
+    assert stats.low_quantile(thirty) == 3.0  # the third fastest of 30
+    assert stats.low_quantile([float(v) for v in range(1, 12)]) == 2.0  # ceil(1.1) = 2
+    assert stats.low_quantile([1.0, 2.0, 3.0, 4.0]) is None  # too few to call a tenth
+    assert stats.low_quantile([1.0, 2.0, 3.0, 4.0, 0.0]) is None  # not a time

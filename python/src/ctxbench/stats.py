@@ -326,15 +326,15 @@ def weighted_log_spread(values: Sequence[float], weights: Sequence[float]) -> Po
 
 
 def two_levels(values: Sequence[float], gap: float, least: int) -> bool:
-    """Do the values sit at two levels: sorted, is there a step of more than
-    GAP (a ratio) between neighbours with at least LEAST values on each side?"""
+    """Do the values span two levels: sorted, is the LEAST-th highest more
+    than GAP (a ratio) above the LEAST-th lowest? A step between the levels
+    qualifies, and so do runs that fell between them (a run whose samples
+    sat at both), which a test for one step would miss."""
     logs = _positive_logs(values)
     if logs is None or logs.size < 2 * least:
         return False
     ordered = np.sort(logs)
-    steps = np.diff(ordered)
-    inner = steps[least - 1 : logs.size - least]  # the steps with LEAST values on each side
-    return bool(inner.size and float(inner.max()) > math.log(gap))
+    return bool(float(ordered[-least] - ordered[least - 1]) > math.log(gap))
 
 
 def weighted_log_sd(values: Sequence[float], weights: Sequence[float]) -> PooledSpread | None:
@@ -497,3 +497,20 @@ def summarize(samples: Sequence[float]) -> dict:
         "max": float(array.max()),
         "median_ci": median_ci(array),
     }
+
+
+# A run's p10: the order statistic of its samples at this quantile.
+LOW_QUANTILE = 0.10
+LOW_QUANTILE_MIN_SAMPLES = 5
+
+
+def low_quantile(samples: Sequence[float]) -> float | None:
+    """A run's p10: the sample at rank ceil(LOW_QUANTILE * n) of its
+    sorted samples (the fastest of 10, the third fastest of 30). Interference
+    only adds time, so it moves a run's median far more than its p10; a
+    fixed quantile, not the minimum, so runs of 10 and of 30 samples share a
+    meaning. None below LOW_QUANTILE_MIN_SAMPLES or with a sample not positive."""
+    if len(samples) < LOW_QUANTILE_MIN_SAMPLES or min(samples) <= 0:
+        return None
+    ordered = sorted(float(x) for x in samples)
+    return ordered[max(1, math.ceil(LOW_QUANTILE * len(ordered))) - 1]

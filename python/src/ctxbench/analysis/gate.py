@@ -240,14 +240,20 @@ def decide_by(judged_by: noise.Noise, limit: float, level: float, power: float) 
         # Nothing known of the run-to-run spread: the least that gives one.
         return Decider(repeats=noise.MIN_REPEATS, earlier_runs=noise.MIN_HISTORY_RUNS)
     spread = judged_by.spread
-    repeats = next(
-        (
-            n
-            for n in range(noise.MIN_REPEATS, MAX_REPEATS + 1)
-            if stats.detectable_log_effect(spread * math.sqrt(2.0 / n), 2 * n - 2, level, power)
-            <= limit
-        ),
-        None,
+    # Repeats judge medians: a spread of p10s (history) says nothing of how
+    # many repeats would do.
+    repeats = (
+        next(
+            (
+                n
+                for n in range(noise.MIN_REPEATS, MAX_REPEATS + 1)
+                if stats.detectable_log_effect(spread * math.sqrt(2.0 / n), 2 * n - 2, level, power)
+                <= limit
+            ),
+            None,
+        )
+        if judged_by.statistic == noise.MEDIAN
+        else None
     )
     earlier = None
     if judged_by.source == noise.HISTORY:

@@ -23,6 +23,7 @@ from typing import Any
 from ctxbench.analysis.noise import (
     carried_interference,
     history_weight,
+    p10,
     run_carried_interference,
 )
 from ctxbench.records.core import params_key
@@ -86,22 +87,22 @@ Figures = dict[tuple[str, str], list[tuple[float, float, bool]]]
 
 
 def variant_figures(runs: list[StoredRun]) -> Figures:
-    """Per variant key (probe, params), the (figure, weight, interfered) of
-    each of ``runs`` that measured it ok or suspect (``noise.history_weight``,
-    ``noise.carried_interference``)."""
+    """Per variant key (probe, params), the (p10, weight, interfered) of
+    each of ``runs`` that measured it ok or suspect (``noise.p10``,
+    ``noise.history_weight``, ``noise.carried_interference``)."""
     figures: Figures = {}
     for run in runs:
         whole = run_carried_interference(run.results)
         for result in run.results:
-            summary = result.get("summary")
-            if result["verdict"]["status"] not in ("ok", "suspect") or not summary:
+            if result["verdict"]["status"] not in ("ok", "suspect"):
                 continue
-            if not summary.get("median") or summary["median"] <= 0:
+            value = p10(result)
+            if not value or value <= 0:
                 continue
             key = (result["probe"], params_key(result["params"]))
             figures.setdefault(key, []).append(
                 (
-                    float(summary["median"]),
+                    value,
                     history_weight(result),
                     whole or carried_interference(result),
                 )

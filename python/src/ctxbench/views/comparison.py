@@ -20,7 +20,11 @@ from ctxbench.analysis.compare import (
 from ctxbench.analysis.noise import HISTORY, REPEATS, WITHIN_RUN, Noise, detectable
 from ctxbench.analysis.summary_data import MachineFigure, Machines
 
-SHORT_WORDS = {REPEATS: "by repeats", HISTORY: "by history", WITHIN_RUN: "within-run only"}
+SHORT_WORDS = {
+    REPEATS: "by repeats",
+    HISTORY: "p10s by history",
+    WITHIN_RUN: "within-run only",
+}
 
 
 def noise_words(noise: Noise | None, short: bool = False) -> str:
@@ -37,7 +41,7 @@ def noise_words(noise: Noise | None, short: bool = False) -> str:
     if noise.source == REPEATS:
         text = f"judged by repeats (run-to-run spread {spread}, {noise.n} repeats)"
     elif noise.source == HISTORY:
-        text = f"judged by this machine's history (spread {spread} over {noise.n} earlier runs"
+        text = f"p10s judged by this machine's history (spread {spread} over {noise.n} earlier runs"
         if noise.left_out:
             text += f"; {noise.left_out} that carried interference left out"
         if noise.interfered:

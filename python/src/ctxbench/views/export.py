@@ -182,6 +182,7 @@ def _noise_dict(judged_by: Noise | None, index: int) -> dict[str, Any] | None:
         return None
     return {
         "source": judged_by.source,
+        "statistic": judged_by.statistic,
         "spread": None if judged_by.spread is None else _finite(judged_by.spread),
         "n": judged_by.n,
         "floor": judged_by.floor,

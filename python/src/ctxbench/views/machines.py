@@ -62,7 +62,7 @@ def _figure_lines(machines: Machines, width: int) -> list[Text]:
     letters = [fmt.run_letter(i) for i in range(len(machines.others) + 1)]
     heading = heading_line(
         f"Key figures against A: ratio, {machines.comparison.level:.0%} interval, "
-        "judged by repeats, history or within-run"
+        "judged by repeats, history (of the runs' p10s) or within-run"
     )
     medians = [
         [fmt.value(f.reference_median, f.unit)] + [fmt.value(c.median, f.unit) for c in f.cells]

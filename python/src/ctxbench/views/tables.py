@@ -371,7 +371,8 @@ def comparison_table(
     narrow = width is not None and width < NARROW
     table = Table(
         title=f"results (reference: A; ratio = other / A with its {comparison.level:.0%} "
-        f"interval from the noise source each row names; within-run: bootstrap and "
+        f"interval from the noise source each row names; by history, of the runs' p10s "
+        f"(each run's fastest tenth), else of medians; within-run: bootstrap and "
         f"Mann-Whitney U, alpha {comparison.alpha:g})",
         title_justify="left",
         box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD,
