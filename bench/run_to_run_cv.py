@@ -136,7 +136,7 @@ def read_figures(path: str) -> Figures:
             figures[variant_key(record)] = (
                 row_class(record),
                 record["summary"]["median"],
-                low_quantile(record.get("samples") or []),
+                low_quantile(record.get("samples") or [], record.get("unit", "ns")),
                 verdict["status"],
                 codes,
             )

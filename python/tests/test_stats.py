@@ -236,3 +236,6 @@ def test_a_runs_p10_is_the_sample_at_rank_a_tenth_of_n_rounded_up():
     assert stats.low_quantile([float(v) for v in range(1, 12)]) == 2.0  # ceil(1.1) = 2
     assert stats.low_quantile([1.0, 2.0, 3.0, 4.0]) is None  # too few to call a tenth
     assert stats.low_quantile([1.0, 2.0, 3.0, 4.0, 0.0]) is None  # not a time
+    # A rate's fast end is its top: the p10 of the time per operation.
+    rates = [5.0, 3.0, 9.0, 4.0, 8.0, 7.0, 6.0, 10.0, 11.0, 12.0]
+    assert stats.low_quantile(rates, "msgs/s") == 12.0

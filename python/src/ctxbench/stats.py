@@ -504,13 +504,15 @@ LOW_QUANTILE = 0.10
 LOW_QUANTILE_MIN_SAMPLES = 5
 
 
-def low_quantile(samples: Sequence[float]) -> float | None:
+def low_quantile(samples: Sequence[float], unit: str = "ns") -> float | None:
     """A run's p10: the sample at rank ceil(LOW_QUANTILE * n) of its
     sorted samples (the fastest of 10, the third fastest of 30). Interference
     only adds time, so it moves a run's median far more than its p10; a
     fixed quantile, not the minimum, so runs of 10 and of 30 samples share a
-    meaning. None below LOW_QUANTILE_MIN_SAMPLES or with a sample not positive."""
+    meaning. For a rate (higher is better) the same rank from the top: the
+    p10 of the time per operation. None below LOW_QUANTILE_MIN_SAMPLES or
+    with a sample not positive."""
     if len(samples) < LOW_QUANTILE_MIN_SAMPLES or min(samples) <= 0:
         return None
-    ordered = sorted(float(x) for x in samples)
+    ordered = sorted((float(x) for x in samples), reverse=not lower_is_better(unit))
     return ordered[max(1, math.ceil(LOW_QUANTILE * len(ordered))) - 1]

@@ -237,7 +237,7 @@ def figure(result: dict[str, Any]) -> float | None:
 def p10(result: dict[str, Any]) -> float | None:
     """A result's p10 (what the history judges): ``stats.low_quantile`` of
     its kept samples; None where it keeps too few."""
-    return stats.low_quantile(result.get("samples") or [])
+    return stats.low_quantile(result.get("samples") or [], result.get("unit", "ns"))
 
 
 def repeat_figures(result: dict[str, Any]) -> list[float]:
