@@ -304,6 +304,16 @@ def test_compare_ab_fails_a_3_percent_slowdown_at_2(db, tmp_path):
     assert "--fail-above 2 --ab arm=A:B: FAILED: 2 slower, 0 not slower" in done.output
 
 
+def test_compare_ab_lines_fit_the_screen_and_the_outcome_stays_whole(db, tmp_path, monkeypatch):
+    run_id = stored(db, ab_run(effect=1.03), tmp_path)
+    monkeypatch.setenv("COLUMNS", "60")
+    lines = invoke("compare", run_id, "--ab", "--fail-above", "2", "--db", db).stdout.splitlines()
+    assert len(lines) > 4 and all(len(line) <= 60 for line in lines[:-1]), lines
+    assert lines[-1].startswith("--fail-above 2 --ab arm=A:B: FAILED: 2 slower")  # one line
+    # A pair's words continue indented under it, never as a line of their own.
+    assert all(line.startswith("  ") for line in lines[1:-1]), lines
+
+
 def test_compare_ab_passes_identical_arms_and_writes_json(db, tmp_path):
     run_id = stored(db, ab_run(effect=1.0), tmp_path)
     done = invoke("compare", run_id, "--ab", "--fail-above", "2", "--db", db)

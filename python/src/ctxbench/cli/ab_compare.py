@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 
 import click
 
@@ -23,7 +24,7 @@ from ctxbench.analysis.paired import (
     parse_axis,
 )
 from ctxbench.cli.commands.db import open_store
-from ctxbench.cli.console import QuietStream
+from ctxbench.cli.console import QuietStream, new_console
 from ctxbench.errors import BadInput
 from ctxbench.views.paired import alone_line, paired_dict, paired_lines
 
@@ -62,8 +63,16 @@ def compare_ab(
         for line in lines[-1:] if judged else []:
             click.echo(fmt.terminal_text(line), file=QuietStream(sys.stderr))
     else:
-        for line in lines + ([extra] if extra else []):
-            click.echo(fmt.terminal_text(line))
+        # Each pair's line wraps at the screen's width, its continuation
+        # indented under it; the gate's outcome stays one line (CI reads it whole).
+        width = new_console().width
+        body = lines[:-1] if judged else lines
+        for line in body + ([extra] if extra else []):
+            indent = " " * (len(line) - len(line.lstrip()) + 4)
+            for part in textwrap.wrap(line, width, subsequent_indent=indent) or [""]:
+                click.echo(fmt.terminal_text(part))
+        if judged:
+            click.echo(fmt.terminal_text(lines[-1]))
     if judged is None:
         return 0
     return {PASSED: 0, FAILED: 1}.get(judged.outcome, exit_inconclusive)
