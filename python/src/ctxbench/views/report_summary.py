@@ -123,7 +123,8 @@ def comparison_figure(
         type="log",
         tickvals=ticks,
         ticktext=[f"{t:g}×" for t in ticks],
-        title="ratio of medians, other run / A (log scale; for times, right of 1 is slower than A)",
+        title="ratio, other run / A, as each row was judged (of p10s by history, else of "
+        "medians; log scale; for times, right of 1 is slower than A)",
     )
     figure.update_yaxes(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels
