@@ -157,7 +157,8 @@ std::string ended_early_note(std::size_t done, int rounds) {
 }
 
 std::string no_switches_expected() {
-  return "0 kernel context switches per op (voluntary + involuntary, getrusage RUSAGE_THREAD)";
+  return "0 sleeps in the kernel per op (voluntary context switches, getrusage RUSAGE_THREAD; preemptions by other "
+         "work are shown, not judged)";
 }
 
 std::string no_switches_counted(long voluntary, long involuntary, double ops) {
@@ -167,14 +168,14 @@ std::string no_switches_counted(long voluntary, long involuntary, double ops) {
 
 std::string no_switches_pooled(double switches, double ops, int rounds) {
   return fmt::format(
-      "{:.0f} kernel context switches (voluntary + involuntary) over {:.0f} ops in {} rounds (calibration and "
+      "{:.0f} voluntary kernel context switches (sleeps) over {:.0f} ops in {} rounds (calibration and "
       "warm-up included)",
       switches, ops, rounds);
 }
 
 std::string kernel_switched_detail(double per_op) {
   return fmt::format(
-      "the kernel switched the measuring thread {:.3f} times per op: the operation is not the user-level switch "
+      "the measuring thread slept in the kernel {:.3f} times per op: the operation is not the user-level switch "
       "alone",
       per_op);
 }

@@ -120,13 +120,17 @@ def test_every_variant_records_the_host_reference(engine):
                 assert attempt["set_aside"] == 0
             assert ("set_aside_median" in attempt) == (attempt["set_aside"] > 0)
         assert inter["best_ns"] > 0 and "getppid system calls" in inter["reference"]
-        used_up = kept["set_aside"] > 0 and kept["set_aside"] >= kept["samples"]
+        # Slowed: the reference ran slowed, the kernel saw too many kept
+        # samples interfered with, or the clean budget ran out before the
+        # samples asked for were clean (the rule since the clean samples; "as
+        # many set aside as kept", the older one, failed a fresh-clone run).
+        short_of_clean = clean is not None and clean["clean"] < clean["needed"]
         counted = r["counters"]["kept"]
         interfered = (
             counted["interfered"] > r["counters"]["kept_interfered_limit"] * counted["samples"]
         )
         assert inter["slowed"] == (
-            kept["reference_ratio"] > inter["slowed_ratio"] or used_up or interfered
+            kept["reference_ratio"] > inter["slowed_ratio"] or short_of_clean or interfered
         )
         # Never a slowed variant called ok.
         codes = [reason["code"] for reason in r["verdict"]["reasons"]]

@@ -187,7 +187,7 @@ TEST(Verdict, ABatchSwitchPreemptedUnderLoadStillCounts) {
 }
 
 // Where no switch is expected (a user-level switch), the kernel may switch
-// the measuring task fewer than once per 100 ops, over every batch. Counts
+// the measuring task to sleep fewer than once per 100 ops, over every batch. Counts
 // recorded in the reference run of 2026-11-25 (uswitch.boost_fiber: 0
 // voluntary, 2 involuntary over 12501648 ops) pass; a count at the limit
 // does not.
@@ -196,15 +196,21 @@ TEST(Verdict, NoSwitchExpectedAllowsUnderOnePerHundredOps) {
   EXPECT_FALSE(judge_no_switches({0, 2}, 12501648, check).has_value());
   EXPECT_EQ(check.name, "kernel_not_involved");
   EXPECT_TRUE(check.ok);
-  EXPECT_DOUBLE_EQ(check.observed.get<double>(), 2 / 12501648.0);
+  EXPECT_DOUBLE_EQ(check.observed.get<double>(), 0.0);  // sleeps per op: the 2 were preemptions
   EXPECT_EQ(check.detail, "0 voluntary and 2 involuntary over 12501648 ops (calibration and warm-up included)");
-  EXPECT_FALSE(judge_no_switches({40, 59}, 10000, check).has_value());
+  EXPECT_FALSE(judge_no_switches({99, 0}, 10000, check).has_value());
   EXPECT_TRUE(check.ok);
-  const auto problem = judge_no_switches({40, 60}, 10000, check);
+  const auto problem = judge_no_switches({100, 0}, 10000, check);
   ASSERT_TRUE(problem.has_value());
   EXPECT_FALSE(check.ok);
   EXPECT_EQ(problem->first, Reason::too_many_switches);
   EXPECT_NE(problem->second.find("0.010 times per op"), std::string::npos) << problem->second;
+  // Preemptions are other work taking the CPU (a fresh-clone make test beside
+  // a second run: create.fiber 0 voluntary, 270 involuntary over 24368 ops):
+  // the load's, shown in the detail, never the operation's.
+  EXPECT_FALSE(judge_no_switches({0, 270}, 24368, check).has_value());
+  EXPECT_TRUE(check.ok);
+  EXPECT_EQ(check.detail, "0 voluntary and 270 involuntary over 24368 ops (calibration and warm-up included)");
   EXPECT_FALSE(judge_no_switches({0, 0}, 0, check).has_value());  // no ops: nothing to judge
 }
 

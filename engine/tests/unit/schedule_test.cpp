@@ -176,16 +176,16 @@ TEST(Schedule, MergedRoundsCombineEachFigureByItsAggregation) {
 
 // A user-level switch's rounds: each round's kernel_not_involved figure is
 // per op over its every batch (derived.ops_executed); the record judges the
-// switches of every round over their ops, once. Counts as recorded for
-// uswitch.ucontext (2 involuntary over 891364 ops) and a round preempted 15
-// times in 1000 ops (1.5 per 100: over the rule alone, under it pooled).
+// sleeps of every round over their ops, once: 2 over 891364 ops and a round
+// that slept 15 times in 1000 ops (1.5 per 100: over the rule alone, under it
+// pooled).
 Result user_switch_round(double switches, double ops) {
   Result r;
   r.probe = "test.user_switch";
   r.samples = {5, 5, 6};
   r.summary = summarize(r.samples);
   Check check;
-  if (auto problem = judge_no_switches({0, static_cast<long>(switches)}, ops, check))
+  if (auto problem = judge_no_switches({static_cast<long>(switches), 0}, ops, check))
     r.verdict.add(Status::suspect, problem->first, problem->second);
   r.checks.push_back(check);
   r.derived["ops_executed"] = ops;
@@ -200,7 +200,7 @@ TEST(Schedule, MergedRoundsJudgeNoKernelSwitchOverEveryRound) {
   EXPECT_TRUE(quiet.checks[0].ok);
   EXPECT_EQ(quiet.verdict.status, Status::ok);
   EXPECT_EQ(quiet.checks[0].detail,
-            "17 kernel context switches (voluntary + involuntary) over 892364 ops in 2 rounds (calibration and "
+            "17 voluntary kernel context switches (sleeps) over 892364 ops in 2 rounds (calibration and "
             "warm-up included)");
 
   const Result busy = merge_rounds({user_switch_round(15, 1000), user_switch_round(10, 1000)}, 0, {});
