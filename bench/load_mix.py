@@ -335,6 +335,10 @@ def main() -> int:
         return 0
     if options.seconds is not None and options.seconds <= 0:
         parser.error("--seconds must be above 0")
+    # Ctrl-C (SIGINT) stops the mix even when it was started ignoring SIGINT:
+    # a shell starts a background job so, and Python then keeps it ignored
+    # (a fresh-clone `make test` run in the background waited 30 s for it).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     own: list[int] = []
     system: list[float] = []
     started = time.monotonic()

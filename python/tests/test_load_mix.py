@@ -71,10 +71,17 @@ def test_exception_in_the_block_stops_the_mix() -> None:
     assert_nothing_left(seen["pgid"], seen["directory"])
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def start_cli() -> tuple[subprocess.Popen[str], int, str]:
+    # Started as a shell starts a background job, SIGINT ignored (inherited
+    # across exec): Ctrl-C must stop it all the same.
     cli = subprocess.Popen(
-        [sys.executable, str(SCRIPT)], stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
+        [sys.executable, str(SCRIPT)], stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=_ignore_sigint,
+    )  # fmt: skip
     line = cli.stderr.readline()
     found = re.search(r"process group (\d+), files in (\S+)", line)
     assert found, line
