@@ -182,7 +182,6 @@ def main() -> int:
         names = sorted({name for name, _, _ in kept}, key=lambda n: (n.endswith("+load"), n))
         configs = [(name, [], {}) for name in names]
         args.runs = max((n for _, n, _ in kept), default=0)
-        args.load = args.load or ("mix" if any(n.endswith("+load") for n in names) else None)
     elif args.load:
         configs = [
             (name + suffix, extra, env) for name, extra, env in configs for suffix in ("", "+load")
