@@ -15,7 +15,15 @@ requests) the script:
 3. times CMD alone and under `ctxbench-engine profile` (the record's wall
    time, exec to exit), five times each, and gives the medians;
 4. prices the first profile with `ctxbench profile --from` against the store
-   given with --db (default: the user's store).
+   given with --db (default: the user's store);
+5. records one run with both `ctxbench-engine profile --trace` and `perf
+   sched record` (the profile runs perf, which runs CMD, plus a thread
+   ping-pong across two CPUs whose wake-ups are known), and sets the
+   program's wake-up latencies in place beside `perf sched timehist`'s
+   "sch delay" of the program's tasks (by command name) where the task had
+   slept and perf saw its wake-up (wait time longer than a delay above 0: a
+   preempted task's delay is not a wake-up's); also the overhead of --trace
+   against the plain profile. `--trace-only` runs this part alone.
 
 Needs root (tracepoints) and perf (Debian: linux-perf). Where tracefs is not
 mounted it runs itself again in a mount namespace of its own with tracefs
@@ -126,6 +134,46 @@ def perf_trace_calls(command: list[str], workdir: str) -> int:
     return total
 
 
+def timehist_delays(data: str, names: set[str]) -> tuple[list[float], dict[str, int]]:
+    """perf sched timehist's sch delay (µs) of the tasks named `names` that
+    had slept, and how many such lines each CPU gave."""
+    done = subprocess.run(
+        ["perf", "sched", "timehist", "-i", data],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    delays, per_cpu = [], {}
+    for line in done.stdout.splitlines():
+        fields = line.split()
+        # time [cpu] comm[tid/pid] wait delay run (ms)
+        if len(fields) < 6 or not fields[1].startswith("["):
+            continue
+        comm = fields[2].rsplit("[", 1)[0]
+        try:
+            wait_ms, delay_ms = float(fields[3]), float(fields[4])
+        except ValueError:
+            continue
+        # A wake-up's line: the task had slept (waited longer than its delay)
+        # and perf saw the wake-up (a delay; none where sched_wakeup was missed).
+        if comm in names and wait_ms > delay_ms > 0:
+            delays.append(delay_ms * 1e3)
+            per_cpu[fields[1]] = per_cpu.get(fields[1], 0) + 1
+    return delays, per_cpu
+
+
+def traced_profile(engine: str, command: list[str], workdir: str) -> dict:
+    out = os.path.join(workdir, "traced.json")
+    subprocess.run(
+        [engine, "profile", "--trace", "--out", out, "--", *command],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    with open(out) as f:
+        return json.load(f)
+
+
 def wall(command: list[str]) -> float:
     start = time.monotonic()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -138,11 +186,152 @@ def within(a: float, b: float) -> str:
     return f"{(a - b) / b:+.1%}"
 
 
+def counted_by_both(
+    args: argparse.Namespace, progs: dict[str, list[str]], workdir: str
+) -> dict[str, dict]:
+    # perf's own events: ctxbench's count of `perf stat -- true` less what
+    # perf counted of `true` itself.
+    base, base_perf = perf_stat_inside(args.engine, ["true"], workdir)
+    own = {ours: base["counts"][ours] - base_perf.get(name, 0) for name, ours in COMPARED}
+    print("\n## One run counted by both (ctxbench less perf's own events)\n")
+    print(f"perf's own events (from a run of `perf stat -- true`): {own}\n")
+    print("| program | event | ctxbench | perf stat | difference |")
+    print("|---|---|---:|---:|---:|")
+    priced = {}
+    for name, command in progs.items():
+        record, perf = perf_stat_inside(args.engine, command, workdir)
+        for perf_name, ours in COMPARED:
+            value = record["counts"][ours] - own[ours]
+            theirs = perf.get(perf_name, 0)
+            print(f"| {name} | {perf_name} | {value:,} | {theirs:,} | {within(value, theirs)} |")
+        priced[name] = profile(args.engine, command, workdir)
+    return priced
+
+
+def calls_beside_perf_trace(
+    progs: dict[str, list[str]], priced: dict[str, dict], workdir: str
+) -> None:
+    print("\n## System calls: perf trace -s and a ctxbench profile, separate runs\n")
+    print("| program | ctxbench syscalls | perf trace -s calls | difference |")
+    print("|---|---:|---:|---:|")
+    for name, command in progs.items():
+        ours = priced[name]["counts"]["syscalls"]
+        theirs = perf_trace_calls(command, workdir)
+        print(f"| {name} | {ours:,} | {theirs:,} | {within(ours, theirs)} |")
+
+
+def overhead(args: argparse.Namespace, progs: dict[str, list[str]], workdir: str) -> None:
+    print(f"\n## Overhead: wall time, median of {args.runs}\n")
+    print("| program | alone | under profile (exec to exit) | overhead |")
+    print("|---|---:|---:|---:|")
+    for name, command in progs.items():
+        alone = statistics.median(wall(command) for _ in range(args.runs))
+        under = statistics.median(
+            profile(args.engine, command, workdir)["wall_s"] for _ in range(args.runs)
+        )
+        print(f"| {name} | {alone:.3f} s | {under:.3f} s | {within(under, alone)} |")
+
+
+def in_place_beside_timehist(
+    args: argparse.Namespace, progs: dict[str, list[str]], workdir: str
+) -> None:
+    print("\n## Wake-up latency in place: profile --trace beside perf sched timehist\n")
+    print(
+        "One run recorded by both (`ctxbench-engine profile --trace -- perf sched record"
+        " -- CMD`). ctxbench: from sched_waking to the switch that runs the task, every"
+        " wake-up of the tree (perf's own included); perf: sch delay (from sched_wakeup)"
+        " of the program's tasks where the task had slept.\n"
+    )
+    print(
+        "| program | ctxbench n | median µs (p10-p90) | perf n | median µs (p10-p90)"
+        " | perf's lines by CPU | ratio |"
+    )
+    print("|---|---:|---:|---:|---:|---|---:|")
+    known = os.path.join(os.path.dirname(args.engine), "ctxbench-profile-known")
+    traced_progs = dict(progs)
+    names = {
+        "xz -T2": {"xz"},
+        "sort --parallel=2": {"sort"},
+        "http.server + curl x40": {"python3", "curl", "sh"},
+    }
+    if os.access(known, os.X_OK):
+        traced_progs["thread ping-pong, 2 CPUs"] = [known, "thread-pingpong", "5000", "cross"]
+        names["thread ping-pong, 2 CPUs"] = {"ctxbench-profil"}
+    for name, command in traced_progs.items():
+        data = os.path.join(workdir, "sched.data")
+        record = traced_profile(
+            args.engine, ["perf", "sched", "record", "-q", "-o", data, "--", *command], workdir
+        )
+        ours = (record.get("wakeup_latency") or {}).get("all")
+        delays, per_cpu = timehist_delays(data, names[name])
+        if not ours or not delays:
+            print(f"| {name} | {ours and ours['n']} | - | {len(delays)} | - | - | - |")
+            continue
+        q = statistics.quantiles(delays, n=10)
+        theirs = statistics.median(delays)
+        print(
+            f"| {name} | {ours['n']:,} | {ours['median_us']:.1f}"
+            f" ({ours['p10_us']:.1f}-{ours['p90_us']:.1f}) | {len(delays):,}"
+            f" | {theirs:.1f} ({q[0]:.1f}-{q[-1]:.1f})"
+            f" | {' '.join(f'{k}:{v}' for k, v in sorted(per_cpu.items()))}"
+            f" | {ours['median_us'] / theirs if theirs else float('nan'):.2f} |"
+        )
+    print(f"\n## Overhead of --trace: wall time (exec to exit), median of {args.runs}\n")
+    print("| program | profile | profile --trace | overhead |")
+    print("|---|---:|---:|---:|")
+    for name, command in progs.items():
+        plain = statistics.median(
+            profile(args.engine, command, workdir)["wall_s"] for _ in range(args.runs)
+        )
+        traced = statistics.median(
+            traced_profile(args.engine, command, workdir)["wall_s"] for _ in range(args.runs)
+        )
+        print(f"| {name} | {plain:.3f} s | {traced:.3f} s | {within(traced, plain)} |")
+
+
+def pricing(args: argparse.Namespace, priced: dict[str, dict], workdir: str) -> None:
+    print("\n## Pricing (ctxbench profile --from, this machine's stored figures)\n")
+    for name, record in priced.items():
+        path = os.path.join(workdir, "priced.json")
+        with open(path, "w") as f:
+            json.dump(record, f)
+        venv = os.path.join(ROOT, ".venv", "bin", "python")
+        python = venv if os.access(venv, os.X_OK) else sys.executable
+        cli = [python, "-m", "ctxbench", "profile", "--from", path, "--json"]
+        if args.db:
+            cli += ["--db", args.db]
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python", "src"))
+        done = subprocess.run(cli, capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            print(f"- {name}: pricing failed: {done.stderr.strip()}")
+            continue
+        price = json.loads(done.stdout)["price"]
+        low, high = price["interval_cpu_s"]
+        share = price["share_of_cpu"]
+        parts = ", ".join(
+            f"{p['kind']} {p['count']:,} x {p['figure']['median_ns']:.0f} ns"
+            for p in price["parts"]
+            if p["count"] and p["figure"]
+        )
+        missing = ", ".join(sorted({m["probe"] for m in price["missing"]})) or "none"
+        estimate = price["estimate_cpu_s"] * 1e3
+        print(
+            f"- {name}: {estimate:.2f} ms of CPU ({low * 1e3:.2f}-{high * 1e3:.2f}),"
+            f" {share:.1%} of its {price['program_cpu_s']:.3f} s CPU; {parts}; hand-offs as "
+            f"{price['primitive']}; no figure: {missing}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", default=default_engine())
     parser.add_argument("--db", default=None, help="the store whose figures price the profiles")
     parser.add_argument("--runs", type=int, default=5, help="runs each for the overhead medians")
+    parser.add_argument(
+        "--trace-only",
+        action="store_true",
+        help="only the in-place latencies and --trace's overhead",
+    )
     args = parser.parse_args()
     if os.geteuid() != 0 or not shutil.which("perf"):
         sys.exit("needs root and perf (Debian: linux-perf)")
@@ -173,70 +362,13 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="profile-vs-perf-") as workdir:
         progs = programs(workdir)
-        # perf's own events: ctxbench's count of `perf stat -- true` less what
-        # perf counted of `true` itself.
-        base, base_perf = perf_stat_inside(args.engine, ["true"], workdir)
-        own = {ours: base["counts"][ours] - base_perf.get(name, 0) for name, ours in COMPARED}
-        print("\n## One run counted by both (ctxbench less perf's own events)\n")
-        print(f"perf's own events (from a run of `perf stat -- true`): {own}\n")
-        print("| program | event | ctxbench | perf stat | difference |")
-        print("|---|---|---:|---:|---:|")
-        priced = {}
-        for name, command in progs.items():
-            record, perf = perf_stat_inside(args.engine, command, workdir)
-            for perf_name, ours in COMPARED:
-                value = record["counts"][ours] - own[ours]
-                theirs = perf.get(perf_name, 0)
-                print(
-                    f"| {name} | {perf_name} | {value:,} | {theirs:,} | {within(value, theirs)} |"
-                )
-            priced[name] = profile(args.engine, command, workdir)
-        print("\n## System calls: perf trace -s and a ctxbench profile, separate runs\n")
-        print("| program | ctxbench syscalls | perf trace -s calls | difference |")
-        print("|---|---:|---:|---:|")
-        for name, command in progs.items():
-            ours = priced[name]["counts"]["syscalls"]
-            theirs = perf_trace_calls(command, workdir)
-            print(f"| {name} | {ours:,} | {theirs:,} | {within(ours, theirs)} |")
-        print(f"\n## Overhead: wall time, median of {args.runs}\n")
-        print("| program | alone | under profile (exec to exit) | overhead |")
-        print("|---|---:|---:|---:|")
-        for name, command in progs.items():
-            alone = statistics.median(wall(command) for _ in range(args.runs))
-            under = statistics.median(
-                profile(args.engine, command, workdir)["wall_s"] for _ in range(args.runs)
-            )
-            print(f"| {name} | {alone:.3f} s | {under:.3f} s | {within(under, alone)} |")
-        print("\n## Pricing (ctxbench profile --from, this machine's stored figures)\n")
-        for name, record in priced.items():
-            path = os.path.join(workdir, "priced.json")
-            with open(path, "w") as f:
-                json.dump(record, f)
-            venv = os.path.join(ROOT, ".venv", "bin", "python")
-            python = venv if os.access(venv, os.X_OK) else sys.executable
-            cli = [python, "-m", "ctxbench", "profile", "--from", path, "--json"]
-            if args.db:
-                cli += ["--db", args.db]
-            env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python", "src"))
-            done = subprocess.run(cli, capture_output=True, text=True, env=env)
-            if done.returncode != 0:
-                print(f"- {name}: pricing failed: {done.stderr.strip()}")
-                continue
-            price = json.loads(done.stdout)["price"]
-            low, high = price["interval_cpu_s"]
-            share = price["share_of_cpu"]
-            parts = ", ".join(
-                f"{p['kind']} {p['count']:,} x {p['figure']['median_ns']:.0f} ns"
-                for p in price["parts"]
-                if p["count"] and p["figure"]
-            )
-            missing = ", ".join(sorted({m["probe"] for m in price["missing"]})) or "none"
-            estimate = price["estimate_cpu_s"] * 1e3
-            print(
-                f"- {name}: {estimate:.2f} ms of CPU ({low * 1e3:.2f}-{high * 1e3:.2f}),"
-                f" {share:.1%} of its {price['program_cpu_s']:.3f} s CPU; {parts}; hand-offs as "
-                f"{price['primitive']}; no figure: {missing}"
-            )
+        if not args.trace_only:
+            priced = counted_by_both(args, progs, workdir)
+            calls_beside_perf_trace(progs, priced, workdir)
+            overhead(args, progs, workdir)
+        in_place_beside_timehist(args, progs, workdir)
+        if not args.trace_only:
+            pricing(args, priced, workdir)
     load = os.getloadavg()
     print(f"\nload average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 

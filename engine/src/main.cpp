@@ -124,6 +124,9 @@ int main(int argc, char** argv) try {
   profile->add_option("--pid", profile_options.pid, "Attach to this running process instead of running a command");
   profile->add_option("--duration", profile_options.duration, "With --pid: seconds to count");
   profile->add_option("--out", profile_options.out, "Write the record to this file instead of stdout");
+  profile->add_flag("--trace", profile_options.trace,
+                    "Also record every CPU's switches: wake-ups that found the target CPU idle, and each wake-up's "
+                    "latency in place");
   profile->add_option("command", profile_options.command, "The command and its arguments, after --");
 
   if (argc > 1 && argv[1][0] != '-') {

@@ -32,6 +32,7 @@
 #include "exits.hpp"
 #include "output.hpp"
 #include "record.hpp"
+#include "stats.hpp"
 #include "timer.hpp"
 #include "trace.hpp"
 
@@ -173,6 +174,19 @@ nlohmann::json seconds_or_null(const std::optional<double>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
+// Wake-up latencies in place (ns samples) as microseconds: how many and their
+// quantiles; null when there are none.
+nlohmann::json latency_summary(const std::vector<std::uint64_t>& ns) {
+  if (ns.empty()) return nullptr;
+  std::vector<double> us;
+  us.reserve(ns.size());
+  for (std::uint64_t v : ns) us.push_back(static_cast<double>(v) / 1e3);
+  std::sort(us.begin(), us.end());
+  auto at = [&](double q) { return percentile_sorted(us, q); };
+  return {{"n", us.size()},     {"p10_us", at(0.10)}, {"p25_us", at(0.25)}, {"median_us", at(0.5)},
+          {"p75_us", at(0.75)}, {"p90_us", at(0.90)}, {"max_us", us.back()}};
+}
+
 }  // namespace
 
 std::string syscall_name(std::int64_t number) {
@@ -229,6 +243,16 @@ nlohmann::json profile_to_json(const ProfileInputs& in) {
   put("wakeups", from_tally(&SampleTally::wakeups), sampled);
   put("wakeups_same_cpu", from_tally(&SampleTally::same_cpu), sampled);
   put("wakeups_cross_cpu", from_tally(&SampleTally::cross_cpu), sampled);
+  const bool in_place = tally && tally->in_place();
+  put("wakeups_idle_target", in_place ? std::optional(tally->idle_target) : std::nullopt, sampled);
+  put("wakeups_busy_target", in_place ? std::optional(tally->busy_target) : std::nullopt, sampled);
+  nlohmann::json latency = nullptr;
+  if (in_place)
+    latency = {{"all", latency_summary(tally->latency_all)},
+               {"same_cpu", latency_summary(tally->latency_same_cpu)},
+               {"cross_cpu", latency_summary(tally->latency_cross_cpu)},
+               {"idle_target", latency_summary(tally->latency_idle_target)},
+               {"busy_target", latency_summary(tally->latency_busy_target)}};
 
   nlohmann::json calls = nlohmann::json::array();
   nlohmann::json threads = nlohmann::json::array();
@@ -255,7 +279,7 @@ nlohmann::json profile_to_json(const ProfileInputs& in) {
   }
 
   nlohmann::json record = {
-      {"schema", 1},
+      {"schema", 2},
       {"kind", "profile"},
       {"run_id", in.run_id},
       {"producer", fmt::format("ctxbench-engine {}", CTXBENCH_VERSION)},
@@ -275,6 +299,7 @@ nlohmann::json profile_to_json(const ProfileInputs& in) {
       {"run_queue_wait_s", seconds_or_null(acc.run_queue_wait_s)},
       {"counts", counts},
       {"sources", sources},
+      {"wakeup_latency", latency},
       {"syscalls_by_call", calls},
       {"threads", threads},
       {"samples",
@@ -350,7 +375,22 @@ nlohmann::json profile_environment(const std::string& run_id) {
 }
 
 const char* target_idle_note =
-    "whether a wake-up found its target CPU idle is not counted: the wake-up events do not say so";
+    "whether a wake-up found its target CPU idle, and its latency in place, are not counted: --trace records "
+    "every CPU's switches, which say so";
+const char* in_place_note =
+    "wake-up latency in place: from sched_waking, on the waker's CPU, to the switch that runs the woken task (perf's "
+    "switch records of every CPU) "
+    "(a cross-CPU one includes the interrupt that tells the target CPU; perf sched timehist's 'sch delay' starts "
+    "later, at sched_wakeup on the target); a wake-up found the target CPU idle when that CPU's last switch was to "
+    "its idle task; a wake-up of a task that had not yet left its CPU has no latency";
+
+// Opens the events, and the notes for what --trace adds.
+std::unique_ptr<ProfileEvents> open_events(const std::vector<pid_t>& tasks, const std::string& tracefs, bool on_exec,
+                                           bool trace, ProfileInputs& in, std::string* why, bool* denied) {
+  auto events = ProfileEvents::open(tasks, online_cpus(), tracefs, on_exec, trace, &in.notes, why, denied);
+  in.notes.push_back(trace && events && events->in_place() ? in_place_note : target_idle_note);
+  return events;
+}
 
 int profile_running(const ProfileOptions& options) {
   const std::vector<std::string>& command = options.command;
@@ -396,7 +436,7 @@ int profile_running(const ProfileOptions& options) {
   const std::string tracefs = tracefs_for_profile(&in.notes);
   std::string why;
   bool denied = false;
-  auto events = ProfileEvents::open({child}, online_cpus(), tracefs, true, &in.notes, &why, &denied);
+  auto events = open_events({child}, tracefs, true, options.trace, in, &why, &denied);
   if (!events)
     in.notes.push_back(
         fmt::format("no perf event counted ({}); counted instead by the kernel's rusage of the "
@@ -404,9 +444,9 @@ int profile_running(const ProfileOptions& options) {
                     why));
   SampleTally tally({child});
   const bool sampling = events && events->sampling();
+  if (sampling && events->in_place()) tally.track_cpus();
   if (!sampling)
     in.notes.push_back("voluntary and involuntary switches from rusage (the program and the children it waited for)");
-  in.notes.push_back(target_idle_note);
 
   const std::uint64_t start = monotonic_raw_ns();
   [[maybe_unused]] auto go = ::write(release[1], "x", 1);
@@ -515,7 +555,7 @@ int profile_attached(const ProfileOptions& options) {
   std::vector<pid_t> tids = task_ids(pid);
   std::string why;
   bool denied = false;
-  auto events = ProfileEvents::open(tids, online_cpus(), tracefs, false, &in.notes, &why, &denied);
+  auto events = open_events(tids, tracefs, false, options.trace, in, &why, &denied);
   if (!events)
     in.notes.push_back(
         fmt::format("no perf event counted ({}); counted instead from /proc: switches (voluntary, "
@@ -526,7 +566,7 @@ int profile_attached(const ProfileOptions& options) {
   std::set<int> own(tids.begin(), tids.end());
   SampleTally tally(own);
   const bool sampling = events && events->sampling();
-  in.notes.push_back(target_idle_note);
+  if (sampling && events->in_place()) tally.track_cpus();
 
   const ProcStat stat_before = read_proc_stat_of(pid);
   std::map<pid_t, std::uint64_t> delays_before, delays_after;

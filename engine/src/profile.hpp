@@ -28,6 +28,7 @@ struct ProfileOptions {
   int pid = 0;          // attach (with duration) instead of running a command
   double duration = 0;  // seconds
   std::string out;      // write the record here instead of stdout
+  bool trace = false;   // also every CPU's switches: wake-ups by target state, latencies in place
 };
 
 // What the kernel's own accounting says of the program (wait4's rusage for a

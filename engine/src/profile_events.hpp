@@ -23,6 +23,13 @@
 //     fires it on the target CPU from an interrupt, in no task of ours.)
 //     A full ring drops samples (the record says how many); the counters above
 //     stay exact.
+// With `in_place` (profile --trace), also perf's context-switch records of
+// every CPU (as `perf record --switch-events -a`): what each CPU runs at every
+// instant. From it, whether a wake-up found
+// its target CPU idle (the CPU's last switch went to pid 0, the idle task)
+// and each wake-up's latency in place: from sched_waking, on the waker's CPU,
+// to the switch that puts the woken task on a CPU. A wake-up whose
+// target CPU has shown no switch yet is counted as neither idle nor busy.
 // A tracepoint can reach the same ring twice at one instant (a task's event
 // and its parent's); the tally keeps the first of a kind, task and instant.
 #pragma once
@@ -39,7 +46,7 @@
 namespace ctx {
 
 // One sampled tracepoint, as the tally takes it (pure data: tests script it).
-enum class ProfileEventKind { sys_enter, sched_switch, waking, migrate, newtask };
+enum class ProfileEventKind { sys_enter, sched_switch, waking, migrate, newtask, switch_in };
 struct ProfileSample {
   ProfileEventKind kind = ProfileEventKind::sys_enter;
   std::uint64_t time = 0;  // CLOCK_MONOTONIC_RAW ns
@@ -48,8 +55,9 @@ struct ProfileSample {
   // sys_enter: call number; sched_switch: prev_state; waking, migrate: the
   // woken (moved) task; newtask: the new task.
   std::int64_t a = 0;
+  // switch_in (a switch record of a whole CPU): the task coming in.
   // sched_switch: prev_pid; waking: target CPU; migrate: destination CPU;
-  // newtask: clone flags.
+  // newtask: clone flags; switch_in: the task going out.
   std::int64_t b = 0;
 };
 
@@ -80,6 +88,15 @@ class SampleTally {
   std::uint64_t wakeups = 0, same_cpu = 0, cross_cpu = 0;
   std::uint64_t threads_created = 0, processes_created = 0;
   std::uint64_t duplicates = 0;  // the second delivery of a wake-up event (above)
+  // From switch_in samples only (in place): wake-ups by the target CPU's state.
+  std::uint64_t idle_target = 0, busy_target = 0;
+  // Latencies in place, ns, from waking to running, by where the task was
+  // woken: same or cross (the waker's CPU against the target), idle or busy
+  // target (unknown state: in neither).
+  std::vector<std::uint64_t> latency_all, latency_same_cpu, latency_cross_cpu, latency_idle_target, latency_busy_target;
+  // Takes switch_in samples (profile --trace): counts the above.
+  void track_cpus() { in_place_ = true; }
+  bool in_place() const { return in_place_; }
   const std::set<int>& own_tasks() const { return own_; }
 
  private:
@@ -92,6 +109,19 @@ class SampleTally {
   };
   std::map<int, LastWaking> last_waking_;  // woken task -> its latest wake-up, until a move corrects it
   std::optional<ProfileSample> last_wake_;
+  // In place: the task each CPU runs (from its last switch_in), and each woken
+  // task's wake-up until the switch that runs it.
+  enum class CpuState { unknown, idle, busy };
+  CpuState state_of(int cpu) const;
+  void count_target(CpuState state, int delta);
+  struct OpenWake {
+    std::uint64_t time = 0;
+    int cpu = -1, target = -1;
+    CpuState state = CpuState::unknown;
+  };
+  std::map<int, int> cpu_task_;
+  std::map<int, OpenWake> open_wakes_;
+  bool in_place_ = false;
 };
 
 // The counters' totals; nullopt: not counted (opening it was refused).
@@ -106,12 +136,13 @@ class ProfileEvents {
  public:
   // `tasks`: the tasks to follow (each with inherit); `cpus`: the CPUs whose
   // rings take the samples; `tracefs`: where the tracepoint ids are (empty:
-  // none, tracepoints are not counted). What could not be opened is said in
+  // none, tracepoints are not counted); `in_place`: also every CPU's
+  // switches (profile --trace). What could not be opened is said in
   // `notes`, one sentence each, and left out; nullptr only when nothing at
   // all could be opened, with `why`.
   static std::unique_ptr<ProfileEvents> open(const std::vector<pid_t>& tasks, const std::vector<int>& cpus,
-                                             const std::string& tracefs, bool on_exec, std::vector<std::string>* notes,
-                                             std::string* why, bool* denied);
+                                             const std::string& tracefs, bool on_exec, bool in_place,
+                                             std::vector<std::string>* notes, std::string* why, bool* denied);
   ~ProfileEvents();
   ProfileEvents(const ProfileEvents&) = delete;
   ProfileEvents& operator=(const ProfileEvents&) = delete;
@@ -128,12 +159,15 @@ class ProfileEvents {
   void drain(SampleTally& tally);
   ProfileCounters read() const;
   std::uint64_t lost() const { return lost_; }
+  // Whether every CPU's switches are recorded (asked for, and opened).
+  bool in_place() const { return in_place_; }
 
  private:
   struct Impl;
   ProfileEvents();
   std::unique_ptr<Impl> impl_;
   std::uint64_t lost_ = 0;
+  bool in_place_ = false;
 };
 
 }  // namespace ctx

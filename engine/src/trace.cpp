@@ -329,7 +329,8 @@ void TraceSession::disable() {
 }
 
 void drain_perf_ring(void* base, std::size_t length, std::size_t page, std::vector<unsigned char>& record,
-                     std::uint64_t* lost, const std::function<void(const PerfSample&)>& take) {
+                     std::uint64_t* lost, const std::function<void(const PerfSample&)>& take,
+                     const std::function<void(const PerfSwitch&)>& switches) {
   auto* meta = static_cast<perf_event_mmap_page*>(base);
   const auto* data = static_cast<const unsigned char*>(base) + page;
   const std::uint64_t size = length - page;
@@ -348,6 +349,19 @@ void drain_perf_ring(void* base, std::size_t length, std::size_t page, std::vect
       std::uint64_t count = 0;
       std::memcpy(&count, p + 8, sizeof count);  // u64 id, u64 lost
       *lost += count;
+      continue;
+    }
+    if (header.type == PERF_RECORD_SWITCH_CPU_WIDE && switches) {
+      // u32 next_prev_pid, next_prev_tid; then sample_id: u32 pid, tid; u64
+      // time; u32 cpu, res; u64 identifier.
+      if (header.size < sizeof header + 40) continue;
+      PerfSwitch sw;
+      sw.out = (header.misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
+      std::memcpy(&sw.other_tid, p + 4, 4);
+      std::memcpy(&sw.tid, p + 12, 4);
+      std::memcpy(&sw.time, p + 16, 8);
+      std::memcpy(&sw.cpu, p + 24, 4);
+      switches(sw);
       continue;
     }
     if (header.type != PERF_RECORD_SAMPLE) continue;

@@ -55,11 +55,22 @@ struct PerfSample {
   std::uint32_t pid = 0, tid = 0, cpu = 0, raw_size = 0;
   const unsigned char* raw = nullptr;
 };
+// A context switch as perf's own switch records give it (an event opened
+// with context_switch on a whole CPU: PERF_RECORD_SWITCH_CPU_WIDE, with
+// sample_id_all and sample_type TID | TIME | CPU | IDENTIFIER): the task the
+// record is of (`tid`), and the one it switched from (coming in) or to (going out).
+struct PerfSwitch {
+  bool out = false;
+  std::uint32_t tid = 0, other_tid = 0, cpu = 0;
+  std::uint64_t time = 0;
+};
 // Hands every sample in a perf ring (`base`, mapped `length` bytes, the first
-// `page` its header) to `take`, frees their space, and adds what the kernel
-// reported dropped to `lost`. `record`: scratch space kept between calls.
+// `page` its header) to `take`, and every switch record to `switches` when
+// given; frees their space, and adds what the kernel reported dropped to
+// `lost`. `record`: scratch space kept between calls.
 void drain_perf_ring(void* base, std::size_t length, std::size_t page, std::vector<unsigned char>& record,
-                     std::uint64_t* lost, const std::function<void(const PerfSample&)>& take);
+                     std::uint64_t* lost, const std::function<void(const PerfSample&)>& take,
+                     const std::function<void(const PerfSwitch&)>& switches = nullptr);
 
 // "/sys/kernel/tracing" or "/sys/kernel/debug/tracing" when its sched_switch
 // id is readable; nullopt and `why` otherwise.

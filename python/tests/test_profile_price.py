@@ -160,3 +160,36 @@ def test_profiles_are_stored_listed_shown_and_compared(tmp_path):
     assert rows["syscalls"] == (a["counts"]["syscalls"], b["counts"]["syscalls"])
     missing = invoke("profile", "--show", "nosuchprofile", "--db", db)
     assert missing.exit_code == 2 and "no stored profile" in missing.output
+
+
+def test_in_place_latencies_sit_beside_the_figures_that_price_them():
+    from ctxbench.records.profile import in_place
+    from ctxbench.views import profile as view
+
+    record = read_profile(FIXTURES / "profile_traced.json")
+    wanted = wanted_for(record)
+    table = {w: figure(w, 5000.0, 4000.0, 6000.0) for w in wanted.values()}
+    p = price(record, lookup_from(table))
+    traced = in_place(record)
+    text = view.counts_text(record) + view.price_text(p, [], traced)
+    assert "Its wake-ups in place (--trace)" in text
+    cross = traced.cross_cpu
+    line = next(x for x in text.splitlines() if "in place, its cross-CPU wake-ups" in x)
+    assert f"of {cross.n:,}" in line
+    assert f"({cross.median_us * 1e3 / 5000.0:.2f}x)" in line
+    assert "the difference:" in text
+    # Untraced: nothing of the kind, and the counts say what --trace would add.
+    plain = read_profile(FIXTURES / "profile_getppid.json")
+    p = price(plain, lookup_from(table))
+    text = view.counts_text(plain) + view.price_text(p, [], in_place(plain))
+    assert "in place" not in text
+
+
+def test_compare_puts_the_in_place_medians_side_by_side():
+    from ctxbench.analysis.profile_price import compare_counts
+
+    a = read_profile(FIXTURES / "profile_pingpong.json")
+    b = read_profile(FIXTURES / "profile_traced.json")
+    rows = {name: (x, y) for name, x, y in compare_counts(a, b)}
+    expected = round(b["wakeup_latency"]["cross_cpu"]["median_us"] * 1e3)
+    assert rows["wakeup_cross_cpu_median_ns"] == (None, expected)

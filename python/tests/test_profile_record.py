@@ -8,13 +8,25 @@ from pathlib import Path
 import pytest
 
 from ctxbench.errors import RecordError
-from ctxbench.records.profile import parse_profile, program_time, read_profile, syscall_counts
+from ctxbench.records.profile import (
+    in_place,
+    parse_profile,
+    program_time,
+    read_profile,
+    syscall_counts,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.mark.parametrize(
-    "name", ["profile_pingpong.json", "profile_getppid.json", "profile_unprivileged.json"]
+    "name",
+    [
+        "profile_pingpong.json",
+        "profile_getppid.json",
+        "profile_unprivileged.json",
+        "profile_traced.json",
+    ],
 )
 def test_the_engines_records_pass(name):
     record = read_profile(FIXTURES / name)
@@ -25,6 +37,26 @@ def test_counts_read_from_a_recorded_profile():
     record = read_profile(FIXTURES / "profile_getppid.json")
     assert syscall_counts(record)["getppid"] == 20000
     assert program_time(record).cpu_s > 0
+
+
+def test_a_traced_profile_reads_its_wake_ups_in_place():
+    record = read_profile(FIXTURES / "profile_traced.json")
+    traced = in_place(record)
+    assert traced is not None and traced.cross_cpu is not None
+    group = traced.cross_cpu
+    assert group.p10_us <= group.median_us <= group.p90_us <= group.max_us
+    counts = record["counts"]
+    assert counts["wakeups_idle_target"] + counts["wakeups_busy_target"] <= counts["wakeups"]
+    # Untraced, version 1 and 2 alike: no latencies.
+    assert in_place(read_profile(FIXTURES / "profile_pingpong.json")) is None
+
+
+def test_a_traced_record_with_a_broken_latency_is_refused():
+    record = json.loads((FIXTURES / "profile_traced.json").read_text())
+    record["wakeup_latency"]["cross_cpu"]["n"] = 0
+    with pytest.raises(RecordError) as caught:
+        parse_profile(json.dumps(record), "p.json")
+    assert "wakeup_latency" in str(caught.value)
 
 
 def test_unprivileged_leaves_out_what_it_could_not_count():
@@ -39,7 +71,9 @@ def test_unprivileged_leaves_out_what_it_could_not_count():
     [
         (lambda r: r["counts"].pop("syscalls"), "counts"),
         (lambda r: r.update(kind="result"), "'kind' is 'result'"),
-        (lambda r: r.update(schema=2), "profile schema 1"),
+        (lambda r: r.update(schema=3), "profile schema 1 and 2"),
+        # Version 2 carries the in-place fields, even when null.
+        (lambda r: r.update(schema=2), "wakeup_latency"),
         (lambda r: r["counts"].update(syscalls=-1), "counts/syscalls"),
     ],
 )

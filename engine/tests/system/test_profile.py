@@ -128,6 +128,39 @@ def test_cross_cpu_hand_offs_are_cross_cpu_wake_ups(engine, known, between):
     assert record["samples"]["lost"] == 0
 
 
+@pytest.mark.measures
+@pytest.mark.skipif(not TWO_CPUS, reason="needs two CPUs")
+@pytest.mark.parametrize("cpus", ["same", "cross"])
+def test_trace_gives_each_sleep_its_wake_up_latency(engine, known, cpus):
+    proc = run_engine(
+        engine, "profile", "--trace", "--", known, "thread-pingpong", "3000", cpus, timeout=120
+    )
+    record = parse_profile(proc.stdout)
+    counts, latency = record["counts"], record["wakeup_latency"]
+    assert record["samples"]["lost"] == 0
+    # Every sleep but the last of each thread ends in a wake-up and the
+    # switch that runs the thread again: one latency each, in its group.
+    every = latency["all"]
+    assert counts["voluntary_switches"] - 3 <= every["n"] <= counts["wakeups"], (counts, every)
+    groups = [latency[g]["n"] for g in ("same_cpu", "cross_cpu") if latency[g]]
+    assert sum(groups) == every["n"]
+    assert latency["cross_cpu" if cpus == "cross" else "same_cpu"]["n"] >= 0.98 * every["n"]
+    found = counts["wakeups_idle_target"] + counts["wakeups_busy_target"]
+    assert counts["wakeups"] - 2 <= found <= counts["wakeups"], counts
+    if cpus == "same":  # the waker is on the target CPU: never idle
+        assert counts["wakeups_idle_target"] == 0
+    for group in filter(None, latency.values()):
+        assert group["p10_us"] <= group["median_us"] <= group["p90_us"] <= group["max_us"]
+    assert not any("not counted" in note for note in record["notes"]), record["notes"]
+
+
+def test_without_trace_the_in_place_fields_are_null(engine, known):
+    record = profile(engine, known, "none")
+    assert record["wakeup_latency"] is None
+    assert record["counts"]["wakeups_idle_target"] is None
+    assert any("--trace" in note for note in record["notes"])
+
+
 def test_the_record_says_what_ran_and_how_it_ended(engine, known):
     record = profile(engine, known, "none")
     assert record["kind"] == "profile"

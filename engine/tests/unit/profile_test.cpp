@@ -88,6 +88,78 @@ TEST(ProfileTally, SwitchesSplitByStateLeftIn) {
   EXPECT_EQ(tally.threads[100].syscalls, 2u);
 }
 
+TEST(ProfileTally, InPlaceLatencyFromWakingToTheSwitchThatRunsTheTask) {
+  SampleTally tally({100, 101});
+  tally.track_cpus();
+  // CPU 1 idles (pid 0), CPU 0 runs 100. 100 wakes 101 (last on CPU 1) at
+  // t=1000: a cross-CPU wake-up that finds its target idle; CPU 1 runs 101 at
+  // t=4000: 3 µs in place.
+  tally.add(sample(ProfileEventKind::switch_in, 100, 1, 0, 0, 101));
+  tally.add(sample(ProfileEventKind::switch_in, 200, 0, 0, 100, 0));
+  tally.add(sample(ProfileEventKind::waking, 1000, 0, 100, 101, 1));
+  tally.add(sample(ProfileEventKind::switch_in, 4000, 1, 0, 101, 0));
+  // 101 wakes 100 on CPU 1, moving it there (busy with 101): same-CPU, busy,
+  // run at t=10000 after 101 sleeps: 5 µs.
+  tally.add(sample(ProfileEventKind::switch_in, 4500, 0, 100, 0, 100));
+  tally.add(sample(ProfileEventKind::waking, 5000, 1, 101, 100, 0));
+  tally.add(sample(ProfileEventKind::migrate, 5001, 1, 101, 100, 1));
+  tally.add(sample(ProfileEventKind::switch_in, 10000, 1, 101, 100, 101));
+  tally.settle_all();
+  EXPECT_TRUE(tally.in_place());
+  EXPECT_EQ(tally.idle_target, 1u);
+  EXPECT_EQ(tally.busy_target, 1u);
+  ASSERT_EQ(tally.latency_cross_cpu.size(), 1u);
+  EXPECT_EQ(tally.latency_cross_cpu[0], 3000u);
+  ASSERT_EQ(tally.latency_same_cpu.size(), 1u);
+  EXPECT_EQ(tally.latency_same_cpu[0], 5000u);
+  EXPECT_EQ(tally.latency_idle_target, std::vector<std::uint64_t>{3000});
+  EXPECT_EQ(tally.latency_busy_target, std::vector<std::uint64_t>{5000});
+  EXPECT_EQ(tally.latency_all, (std::vector<std::uint64_t>{3000, 5000}));
+}
+
+TEST(ProfileTally, InPlaceWakeUpOfATaskStillOnItsCpuHasNoLatency) {
+  SampleTally tally({100, 101});
+  tally.track_cpus();
+  // 101 is still on CPU 1 when 100 wakes it (it never slept); it leaves CPU 1
+  // later, preempted (a runnable prev_state: 0x100), and comes back without a
+  // wake-up: no latency.
+  tally.add(sample(ProfileEventKind::switch_in, 10, 1, 0, 101, 0));
+  tally.add(sample(ProfileEventKind::waking, 1000, 0, 100, 101, 1));
+  tally.add(sample(ProfileEventKind::sched_switch, 2000, 1, 101, 0x100, 101));
+  tally.add(sample(ProfileEventKind::switch_in, 2000, 1, 101, 555, 101));
+  tally.add(sample(ProfileEventKind::switch_in, 9000, 1, 555, 101, 555));
+  // A target CPU that has shown no switch is neither idle nor busy.
+  tally.add(sample(ProfileEventKind::waking, 9500, 1, 101, 100, 3));
+  tally.settle_all();
+  EXPECT_TRUE(tally.latency_cross_cpu.empty());
+  EXPECT_TRUE(tally.latency_same_cpu.empty());
+  EXPECT_EQ(tally.busy_target, 1u);
+  EXPECT_EQ(tally.idle_target, 0u);
+  EXPECT_EQ(tally.wakeups, 2u);
+}
+
+TEST(ProfileTally, InPlaceWakeUpJustBeforeItsTaskSleptKeepsItsLatency) {
+  SampleTally tally({100, 101});
+  tally.track_cpus();
+  // 100 wakes 101 at t=1000 while 101 is still switching out: 101's switch
+  // (asleep, prev_state 1) comes at t=1200; it runs again at t=3000.
+  tally.add(sample(ProfileEventKind::switch_in, 10, 1, 0, 101, 0));
+  tally.add(sample(ProfileEventKind::waking, 1000, 0, 100, 101, 1));
+  tally.add(sample(ProfileEventKind::sched_switch, 1200, 1, 101, 1, 101));
+  tally.add(sample(ProfileEventKind::switch_in, 1200, 1, 101, 0, 101));
+  tally.add(sample(ProfileEventKind::switch_in, 3000, 1, 0, 101, 0));
+  tally.settle_all();
+  EXPECT_EQ(tally.latency_cross_cpu, std::vector<std::uint64_t>{2000});
+}
+
+TEST(ProfileTally, WithoutTrackingNoTargetStateIsCounted) {
+  SampleTally tally({100, 101});
+  tally.add(sample(ProfileEventKind::waking, 1000, 0, 100, 101, 1));
+  tally.settle_all();
+  EXPECT_FALSE(tally.in_place());
+  EXPECT_EQ(tally.idle_target + tally.busy_target, 0u);
+}
+
 TEST(ProfileRecord, CarriesEverySchemaRequiredField) {
   std::ifstream in(std::string(CTXBENCH_SOURCE_DIR) + "/schema/profile.schema.json");
   ASSERT_TRUE(in);
@@ -114,6 +186,36 @@ TEST(ProfileRecord, CarriesEverySchemaRequiredField) {
   EXPECT_TRUE(record["counts"]["migrations"].is_null());
   EXPECT_EQ(record["syscalls_by_call"][0]["count"], 1);
   EXPECT_EQ(record["sources"]["context_switches"], "perf_counter");
+  // Version 2's fields, null without --trace.
+  EXPECT_EQ(record["schema"], 2);
+  for (const auto& field : schema["allOf"][0]["then"]["required"]) EXPECT_TRUE(record.contains(field)) << field;
+  for (const auto& field : schema["allOf"][0]["then"]["properties"]["counts"]["required"])
+    EXPECT_TRUE(record["counts"][field].is_null()) << field;
+  EXPECT_TRUE(record["wakeup_latency"].is_null());
+}
+
+TEST(ProfileRecord, InPlaceLatenciesAsQuantilesInMicroseconds) {
+  SampleTally tally({100, 101});
+  tally.track_cpus();
+  tally.add(sample(ProfileEventKind::switch_in, 100, 1, 0, 0, 101));
+  for (int i = 0; i < 4; ++i) {
+    const std::uint64_t t = 1000 + 100000 * static_cast<std::uint64_t>(i);
+    tally.add(sample(ProfileEventKind::waking, t, 0, 100, 101, 1));
+    tally.add(sample(ProfileEventKind::switch_in, t + 2000 * (i + 1), 1, 0, 101, 0));
+    tally.add(sample(ProfileEventKind::switch_in, t + 50000, 1, 101, 0, 101));
+  }
+  tally.settle_all();
+  ctx::ProfileInputs inputs;
+  inputs.tally = &tally;
+  const auto record = ctx::profile_to_json(inputs);
+  const auto& cross = record["wakeup_latency"]["cross_cpu"];
+  EXPECT_EQ(cross["n"], 4);
+  EXPECT_DOUBLE_EQ(cross["median_us"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(cross["max_us"].get<double>(), 8.0);
+  EXPECT_TRUE(record["wakeup_latency"]["same_cpu"].is_null());
+  EXPECT_EQ(record["wakeup_latency"]["all"], cross);
+  EXPECT_EQ(record["counts"]["wakeups_idle_target"], 4);
+  EXPECT_EQ(record["counts"]["wakeups_busy_target"], 0);
 }
 
 }  // namespace CTXBENCH_UNITY_ID

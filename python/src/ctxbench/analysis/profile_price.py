@@ -130,6 +130,12 @@ class Price:
         return sum(p.cpu_s or 0.0 for p in self.parts)
 
     @property
+    def hand_off_figure(self) -> Figure | None:
+        """The same-CPU switch figure the hand-offs are priced with."""
+        hand = next((p for p in self.parts if p.kind == "hand_off"), None)
+        return hand.figure if hand else None
+
+    @property
     def interval_s(self) -> tuple[float, float]:
         intervals = [p.interval_s for p in self.parts if p.interval_s]
         return (sum(i[0] for i in intervals), sum(i[1] for i in intervals))
@@ -401,4 +407,15 @@ def compare_counts(
         for key in ("wall_s", "cpu_user_s", "cpu_system_s")
     ]
     rows += [(name, a["counts"].get(name), b["counts"].get(name)) for name in a["counts"]]
+
+    def median_ns(record: dict[str, Any], group: str) -> int | None:
+        latency = record.get("wakeup_latency") or {}
+        value = latency.get(group)
+        return None if value is None else round(value["median_us"] * 1e3)
+
+    if a.get("wakeup_latency") or b.get("wakeup_latency"):
+        rows += [
+            (f"wakeup_{group}_median_ns", median_ns(a, group), median_ns(b, group))
+            for group in ("all", "same_cpu", "cross_cpu", "idle_target", "busy_target")
+        ]
     return rows

@@ -16,7 +16,9 @@ from ctxbench.errors import RecordError
 from ctxbench.records.core import data_path, loads_record
 
 PROFILE_SCHEMA_FILE = "profile.schema.json"
-PROFILE_SCHEMA_VERSION = 1
+# Version 2 added profile --trace's wake-up latencies and target-state
+# counts; version-1 records (without them) are still read.
+PROFILE_SCHEMA_VERSIONS = (1, 2)
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 
 
@@ -36,10 +38,10 @@ def profile_problem(record: Any) -> str | None:
         return f"expected a JSON object, got {type(record).__name__}"
     if record.get("kind") != "profile":
         return f"'kind' is {record.get('kind')!r}, expected 'profile'"
-    if record.get("schema") != PROFILE_SCHEMA_VERSION:
+    if record.get("schema") not in PROFILE_SCHEMA_VERSIONS:
         return (
             f"'schema' is {record.get('schema')!r}; this ctxbench reads profile schema "
-            f"{PROFILE_SCHEMA_VERSION}"
+            + " and ".join(str(v) for v in PROFILE_SCHEMA_VERSIONS)
         )
     from jsonschema.exceptions import best_match
 
@@ -91,6 +93,46 @@ class ProgramTime:
 
 def program_time(record: dict[str, Any]) -> ProgramTime:
     return ProgramTime(record["cpu_user_s"], record["cpu_system_s"])
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Wake-up latencies in place (profile --trace), microseconds."""
+
+    n: int
+    p10_us: float
+    p25_us: float
+    median_us: float
+    p75_us: float
+    p90_us: float
+    max_us: float
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """What --trace measured of the program's wake-ups: latencies of all of
+    them, by where the task was woken and by the target CPU's state (None:
+    none of that group)."""
+
+    all: Latency | None
+    same_cpu: Latency | None
+    cross_cpu: Latency | None
+    idle_target: Latency | None
+    busy_target: Latency | None
+
+
+def in_place(record: dict[str, Any]) -> InPlace | None:
+    """The in-place latencies, None when the profile was not traced."""
+    latency = record.get("wakeup_latency")
+    if not latency:
+        return None
+
+    def group(name: str) -> Latency | None:
+        value = latency[name]
+        return None if value is None else Latency(**value)
+
+    names = ("all", "same_cpu", "cross_cpu", "idle_target", "busy_target")
+    return InPlace(*(group(n) for n in names))
 
 
 def syscall_counts(record: dict[str, Any]) -> dict[str, int]:

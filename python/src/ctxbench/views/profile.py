@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxbench.analysis.profile_price import Counterfactual, Price
+from ctxbench.records.profile import InPlace, Latency, in_place
 
 KIND_WORDS = {
     "hand_off": "hand-offs (wake-ups of its tasks)",
@@ -22,6 +23,8 @@ COUNT_ROWS = [
     ("wakeups", "wake-ups of its tasks"),
     ("wakeups_same_cpu", "  same-CPU"),
     ("wakeups_cross_cpu", "  cross-CPU"),
+    ("wakeups_idle_target", "  found the target CPU idle"),
+    ("wakeups_busy_target", "  found it running a task"),
     ("migrations", "migrations"),
     ("syscalls", "system calls"),
     ("minor_faults", "minor faults"),
@@ -46,6 +49,46 @@ def _ns(value: float) -> str:
     return f"{value / 1e3:.1f} µs" if value >= 1e3 else f"{value:.0f} ns"
 
 
+def _latency(group: Latency | None) -> str:
+    if group is None:
+        return "none"
+    return (
+        f"median {_us(group.median_us)} (p10 {_us(group.p10_us)}, p90 {_us(group.p90_us)},"
+        f" max {_us(group.max_us)}) of {group.n:,}"
+    )
+
+
+def _us(value: float) -> str:
+    return f"{value:.1f} µs" if value < 1000 else f"{value / 1e3:.2f} ms"
+
+
+def in_place_text(price: Price, traced: InPlace | None) -> list[str]:
+    """The program's own wake-ups beside the figures that price them."""
+    if traced is None:
+        return []
+    lines = []
+    pairs = (
+        ("same-CPU", traced.same_cpu, price.hand_off_figure),
+        ("cross-CPU", traced.cross_cpu, price.wait.figure if price.wait else None),
+    )
+    for words, group, figure in pairs:
+        if group is None or figure is None:
+            continue
+        ratio = group.median_us * 1e3 / figure.median_ns
+        lines.append(
+            f"  in place, its {words} wake-ups: median {_us(group.median_us)} of {group.n:,};"
+            f" this machine's {words} {figure.probe} figure {_ns(figure.median_ns)}"
+            f" ({ratio:.2f}x)"
+        )
+    if lines:
+        lines.append(
+            "    the difference: in place runs from the wake to the woken task on a CPU, in this"
+            " program under its own load; the figure from the waker's call to the woken side's"
+            " return from its call (both calls' own work), in a ping-pong of two threads"
+        )
+    return lines
+
+
 def counts_text(profile: dict[str, Any]) -> str:
     counts = profile["counts"]
     target = profile["target"]
@@ -58,20 +101,39 @@ def counts_text(profile: dict[str, Any]) -> str:
         lines.append(f"waited for a CPU {profile['run_queue_wait_s']:.3f} s")
     lines.append("")
     for key, words in COUNT_ROWS:
-        value = counts.get(key)
-        lines.append(f"  {words:<28} {'not counted' if value is None else f'{value:,}'}")
+        if key not in counts:
+            continue  # a schema-1 profile: counted before --trace existed
+        value = counts[key]
+        shown = f"{value:,}" if value is not None else "not counted"
+        if value is None and key in ("wakeups_idle_target", "wakeups_busy_target"):
+            shown += " (profile --trace counts it)"
+        lines.append(f"  {words:<28} {shown}")
     top = profile["syscalls_by_call"][:5]
     if top:
         lines.append(
             "  most frequent calls: " + ", ".join(f"{c['name']} {c['count']:,}" for c in top)
         )
+    traced = in_place(profile)
+    if traced is not None:
+        lines.append("")
+        lines.append("Its wake-ups in place (--trace), from the wake to the woken task running:")
+        for words, group in (
+            ("all", traced.all),
+            ("same-CPU", traced.same_cpu),
+            ("cross-CPU", traced.cross_cpu),
+            ("target CPU idle", traced.idle_target),
+            ("target CPU busy", traced.busy_target),
+        ):
+            lines.append(f"  {words:<28} {_latency(group)}")
     lost = profile["samples"]["lost"]
     if lost:
         lines.append(f"  {lost:,} samples lost: the splits are short by as many events")
     return "\n".join(lines) + "\n"
 
 
-def price_text(price: Price, counterfactuals: list[Counterfactual]) -> str:
+def price_text(
+    price: Price, counterfactuals: list[Counterfactual], traced: InPlace | None = None
+) -> str:
     lines = [
         "",
         f"What it cost, priced with this machine's stored figures (hand-offs as {price.primitive}"
@@ -108,6 +170,7 @@ def price_text(price: Price, counterfactuals: list[Counterfactual]) -> str:
             f"  its {price.wait.count:,} cross-CPU wake-ups each wait about"
             f" {_ns(price.wait.figure.median_ns)} on this machine (latency, not CPU time)"
         )
+    lines += in_place_text(price, traced)
     for kind, count, why in price.not_priced:
         lines.append(f"  not priced: {kind}{f' ({count:,})' if count else ''}: {why}")
     lines.append(

@@ -18,7 +18,7 @@ from ctxbench.analysis import profile_price
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import say
 from ctxbench.errors import BadInput, StoreError
-from ctxbench.records.profile import read_profile
+from ctxbench.records.profile import in_place, read_profile
 from ctxbench.views import profile as view
 
 
@@ -68,6 +68,12 @@ def store_lookup(db: str | None, env: dict[str, Any]):
     is_flag=True,
     help="Where a figure is missing from the store, measure it first (ctxbench run --quick).",
 )
+@click.option(
+    "--trace",
+    is_flag=True,
+    help="Also record every CPU's switches: wake-ups that found the target CPU idle, and each"
+    " wake-up's latency in place, beside the figures that price them (root or CAP_PERFMON).",
+)
 @click.option("--no-store", is_flag=True, help="Do not store the profile.")
 @click.option("--list", "list_profiles", is_flag=True, help="List the stored profiles.")
 @click.option(
@@ -84,6 +90,7 @@ def profile(
     duration: float | None,
     from_file: Path | None,
     measure: bool,
+    trace: bool,
     no_store: bool,
     list_profiles: bool,
     show_ref: str | None,
@@ -98,6 +105,8 @@ def profile(
     reading = list_profiles or show_ref or compare_refs
     if reading and (command or pid is not None or from_file):
         raise BadInput("--list, --show and --compare read stored profiles: give no command")
+    if trace and (reading or from_file):
+        raise BadInput("--trace goes with a command or --pid: it records while profiling")
     if list_profiles:
         with open_store(db, create=False) as store:
             rows = store.profiles()
@@ -147,6 +156,8 @@ def profile(
             args += ["--pid", str(pid)]
         if duration is not None:
             args += ["--duration", repr(duration)]
+        if trace:
+            args.append("--trace")
         if command:
             args += ["--", *command]
         record = run_engine_profile(args)
@@ -169,4 +180,5 @@ def profile(
     if as_json:
         click.echo(json.dumps(view.profile_dict(record, price, counterfactuals), indent=2))
         return
-    click.echo(view.counts_text(record) + view.price_text(price, counterfactuals), nl=False)
+    traced = in_place(record)
+    click.echo(view.counts_text(record) + view.price_text(price, counterfactuals, traced), nl=False)
