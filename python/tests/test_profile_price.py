@@ -193,3 +193,35 @@ def test_compare_puts_the_in_place_medians_side_by_side():
     rows = {name: (x, y) for name, x, y in compare_counts(a, b)}
     expected = round(b["wakeup_latency"]["cross_cpu"]["median_us"] * 1e3)
     assert rows["wakeup_cross_cpu_median_ns"] == (None, expected)
+
+
+def test_show_compare_and_report_take_a_stored_profiles_id(tmp_path):
+    from ctxbench.store.db import Store
+
+    db = str(tmp_path / "s.db")
+    a = read_profile(FIXTURES / "profile_pingpong.json")
+    b = read_profile(FIXTURES / "profile_traced.json")
+    with Store.open(db) as store:
+        store.add_profile(a)
+        store.add_profile(b)
+    shown = invoke("show", b["run_id"][:22], "--db", db)
+    assert shown.exit_code == 0, shown.output
+    assert "Its wake-ups in place (--trace)" in shown.stdout
+    assert shown.stdout == invoke("profile", "--show", b["run_id"], "--db", db).stdout
+    compared = invoke("compare", a["run_id"], b["run_id"], "--json", "--db", db)
+    assert compared.exit_code == 0, compared.output
+    assert json.loads(compared.stdout)["kind"] == "profile_comparison"
+    mixed = invoke("compare", a["run_id"], "latest", "--db", db)
+    assert mixed.exit_code == 2 and "is a stored profile, not a run" in mixed.output
+    assert len(mixed.output.strip().splitlines()) == 1
+    gated = invoke("compare", a["run_id"], b["run_id"], "--fail-above", "10", "--db", db)
+    assert gated.exit_code == 2 and "count by count" in gated.output
+    page = tmp_path / "p.html"
+    made = invoke("report", a["run_id"], b["run_id"], "-o", str(page), "--db", db)
+    assert made.exit_code == 0, made.output
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and b["run_id"] in text and "context switches" in text
+    onto_store = invoke("report", a["run_id"], "-o", db, "--db", db)
+    assert onto_store.exit_code == 2
+    with Store.open(db) as store:
+        assert len(store.profiles()) == 2

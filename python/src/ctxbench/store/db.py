@@ -458,6 +458,13 @@ class Store:
             ).all()
         return [tuple(row) for row in rows]
 
+    def profile_id(self, reference: str) -> str | None:
+        """The stored profile an id or unique id prefix names ('latest' is a
+        run's word here), None when none or several do."""
+        ids = [row[0] for row in self.profiles()]
+        chosen = [i for i in ids if i == reference] or [i for i in ids if i.startswith(reference)]
+        return chosen[0] if len(chosen) == 1 and reference != "latest" else None
+
     def load_profile(self, reference: str) -> dict[str, Any]:
         """A stored profile by id, unique id prefix, or 'latest'."""
         ids = [row[0] for row in self.profiles()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from ctxbench.analysis.profile_price import Counterfactual, Price
@@ -245,3 +246,19 @@ def compare_text(
             cost, share = "not priced (no stored figure of its machine)", ""
         lines.append(f"  direct cost {label}: {cost}{share}")
     return "\n".join(lines) + "\n"
+
+
+def profile_html(sections: list[tuple[str, str]], title: str | None) -> str:
+    """A self-contained HTML page of profiles: each (heading, the text `show`
+    prints), as it prints it."""
+    heading = title or "ctxbench profile"
+    body = "".join(
+        f"<h2>{html.escape(name)}</h2>\n<pre>{html.escape(text)}</pre>\n" for name, text in sections
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(heading)}</title>"
+        "<style>body{font-family:sans-serif;margin:2em;max-width:72em}"
+        "pre{background:#f6f6f6;padding:1em;overflow-x:auto}</style></head>\n"
+        f"<body><h1>{html.escape(heading)}</h1>\n{body}</body></html>\n"
+    )

@@ -148,6 +148,22 @@ def compare(
                           EXIT_INCONCLUSIVE)  # fmt: skip
     if len(run_refs) < 2:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
+    from ctxbench.cli.commands.profile import (
+        print_profile_comparison,
+        refuse_profile_among_runs,
+        stored_profiles,
+    )
+
+    profiles = stored_profiles(db, run_refs) if len(run_refs) == 2 else []
+    if profiles:  # two stored profiles: before and after a change to the program
+        if fail_above is not None or pair is not None or split or baseline is not None:
+            raise BadInput(
+                "two stored profiles are compared count by count: leave out --fail-above, "
+                "--pair, --why and --baseline"
+            )
+        print_profile_comparison(profiles[0], profiles[1], db, as_json)
+        return 0
+    refuse_profile_among_runs(db, run_refs)
     with open_store(db, create=False) as store:
         runs = [store.load(ref) for ref in run_refs]
         if baseline is not None:

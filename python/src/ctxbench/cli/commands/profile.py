@@ -53,6 +53,83 @@ def store_lookup(db: str | None, env: dict[str, Any]):
     return lookup
 
 
+def stored_profiles(db: str | None, refs: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
+    """The stored profiles REFS name, when every one names a profile and none
+    a run (so that `show` and `compare` take a profile's id as they take a
+    run's); else an empty list."""
+    try:
+        store = open_store(db, create=False)
+    except StoreError:
+        return []
+    with store:
+        ids = [store.profile_id(ref) for ref in refs]
+        if not all(ids) or any(_names_a_run(store, ref) for ref in refs):
+            return []  # a run's reference too: the run wins
+        return [store.load_profile(i) for i in ids if i]
+
+
+def refuse_profile_among_runs(db: str | None, refs: tuple[str, ...] | list[str]) -> None:
+    """One line for a stored profile's id given among runs (or with 'latest')."""
+    try:
+        store = open_store(db, create=False)
+    except StoreError:
+        return
+    with store:
+        for ref in refs:
+            if store.profile_id(ref) and not _names_a_run(store, ref):
+                raise BadInput(
+                    f"'{ref}' is a stored profile, not a run: compare it with another stored "
+                    "profile by id (`ctxbench profile --list` lists them)"
+                )
+
+
+def _names_a_run(store: Any, reference: str) -> bool:
+    try:
+        store.resolve(reference)
+    except BadInput:
+        return False
+    return True
+
+
+def profile_text(record: dict[str, Any], db: str | None) -> str:
+    """What `show` prints of a profile: its counts, price and counterfactuals."""
+    lookup = store_lookup(db, record["env"])
+    price = profile_price.price(record, lookup)
+    counterfactuals = profile_price.counterfactuals(price, lookup)
+    return view.counts_text(record) + view.price_text(price, counterfactuals, in_place(record))
+
+
+def print_profile(record: dict[str, Any], db: str | None, as_json: bool) -> None:
+    """A stored or recorded profile with its price and what would change it."""
+    if as_json:
+        lookup = store_lookup(db, record["env"])
+        price = profile_price.price(record, lookup)
+        counterfactuals = profile_price.counterfactuals(price, lookup)
+        click.echo(json.dumps(view.profile_dict(record, price, counterfactuals), indent=2))
+        return
+    click.echo(profile_text(record, db), nl=False)
+
+
+def print_profile_comparison(
+    a: dict[str, Any], b: dict[str, Any], db: str | None, as_json: bool
+) -> None:
+    """Two profiles side by side, count by count, and the direct cost of each."""
+    rows = profile_price.compare_counts(a, b)
+    prices = tuple(profile_price.price(r, store_lookup(db, r["env"])) for r in (a, b))
+    if as_json:
+        data = {
+            "schema": 1,
+            "kind": "profile_comparison",
+            "a": a["run_id"],
+            "b": b["run_id"],
+            "rows": [{"name": n, "a": x, "b": y} for n, x, y in rows],
+            "prices": [p.as_dict() for p in prices],
+        }
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(view.compare_text(a, b, rows, prices), nl=False)
+
+
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.option("--pid", type=int, help="Attach to this running process instead of running COMMAND.")
@@ -118,20 +195,7 @@ def profile(
     if compare_refs:
         with open_store(db, create=False) as store:
             a, b = (store.load_profile(ref) for ref in compare_refs)
-        rows = profile_price.compare_counts(a, b)
-        prices = tuple(profile_price.price(r, store_lookup(db, r["env"])) for r in (a, b))
-        if as_json:
-            data = {
-                "schema": 1,
-                "kind": "profile_comparison",
-                "a": a["run_id"],
-                "b": b["run_id"],
-                "rows": [{"name": n, "a": x, "b": y} for n, x, y in rows],
-                "prices": [p.as_dict() for p in prices],
-            }
-            click.echo(json.dumps(data, indent=2))
-        else:
-            click.echo(view.compare_text(a, b, rows, prices), nl=False)
+        print_profile_comparison(a, b, db, as_json)
         return
     if show_ref:
         with open_store(db, create=False) as store:
@@ -175,10 +239,4 @@ def profile(
         done = subprocess.run(run, stdout=subprocess.DEVNULL)
         if done.returncode != 0:
             say(f"measuring failed (exit {done.returncode}); pricing with what is stored")
-        price = profile_price.price(record, lookup)
-    counterfactuals = profile_price.counterfactuals(price, lookup)
-    if as_json:
-        click.echo(json.dumps(view.profile_dict(record, price, counterfactuals), indent=2))
-        return
-    traced = in_place(record)
-    click.echo(view.counts_text(record) + view.price_text(price, counterfactuals, traced), nl=False)
+    print_profile(record, db, as_json)

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ctxbench.cli.commands.db import db_option, open_store
+from ctxbench.cli.console import say
 from ctxbench.cli.output_files import check_output_path, write_report
 
 
@@ -27,6 +28,20 @@ def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: str |
     """A self-contained HTML report (offline, plots inline) of one or more runs."""
     check_output_path(output, "-o")
     from ctxbench.cli.commands.compare import build_comparison
+    from ctxbench.cli.commands.profile import profile_text, stored_profiles
+
+    profiles = stored_profiles(db, run_refs)
+    if profiles:  # stored profiles' ids: each as `show` prints it
+        from ctxbench.cli.output_files import write_text
+        from ctxbench.views.profile import profile_html
+
+        with open_store(db, create=False):
+            check_output_path(output, "-o")  # not the store, nor a file beside it
+        sections = [(f"profile {p['run_id']}", profile_text(p, db)) for p in profiles]
+        write_text(output, profile_html(sections, title), "report")
+        if str(output) != "-":
+            say(f"report written to {output}")
+        return
 
     with open_store(db, create=False) as store:
         check_output_path(output, "-o")  # not the store, nor a file beside it

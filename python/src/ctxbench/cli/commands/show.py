@@ -32,7 +32,14 @@ from ctxbench.views.traced import render_trace_detail
 def show(run_ref: str, db: str | None, as_json: bool, show_all: bool) -> None:
     """One run, answers first: what things cost, same vs other CPU, where a
     switch's time goes, verdicts in words (--all: then every result); a RISC-V
-    lab run: the lab's answer. RUN: a run id, a unique prefix, 'latest', or a label."""
+    lab run: the lab's answer. RUN: a run id, a unique prefix, 'latest', or a label;
+    a stored profile's id shows the profile (ctxbench profile --show)."""
+    from ctxbench.cli.commands.profile import print_profile, stored_profiles
+
+    profiles = stored_profiles(db, [run_ref])
+    if profiles:  # a stored profile's id: shown as `profile --show` shows it
+        print_profile(profiles[0], db, as_json)
+        return
     with open_store(db, create=False) as store:
         stored, note = run_choice.pick(store, run_ref)
     if note:
