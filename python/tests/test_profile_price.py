@@ -225,3 +225,29 @@ def test_show_compare_and_report_take_a_stored_profiles_id(tmp_path):
     assert onto_store.exit_code == 2
     with Store.open(db) as store:
         assert len(store.profiles()) == 2
+
+
+def test_measure_fills_the_missing_figures_then_prices(tmp_path):
+    """--measure end to end: a profile on an empty store names what is
+    missing, measures it (ctxbench run --quick) into the store, and prices
+    the system calls with the figure it measured."""
+    from ctxbench.acquire.runner import find_engine
+    from ctxbench.store.db import Store
+
+    known = find_engine().parent / "ctxbench-profile-known"
+    db = str(tmp_path / "s.db")
+    result = invoke(
+        "profile", "--measure", "--json", "--db", db, "--", str(known), "getppid", "500"
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    syscalls = next(p for p in data["price"]["parts"] if p["kind"] == "syscall")
+    assert syscalls["figure"] is not None, data["price"]
+    with Store.open(db) as store:
+        runs = store.runs()
+        assert len(runs) == 1 and len(store.profiles()) == 1
+        measured = store.load(runs[0].run_id)
+    assert syscalls["figure"]["run_id"] == measured.run_id
+    assert {w["probe"] for w in data["price"]["missing"]}.isdisjoint(
+        r["probe"] for r in measured.results
+    )

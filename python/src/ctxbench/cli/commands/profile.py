@@ -236,7 +236,10 @@ def profile(
         run = [sys.executable, "-m", "ctxbench", "run", "--quick", *selection]
         if db:
             run += ["--db", db]
-        done = subprocess.run(run, stdout=subprocess.DEVNULL)
+        # The child runs this very package (not another install of ctxbench).
+        package_root = str(Path(__file__).resolve().parents[3])
+        path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+        done = subprocess.run(run, stdout=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=path))
         if done.returncode != 0:
             say(f"measuring failed (exit {done.returncode}); pricing with what is stored")
     print_profile(record, db, as_json)
