@@ -23,7 +23,8 @@ requests) the script:
    "sch delay" of the program's tasks (by command name) where the task had
    slept and perf saw its wake-up (wait time longer than a delay above 0: a
    preempted task's delay is not a wake-up's); also the overhead of --trace
-   against the plain profile. `--trace-only` runs this part alone.
+   against the plain profile. `--only trace` runs this part alone (`--only`
+   picks parts).
 
 Needs root (tracepoints) and perf (Debian: linux-perf). Where tracefs is not
 mounted it runs itself again in a mount namespace of its own with tracefs
@@ -116,7 +117,7 @@ def perf_stat_inside(engine: str, command: list[str], workdir: str) -> tuple[dic
     return record, counts
 
 
-def perf_trace_calls(command: list[str], workdir: str) -> int:
+def perf_trace_calls(command: list[str], workdir: str) -> dict[str, int]:
     out = os.path.join(workdir, "trace.txt")
     subprocess.run(
         ["perf", "trace", "-s", "-o", out, "--", *command],
@@ -124,14 +125,14 @@ def perf_trace_calls(command: list[str], workdir: str) -> int:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    total = 0
+    calls: dict[str, int] = {}
     with open(out) as f:
         for line in f:
             fields = line.split()
             # "   read   1   0   0.014 ..." : syscall, calls, errors, total, min, avg, max, stddev
             if len(fields) >= 8 and fields[1].isdigit() and fields[0].isidentifier():
-                total += int(fields[1])
-    return total
+                calls[fields[0]] = calls.get(fields[0], 0) + int(fields[1])  # summed over threads
+    return calls
 
 
 def timehist_delays(data: str, names: set[str]) -> tuple[list[float], dict[str, int]]:
@@ -212,12 +213,25 @@ def calls_beside_perf_trace(
     progs: dict[str, list[str]], priced: dict[str, dict], workdir: str
 ) -> None:
     print("\n## System calls: perf trace -s and a ctxbench profile, separate runs\n")
-    print("| program | ctxbench syscalls | perf trace -s calls | difference |")
-    print("|---|---:|---:|---:|")
+    print(
+        "All calls, and all but futex (how often threads find a lock or a condition"
+        " already free is the run's own: it varies between two runs).\n"
+    )
+    print("| program | ctxbench | perf trace -s | difference | ctxbench, no futex | perf, no futex"
+          " | difference |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, command in progs.items():
-        ours = priced[name]["counts"]["syscalls"]
-        theirs = perf_trace_calls(command, workdir)
-        print(f"| {name} | {ours:,} | {theirs:,} | {within(ours, theirs)} |")
+        record = priced[name]
+        ours = record["counts"]["syscalls"]
+        ours_futex = sum(c["count"] for c in record["syscalls_by_call"] if c["name"] == "futex")
+        calls = perf_trace_calls(command, workdir)
+        theirs = sum(calls.values())
+        theirs_rest = theirs - calls.get("futex", 0)
+        ours_rest = ours - ours_futex
+        print(
+            f"| {name} | {ours:,} | {theirs:,} | {within(ours, theirs)} | {ours_rest:,}"
+            f" | {theirs_rest:,} | {within(ours_rest, theirs_rest)} |"
+        )
 
 
 def overhead(args: argparse.Namespace, progs: dict[str, list[str]], workdir: str) -> None:
@@ -328,9 +342,10 @@ def main() -> None:
     parser.add_argument("--db", default=None, help="the store whose figures price the profiles")
     parser.add_argument("--runs", type=int, default=5, help="runs each for the overhead medians")
     parser.add_argument(
-        "--trace-only",
-        action="store_true",
-        help="only the in-place latencies and --trace's overhead",
+        "--only",
+        choices=["counts", "calls", "overhead", "trace", "pricing"],
+        action="append",
+        help="run these parts only (repeatable; counts comes with calls and pricing)",
     )
     args = parser.parse_args()
     if os.geteuid() != 0 or not shutil.which("perf"):
@@ -362,12 +377,17 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="profile-vs-perf-") as workdir:
         progs = programs(workdir)
-        if not args.trace_only:
+        parts = set(args.only or ["counts", "calls", "overhead", "trace", "pricing"])
+        priced: dict[str, dict] = {}
+        if parts & {"counts", "calls", "pricing"}:
             priced = counted_by_both(args, progs, workdir)
+        if "calls" in parts:
             calls_beside_perf_trace(progs, priced, workdir)
+        if "overhead" in parts:
             overhead(args, progs, workdir)
-        in_place_beside_timehist(args, progs, workdir)
-        if not args.trace_only:
+        if "trace" in parts:
+            in_place_beside_timehist(args, progs, workdir)
+        if "pricing" in parts:
             pricing(args, priced, workdir)
     load = os.getloadavg()
     print(f"\nload average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
