@@ -385,15 +385,7 @@ std::unique_ptr<ProfileEvents> ProfileEvents::open(const std::vector<pid_t>& tas
   // ftrace and perf alike), while the switch records have every one.
   if (in_place && sampling_problem.empty()) {
     for (std::size_t i = 0; i < cpus.size() && i < impl.rings.size(); ++i) {
-      perf_event_attr attr = base_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
-      attr.inherit = 0;
-      attr.enable_on_exec = 0;
-      attr.context_switch = 1;
-      attr.sample_id_all = 1;
-      attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
-      attr.use_clockid = 1;
-      attr.clockid = CLOCK_MONOTONIC_RAW;
-      const int fd = open_event(attr, -1, cpus[i]);
+      const int fd = open_switch_record_event(cpus[i]);
       if (fd < 0) {
         const int error = errno;
         in_place_problem =

@@ -183,6 +183,43 @@ std::optional<std::string> prepare_tracing(bool* mounted) {
   return std::nullopt;
 }
 
+int open_switch_record_event(int cpu) {
+  perf_event_attr attr{};
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.size = sizeof attr;
+  attr.config = PERF_COUNT_SW_DUMMY;
+  attr.disabled = 1;
+  attr.context_switch = 1;
+  attr.sample_id_all = 1;
+  attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+  attr.use_clockid = 1;
+  attr.clockid = CLOCK_MONOTONIC_RAW;
+  return perf_event_open(attr, -1, cpu);
+}
+
+namespace {
+
+// Opens perf's switch records of each CPU into its ring (cpu, ring leader
+// fd); all or none, their fds added to `fds`.
+bool open_switch_records(const std::vector<std::pair<int, int>>& rings, std::vector<int>& fds) {
+  std::vector<int> opened;
+  for (const auto& [cpu, leader] : rings) {
+    const int fd = open_switch_record_event(cpu);
+    if (fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, leader) == 0) {
+      opened.push_back(fd);
+      continue;
+    }
+    // Not on every CPU: the tracepoint's switches, for all of them alike.
+    if (fd >= 0) close(fd);
+    for (int other : opened) close(other);
+    return false;
+  }
+  fds.insert(fds.end(), opened.begin(), opened.end());
+  return true;
+}
+
+}  // namespace
+
 struct TraceSession::Impl {
   struct Tracepoint {
     TraceKind kind;
@@ -317,6 +354,10 @@ std::unique_ptr<TraceSession> TraceSession::open(const std::vector<int>& cpus, s
       }
     }
   }
+  std::vector<std::pair<int, int>> cpu_leaders;
+  for (const auto& ring : impl.rings) cpu_leaders.emplace_back(ring.cpu, ring.leader);
+  session->switch_records_ = open_switch_records(cpu_leaders, impl.fds);
+  if (session->switch_records_) session->events_.push_back("perf switch records (the switches' pids)");
   return session;
 }
 
@@ -391,18 +432,35 @@ std::vector<TraceEvent> TraceSession::read(std::uint64_t* lost, bool* full) {
     // Nothing was read while recording, so a ring that holds less than a
     // page of free space has filled up, and what came after was dropped.
     if (head - meta->data_tail + impl_->page > ring.length - impl_->page) *full = true;
-    drain_perf_ring(ring.base, ring.length, impl_->page, record, lost, [&](const PerfSample& sample) {
-      const auto it = impl_->by_id.find(sample.id);
-      if (it == impl_->by_id.end()) return;
+    // A switch: the outgoing task's record, or, out of idle (which has no
+    // records), the incoming task's.
+    const auto on_switch = [&](const PerfSwitch& sw) {
+      if (!sw.out && sw.other_tid != 0) return;  // the outgoing task's record has it
       TraceEvent e;
-      e.ts = sample.time;
-      e.cpu = static_cast<int>(sample.cpu);
-      e.tid = static_cast<int>(sample.tid);
-      e.kind = it->second.kind;
-      if (it->second.a) e.a = read_tracepoint_field(sample.raw, sample.raw_size, *it->second.a);
-      if (it->second.b) e.b = read_tracepoint_field(sample.raw, sample.raw_size, *it->second.b);
+      e.ts = sw.time;
+      e.cpu = static_cast<int>(sw.cpu);
+      e.kind = TraceKind::sched_switch;
+      e.a = sw.out ? sw.tid : 0;
+      e.b = sw.out ? sw.other_tid : sw.tid;
+      e.tid = static_cast<int>(e.a);
       events.push_back(e);
-    });
+    };
+    drain_perf_ring(
+        ring.base, ring.length, impl_->page, record, lost,
+        [&](const PerfSample& sample) {
+          const auto it = impl_->by_id.find(sample.id);
+          if (it == impl_->by_id.end()) return;
+          if (switch_records_ && it->second.kind == TraceKind::sched_switch) return;
+          TraceEvent e;
+          e.ts = sample.time;
+          e.cpu = static_cast<int>(sample.cpu);
+          e.tid = static_cast<int>(sample.tid);
+          e.kind = it->second.kind;
+          if (it->second.a) e.a = read_tracepoint_field(sample.raw, sample.raw_size, *it->second.a);
+          if (it->second.b) e.b = read_tracepoint_field(sample.raw, sample.raw_size, *it->second.b);
+          events.push_back(e);
+        },
+        switch_records_ ? std::function<void(const PerfSwitch&)>(on_switch) : nullptr);
   }
   std::stable_sort(events.begin(), events.end(), [](const TraceEvent& x, const TraceEvent& y) { return x.ts < y.ts; });
   return events;

@@ -64,6 +64,9 @@ struct PerfSwitch {
   std::uint32_t tid = 0, other_tid = 0, cpu = 0;
   std::uint64_t time = 0;
 };
+// Opens, disabled, perf's switch records of one CPU (every task's switches
+// there, as PerfSwitch reads them; the fd, or -1 with errno).
+int open_switch_record_event(int cpu);
 // Hands every sample in a perf ring (`base`, mapped `length` bytes, the first
 // `page` its header) to `take`, and every switch record to `switches` when
 // given; frees their space, and adds what the kernel reported dropped to
@@ -105,6 +108,11 @@ class TraceSession {
   const std::vector<std::string>& events() const { return events_; }    // system:name opened
   const std::vector<std::string>& missing() const { return missing_; }  // optional ones absent here
   std::size_t ring_bytes() const { return ring_bytes_; }                // per CPU
+  // Whether the switches come from perf's switch records rather than the
+  // sched_switch tracepoint (which some guests never fire on a CPU's way out
+  // of idle; docs/tracing.md): each switch is then one sched_switch event
+  // built from the outgoing task's record, or, out of idle, the incoming one's.
+  bool switch_records() const { return switch_records_; }
 
  private:
   struct Impl;
@@ -113,6 +121,7 @@ class TraceSession {
   std::string tracefs_;
   std::vector<std::string> events_, missing_;
   std::size_t ring_bytes_ = 0;
+  bool switch_records_ = false;
 };
 
 }  // namespace ctx
