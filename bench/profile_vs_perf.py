@@ -195,7 +195,11 @@ def counted_by_both(
     base, base_perf = perf_stat_inside(args.engine, ["true"], workdir)
     own = {ours: base["counts"][ours] - base_perf.get(name, 0) for name, ours in COMPARED}
     print("\n## One run counted by both (ctxbench less perf's own events)\n")
-    print(f"perf's own events (from a run of `perf stat -- true`): {own}\n")
+    print(
+        f"perf's own events (from a run of `perf stat -- true`): {own}; its context switches"
+        " are taken from its own thread in each run instead (they vary with the load; its"
+        " migrations vary too, 0-2 a run, and are not known per thread)\n"
+    )
     print("| program | event | ctxbench | perf stat | difference |")
     print("|---|---|---:|---:|---:|")
     priced = {}
@@ -203,6 +207,11 @@ def counted_by_both(
         record, perf = perf_stat_inside(args.engine, command, workdir)
         for perf_name, ours in COMPARED:
             value = record["counts"][ours] - own[ours]
+            # perf's own switches in this run (its one thread, the profile's
+            # target): under load they vary from run to run.
+            mine = [t for t in record["threads"] if t["tid"] == record["target"]["pid"]]
+            if mine and ours == "context_switches":
+                value -= mine[0]["voluntary_switches"] + mine[0]["involuntary_switches"] - own[ours]
             theirs = perf.get(perf_name, 0)
             print(f"| {name} | {perf_name} | {value:,} | {theirs:,} | {within(value, theirs)} |")
         priced[name] = profile(args.engine, command, workdir)

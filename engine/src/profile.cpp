@@ -268,8 +268,11 @@ nlohmann::json profile_to_json(const ProfileInputs& in) {
     std::stable_sort(by_switches.begin(), by_switches.end(), [](const auto& x, const auto& y) {
       return x.second.voluntary + x.second.involuntary > y.second.voluntary + y.second.involuntary;
     });
-    for (std::size_t i = 0; i < by_switches.size() && i < top_threads; ++i) {
+    // The most switching threads, and the command's (or attached process's)
+    // first thread wherever it ranks.
+    for (std::size_t i = 0; i < by_switches.size(); ++i) {
       const auto& [tid, t] = by_switches[i];
+      if (i >= top_threads && tid != in.pid) continue;
       threads.push_back({{"tid", tid},
                          {"voluntary_switches", t.voluntary},
                          {"involuntary_switches", t.involuntary},

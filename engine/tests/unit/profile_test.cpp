@@ -218,5 +218,24 @@ TEST(ProfileRecord, InPlaceLatenciesAsQuantilesInMicroseconds) {
   EXPECT_EQ(record["counts"]["wakeups_busy_target"], 0);
 }
 
+TEST(ProfileRecord, ListsTheCommandsThreadWhereverItRanks) {
+  std::set<int> tasks;
+  for (int tid = 100; tid < 120; ++tid) tasks.insert(tid);
+  SampleTally tally(tasks);
+  // Threads 101..119 switch 2 times each, the command's thread (100) once.
+  std::uint64_t t = 1;
+  for (int tid = 100; tid < 120; ++tid)
+    for (int k = 0; k < (tid == 100 ? 1 : 2); ++k)
+      tally.add(sample(ProfileEventKind::sched_switch, t++, 0, tid, 1, tid));
+  tally.settle_all();
+  ctx::ProfileInputs inputs;
+  inputs.pid = 100;
+  inputs.tally = &tally;
+  const auto record = ctx::profile_to_json(inputs);
+  ASSERT_EQ(record["threads"].size(), 17u);
+  EXPECT_EQ(record["threads"][16]["tid"], 100);
+  EXPECT_EQ(record["threads"][16]["voluntary_switches"], 1);
+}
+
 }  // namespace CTXBENCH_UNITY_ID
 }  // namespace
