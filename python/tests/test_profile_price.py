@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import invoke
+from conftest import import_runs, invoke
 from ctxbench.analysis.profile_price import (
     Figure,
     Wanted,
@@ -221,10 +221,21 @@ def test_show_compare_and_report_take_a_stored_profiles_id(tmp_path):
     assert made.exit_code == 0, made.output
     text = page.read_text()
     assert text.startswith("<!DOCTYPE html>") and b["run_id"] in text and "context switches" in text
+    # A prefix of several runs' ids is the run commands' (ambiguous), even
+    # where it names one profile only.
+    run_ids = import_runs(db, "run_a.jsonl", "run_b.jsonl")
+    prefix = run_ids[0][:13]  # 20261122T0637, both runs' (made a second apart)
+    assert all(r.startswith(prefix) for r in run_ids)
+    c = dict(a, run_id=prefix + "99Z-0000beef")
+    with Store.open(db) as store:
+        store.add_profile(c)
+    assert invoke("show", prefix + "99", "--db", db).exit_code == 0  # that profile alone
+    ambiguous = invoke("show", prefix, "--db", db)
+    assert ambiguous.exit_code == 2 and "Profile of" not in ambiguous.output
     onto_store = invoke("report", a["run_id"], "-o", db, "--db", db)
     assert onto_store.exit_code == 2
     with Store.open(db) as store:
-        assert len(store.profiles()) == 2
+        assert len(store.profiles()) == 3
 
 
 def test_measure_fills_the_missing_figures_then_prices(tmp_path):

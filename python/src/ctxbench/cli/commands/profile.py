@@ -84,10 +84,12 @@ def refuse_profile_among_runs(db: str | None, refs: tuple[str, ...] | list[str])
 
 
 def _names_a_run(store: Any, reference: str) -> bool:
+    """Whether REFERENCE names a run, or could (a prefix of several runs' ids,
+    which the run commands call ambiguous): then it is left to them."""
     try:
         store.resolve(reference)
     except BadInput:
-        return False
+        return any(info.run_id.startswith(reference) for info in store.runs())
     return True
 
 
