@@ -391,7 +391,9 @@ const char* in_place_note =
 std::unique_ptr<ProfileEvents> open_events(const std::vector<pid_t>& tasks, const std::string& tracefs, bool on_exec,
                                            bool trace, ProfileInputs& in, std::string* why, bool* denied) {
   auto events = ProfileEvents::open(tasks, online_cpus(), tracefs, on_exec, trace, &in.notes, why, denied);
-  in.notes.push_back(trace && events && events->in_place() ? in_place_note : target_idle_note);
+  // Asked for and refused, the events' own note says why: one statement.
+  if (!trace) in.notes.push_back(target_idle_note);
+  if (trace && events && events->in_place()) in.notes.push_back(in_place_note);
   return events;
 }
 

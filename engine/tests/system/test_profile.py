@@ -157,6 +157,17 @@ def test_trace_gives_each_sleep_its_wake_up_latency(engine, known, cpus):
     assert not any("not counted" in note for note in record["notes"]), record["notes"]
 
 
+@as_other_user
+def test_trace_refused_says_so_once(reachable_engine):
+    setpriv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all"]
+    proc = run_engine(reachable_engine, "profile", "--trace", "--", "true", prefix=setpriv, cwd="/")
+    record = parse_profile(proc.stdout)
+    if record["wakeup_latency"] is not None:
+        pytest.skip("this machine lets an unprivileged user record every CPU's switches")
+    about = [n for n in record["notes"] if "latenc" in n]
+    assert len(about) == 1 and "not counted" in about[0], record["notes"]
+
+
 def test_without_trace_the_in_place_fields_are_null(engine, known):
     record = profile(engine, known, "none")
     assert record["wakeup_latency"] is None
