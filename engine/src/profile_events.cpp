@@ -45,6 +45,69 @@ std::string perf_paranoid_value() {
   return (in >> value) ? value : "unknown";
 }
 
+// A counting event of the followed tasks and the tasks they create, started
+// at the target's exec (`on_exec`) or by enable().
+perf_event_attr counting_attr(std::uint32_t type, std::uint64_t config, bool on_exec) {
+  perf_event_attr attr{};
+  attr.type = type;
+  attr.size = sizeof attr;
+  attr.config = config;
+  attr.disabled = 1;
+  attr.enable_on_exec = on_exec ? 1 : 0;
+  attr.inherit = 1;
+  return attr;
+}
+
+// A tracepoint sampled on every event, and where its two fields are.
+struct SampledTracepoint {
+  std::uint64_t config;
+  ProfileEventKind kind;
+  std::optional<TraceField> a, b;
+  bool whole_cpu;  // every task's (kept where the task in field a is the program's)
+};
+
+// The tracepoints a profile samples, resolved in tracefs: all of them, or
+// none and `problem` (each needs the others).
+std::vector<SampledTracepoint> sampled_tracepoints(const std::string& tracefs, std::string* problem) {
+  struct SampledSpec {
+    const char* system;
+    const char* name;
+    ProfileEventKind kind;
+    const char* field_a;
+    const char* field_b;
+    bool whole_cpu;
+  };
+  const SampledSpec sampled[] = {
+      {"raw_syscalls", "sys_enter", ProfileEventKind::sys_enter, "id", nullptr, false},
+      {"sched", "sched_switch", ProfileEventKind::sched_switch, "prev_state", "prev_pid", false},
+      {"task", "task_newtask", ProfileEventKind::newtask, "pid", "clone_flags", false},
+      {"sched", "sched_waking", ProfileEventKind::waking, "pid", "target_cpu", true},
+      {"sched", "sched_migrate_task", ProfileEventKind::migrate, "pid", "dest_cpu", true},
+  };
+  std::vector<SampledTracepoint> wanted;
+  for (const auto& spec : sampled) {
+    const auto id = tracefs.empty() ? std::nullopt : tracepoint_id(tracefs, spec.system, spec.name);
+    const auto fields =
+        tracefs.empty()
+            ? std::map<std::string, TraceField>{}
+            : read_tracepoint_format(fmt::format("{}/events/{}/{}/format", tracefs, spec.system, spec.name));
+    auto field = [&](const char* name) -> std::optional<TraceField> {
+      if (!name) return std::nullopt;
+      const auto it = fields.find(name);
+      return it == fields.end() ? std::nullopt : std::optional<TraceField>(it->second);
+    };
+    SampledTracepoint tp{id.value_or(0), spec.kind, field(spec.field_a), field(spec.field_b), spec.whole_cpu};
+    if (!id || !tp.a || (spec.field_b && !tp.b)) {
+      *problem = tracefs.empty()
+                     ? "no tracefs to find the tracepoints in"
+                     : fmt::format("the tracepoint {}:{} or its fields are not readable", spec.system, spec.name);
+      return {};
+    }
+    wanted.push_back(tp);
+  }
+  return wanted;
+}
+
 }  // namespace
 
 // sched_switch reports a preempted task's state as TASK_REPORT_MAX, a bit past
@@ -95,54 +158,62 @@ void SampleTally::take(const ProfileSample& s) {
       last_wake_ = s;
       const int task = static_cast<int>(s.a);
       if (!own_.count(task)) return;  // another program's task
-      if (s.kind == ProfileEventKind::waking) {
-        ++wakeups;
-        ++threads[task].wakeups;
-        ++(s.cpu == s.b ? same_cpu : cross_cpu);
-        last_waking_[task] = {s.time, s.cpu, static_cast<int>(s.b)};
-        if (in_place_) {
-          const OpenWake wake{s.time, s.cpu, static_cast<int>(s.b), state_of(static_cast<int>(s.b))};
-          count_target(wake.state, +1);
-          open_wakes_[task] = wake;
-        }
-        return;
-      }
-      // A move is the wake-up's own when it comes on the waker's CPU right
-      // after it (try_to_wake_up chose another CPU); else it is the load
-      // balancer's, later, and changes no wake-up.
-      const auto it = last_waking_.find(task);
-      if (it == last_waking_.end() || it->second.cpu != s.cpu || s.time - it->second.time > wake_move_window_ns) return;
-      const bool was_same = it->second.target == it->second.cpu;
-      const bool now_same = static_cast<int>(s.b) == it->second.cpu;
-      if (was_same != now_same) {
-        --(was_same ? same_cpu : cross_cpu);
-        ++(now_same ? same_cpu : cross_cpu);
-      }
-      last_waking_.erase(it);
-      const auto open = open_wakes_.find(task);
-      if (open != open_wakes_.end()) {
-        count_target(open->second.state, -1);
-        open->second.target = static_cast<int>(s.b);
-        open->second.state = state_of(open->second.target);
-        count_target(open->second.state, +1);
-      }
+      if (s.kind == ProfileEventKind::waking)
+        take_waking(s, task);
+      else
+        take_move(s, task);
       return;
     }
-    case ProfileEventKind::switch_in: {
-      const int next = static_cast<int>(s.a);
-      cpu_task_[s.cpu] = next;
-      const auto open = open_wakes_.find(next);
-      if (open == open_wakes_.end()) return;
-      const OpenWake& wake = open->second;
-      const std::uint64_t latency = s.time >= wake.time ? s.time - wake.time : 0;
-      latency_all.push_back(latency);
-      (wake.cpu == wake.target ? latency_same_cpu : latency_cross_cpu).push_back(latency);
-      if (wake.state == CpuState::idle) latency_idle_target.push_back(latency);
-      if (wake.state == CpuState::busy) latency_busy_target.push_back(latency);
-      open_wakes_.erase(open);
-      return;
-    }
+    case ProfileEventKind::switch_in: take_switch_in(s); return;
   }
+}
+
+void SampleTally::take_waking(const ProfileSample& s, int task) {
+  ++wakeups;
+  ++threads[task].wakeups;
+  ++(s.cpu == s.b ? same_cpu : cross_cpu);
+  last_waking_[task] = {s.time, s.cpu, static_cast<int>(s.b)};
+  if (in_place_) {
+    const OpenWake wake{s.time, s.cpu, static_cast<int>(s.b), state_of(static_cast<int>(s.b))};
+    count_target(wake.state, +1);
+    open_wakes_[task] = wake;
+  }
+}
+
+void SampleTally::take_move(const ProfileSample& s, int task) {
+  // A move is the wake-up's own when it comes on the waker's CPU right
+  // after it (try_to_wake_up chose another CPU); else it is the load
+  // balancer's, later, and changes no wake-up.
+  const auto it = last_waking_.find(task);
+  if (it == last_waking_.end() || it->second.cpu != s.cpu || s.time - it->second.time > wake_move_window_ns) return;
+  const bool was_same = it->second.target == it->second.cpu;
+  const bool now_same = static_cast<int>(s.b) == it->second.cpu;
+  if (was_same != now_same) {
+    --(was_same ? same_cpu : cross_cpu);
+    ++(now_same ? same_cpu : cross_cpu);
+  }
+  last_waking_.erase(it);
+  const auto open = open_wakes_.find(task);
+  if (open != open_wakes_.end()) {
+    count_target(open->second.state, -1);
+    open->second.target = static_cast<int>(s.b);
+    open->second.state = state_of(open->second.target);
+    count_target(open->second.state, +1);
+  }
+}
+
+void SampleTally::take_switch_in(const ProfileSample& s) {
+  const int next = static_cast<int>(s.a);
+  cpu_task_[s.cpu] = next;
+  const auto open = open_wakes_.find(next);
+  if (open == open_wakes_.end()) return;
+  const OpenWake& wake = open->second;
+  const std::uint64_t latency = s.time >= wake.time ? s.time - wake.time : 0;
+  latency_all.push_back(latency);
+  (wake.cpu == wake.target ? latency_same_cpu : latency_cross_cpu).push_back(latency);
+  if (wake.state == CpuState::idle) latency_idle_target.push_back(latency);
+  if (wake.state == CpuState::busy) latency_busy_target.push_back(latency);
+  open_wakes_.erase(open);
 }
 
 SampleTally::CpuState SampleTally::state_of(int cpu) const {
@@ -198,21 +269,40 @@ std::unique_ptr<ProfileEvents> ProfileEvents::open(const std::vector<pid_t>& tas
   std::unique_ptr<ProfileEvents> events(new ProfileEvents());
   Impl& impl = *events->impl_;
   impl.page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  auto base_attr = [&](std::uint32_t type, std::uint64_t config) {
-    perf_event_attr attr{};
-    attr.type = type;
-    attr.size = sizeof attr;
-    attr.config = config;
-    attr.disabled = 1;
-    attr.enable_on_exec = on_exec ? 1 : 0;
-    attr.inherit = 1;
-    return attr;
-  };
   int last_error = 0;
-  // What was not counted, grouped by the reason: one note per reason.
+  open_counters(impl, tasks, tracefs, on_exec, notes, &last_error, denied);
+  const std::string sampling_problem = open_samples(impl, tasks, cpus, tracefs, on_exec, denied);
+  std::string in_place_problem;
+  if (in_place)
+    in_place_problem =
+        sampling_problem.empty() ? open_switch_records(impl, cpus, denied) : "the samples it builds on were not taken";
+  events->in_place_ = in_place && in_place_problem.empty();
+  if (!in_place_problem.empty())
+    notes->push_back(
+        fmt::format("wake-ups by the target CPU's state (idle, busy) and their latencies in place not counted: {}",
+                    in_place_problem));
+  if (!sampling_problem.empty()) {
+    discard_samples(impl);
+    notes->push_back(fmt::format(
+        "voluntary and involuntary switches, system calls by call, wake-ups (same-CPU, cross-CPU), threads against "
+        "processes created not counted: {}",
+        sampling_problem));
+  }
+  if (impl.counters.empty() && impl.rings.empty()) {
+    *why = last_error ? fmt::format("no perf event could be opened: {}", std::strerror(last_error))
+                      : "no perf event could be opened";
+    return nullptr;
+  }
+  return events;
+}
+
+// The counters, read once at the end: each on every followed task, or not at
+// all; what was refused is said in one note per reason.
+void ProfileEvents::open_counters(Impl& impl, const std::vector<pid_t>& tasks, const std::string& tracefs, bool on_exec,
+                                  std::vector<std::string>* notes, int* last_error, bool* denied) {
   std::map<std::string, std::vector<std::string>> not_counted;
   auto refused = [&](const std::string& what, int error) {
-    last_error = error;
+    *last_error = error;
     const bool permission = error == EACCES || error == EPERM;
     *denied = *denied || permission;
     not_counted[fmt::format("perf_event_open: {}{}", std::strerror(error),
@@ -223,7 +313,6 @@ std::unique_ptr<ProfileEvents> ProfileEvents::open(const std::vector<pid_t>& tas
                                        : "")]
         .push_back(what);
   };
-
   struct CounterSpec {
     const char* what;
     std::optional<std::uint64_t> ProfileCounters::*field;
@@ -257,7 +346,7 @@ std::unique_ptr<ProfileEvents> ProfileEvents::open(const std::vector<pid_t>& tas
     }
     Impl::Counter counter{spec.field, {}};
     for (pid_t task : tasks) {
-      auto attr = base_attr(spec.type, config);
+      auto attr = counting_attr(spec.type, config, on_exec);
       const int fd = open_event(attr, task, -1);
       if (fd < 0) {
         refused(spec.what, errno);
@@ -272,54 +361,14 @@ std::unique_ptr<ProfileEvents> ProfileEvents::open(const std::vector<pid_t>& tas
 
   for (const auto& [reason, what] : not_counted)
     notes->push_back(fmt::format("{} not counted: {}", fmt::join(what, ", "), reason));
+}
 
-  // The sampled tracepoints: all of them, or none (each needs the others).
-  struct SampledSpec {
-    const char* system;
-    const char* name;
-    ProfileEventKind kind;
-    const char* field_a;
-    const char* field_b;
-    bool whole_cpu;  // every task's (kept where the task in field_a is the program's)
-  };
-  std::vector<SampledSpec> sampled = {
-      {"raw_syscalls", "sys_enter", ProfileEventKind::sys_enter, "id", nullptr, false},
-      {"sched", "sched_switch", ProfileEventKind::sched_switch, "prev_state", "prev_pid", false},
-      {"task", "task_newtask", ProfileEventKind::newtask, "pid", "clone_flags", false},
-      {"sched", "sched_waking", ProfileEventKind::waking, "pid", "target_cpu", true},
-      {"sched", "sched_migrate_task", ProfileEventKind::migrate, "pid", "dest_cpu", true},
-  };
-  std::string sampled_what =
-      "voluntary and involuntary switches, system calls by call, wake-ups (same-CPU, cross-CPU), threads against "
-      "processes created";
-
-  std::string sampling_problem, in_place_problem;
-  struct Wanted {
-    std::uint64_t config;
-    Impl::Tracepoint tracepoint;
-    bool whole_cpu;
-  };
-  std::vector<Wanted> wanted;
-  for (const auto& spec : sampled) {
-    const auto id = tracefs.empty() ? std::nullopt : tracepoint_id(tracefs, spec.system, spec.name);
-    const auto fields =
-        tracefs.empty()
-            ? std::map<std::string, TraceField>{}
-            : read_tracepoint_format(fmt::format("{}/events/{}/{}/format", tracefs, spec.system, spec.name));
-    auto field = [&](const char* name) -> std::optional<TraceField> {
-      if (!name) return std::nullopt;
-      const auto it = fields.find(name);
-      return it == fields.end() ? std::nullopt : std::optional<TraceField>(it->second);
-    };
-    Impl::Tracepoint tp{spec.kind, field(spec.field_a), field(spec.field_b)};
-    if (!id || !tp.a || (spec.field_b && !tp.b)) {
-      sampling_problem =
-          tracefs.empty() ? "no tracefs to find the tracepoints in"
-                          : fmt::format("the tracepoint {}:{} or its fields are not readable", spec.system, spec.name);
-      break;
-    }
-    wanted.push_back({*id, tp, spec.whole_cpu});
-  }
+// The sampled tracepoints, all of them or none (each needs the others), into
+// one ring per CPU; the problem, empty when they opened.
+std::string ProfileEvents::open_samples(Impl& impl, const std::vector<pid_t>& tasks, const std::vector<int>& cpus,
+                                        const std::string& tracefs, bool on_exec, bool* denied) {
+  std::string sampling_problem;
+  const std::vector<SampledTracepoint> wanted = sampled_tracepoints(tracefs, &sampling_problem);
   // Each CPU's ring: a quarter of it full wakes the reader. 16 MiB a CPU
   // (64 MiB in all at most): a program making 10^6 calls a second fills one
   // in about a quarter second, which a reader kept off the CPU by load can miss.
@@ -329,9 +378,9 @@ std::unique_ptr<ProfileEvents> ProfileEvents::open(const std::vector<pid_t>& tas
     for (int cpu : cpus) {
       Impl::Ring ring;
       for (std::size_t t = 0; t < tasks.size(); ++t) {
-        for (const auto& [config, tp, whole_cpu] : wanted) {
+        for (const auto& [config, kind, a, b, whole_cpu] : wanted) {
           if (whole_cpu && t > 0) continue;  // one per CPU, not one per task
-          auto attr = base_attr(PERF_TYPE_TRACEPOINT, config);
+          auto attr = counting_attr(PERF_TYPE_TRACEPOINT, config, on_exec);
           attr.inherit = whole_cpu ? 0 : 1;
           attr.enable_on_exec = whole_cpu ? 0 : attr.enable_on_exec;  // a CPU's events have no exec: enable_whole_cpu
           attr.sample_period = 1;
@@ -358,7 +407,7 @@ std::unique_ptr<ProfileEvents> ProfileEvents::open(const std::vector<pid_t>& tas
           if (whole_cpu) impl.whole_cpu_fds.push_back(fd);
           std::uint64_t id = 0;
           ioctl(fd, PERF_EVENT_IOC_ID, &id);
-          impl.by_id[id] = tp;
+          impl.by_id[id] = Impl::Tracepoint{kind, a, b};
           if (ring.leader < 0) {
             ring.leader = fd;
             ring.length = (pages + 1) * impl.page;
@@ -379,51 +428,46 @@ std::unique_ptr<ProfileEvents> ProfileEvents::open(const std::vector<pid_t>& tas
       if (!sampling_problem.empty()) break;
     }
   }
-  // In place: perf's own switch records on every CPU, into each CPU's ring.
-  // Not the sched_switch tracepoint: on some guests it never fires for a
-  // CPU's way out of idle (seen here: none of 300 on one of two vCPUs, in
-  // ftrace and perf alike), while the switch records have every one.
-  if (in_place && sampling_problem.empty()) {
-    for (std::size_t i = 0; i < cpus.size() && i < impl.rings.size(); ++i) {
-      const int fd = open_switch_record_event(cpus[i]);
-      if (fd < 0) {
-        const int error = errno;
-        in_place_problem =
-            fmt::format("perf_event_open (context switches of CPU {}): {}", cpus[i], std::strerror(error));
-        if (error == EACCES || error == EPERM) *denied = true;
-        break;
-      }
-      impl.sample_fds.push_back(fd);
-      impl.whole_cpu_fds.push_back(fd);
-      if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, impl.rings[i].leader) != 0) {
-        in_place_problem = fmt::format("PERF_EVENT_IOC_SET_OUTPUT: {}", std::strerror(errno));
-        break;
-      }
+  return sampling_problem;
+}
+
+// Perf's own switch records of every CPU, into each CPU's ring (profile
+// --trace). Not the sched_switch tracepoint: on some guests it never fires
+// for a CPU's way out of idle (seen here: none of 300 on one of two vCPUs, in
+// ftrace and perf alike), while the switch records have every one. All or
+// none; the problem, empty when they opened.
+std::string ProfileEvents::open_switch_records(Impl& impl, const std::vector<int>& cpus, bool* denied) {
+  std::vector<int> opened;
+  std::string problem;
+  for (std::size_t i = 0; i < cpus.size() && i < impl.rings.size() && problem.empty(); ++i) {
+    const int fd = open_switch_record_event(cpus[i]);
+    if (fd < 0) {
+      const int error = errno;
+      problem = fmt::format("perf_event_open (context switches of CPU {}): {}", cpus[i], std::strerror(error));
+      *denied = *denied || error == EACCES || error == EPERM;
+      break;
     }
-    if (in_place_problem.empty()) events->in_place_ = true;
-  } else if (in_place) {
-    in_place_problem = "the samples it builds on were not taken";
+    opened.push_back(fd);
+    if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, impl.rings[i].leader) != 0)
+      problem = fmt::format("PERF_EVENT_IOC_SET_OUTPUT: {}", std::strerror(errno));
   }
-  if (!in_place_problem.empty())
-    notes->push_back(
-        fmt::format("wake-ups by the target CPU's state (idle, busy) and their latencies in place not counted: {}",
-                    in_place_problem));
-  if (!sampling_problem.empty()) {
-    for (auto& r : impl.rings)
-      if (r.base != MAP_FAILED) munmap(r.base, r.length);
-    impl.rings.clear();
-    for (int fd : impl.sample_fds) close(fd);
-    impl.sample_fds.clear();
-    impl.whole_cpu_fds.clear();
-    impl.by_id.clear();
-    notes->push_back(fmt::format("{} not counted: {}", sampled_what, sampling_problem));
+  if (!problem.empty()) {
+    for (int fd : opened) close(fd);
+    return problem;
   }
-  if (impl.counters.empty() && impl.rings.empty()) {
-    *why = last_error ? fmt::format("no perf event could be opened: {}", std::strerror(last_error))
-                      : "no perf event could be opened";
-    return nullptr;
-  }
-  return events;
+  impl.sample_fds.insert(impl.sample_fds.end(), opened.begin(), opened.end());
+  impl.whole_cpu_fds.insert(impl.whole_cpu_fds.end(), opened.begin(), opened.end());
+  return problem;
+}
+
+void ProfileEvents::discard_samples(Impl& impl) {
+  for (auto& r : impl.rings)
+    if (r.base != MAP_FAILED) munmap(r.base, r.length);
+  impl.rings.clear();
+  for (int fd : impl.sample_fds) close(fd);
+  impl.sample_fds.clear();
+  impl.whole_cpu_fds.clear();
+  impl.by_id.clear();
 }
 
 void ProfileEvents::enable() {

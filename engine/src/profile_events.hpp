@@ -101,6 +101,9 @@ class SampleTally {
 
  private:
   void take(const ProfileSample& sample);
+  void take_waking(const ProfileSample& sample, int task);
+  void take_move(const ProfileSample& sample, int task);
+  void take_switch_in(const ProfileSample& sample);
   std::set<int> own_;
   std::vector<ProfileSample> pending_;
   struct LastWaking {
@@ -165,6 +168,12 @@ class ProfileEvents {
  private:
   struct Impl;
   ProfileEvents();
+  static void open_counters(Impl& impl, const std::vector<pid_t>& tasks, const std::string& tracefs, bool on_exec,
+                            std::vector<std::string>* notes, int* last_error, bool* denied);
+  static std::string open_samples(Impl& impl, const std::vector<pid_t>& tasks, const std::vector<int>& cpus,
+                                  const std::string& tracefs, bool on_exec, bool* denied);
+  static std::string open_switch_records(Impl& impl, const std::vector<int>& cpus, bool* denied);
+  static void discard_samples(Impl& impl);
   std::unique_ptr<Impl> impl_;
   std::uint64_t lost_ = 0;
   bool in_place_ = false;
