@@ -124,6 +124,10 @@ void SampleTally::settle(std::uint64_t before) {
 }
 
 void SampleTally::take(const ProfileSample& s) {
+  const bool own_event = s.kind == ProfileEventKind::sys_enter || s.kind == ProfileEventKind::sched_switch ||
+                         s.kind == ProfileEventKind::newtask;
+  if (own_event) exec_seen_ = true;
+  if (!exec_seen_ && (s.kind == ProfileEventKind::waking || s.kind == ProfileEventKind::migrate)) return;
   switch (s.kind) {
     case ProfileEventKind::sys_enter:
       ++syscalls_by_call[s.a];

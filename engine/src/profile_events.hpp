@@ -96,6 +96,10 @@ class SampleTally {
   std::vector<std::uint64_t> latency_all, latency_same_cpu, latency_cross_cpu, latency_idle_target, latency_busy_target;
   // Takes switch_in samples (profile --trace): counts the above.
   void track_cpus() { in_place_ = true; }
+  // A command's profile: every CPU's events start before the command's exec,
+  // the program's own at it; wake-ups and moves before the program's first
+  // own event (the child before its exec) are not the program's.
+  void wait_for_exec() { exec_seen_ = false; }
   bool in_place() const { return in_place_; }
   const std::set<int>& own_tasks() const { return own_; }
 
@@ -125,6 +129,7 @@ class SampleTally {
   std::map<int, int> cpu_task_;
   std::map<int, OpenWake> open_wakes_;
   bool in_place_ = false;
+  bool exec_seen_ = true;
 };
 
 // The counters' totals; nullopt: not counted (opening it was refused).

@@ -102,9 +102,9 @@ def test_same_cpu_hand_offs_are_switches(engine, known, between):
     assert within(split, counts["context_switches"]), counts
     # Every sleep ends in a wake-up, and with both pinned to one CPU the
     # hand-offs' wake-ups are same-CPU (the start's and the end's may not be).
-    # (Under load a few per cent of the wake-ups go missing: cause not found
-    # yet, docs/profile.md says so; 5 % here.)
-    assert within(counts["wakeups"], counts["voluntary_switches"], 0.05), counts
+    # (Every CPU's events start before the command is let go: started after,
+    # a loaded engine missed the first milliseconds' wake-ups, up to 10 %.)
+    assert within(counts["wakeups"], counts["voluntary_switches"]), counts
     assert counts["wakeups_cross_cpu"] <= 0.02 * counts["wakeups"], counts
     assert extra["creations"] == 1
     assert extra["threads_created" if between == "thread" else "processes_created"] == 1
@@ -139,10 +139,8 @@ def test_trace_gives_each_sleep_its_wake_up_latency(engine, known, cpus):
     counts, latency = record["counts"], record["wakeup_latency"]
     assert record["samples"]["lost"] == 0
     # Every wake-up recorded of a sleeping thread ends in the switch that
-    # runs it again: one latency each, in its group. (Against the sleeps: a
-    # few per cent of the same-CPU ping-pong's sleeps show no wake-up event
-    # under load, in 1 of 14 runs 181 of the main thread's 1801; the cause is
-    # not found, docs/profile.md. The wake-ups are the pairing's input.)
+    # runs it again: one latency each, in its group. (The wake-ups against the
+    # sleeps: test_same_cpu_hand_offs_are_switches.)
     every = latency["all"]
     assert counts["wakeups"] - 3 <= every["n"] <= counts["wakeups"], (counts, every)
     groups = [latency[g]["n"] for g in ("same_cpu", "cross_cpu") if latency[g]]

@@ -152,6 +152,18 @@ TEST(ProfileTally, InPlaceWakeUpJustBeforeItsTaskSleptKeepsItsLatency) {
   EXPECT_EQ(tally.latency_cross_cpu, std::vector<std::uint64_t>{2000});
 }
 
+TEST(ProfileTally, ACommandsWakeUpsCountFromItsExec) {
+  SampleTally tally({100});
+  tally.wait_for_exec();
+  // The engine lets the child go (a wake-up of 100 before its exec), then the
+  // program's first own event (a system call after exec), then its wake-ups.
+  tally.add(sample(ProfileEventKind::waking, 10, 0, 1, 100, 0));
+  tally.add(sample(ProfileEventKind::sys_enter, 20, 0, 100, 12));
+  tally.add(sample(ProfileEventKind::waking, 30, 1, 101, 100, 0));
+  tally.settle_all();
+  EXPECT_EQ(tally.wakeups, 1u);
+}
+
 TEST(ProfileTally, WithoutTrackingNoTargetStateIsCounted) {
   SampleTally tally({100, 101});
   tally.add(sample(ProfileEventKind::waking, 1000, 0, 100, 101, 1));
