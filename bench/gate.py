@@ -26,7 +26,7 @@ jobs (bench/load_mix.py: compiles, a test-like interpreter loop, a writer
 that syncs). Either is started before the first run, stopped after the
 last, and on any exit of this script.
 
-Judging (`compare`'s own code: compare_runs, the machine's history, gate)
+Judging (`compare`'s own code: build_comparison, the machine's history, gate)
 per threshold: how many A/A and A/B gates passed, failed or were
 inconclusive; per row class, A/A rows judged (slower or not slower) and the
 median detectable slowdown; per mechanism and class, the pairs whose gate
@@ -70,9 +70,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python", "src"))
 
 from ctxbench.acquire.runner import find_engine  # noqa: E402
-from ctxbench.analysis.compare import compare_runs, time_ratio  # noqa: E402
+from ctxbench.analysis.compare import time_ratio  # noqa: E402
 from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, gate  # noqa: E402
-from ctxbench.analysis.machine_history import variant_history  # noqa: E402
+from ctxbench.cli.commands.compare import build_comparison  # noqa: E402
 from ctxbench.records.core import read_run_file  # noqa: E402
 from ctxbench.store.db import Store  # noqa: E402
 
@@ -268,8 +268,7 @@ def judge(directory: str, manifest: dict, thresholds: list[float], allow: float)
                 with Store.open(db) as store:
                     pair = [store.load(_run_id(directory, runs["A"])),
                             store.load(_run_id(directory, runs[kind]))]  # fmt: skip
-                    history = variant_history(store, pair)
-                comparison = compare_runs(pair, history=history)
+                    comparison = build_comparison(store, pair)
                 for percent in thresholds:
                     tally(tallies, kind, percent, gate(comparison, percent, allow))
                 for row in comparison.rows:

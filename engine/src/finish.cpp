@@ -57,12 +57,22 @@ bool judged_alone(Measured measured) { return measured == Measured::batches || m
 
 }  // namespace
 
+bool filled_inside_interval(const std::vector<double>& samples, std::size_t filled, const std::optional<MedianCI>& ci) {
+  if (filled == 0) return true;
+  if (!ci || samples.empty()) return false;
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t n = sorted.size(), lo = (n - 1) / 2, hi = n / 2;
+  if (lo < filled || hi + filled >= n) return false;
+  return sorted[lo - filled] >= ci->low && sorted[hi + filled] <= ci->high;
+}
+
 InterferenceAttempt reference_attempt(const std::vector<double>& reference_ns, double best_ns, const Result& r) {
   InterferenceAttempt attempt = judge_attempt(reference_ns, best_ns, r.summary->median);
   attempt.set_aside = r.set_aside.size();
   if (!r.set_aside.empty()) attempt.set_aside_median = summarize(r.set_aside).median;
   if (r.counters) attempt.interfered_share = interfered_share(*r.counters);
-  attempt.short_of_clean = r.clean && !got_clean(*r.clean);
+  attempt.short_of_clean = r.clean && !clean_enough(*r.clean);
   return attempt;
 }
 
@@ -113,7 +123,10 @@ void judge_totals(Result& r, const Finishing& how) {
 
 void finish_record(Result& r, const Finishing& how) {
   r.summary = summarize(r.samples);
-  if (r.clean) r.clean->tail_figure = tail_figure(r.samples);
+  if (r.clean) {
+    r.clean->tail_figure = tail_figure(r.samples);
+    r.clean->filled_inside = filled_inside_interval(r.samples, r.clean->filled, r.summary->median_ci);
+  }
   check_baseline(r, how);
   if (how.measured == Measured::rounds) judge_totals(r, how);  // a matrix judges its totals as it sums them
   if (how.derive) how.derive(r);

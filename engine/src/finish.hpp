@@ -55,6 +55,14 @@ void finish_record(Result& r, const Finishing& how);
 // cells' reasons are counted cell by cell).
 void judge_totals(Result& r, const Finishing& how);
 
+// Interference only adds time, and the filled samples (CleanSampling) carry
+// what the kernel saw: had they run clean, the median could have moved by at
+// most `filled` places in the sorted samples. True where those places stay
+// inside the median's interval (`ci`, both ways, so a rate's samples are
+// judged alike): the figure is the clean samples' within its own
+// uncertainty. False without an interval; true with nothing filled.
+bool filled_inside_interval(const std::vector<double>& samples, std::size_t filled, const std::optional<MedianCI>& ci);
+
 // The host reference's attempt over r's kept samples: its times against the
 // run's best, r's median, the set-aside samples and the kernel's share.
 InterferenceAttempt reference_attempt(const std::vector<double>& reference_ns, double best_ns, const Result& r);

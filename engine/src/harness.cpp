@@ -298,6 +298,7 @@ void record_samples(const Sampled& measured, double ops_per_iteration, int main_
   r.derived["ops_executed"] = static_cast<double>(measured.all_iterations) * ops_per_iteration;
   r.derived["ops_in_figure"] = static_cast<double>(measured.total_iterations) * ops_per_iteration;
   r.clean = measured.clean;
+  if (measured.cpu_loop_ns) r.derived["cpu_loop_ns"] = *measured.cpu_loop_ns;
   if (measured.budget_hit) r.notes.push_back(budget_ran_out_note(measured.per_op.size(), options.max_variant_s));
   r.observed_start.assign(static_cast<std::size_t>(tasks), -1);
   r.observed_end = r.observed_start;
@@ -311,6 +312,17 @@ void record_samples(const Sampled& measured, double ops_per_iteration, int main_
   }
 }
 
+// The partners' switches over the kept samples, where the kernel's counters
+// were read around every one of them for this thread and each partner.
+std::optional<long> partner_runs_kept(const Sampled& measured, const std::vector<TaskReport>& partners) {
+  if (!measured.counters || partners.empty()) return std::nullopt;
+  const CounterTotals& c = *measured.counters;
+  if (c.sharing == Sharing::unknown || c.tasks != partners.size() + 1 || c.kept_samples == 0 ||
+      static_cast<std::size_t>(c.kept.counted) != c.kept_samples)
+    return std::nullopt;
+  return c.kept.partner_runs;
+}
+
 // The checks judged where the samples were counted: the switches, the
 // placement, the timer's resolution; and the core cycles per op.
 void judge_counted(const ProbeDescriptor& probe, const Params& params, const Placement& placement,
@@ -320,7 +332,8 @@ void judge_counted(const ProbeDescriptor& probe, const Params& params, const Pla
   const double ops_all = static_cast<double>(measured.all_iterations) * ops_per_iteration;
   const std::optional<Expectation> expectation = probe.expects ? probe.expects(params) : std::nullopt;
   if (expectation && !expectation->none())
-    add_switch_checks(*expectation, ops_total, ops_all, measured.kept_switches, partners, r);
+    add_switch_checks(*expectation, ops_total, ops_all, measured.kept_switches, partners,
+                      partner_runs_kept(measured, partners), r);
   if (probe.matrix && !probe.expects) add_preemption_check(measured.kept_switches, partners, r);
   add_placement_check(placement, r);
   if (probe.syscalls_per_op) r.derived["syscalls_per_op"] = probe.syscalls_per_op(params);

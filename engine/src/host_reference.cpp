@@ -22,6 +22,23 @@ std::uint64_t reference_loop(std::uint64_t iterations) {
 
 namespace {
 volatile std::uint64_t reference_sink;
+volatile std::uint64_t cpu_loop_sink = 88172645463325252ull;
+
+std::uint64_t cpu_loop(std::uint64_t iterations, std::uint64_t x) {
+  for (std::uint64_t k = 0; k < iterations; ++k) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+  }
+  return x;
+}
+}  // namespace
+
+double time_cpu_loop(Clock& clock) {
+  const std::uint64_t seed = cpu_loop_sink;
+  const std::uint64_t start = clock.now();
+  cpu_loop_sink = cpu_loop(cpu_loop_iterations, seed | 1);
+  return clock.ticks_to_ns(clock.now() - start);
 }
 
 HostReference::HostReference(Clock& clock, double target_ns, double spread_s) : clock_(clock) {

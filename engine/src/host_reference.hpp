@@ -33,6 +33,17 @@ inline constexpr double slowed_ratio = 1.20;
 // so the calls cannot be removed.
 std::uint64_t reference_loop(std::uint64_t iterations);
 
+// The plain loop: the CPU's own speed, which no change to the system touches
+// (no memory beyond registers, no system call, the same code in every run of
+// one engine build): a fixed chain of cpu_loop_iterations xorshift steps,
+// each depending on the one before. Timed on `clock` before every sample
+// (outside its timing); the fastest timing over a variant's kept samples is
+// its `derived.cpu_loop_ns`, and compare sets a run whose loop ran slowed
+// against the machine's earlier runs apart (a host whose other tenants slow
+// this vCPU as a whole). Returns ns.
+inline constexpr std::uint64_t cpu_loop_iterations = 2048;
+double time_cpu_loop(Clock& clock);
+
 class HostReference {
  public:
   // Calibrates the loop to about `target_ns` on `clock` and establishes its
@@ -64,15 +75,18 @@ struct InterferenceAttempt {
   std::size_t set_aside = 0;               // samples taken while the reference ran slowed, and taken again
   std::optional<double> set_aside_median;  // their median, in the record's unit
   double interfered_share = 0;             // kept samples the kernel's counters show interfered with, over kept
-  bool short_of_clean = false;  // the clean budget ran out before the samples asked for were clean (not in the record)
+  // The clean budget ran out before the samples asked for were clean, and the
+  // ones filled in could move the median out of its interval (clean_enough;
+  // not in the record).
+  bool short_of_clean = false;
 };
 
 // From the reference times taken before each sample of one attempt.
 InterferenceAttempt judge_attempt(const std::vector<double>& reference_ns, double best_ns, double median);
 
 // True when the attempt's median reference time is over slowed_ratio x best,
-// when the clean budget ran out before its samples were clean (the host was
-// busy for most of the attempt, whatever the best says), or
+// when the clean budget ran out before its samples were clean enough (the
+// host was busy for most of the attempt, whatever the best says), or
 // when over kept_interfered_limit of its kept samples still carry what the
 // kernel's counters call interference (kernel_counters.hpp).
 bool slowed(const InterferenceAttempt& attempt, double best_ns);

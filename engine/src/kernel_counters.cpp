@@ -39,6 +39,8 @@ SampleCounters& SampleCounters::operator+=(const SampleCounters& other) {
   run_delay_ns += other.run_delay_ns;
   involuntary += other.involuntary;
   steal_ns += other.steal_ns;
+  partner_runs += other.partner_runs;
+  counted += other.counted;
   return *this;
 }
 
@@ -51,7 +53,9 @@ SampleCounters difference(const CounterSnapshot& before, const CounterSnapshot& 
     s.exec_ns += minus(after.tasks[t].exec_ns, before.tasks[t].exec_ns);
     s.run_delay_ns += minus(after.tasks[t].run_delay_ns, before.tasks[t].run_delay_ns);
     s.involuntary += std::max(0L, after.tasks[t].involuntary - before.tasks[t].involuntary);
+    if (t > 0) s.partner_runs += std::max(0L, after.tasks[t].runs - before.tasks[t].runs);
   }
+  s.counted = 1;
   s.steal_ns = minus(after.steal_ns, before.steal_ns);
   return s;
 }
@@ -222,7 +226,8 @@ CounterSnapshot ProcCounters::read(const std::vector<TaskId>& tasks, const std::
     if (read_all(files.schedstat, buf, sizeof buf) > 0) {
       char* end = nullptr;
       c.exec_ns = std::strtoull(buf, &end, 10);
-      c.run_delay_ns = std::strtoull(end, nullptr, 10);
+      c.run_delay_ns = std::strtoull(end, &end, 10);
+      c.runs = std::strtol(end, nullptr, 10);
     } else {
       snap.ok = false;
     }

@@ -8,6 +8,10 @@
 //   - how long it waited runnable on a run queue (schedstat, second field),
 //   - its involuntary switches (getrusage(RUSAGE_THREAD) for the calling
 //     thread, nonvoluntary_ctxt_switches in .../status for the others),
+//   - how many times it was switched in (schedstat, third field): the
+//     partners' switches during the kept samples, which the switch check
+//     judges (verdict_checks.hpp), so a partner preempted during a sample
+//     that was set aside does not count against the figure,
 // and, for each CPU the variant uses, the time the hypervisor stole from it
 // (/proc/stat, the steal column; USER_HZ resolution).
 //
@@ -65,6 +69,7 @@ struct TaskCounters {
   std::uint64_t exec_ns = 0;       // CPU time it ran
   std::uint64_t run_delay_ns = 0;  // time it waited runnable on a run queue
   long involuntary = 0;            // involuntary switches (read only where judged: own_cpus)
+  long runs = 0;                   // times it was switched in (schedstat, third field)
 };
 
 struct CounterSnapshot {
@@ -85,6 +90,10 @@ struct SampleCounters {
   double run_delay_ns = 0;  // every task's run-queue wait, summed
   long involuntary = 0;
   double steal_ns = 0;
+  // The partners' (every task but the first) switches in: each is one switch
+  // out of it, a sleep or a preemption, give or take the one at an edge.
+  long partner_runs = 0;
+  long counted = 0;  // samples whose counters were read (1 for one sample; summed)
   SampleCounters& operator+=(const SampleCounters& other);
 };
 SampleCounters difference(const CounterSnapshot& before, const CounterSnapshot& after);

@@ -193,6 +193,7 @@ nlohmann::json clean_to_json(const CleanSampling& c, std::size_t kept, std::size
                       {"taken", kept + set_aside}, {"kept", kept},         {"set_aside", set_aside},
                       {"budget_s", c.budget_s},    {"spent_s", c.spent_s}, {"got", got_clean(c)}};
   if (c.tail_figure) j["tail"] = {{"method", tail_method}, {"value", *c.tail_figure}};
+  if (c.filled > 0) j["filled_inside"] = c.filled_inside;
   return j;
 }
 

@@ -165,9 +165,15 @@ struct CleanSampling {
   double spent_s = 0;      // the time the samples took, re-takes included
   // The kept samples still lean right (interference's tail): a figure it cannot move.
   std::optional<double> tail_figure;
+  // The filled samples could not move the median out of its interval
+  // (finish.hpp: filled_inside_interval); true when none was filled.
+  bool filled_inside = true;
 };
 // `needed` clean samples were got.
 inline bool got_clean(const CleanSampling& c) { return c.clean >= c.needed; }
+// Clean enough for the figure: every sample asked for came clean, or the few
+// filled in could not move the median out of its interval.
+inline bool clean_enough(const CleanSampling& c) { return got_clean(c) || c.filled_inside; }
 
 struct Result {
   std::string run_id;

@@ -103,6 +103,7 @@ struct Taken {
   std::optional<std::uint64_t> cycles;  // unset: a read failed
   SampleCounters counted;
   std::optional<SetAsideReason> why;  // the interference the counters or the reference saw
+  double cpu_loop_ns = 0;             // the plain loop, timed before it
 };
 
 void keep(const Taken& t, const HarnessOptions& options, std::vector<TimedBatch>* kept_batches, Sampled& out) {
@@ -110,6 +111,7 @@ void keep(const Taken& t, const HarnessOptions& options, std::vector<TimedBatch>
   out.per_op.push_back(t.per_op);
   if (kept_batches) kept_batches->push_back(t.readings);
   out.total_iterations += out.iterations_per_sample;
+  if (t.cpu_loop_ns > 0) out.cpu_loop_ns = std::min(out.cpu_loop_ns.value_or(t.cpu_loop_ns), t.cpu_loop_ns);
   add_switches(out.kept_switches, {}, t.switches);
   if (t.cycles && out.kept_cycles)
     *out.kept_cycles += *t.cycles;
@@ -206,6 +208,7 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
   };
   auto take = [&]() {
     Taken t;
+    t.cpu_loop_ns = time_cpu_loop(clock);
     t.reference_ns = options.reference ? options.reference->time_once() : 0;
     // The counters, the kernel's switch counts and the cycles are read around
     // each sample (outside its timing), so they count that sample alone.

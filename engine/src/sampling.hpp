@@ -58,6 +58,7 @@ struct Sampled {
   std::optional<std::uint64_t> kept_cycles;       // its core cycles then, where the counter reads
   std::optional<CounterTotals> counters;          // the kernel's counters, where read
   std::optional<CleanSampling> clean;             // set where interfered samples are taken again
+  std::optional<double> cpu_loop_ns;              // the plain loop's fastest timing before a kept sample
 };
 
 // Which tasks and CPUs the kernel's counters are read for, and by which rule

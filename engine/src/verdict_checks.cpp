@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "wording.hpp"
 
@@ -73,7 +74,7 @@ std::optional<std::pair<Reason, std::string>> judge_pooled_no_switches(double sw
 }
 
 void add_switch_checks(const Expectation& expectation, double ops_total, double ops_all, const SwitchCount& main_delta,
-                       const std::vector<TaskReport>& partners, Result& r) {
+                       const std::vector<TaskReport>& partners, std::optional<long> partner_runs_kept, Result& r) {
   const double expected_main = ops_total * expectation.main_per_op;
   const auto observed_main = static_cast<double>(counted_switches(main_delta, expectation.counter));
   double expected_all = expected_main, observed_all = observed_main;
@@ -92,6 +93,14 @@ void add_switch_checks(const Expectation& expectation, double ops_total, double 
     Check partner_check;
     partner_check.name = fmt::format("{}_switches.partners", counter_name(expectation.counter));
     partner_check.detail = partner_switches_detail(partners.size());
+    if (partner_runs_kept && expectation.counter == Counter::any && ops_all > 0) {
+      // A count: the hand-offs the kept samples hold, to the nearest whole one
+      // (a partner's few start-up hand-offs spread over every op otherwise
+      // leave a fraction that depends on how many ops calibration took).
+      expected = std::round(expected * ops_total / ops_all);
+      observed = static_cast<double>(*partner_runs_kept);
+      partner_check.detail = partner_switches_kept_detail(partners.size());
+    }
     if (auto problem = judge_switches(expected, observed, partner_check))
       r.verdict.add(Status::suspect, problem->first, problem->second);
     r.checks.push_back(partner_check);

@@ -43,10 +43,16 @@ std::optional<std::pair<Reason, std::string>> judge_pooled_no_switches(double sw
                                                                        Check& check);
 
 // The switch checks of a probe that expects switches: the measuring task's
-// over the kept samples (ops_total ops), the partners' over their whole life
-// (ops_all ops), and the per-op switch figures in r.derived.
+// over the kept samples (ops_total ops), and the partners'. Where the kernel's
+// counters gave the partners' switches over the kept samples
+// (`partner_runs_kept`, both kinds: Counter::any), those are judged against
+// the hand-offs the kept samples hold (the partners' hand-offs scaled by
+// ops_total / ops_all), so a partner preempted by other work during a sample
+// that was set aside does not count against the figure; otherwise the
+// partners' switches over their whole life against every hand-off (ops_all
+// ops). The per-op switch figures go in r.derived.
 void add_switch_checks(const Expectation& expectation, double ops_total, double ops_all, const SwitchCount& main_delta,
-                       const std::vector<TaskReport>& partners, Result& r);
+                       const std::vector<TaskReport>& partners, std::optional<long> partner_runs_kept, Result& r);
 
 // A matrix probe that expects no switches spins on both sides
 // (matrix.cacheline): any switch of its tasks is `too_many_switches`.

@@ -98,6 +98,12 @@ std::vector<std::string> set_aside_notes(const Result& r) {
     notes.push_back(fmt::format("host interference, baseline: {} (by reason: {})",
                                 set_aside_statement(r.baseline->samples, r.baseline->set_aside, r.baseline->unit),
                                 by_reason(r.baseline->set_aside_reasons)));
+  if (r.clean && !got_clean(*r.clean) && clean_enough(*r.clean))
+    notes.push_back(fmt::format(
+        "host interference: {} of the {} samples asked for came clean within the clean budget ({:.2g} s); the {} "
+        "fastest set-aside samples were kept to make up the figure, and could move its median at most {} place(s) "
+        "in the sorted samples, inside its interval",
+        r.clean->clean, r.clean->needed, r.clean->budget_s, r.clean->filled, r.clean->filled));
   return notes;
 }
 
@@ -112,7 +118,7 @@ std::optional<std::string> interference_detail(const Result& r) {
                       "slowed): the CPU itself ran slower",
                       ratio, slowed_ratio));
   }
-  if (r.clean && !got_clean(*r.clean))
+  if (r.clean && !clean_enough(*r.clean))
     parts.push_back(fmt::format(
         "only {} of the {} samples asked for came clean of interference within the clean budget ({:.2g} s; "
         "{:.2g} s spent, {} set aside{}){}",
@@ -231,6 +237,13 @@ std::string too_many_switches_detail(const std::string& check, double observed, 
 
 std::string partner_switches_detail(std::size_t partners) {
   return fmt::format("{} partner task(s), over their whole life (warm-up included)", partners);
+}
+
+std::string partner_switches_kept_detail(std::size_t partners) {
+  return fmt::format(
+      "{} partner task(s), over the kept samples: the times the kernel switched them in, against the hand-offs "
+      "those samples hold (every hand-off, warm-up included, scaled by the kept samples' share of the ops)",
+      partners);
 }
 
 std::string preemptions_expected() {

@@ -77,6 +77,7 @@ std::string no_switches_were_expected();  // a descriptor whose expectation coun
 std::string too_few_switches_detail(const std::string& check, double observed, double expected);
 std::string too_many_switches_detail(const std::string& check, double observed, double expected);
 std::string partner_switches_detail(std::size_t partners);
+std::string partner_switches_kept_detail(std::size_t partners);
 std::string preemptions_expected();
 std::string spinning_tasks_preempted_detail(long switches);
 std::string migrated_detail();

@@ -16,10 +16,11 @@ from conftest import REPO, real_run
 from ctxbench import fmt, stats
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
+from ctxbench.analysis.gate import INCONCLUSIVE, decide_by, gate
 from ctxbench.analysis.gate import SLOWER as GATE_SLOWER
-from ctxbench.analysis.gate import decide_by, gate
 from ctxbench.analysis.machine_history import history_runs, machine_key, variant_history
 from ctxbench.records.core import group_run, params_key
+from ctxbench.store.db import Store
 from ctxbench.views.comparison import noise_words
 from ctxbench.views.export import comparison_dict
 from ctxbench.views.gate import gate_lines
@@ -312,6 +313,61 @@ def test_the_gate_judges_a_row_by_its_history(store):
     noisy = compare_runs(runs, history={key: [100.0, 130.0, 80.0, 115.0]})
     assert gate(noisy, 10).of(GATE_SLOWER) == []
     assert gate(compare_runs(runs), 10).of(GATE_SLOWER) == []  # within-run: under the floor
+
+
+# ---- a run whose CPU ran slowed as a whole ---------------------------------------
+# The plain loops (derived.cpu_loop_ns, ns) of eight history runs under the
+# load mix, and of a run in a slow state of the host (its user-level rows 6 %
+# up, its system calls and same-CPU switches 9-30 %).
+LOOPS = [2051.0, 2049.5, 2050.2, 2053.1, 2048.7, 2050.9, 2052.4, 2049.8]
+
+
+def _with_loop(run_records, loop: float):
+    for record in run_records.results:
+        record["derived"]["cpu_loop_ns"] = loop
+    return run_records
+
+
+def test_a_runs_cpu_speed_is_its_plain_loop_against_the_history():
+    results = [{"derived": {"cpu_loop_ns": v}} for v in (2100.0, 2180.0, 2178.0)]
+    results.append({"derived": {}})  # an older record: no loop
+    assert noise.run_cpu_loop(results) == 2178.0
+    assert noise.run_cpu_loop([{"derived": {}}]) is None
+    assert noise.cpu_speed(2178.0, LOOPS[:2]) is None  # too short a history
+    speed = noise.cpu_speed(2178.0, LOOPS)
+    assert speed.runs == 8 and speed.ratio == pytest.approx(2178.0 / 2050.55)
+    assert speed.limit == pytest.approx(noise.CPU_SLOWED_FLOOR) and speed.slowed
+    assert not noise.cpu_speed(2070.0, LOOPS).slowed  # 1 %: the history's own moves
+    # A history that moves more asks more of a slowed run.
+    loose = [2000.0, 2100.0, 1950.0, 2150.0, 2050.0]
+    assert noise.cpu_speed(2178.0, loose).limit > 1.06
+    assert not noise.cpu_speed(2178.0, loose).slowed
+    widened = noise.cpu_widenings([None, speed])
+    assert [(w.side, w.cause) for w in widened] == [(1, noise.CPU_SLOWED)]
+    assert widened[0].spread == pytest.approx(math.log(speed.ratio))
+
+
+def test_a_run_whose_cpu_ran_slowed_is_not_called_slower_on_that_alone(tmp_path):
+    # B sat 24 % higher on a CPU whose loop ran 6 % slow: not slower, not
+    # passed; a 35 % slowdown on the same slowed CPU is still slower.
+    history = [100.0, 100.5, 99.6, 100.2, 99.8, 100.1, 100.3, 99.9]
+    a = _with_loop(_run("run_a.jsonl", {"syscall.getuid": (100.0, None)}), 2050.0)
+    for figure, outcome in ((124.0, INCONCLUSIVE), (135.0, GATE_SLOWER)):
+        b = _with_loop(_run("run_b.jsonl", {"syscall.getuid": (figure, None)}), 2178.0)
+        with Store.open(tmp_path / f"{figure}.db") as store:
+            runs = [store.load(store.add_run(run, origin="import")) for run in (a, b)]
+        key = ("syscall.getuid", params_key(runs[0].results[0]["params"]))
+        plain = compare_runs(runs, history={key: history})
+        assert gate(plain, 15).rows[0].outcome == GATE_SLOWER
+        slowed = compare_runs(runs, history={key: history}, loop_history=LOOPS)
+        cell = slowed.rows[0].cells[1]
+        assert [w.cause for w in cell.noise.widened] == [noise.CPU_SLOWED]
+        judged = gate(slowed, 15)
+        assert judged.rows[0].outcome == outcome, figure
+        text = "\n".join(gate_lines(slowed, judged))
+        if outcome == INCONCLUSIVE:
+            assert "B's CPU ran 6% slow over the whole run" in text, text
+        jsonschema.validate(comparison_dict(slowed, judged), COMPARE_SCHEMA)
 
 
 # ---- the history: earlier runs of the same machine -------------------------------

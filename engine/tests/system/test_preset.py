@@ -81,9 +81,12 @@ def comparable(record, host_slowed=False):
     """The record without its figures; checks and derived keep their names and
     what was expected, the timer its source, the placement what was asked.
     A check counted over the workload's whole life (its detail says warm-up
-    included: the partners' switches, the fibers' turns) grows with every
-    sample set aside and taken again: with host_slowed (either record set
-    one aside) its expected count is not compared."""
+    included: the partners' switches, the fibers' turns), or one whose
+    expected count is every hand-off scaled to the kept samples (the
+    partners' over the kept samples: the warm-up's share moves with the ops
+    set aside), depends on every sample set aside and taken again: with
+    host_slowed (either record set one aside) its expected count is not
+    compared."""
     out = {k: v for k, v in record.items() if k not in FIGURES}
     out["checks"] = [(c["name"], expected_as_compared(c, host_slowed)) for c in record["checks"]]
     out["derived"] = sorted(record["derived"])

@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "fake_clocks.hpp"
+#include "finish.hpp"
 #include "harness.hpp"
 #include "record.hpp"
+#include "verdict_checks.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {
@@ -101,6 +103,19 @@ TEST(SetAsideRule, DifferenceSumsTasksAndNeverGoesNegative) {
   EXPECT_DOUBLE_EQ(d.run_delay_ns, 30);
   EXPECT_EQ(d.involuntary, 1);
   EXPECT_DOUBLE_EQ(d.steal_ns, 10000000);
+  EXPECT_EQ(d.counted, 1);
+}
+
+TEST(SetAsideRule, DifferenceCountsThePartnersRunsNotTheMeasuringThreads) {
+  CounterSnapshot before, after;
+  before.tasks = {{0, 0, 0, 100}, {0, 0, 0, 40}, {0, 0, 0, 7}};
+  after.tasks = {{0, 0, 0, 900}, {0, 0, 0, 45}, {0, 0, 0, 9}};
+  const SampleCounters d = difference(before, after);
+  EXPECT_EQ(d.partner_runs, 7);  // 5 + 2; the first task's 800 are its own, counted by getrusage
+  SampleCounters sum = d;
+  sum += d;
+  EXPECT_EQ(sum.partner_runs, 14);
+  EXPECT_EQ(sum.counted, 2);
 }
 
 // /proc/stat of this project's 2-vCPU KVM guest, as read.
@@ -328,17 +343,23 @@ class SpellWork final : public Workload {
   const SpellCounters& counters_;
 };
 
-TEST(CleanSamples, AdditiveInterferenceLeavesTheCleanFigure) {
+// Ten samples of a workload whose samples `interfered` says carry a spell,
+// within a clean budget of `budget_s`.
+Result run_spell(const std::function<bool(std::size_t)>& interfered, double budget_s) {
   StepClock clock;
-  SpellCounters counters(clock, [](std::size_t i) { return i % 3 == 0; });  // every third sample
+  SpellCounters counters(clock, interfered);
   ProbeDescriptor probe = one_task_probe(clock);
   probe.make = [&](Context&) { return std::make_unique<SpellWork>(clock, counters); };
   HarnessOptions options;
   options.samples = 10;
   options.min_sample_s = 1e-5;
   options.counters = &counters;
-  options.clean_budget_s = 60;
-  const Result r = run_variant(probe, {}, clock, ctx::testing::fake_timer(), options);
+  options.clean_budget_s = budget_s;
+  return run_variant(probe, {}, clock, ctx::testing::fake_timer(), options);
+}
+
+TEST(CleanSamples, AdditiveInterferenceLeavesTheCleanFigure) {
+  const Result r = run_spell([](std::size_t i) { return i % 3 == 0; }, 60);  // every third sample
   ASSERT_TRUE(r.summary && r.clean);
   EXPECT_EQ(r.verdict.status, Status::ok) << (r.verdict.reasons.empty() ? "" : r.verdict.reasons[0].second);
   EXPECT_EQ(r.samples.size(), 10u);
@@ -352,29 +373,114 @@ TEST(CleanSamples, AdditiveInterferenceLeavesTheCleanFigure) {
 }
 
 TEST(CleanSamples, TheBudgetEndsTheSampling) {
-  StepClock clock;
-  SpellCounters counters(clock, [](std::size_t i) { return i % 3 == 0; });  // every third sample
-  ProbeDescriptor probe = one_task_probe(clock);
-  probe.make = [&](Context&) { return std::make_unique<SpellWork>(clock, counters); };
-  HarnessOptions options;
-  options.samples = 10;
-  options.min_sample_s = 1e-5;
-  options.counters = &counters;
-  options.clean_budget_s = 0;  // spent at once: sampling ends when the samples asked for are taken
-  const Result r = run_variant(probe, {}, clock, ctx::testing::fake_timer(), options);
+  // Every third sample; a budget spent at once: sampling ends when the samples asked for are taken.
+  const Result r = run_spell([](std::size_t i) { return i % 3 == 0; }, 0);
   ASSERT_TRUE(r.summary && r.clean);
   EXPECT_EQ(r.clean->clean, 6u);   // samples 1, 2, 4, 5, 7, 8
   EXPECT_EQ(r.clean->filled, 4u);  // 0, 3, 6, 9: kept to make up the ten
   EXPECT_TRUE(r.set_aside.empty());
   EXPECT_EQ(r.verdict.status, Status::suspect);
   EXPECT_EQ(r.verdict.reasons.back().first, Reason::interference);
-  EXPECT_NE(r.verdict.reasons.back().second.find("only 6 of the 10"), std::string::npos);
+  // Six clean samples sit at the cost, so the four filled in cannot move the
+  // median out of its interval; but 40% of the kept samples interfered.
+  EXPECT_TRUE(r.clean->filled_inside);
+  EXPECT_NE(r.verdict.reasons.back().second.find("4 of 10 kept samples"), std::string::npos)
+      << r.verdict.reasons.back().second;
   // The kept samples lean right (four carry the spell): the tail figure is the clean cost.
   ASSERT_TRUE(r.clean->tail_figure);
   EXPECT_NEAR(*r.clean->tail_figure, 100, 2);
   EXPECT_GT(r.summary->mean, 120);
   const auto j = nlohmann::json::parse(result_to_json(r).dump());
   EXPECT_EQ(j["clean"]["tail"]["value"], *r.clean->tail_figure);
+}
+
+// ---- the filled samples and the median's interval --------------------------------
+
+TEST(FilledSamples, NothingFilledIsInside) { EXPECT_TRUE(filled_inside_interval({5, 1, 3}, 0, std::nullopt)); }
+
+TEST(FilledSamples, AFewFilledStayInsideTheMediansInterval) {
+  // Ten samples: the 95% interval of the median is [x(1), x(8)] (0-based,
+  // binomial order statistics), the median between x(4) and x(5). Filled
+  // samples could move it at most as many places: three still land on the
+  // interval's ends, four go past them.
+  std::vector<double> samples = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+  const auto ci = summarize(samples).median_ci;
+  ASSERT_TRUE(ci);
+  EXPECT_DOUBLE_EQ(ci->low, 11);
+  EXPECT_DOUBLE_EQ(ci->high, 18);
+  EXPECT_TRUE(filled_inside_interval(samples, 1, ci));
+  EXPECT_TRUE(filled_inside_interval(samples, 3, ci));
+  EXPECT_FALSE(filled_inside_interval(samples, 4, ci));
+  EXPECT_FALSE(filled_inside_interval(samples, 9, ci));
+  // Without an interval (too few samples for one) nothing filled is inside.
+  EXPECT_FALSE(filled_inside_interval({1, 2}, 1, summarize(std::vector<double>{1, 2}).median_ci));
+}
+
+TEST(CleanSamples, OneFilledSampleOfTenLeavesTheVariantOk) {
+  // The budget ran out with 9 of 10 clean: the one filled in could move the
+  // median one place, inside its interval; the verdict says nothing of it,
+  // the note and the record do.
+  const Result r = run_spell([](std::size_t i) { return i == 4; }, 0);
+  ASSERT_TRUE(r.clean && r.counters);
+  EXPECT_EQ(r.clean->clean, 9u);
+  EXPECT_EQ(r.clean->filled, 1u);
+  EXPECT_FALSE(got_clean(*r.clean));
+  EXPECT_TRUE(r.clean->filled_inside);
+  EXPECT_EQ(r.verdict.status, Status::ok) << (r.verdict.reasons.empty() ? "" : r.verdict.reasons[0].second);
+  const bool noted = std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+    return n.find("9 of the 10 samples asked for came clean") != std::string::npos;
+  });
+  EXPECT_TRUE(noted);
+  const auto j = nlohmann::json::parse(result_to_json(r).dump());
+  EXPECT_EQ(j["clean"]["got"], false);
+  EXPECT_EQ(j["clean"]["filled_inside"], true);
+}
+
+TEST(CleanSamples, ThreeFilledOfTenAreOverTheKeptInterferedLimit) {
+  // Inside the interval by rank, but 30% of the kept samples interfered: suspect.
+  const Result r = run_spell([](std::size_t i) { return i < 3; }, 0);
+  ASSERT_TRUE(r.clean);
+  EXPECT_EQ(r.clean->filled, 3u);
+  EXPECT_TRUE(r.clean->filled_inside);
+  EXPECT_EQ(r.verdict.status, Status::suspect);
+  EXPECT_EQ(r.verdict.reasons.back().first, Reason::interference);
+  EXPECT_NE(r.verdict.reasons.back().second.find("3 of 10 kept samples"), std::string::npos)
+      << r.verdict.reasons.back().second;
+}
+
+// ---- the partners' switches over the kept samples -------------------------------
+
+TEST(PartnerSwitches, JudgedOverTheKeptSamplesWhereCounted) {
+  // A same-CPU ping-pong under load: 1000 ops in all, 600 in the kept samples;
+  // the partner served 500 hand-offs and switched 800 times over its life
+  // (preempted by other work in the samples set aside), 300 times in the kept ones.
+  Expectation e{Counter::any, 0.5, 1, "one switch per hand-off"};
+  TaskReport partner;
+  partner.task = 1;
+  partner.voluntary = 500;
+  partner.involuntary = 300;
+  partner.handoffs = 500;
+  const SwitchCount main{300, 0};
+  Result whole_life;
+  add_switch_checks(e, 600, 1000, main, {partner}, std::nullopt, whole_life);
+  EXPECT_EQ(whole_life.verdict.status, Status::suspect);
+  EXPECT_EQ(whole_life.verdict.reasons.back().first, Reason::too_many_switches);
+  Result kept;
+  add_switch_checks(e, 600, 1000, main, {partner}, 300L, kept);
+  EXPECT_EQ(kept.verdict.status, Status::ok) << (kept.verdict.reasons.empty() ? "" : kept.verdict.reasons[0].second);
+  ASSERT_EQ(kept.checks.size(), 2u);
+  EXPECT_DOUBLE_EQ(kept.checks[1].expected.get<double>(), 300);
+  EXPECT_DOUBLE_EQ(kept.checks[1].observed.get<double>(), 300);
+  EXPECT_NE(kept.checks[1].detail.find("over the kept samples"), std::string::npos);
+  // Too many in the kept samples is still too many.
+  Result many;
+  add_switch_checks(e, 600, 1000, main, {partner}, 400L, many);
+  EXPECT_EQ(many.verdict.reasons.back().first, Reason::too_many_switches);
+  // A voluntary-only expectation cannot be judged on runs (both kinds): whole life.
+  Expectation voluntary{Counter::voluntary, 0.5, 1, "one sleep per hand-off"};
+  Result by_life;
+  add_switch_checks(voluntary, 600, 1000, main, {partner}, 300L, by_life);
+  EXPECT_DOUBLE_EQ(by_life.checks[1].expected.get<double>(), 500);
 }
 
 }  // namespace CTXBENCH_UNITY_ID

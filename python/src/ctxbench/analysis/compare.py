@@ -36,7 +36,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench import fmt, stats
-from ctxbench.analysis.noise import HistoryFigures, HostState, Noise, host_state, judge
+from ctxbench.analysis.noise import (
+    CpuSpeed,
+    HistoryFigures,
+    HostState,
+    Noise,
+    cpu_speed,
+    host_state,
+    judge,
+    run_cpu_loop,
+)
 from ctxbench.records import matrix
 from ctxbench.records.core import params_key
 from ctxbench.records.envdiff import EnvDiff, env_diff
@@ -135,7 +144,8 @@ class MatrixComparison:
 class Judging:
     """How every cell of one comparison is judged: the test's settings, the
     machine's history per variant key (``machine_history.variant_history``),
-    and per run its host state and the CPUs it was allowed. ``judge_cell``
+    and per run its host state, the CPUs it was allowed and its CPU's speed
+    against the machine's history (``noise.cpu_speed``). ``judge_cell``
     judges a pair of results with it; ``compare_runs`` every row, and the key
     figures of ``analysis.summary`` a stand-in pair, so that every format
     renders cells judged one way."""
@@ -147,6 +157,7 @@ class Judging:
     history: Mapping[tuple[str, str], HistoryFigures] = field(default_factory=dict)
     hosts: Sequence[HostState | None] = ()
     cpu_counts: Sequence[int | None] = ()
+    speeds: Sequence[CpuSpeed | None] = ()
 
 
 @dataclass(frozen=True)
@@ -181,6 +192,7 @@ def judge_cell(
     difference, judged_by = None, None
     hosts = list(judging.hosts) or [None] * (index + 1)
     cpus = list(judging.cpu_counts) or [None] * (index + 1)
+    speeds = list(judging.speeds) or [None] * (index + 1)
     if note is None and reference is not None and other is not None:
         key = (reference["probe"], params_key(reference["params"]))
         difference, judged_by = judge(
@@ -191,6 +203,7 @@ def judge_cell(
             judging.level,
             judging.resamples,
             hosts=(hosts[0], hosts[index]),
+            speeds=(speeds[0], speeds[index]),
         )
     if reference is None or other is None:
         excluded: tuple[str, ...] = ()  # placement or CPU count
@@ -221,12 +234,15 @@ def compare_runs(
     resamples: int = stats.DEFAULT_RESAMPLES,
     min_effect: float = DEFAULT_MIN_EFFECT,
     history: Mapping[tuple[str, str], HistoryFigures] | None = None,
+    loop_history: Sequence[float] = (),
 ) -> Comparison:
     """Every variant of the runs, matched, each other run against the first.
     ``history``: per variant key, the figures of the store's earlier runs of
     the runs' machine (``machine_history.variant_history``), for rows
-    without repeats. Every format (the key figures, --all, --json, the gate)
-    renders the comparison this returns."""
+    without repeats; ``loop_history``: those runs' plain loops
+    (``machine_history.loop_history``), for each run's CPU speed. Every
+    format (the key figures, --all, --json, the gate) renders the
+    comparison this returns."""
     if len(runs) < 2:
         raise ValueError("a comparison needs at least two runs")
     if min_effect < 0:
@@ -239,6 +255,7 @@ def compare_runs(
         history=history or {},
         hosts=[host_state(run.results) for run in runs],
         cpu_counts=[allowed_cpus(run.env) for run in runs],
+        speeds=[cpu_speed(run_cpu_loop(run.results), loop_history) for run in runs],
     )
     indexed: list[dict[tuple[str, str], dict[str, Any]]] = []
     order: dict[tuple[str, str], dict[str, Any]] = {}

@@ -25,6 +25,7 @@ from ctxbench.analysis.noise import (
     history_weight,
     p10,
     run_carried_interference,
+    run_cpu_loop,
 )
 from ctxbench.records.core import params_key
 from ctxbench.store.db import Store, StoredRun
@@ -108,6 +109,12 @@ def variant_figures(runs: list[StoredRun]) -> Figures:
                 )
             )
     return figures
+
+
+def loop_history(runs: list[StoredRun]) -> list[float]:
+    """The plain loop of each of ``runs`` that has one (``noise.run_cpu_loop``)."""
+    loops = [run_cpu_loop(run.results) for run in runs]
+    return [loop for loop in loops if loop is not None]
 
 
 def variant_history(store: Store, runs: list[StoredRun]) -> Figures:

@@ -96,6 +96,19 @@ P10, MEDIAN = "p10", "median"
 WIDENED_METHOD = "bootstrap of the ratio of medians, widened by the suspect or slowed sides"
 # What widened a row's noise (``Widening.cause``).
 SUSPECT, SLOWED, HOST_SLOWED, TAKEN = "suspect", "slowed", "host slowed", "cpu taken"
+CPU_SLOWED = "cpu slowed"
+
+# A run's CPU is slowed as a whole when its plain loop (``derived.cpu_loop_ns``,
+# the fastest of the loop's timings before each kept sample; the median over
+# the run's variants) ran over this factor of the machine's history's median,
+# or over three of the history's robust log spreads, whichever is larger. On
+# this project's 2-vCPU KVM guest under a CI runner's load mix, the runs that
+# sat in a slow state of the host for their whole length (system calls and
+# same-CPU switches 9-30 % up, no sample the kernel's counters flagged) had
+# their user-level rows 3-6 % up, the others within 1 %
+# (docs/notes/2026-11-28-gate-mix.md).
+CPU_SLOWED_FLOOR = 1.02
+CPU_SLOWED_SPREADS = 3.0
 
 
 @dataclass(frozen=True)
@@ -104,8 +117,9 @@ class Widening:
     reference run, 1 the other; ``cause`` SUSPECT (the standard error of the
     side's median from its own samples' robust spread), SLOWED (its host
     reference still ran slowed: the log of the reference's ratio to its
-    best) or HOST_SLOWED (the run's reference ran slowed as a whole: the log
-    of its median ratio)."""
+    best), HOST_SLOWED (the run's reference ran slowed as a whole: the log
+    of its median ratio) or CPU_SLOWED (the run's plain loop ran slowed
+    against the machine's history: the log of its ratio)."""
 
     side: int
     cause: str
@@ -325,6 +339,57 @@ def side_widenings(result: dict[str, Any], side: int) -> list[Widening]:
     return widened
 
 
+@dataclass(frozen=True)
+class CpuSpeed:
+    """A run's plain loop against the machine's history: its time over the
+    history's median (above 1: the CPU ran slower), the factor past which it
+    counts as slowed, and how many earlier runs that rests on."""
+
+    ratio: float
+    limit: float
+    runs: int
+
+    @property
+    def slowed(self) -> bool:
+        return self.ratio > self.limit
+
+
+def run_cpu_loop(results: Sequence[dict[str, Any]]) -> float | None:
+    """A run's plain loop: the median over its variants of ``derived.cpu_loop_ns``
+    (None where no variant has one: older runs, or none measured)."""
+    loops = [
+        float(value)
+        for result in results
+        if isinstance(value := (result.get("derived") or {}).get("cpu_loop_ns"), (int, float))
+        and value > 0
+    ]
+    return float(stats.median(loops) or 0.0) if loops else None
+
+
+def cpu_speed(loop: float | None, history: Sequence[float]) -> CpuSpeed | None:
+    """LOOP (``run_cpu_loop``) against the machine's earlier runs' loops; None
+    without a loop or with fewer than MIN_HISTORY earlier ones."""
+    earlier = [value for value in history if value > 0]
+    if loop is None or loop <= 0 or len(earlier) < MIN_HISTORY_RUNS:
+        return None
+    spread = stats.sample_log_spread(earlier) or 0.0
+    limit = max(CPU_SLOWED_FLOOR, math.exp(CPU_SLOWED_SPREADS * spread))
+    middle = stats.median(earlier) or loop
+    return CpuSpeed(loop / middle, limit, len(earlier))
+
+
+def cpu_widenings(speeds: Sequence[CpuSpeed | None]) -> list[Widening]:
+    """A run whose CPU ran slowed as a whole widens its rows by the log of its
+    loop's ratio: every figure of it may sit higher by an amount the loop
+    does not give (kernel paths moved 2-5 times as much as the loop there),
+    so the row cannot be called slower on that run's figure alone."""
+    return [
+        Widening(side, CPU_SLOWED, math.log(speed.ratio))
+        for side, speed in enumerate(speeds)
+        if speed is not None and speed.slowed
+    ]
+
+
 def host_widenings(hosts: Sequence[HostState | None]) -> list[Widening]:
     return [
         Widening(side, HOST_SLOWED, math.log(host.reference_ratio))
@@ -388,11 +453,13 @@ def judge(
     level: float = stats.DEFAULT_LEVEL,
     resamples: int = stats.DEFAULT_RESAMPLES,
     hosts: Sequence[HostState | None] = (None, None),
+    speeds: Sequence[CpuSpeed | None] = (None, None),
 ) -> tuple[stats.Difference, Noise]:
     """The difference between two results of one variant, judged by the best
     noise source there is (the module's docstring gives the order).
     ``history``: the machine's earlier figures, or (figure, weight) pairs;
-    ``hosts``: the two runs' host states (``host_state``)."""
+    ``hosts``: the two runs' host states (``host_state``); ``speeds``: their
+    CPUs against the machine's history (``cpu_speed``)."""
     a, b = figure(reference), figure(other)
     repeats_a, repeats_b = repeat_figures(reference), repeat_figures(other)
     base: tuple[str, stats.PooledSpread, int, float] | None = None
@@ -411,7 +478,10 @@ def judge(
     if base is not None and a and b and a > 0 and b > 0:
         source, pooled, n, factor = base
         widened = tuple(
-            side_widenings(reference, 0) + side_widenings(other, 1) + host_widenings(hosts)
+            side_widenings(reference, 0)
+            + side_widenings(other, 1)
+            + host_widenings(hosts)
+            + cpu_widenings(speeds)
         )
         parts = [(pooled.spread * factor, pooled.df)] + [(w.spread, w.df) for w in widened]
         se = math.sqrt(sum(part**2 for part, _ in parts))
@@ -441,7 +511,10 @@ def judge(
         z = stats.normal_quantile(0.5 + level / 2.0)
         se = (math.log(difference.ratio.high) - math.log(difference.ratio.low)) / (2.0 * z)
         widened = tuple(
-            side_widenings(reference, 0) + side_widenings(other, 1) + host_widenings(hosts)
+            side_widenings(reference, 0)
+            + side_widenings(other, 1)
+            + host_widenings(hosts)
+            + cpu_widenings(speeds)
         )
         if widened and se > 0:
             # The bootstrap's spread and the widenings in quadrature: each end

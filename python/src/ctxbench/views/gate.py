@@ -100,6 +100,10 @@ CAUSE_WORDS = {
     noise.SLOWED: "{run}'s host reference still ran {spread:.0%} slow",
     noise.HOST_SLOWED: "{run}'s host reference ran {spread:.0%} slow over the whole run",
     noise.TAKEN: "{run} ran with other work, which may have added up to {spread:.0%}",
+    noise.CPU_SLOWED: (
+        "{run}'s CPU ran {spread:.0%} slow over the whole run (its plain loop, which no change "
+        "to the system touches, against this machine's earlier runs)"
+    ),
 }
 
 

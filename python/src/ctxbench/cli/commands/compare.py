@@ -148,13 +148,14 @@ def compare(
                           EXIT_INCONCLUSIVE)  # fmt: skip
     if len(run_refs) < 2:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
-    from ctxbench.cli.commands.profile import (
-        print_profile_comparison,
-        refuse_profile_among_runs,
-        stored_profiles,
-    )
+    from ctxbench.cli.commands.profile import print_profile_comparison, profiles_compared
 
-    profiles = stored_profiles(db, run_refs) if len(run_refs) == 2 else []
+    with open_store(db, create=False) as store:
+        profiles = profiles_compared(store, run_refs)
+        if not profiles:
+            runs, pairing, comparison = _runs_compared(
+                store, run_refs, baseline, split, pair, alpha, min_effect
+            )
     if profiles:  # two stored profiles: before and after a change to the program
         if fail_above is not None or pair is not None or split or baseline is not None:
             raise BadInput(
@@ -163,32 +164,6 @@ def compare(
             )
         print_profile_comparison(profiles[0], profiles[1], db, as_json)
         return 0
-    refuse_profile_among_runs(db, run_refs)
-    with open_store(db, create=False) as store:
-        runs = [store.load(ref) for ref in run_refs]
-        if baseline is not None:
-            base_id = store.resolve(baseline)
-            if base_id not in [run.run_id for run in runs]:
-                raise BadInput(f"--baseline {baseline} is not one of the runs compared")
-            runs.sort(key=lambda run: run.run_id != base_id)  # stable: others keep their order
-        ids = [run.run_id for run in runs]
-        if len(set(ids)) != len(ids):
-            raise BadInput(
-                f"the same run is named twice ({', '.join(ids)}); compare different runs"
-            )
-        if split and len(runs) != 2:
-            raise click.UsageError(
-                "--why splits one run against another: give two runs (RUN_A RUN_B), "
-                "or --baseline and one run at a time"
-            )
-        pairing = None if pair is None else _pairing(runs, pair)
-        comparison = build_comparison(
-            store,
-            runs if pairing is None else pairing.runs,
-            alpha=alpha,
-            min_effect=min_effect,
-            waive=() if pairing is None else pairing.names,
-        )
     judged = None if fail_above is None else gate(comparison, fail_above, allow_inconclusive or 0.0)
     if pairing is not None or split:
         _print_why_or_pairs(runs, pairing, split, as_json, comparison, judged)
@@ -197,6 +172,42 @@ def compare(
     else:
         _print_comparison(runs, comparison, show_all, only_common)
     return gate_exit(comparison, judged, as_json)
+
+
+def _runs_compared(
+    store: Any,
+    run_refs: tuple[str, ...],
+    baseline: str | None,
+    split: bool,
+    pair: str | None,
+    alpha: float,
+    min_effect: float,
+) -> tuple[list[StoredRun], Any, Comparison]:
+    """The runs RUN_REFS name (the --baseline first), their pairing under
+    --pair, and the one comparison of them."""
+    runs = [store.load(ref) for ref in run_refs]
+    if baseline is not None:
+        base_id = store.resolve(baseline)
+        if base_id not in [run.run_id for run in runs]:
+            raise BadInput(f"--baseline {baseline} is not one of the runs compared")
+        runs.sort(key=lambda run: run.run_id != base_id)  # stable: others keep their order
+    ids = [run.run_id for run in runs]
+    if len(set(ids)) != len(ids):
+        raise BadInput(f"the same run is named twice ({', '.join(ids)}); compare different runs")
+    if split and len(runs) != 2:
+        raise click.UsageError(
+            "--why splits one run against another: give two runs (RUN_A RUN_B), "
+            "or --baseline and one run at a time"
+        )
+    pairing = None if pair is None else _pairing(runs, pair)
+    comparison = build_comparison(
+        store,
+        runs if pairing is None else pairing.runs,
+        alpha=alpha,
+        min_effect=min_effect,
+        waive=() if pairing is None else pairing.names,
+    )
+    return runs, pairing, comparison
 
 
 def build_comparison(
@@ -213,10 +224,16 @@ def build_comparison(
     keeps a row whose sides ran on a different number of CPUs)."""
     from ctxbench.analysis.compare import compare_runs
     from ctxbench.analysis.compare_pairs import waive_placement
-    from ctxbench.analysis.machine_history import variant_history
+    from ctxbench.analysis.machine_history import history_runs, loop_history, variant_figures
 
-    history = variant_history(store, runs)
-    comparison = compare_runs(runs, alpha=alpha, min_effect=min_effect, history=history)
+    earlier = history_runs(store, runs)
+    comparison = compare_runs(
+        runs,
+        alpha=alpha,
+        min_effect=min_effect,
+        history=variant_figures(earlier),
+        loop_history=loop_history(earlier),
+    )
     return waive_placement(comparison, waive) if waive else comparison
 
 

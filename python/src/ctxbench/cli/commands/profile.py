@@ -55,32 +55,38 @@ def store_lookup(db: str | None, env: dict[str, Any]):
 
 def stored_profiles(db: str | None, refs: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
     """The stored profiles REFS name, when every one names a profile and none
-    a run (so that `show` and `compare` take a profile's id as they take a
+    a run (so that `show` and `report` take a profile's id as they take a
     run's); else an empty list."""
     try:
         store = open_store(db, create=False)
     except StoreError:
         return []
     with store:
-        ids = [store.profile_id(ref) for ref in refs]
-        if not all(ids) or any(_names_a_run(store, ref) for ref in refs):
-            return []  # a run's reference too: the run wins
-        return [store.load_profile(i) for i in ids if i]
+        return _all_profiles(store, refs)
 
 
-def refuse_profile_among_runs(db: str | None, refs: tuple[str, ...] | list[str]) -> None:
-    """One line for a stored profile's id given among runs (or with 'latest')."""
-    try:
-        store = open_store(db, create=False)
-    except StoreError:
-        return
-    with store:
-        for ref in refs:
-            if store.profile_id(ref) and not _names_a_run(store, ref):
-                raise BadInput(
-                    f"'{ref}' is a stored profile, not a run: compare it with another stored "
-                    "profile by id (`ctxbench profile --list` lists them)"
-                )
+def profiles_compared(store: Any, refs: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
+    """For `compare`, in the store it has open: the two stored profiles REFS
+    name (before and after a change to the program); an empty list when they
+    name runs; one line (BadInput) for a stored profile's id given among runs
+    or with more than one other."""
+    profiles = _all_profiles(store, refs) if len(refs) == 2 else []
+    if profiles:
+        return profiles
+    for ref in refs:
+        if store.profile_id(ref) and not _names_a_run(store, ref):
+            raise BadInput(
+                f"'{ref}' is a stored profile, not a run: compare it with another stored "
+                "profile by id (`ctxbench profile --list` lists them)"
+            )
+    return []
+
+
+def _all_profiles(store: Any, refs: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
+    ids = [store.profile_id(ref) for ref in refs]
+    if not all(ids) or any(_names_a_run(store, ref) for ref in refs):
+        return []  # a run's reference too: the run wins
+    return [store.load_profile(i) for i in ids if i]
 
 
 def _names_a_run(store: Any, reference: str) -> bool:
