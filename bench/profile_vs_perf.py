@@ -9,7 +9,9 @@ requests) the script:
    page-faults,raw_syscalls:sys_enter -- CMD`. perf counts CMD from its exec;
    ctxbench counts perf too, so `perf stat ... -- true` is profiled the same
    way, and perf's own events (ctxbench's count less perf's count of `true`)
-   are taken off ctxbench's;
+   are taken off ctxbench's; perf's own switches and migrations are taken
+   from its own thread in each run instead (the profile's per-thread
+   counts), as they vary with the load;
 2. runs `perf trace -s -- CMD` and sums its calls per thread, beside a
    separate ctxbench profile of CMD (two runs: the programs vary a little);
 3. times CMD alone and under `ctxbench-engine profile` (the record's wall
@@ -197,8 +199,8 @@ def counted_by_both(
     print("\n## One run counted by both (ctxbench less perf's own events)\n")
     print(
         f"perf's own events (from a run of `perf stat -- true`): {own}; its context switches"
-        " are taken from its own thread in each run instead (they vary with the load; its"
-        " migrations vary too, 0-2 a run, and are not known per thread)\n"
+        " and migrations are taken from its own thread in each run instead (they vary with"
+        " the load)\n"
     )
     print("| program | event | ctxbench | perf stat | difference |")
     print("|---|---|---:|---:|---:|")
@@ -212,6 +214,8 @@ def counted_by_both(
             mine = [t for t in record["threads"] if t["tid"] == record["target"]["pid"]]
             if mine and ours == "context_switches":
                 value -= mine[0]["voluntary_switches"] + mine[0]["involuntary_switches"] - own[ours]
+            if mine and ours == "migrations" and "migrations" in mine[0]:
+                value += own[ours] - mine[0]["migrations"]  # its own thread's moves, this run
             theirs = perf.get(perf_name, 0)
             print(f"| {name} | {perf_name} | {value:,} | {theirs:,} | {within(value, theirs)} |")
         priced[name] = profile(args.engine, command, workdir)

@@ -277,7 +277,8 @@ nlohmann::json profile_to_json(const ProfileInputs& in) {
                          {"voluntary_switches", t.voluntary},
                          {"involuntary_switches", t.involuntary},
                          {"syscalls", t.syscalls},
-                         {"wakeups", t.wakeups}});
+                         {"wakeups", t.wakeups},
+                         {"migrations", t.migrations}});
     }
   }
 

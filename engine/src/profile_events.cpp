@@ -62,7 +62,7 @@ perf_event_attr counting_attr(std::uint32_t type, std::uint64_t config, bool on_
 struct SampledTracepoint {
   std::uint64_t config;
   ProfileEventKind kind;
-  std::optional<TraceField> a, b;
+  std::optional<TraceField> a, b, c;
   bool whole_cpu;  // every task's (kept where the task in field a is the program's)
 };
 
@@ -76,13 +76,14 @@ std::vector<SampledTracepoint> sampled_tracepoints(const std::string& tracefs, s
     const char* field_a;
     const char* field_b;
     bool whole_cpu;
+    const char* field_c = nullptr;
   };
   const SampledSpec sampled[] = {
       {"raw_syscalls", "sys_enter", ProfileEventKind::sys_enter, "id", nullptr, false},
       {"sched", "sched_switch", ProfileEventKind::sched_switch, "prev_state", "prev_pid", false},
       {"task", "task_newtask", ProfileEventKind::newtask, "pid", "clone_flags", false},
       {"sched", "sched_waking", ProfileEventKind::waking, "pid", "target_cpu", true},
-      {"sched", "sched_migrate_task", ProfileEventKind::migrate, "pid", "dest_cpu", true},
+      {"sched", "sched_migrate_task", ProfileEventKind::migrate, "pid", "dest_cpu", true, "orig_cpu"},
   };
   std::vector<SampledTracepoint> wanted;
   for (const auto& spec : sampled) {
@@ -96,8 +97,9 @@ std::vector<SampledTracepoint> sampled_tracepoints(const std::string& tracefs, s
       const auto it = fields.find(name);
       return it == fields.end() ? std::nullopt : std::optional<TraceField>(it->second);
     };
-    SampledTracepoint tp{id.value_or(0), spec.kind, field(spec.field_a), field(spec.field_b), spec.whole_cpu};
-    if (!id || !tp.a || (spec.field_b && !tp.b)) {
+    SampledTracepoint tp{id.value_or(0),      spec.kind,           field(spec.field_a),
+                         field(spec.field_b), field(spec.field_c), spec.whole_cpu};
+    if (!id || !tp.a || (spec.field_b && !tp.b) || (spec.field_c && !tp.c)) {
       *problem = tracefs.empty()
                      ? "no tracefs to find the tracepoints in"
                      : fmt::format("the tracepoint {}:{} or its fields are not readable", spec.system, spec.name);
@@ -162,10 +164,12 @@ void SampleTally::take(const ProfileSample& s) {
       last_wake_ = s;
       const int task = static_cast<int>(s.a);
       if (!own_.count(task)) return;  // another program's task
-      if (s.kind == ProfileEventKind::waking)
+      if (s.kind == ProfileEventKind::waking) {
         take_waking(s, task);
-      else
+      } else {
+        if (s.c >= 0 && s.c != s.b) ++threads[task].migrations;
         take_move(s, task);
+      }
       return;
     }
     case ProfileEventKind::switch_in: take_switch_in(s); return;
@@ -239,7 +243,7 @@ struct ProfileEvents::Impl {
   };
   struct Tracepoint {
     ProfileEventKind kind;
-    std::optional<TraceField> a, b;
+    std::optional<TraceField> a, b, c;
   };
   struct Ring {
     int leader = -1;
@@ -382,7 +386,7 @@ std::string ProfileEvents::open_samples(Impl& impl, const std::vector<pid_t>& ta
     for (int cpu : cpus) {
       Impl::Ring ring;
       for (std::size_t t = 0; t < tasks.size(); ++t) {
-        for (const auto& [config, kind, a, b, whole_cpu] : wanted) {
+        for (const auto& [config, kind, a, b, c, whole_cpu] : wanted) {
           if (whole_cpu && t > 0) continue;  // one per CPU, not one per task
           auto attr = counting_attr(PERF_TYPE_TRACEPOINT, config, on_exec);
           attr.inherit = whole_cpu ? 0 : 1;
@@ -411,7 +415,7 @@ std::string ProfileEvents::open_samples(Impl& impl, const std::vector<pid_t>& ta
           if (whole_cpu) impl.whole_cpu_fds.push_back(fd);
           std::uint64_t id = 0;
           ioctl(fd, PERF_EVENT_IOC_ID, &id);
-          impl.by_id[id] = Impl::Tracepoint{kind, a, b};
+          impl.by_id[id] = Impl::Tracepoint{kind, a, b, c};
           if (ring.leader < 0) {
             ring.leader = fd;
             ring.length = (pages + 1) * impl.page;
@@ -541,6 +545,7 @@ void ProfileEvents::drain(SampleTally& tally) {
           s.tid = static_cast<int>(sample.tid);
           if (it->second.a) s.a = read_tracepoint_field(sample.raw, sample.raw_size, *it->second.a);
           if (it->second.b) s.b = read_tracepoint_field(sample.raw, sample.raw_size, *it->second.b);
+          if (it->second.c) s.c = read_tracepoint_field(sample.raw, sample.raw_size, *it->second.c);
           tally.add(s);
         },
         in_place_ ? std::function<void(const PerfSwitch&)>(on_switch) : nullptr);

@@ -59,6 +59,8 @@ struct ProfileSample {
   // sched_switch: prev_pid; waking: target CPU; migrate: destination CPU;
   // newtask: clone flags; switch_in: the task going out.
   std::int64_t b = 0;
+  // migrate: the CPU it leaves (a move to the CPU it is on is no migration).
+  std::int64_t c = -1;
 };
 
 // sched_switch's prev_state of a task switched out while runnable (preempted):
@@ -68,6 +70,7 @@ bool left_runnable(std::int64_t prev_state);
 // Per-thread counts from the samples.
 struct ThreadTally {
   std::uint64_t voluntary = 0, involuntary = 0, syscalls = 0, wakeups = 0;
+  std::uint64_t migrations = 0;  // moves to another CPU (sched_migrate_task, orig_cpu != dest_cpu)
 };
 
 // What the samples add up to. Pure: feed samples in any order within a

@@ -79,22 +79,6 @@ double getppid_ns(Clock& clock, int rounds, int calls) {
 // CTXBENCH_TRACE_EVENTS=FILE: the recorded events as text, one a line
 // ("ts cpu tid kind a b"), the seed task first: what the unit tests' event
 // sequences were cut from (docs/tracing.md).
-// The tracepoints missing here, and power:cpu_idle when it was opened but
-// never fired although the CPUs went idle (switches to the idle task): on some
-// guests it never does, and then the pass cannot see an idle exit, which is
-// not evidence that none came.
-std::vector<std::string> silent_idle_events(std::vector<std::string> missing, const std::vector<TraceEvent>& events) {
-  std::size_t idle_events = 0, to_idle = 0;
-  for (const auto& e : events) {
-    if (e.kind == TraceKind::cpu_idle) ++idle_events;
-    if (e.kind == TraceKind::sched_switch && e.b == 0) ++to_idle;
-  }
-  const bool opened = std::find(missing.begin(), missing.end(), "power:cpu_idle") == missing.end();
-  if (opened && idle_events == 0 && to_idle > 0)
-    missing.push_back(fmt::format("power:cpu_idle (opened, never fired, though the CPUs went idle {} times)", to_idle));
-  return missing;
-}
-
 void write_events(const char* path, const std::vector<TraceEvent>& events, int seed) {
   std::FILE* out = std::fopen(path, "w");
   if (!out) return;
@@ -131,6 +115,18 @@ nlohmann::json not_traced(const std::string& status, const std::string& reason) 
 }
 
 }  // namespace
+
+std::vector<std::string> silent_idle_events(std::vector<std::string> missing, const std::vector<TraceEvent>& events) {
+  std::size_t idle_events = 0, to_idle = 0;
+  for (const auto& e : events) {
+    if (e.kind == TraceKind::cpu_idle) ++idle_events;
+    if (e.kind == TraceKind::sched_switch && e.b == 0) ++to_idle;
+  }
+  const bool opened = std::find(missing.begin(), missing.end(), "power:cpu_idle") == missing.end();
+  if (opened && idle_events == 0 && to_idle > 0)
+    missing.push_back(fmt::format("power:cpu_idle (opened, never fired, though the CPUs went idle {} times)", to_idle));
+  return missing;
+}
 
 bool wants_traced_pass(const ProbeDescriptor& probe, const Result& untraced) {
   return untraced.family == "switch" && !probe.matrix && untraced.summary &&

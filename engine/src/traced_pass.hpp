@@ -25,6 +25,13 @@ bool wants_traced_pass(const ProbeDescriptor& probe, const Result& untraced);
 // times the event cost's getppid loops.
 void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Params& params, Clock& clock);
 
+// The tracepoints missing (`missing`, as the session found them), and
+// power:cpu_idle when it was opened but never fired although the CPUs went
+// idle (switches to the idle task, pid 0): on some guests it never does, and
+// then the pass cannot see an idle exit, which is not evidence that none
+// came. Pure; unit-tested on scripted events.
+std::vector<std::string> silent_idle_events(std::vector<std::string> missing, const std::vector<TraceEvent>& events);
+
 // The block for a finished analysis (pure; unit-tested).
 nlohmann::json trace_block(const PhaseReport& report, const std::optional<Summary>& traced,
                            std::optional<double> untraced_median, std::optional<double> event_cost_ns);

@@ -48,6 +48,24 @@ TEST(ProfileTally, WakeUpsPlacedByWakerCpuAndTheMoveTheyMade) {
   EXPECT_EQ(tally.threads[101].wakeups, 1u);
 }
 
+TEST(ProfileTally, EachThreadsMovesToAnotherCpuAreItsMigrations) {
+  SampleTally tally({100, 101});
+  tally.add(sample(ProfileEventKind::sys_enter, 1, 0, 100, 39));  // the program runs
+  auto move = [](std::uint64_t time, std::int64_t task, std::int64_t from, std::int64_t to) {
+    ProfileSample s = sample(ProfileEventKind::migrate, time, 0, 0, task, to);
+    s.c = from;
+    return s;
+  };
+  tally.add(move(10, 100, 0, 1));
+  tally.add(move(20, 100, 1, 0));
+  tally.add(move(30, 101, 1, 1));  // placed where it was: no migration
+  tally.add(move(40, 999, 0, 1));  // another program's task
+  tally.settle_all();
+  EXPECT_EQ(tally.threads[100].migrations, 2u);
+  EXPECT_EQ(tally.threads[101].migrations, 0u);
+  EXPECT_EQ(tally.threads.count(999), 0u);
+}
+
 TEST(ProfileTally, OtherProgramsTasksAreNotItsWakeUps) {
   SampleTally tally({100});
   tally.add(sample(ProfileEventKind::waking, 5, 0, 100, 555, 0));

@@ -130,9 +130,14 @@ class Price:
         return sum(p.cpu_s or 0.0 for p in self.parts)
 
     @property
+    def hand_off(self) -> Part | None:
+        """The part that prices the hand-offs (same-CPU switches), if any."""
+        return next((p for p in self.parts if p.kind == "hand_off"), None)
+
+    @property
     def hand_off_figure(self) -> Figure | None:
         """The same-CPU switch figure the hand-offs are priced with."""
-        hand = next((p for p in self.parts if p.kind == "hand_off"), None)
+        hand = self.hand_off
         return hand.figure if hand else None
 
     @property
@@ -346,7 +351,7 @@ def counterfactuals(
 ) -> list[Counterfactual]:
     """What would change, from measured figures only."""
     result = []
-    hand = next((x for x in p.parts if x.kind == "hand_off"), None)
+    hand = p.hand_off
     if hand and hand.count and hand.figure:
         fiber_w = Wanted.of(probe_with("profile:fiber"))
         asm_w = Wanted.of(probe_with("profile:asm"), fpcontrol="same", fpstate="abi")
