@@ -101,8 +101,9 @@ CAUSE_WORDS = {
     noise.HOST_SLOWED: "{run}'s host reference ran {spread:.0%} slow over the whole run",
     noise.TAKEN: "{run} ran with other work, which may have added up to {spread:.0%}",
     noise.CPU_SLOWED: (
-        "{run}'s CPU ran {spread:.0%} slow over the whole run (its plain loop, which no change "
-        "to the system touches, against this machine's earlier runs)"
+        "{run}'s CPU ran slow over the whole run (its plain loop, which no change to the system "
+        "touches, against this machine's earlier runs), so its figures may sit up to {spread:.0%} "
+        "higher"
     ),
 }
 
