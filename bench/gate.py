@@ -34,13 +34,23 @@ called a row of the class slower, the median B/A ratio, and the untouched
 rows called slower (false alarms too). Every row of every comparison is
 counted as judged or inconclusive.
 
+--confirm takes, right after A' and after each B, a second run of the same
+kind (its "again" run, the whole selection, the same conditions); a gate
+that failed is then judged again as `compare --confirm` judges it
+(analysis.gate.confirm: a row stays slower only when the again run against
+A calls it slower too), and the tables give the gates both ways. Again
+runs never join the history. (`compare --confirm` measures only the rows
+called slower, when the compare runs; here the again run is taken
+whatever the first gate says, so that --replay can judge it at any
+threshold.)
+
 --keep DIR keeps every run's records (DIR/*.jsonl) and a manifest;
 --replay DIR judges a kept directory again without measuring, so a change
 of the gate's rules is measured on the same runs.
 
 Usage: python3 bench/gate.py [--pairs K] [--history K] [--load [hog|mix]]
            [--mechanisms seccomp,sched] [--selection 'PROBES...']
-           [--fail-above 10] [--run-args '...'] [--keep DIR | --replay DIR]
+           [--fail-above 10] [--run-args '...'] [--confirm] [--keep DIR | --replay DIR]
 Prints tables; never used by tests (speed and noise live in bench/).
 """
 
@@ -71,7 +81,7 @@ sys.path.insert(0, os.path.join(ROOT, "python", "src"))
 
 from ctxbench.acquire.runner import find_engine  # noqa: E402
 from ctxbench.analysis.compare import time_ratio  # noqa: E402
-from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, gate  # noqa: E402
+from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, confirm, gate  # noqa: E402
 from ctxbench.cli.commands.compare import build_comparison  # noqa: E402
 from ctxbench.records.core import read_run_file  # noqa: E402
 from ctxbench.store.db import Store  # noqa: E402
@@ -195,6 +205,7 @@ def measure(options: argparse.Namespace, directory: str) -> dict:
         "run_args": options.run_args,
         "load": options.load,
         "mechanisms": options.mechanisms,
+        "confirm": options.confirm,
         "history": [],
         "pairs": [],
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
@@ -222,6 +233,9 @@ def measure(options: argparse.Namespace, directory: str) -> dict:
             shift = (pair - 1) % len(order)
             for kind in order[shift:] + order[:shift]:
                 runs[kind] = take("plain" if kind == "same" else kind, f"{pair}-{kind}")
+                if options.confirm:
+                    runs[f"{kind}-again"] = take("plain" if kind == "same" else kind,
+                                                 f"{pair}-{kind}-again")  # fmt: skip
             manifest["pairs"].append(runs)
             print(f"pair {pair}/{options.pairs} measured ({time.monotonic() - started:.0f} s)",
                   file=sys.stderr)  # fmt: skip
@@ -247,6 +261,7 @@ def judge(directory: str, manifest: dict, thresholds: list[float], allow: float)
         "aa_slower": defaultdict(list),  # percent -> variants called slower in A/A
         "sources": Counter(),
         "why": defaultdict(Counter),  # (percent, kind) -> inconclusive rows by why
+        "first": defaultdict(Counter),  # (percent, kind) -> outcomes before measuring again
     }
     try:
         with Store.open(history_db) as store:
@@ -258,19 +273,31 @@ def judge(directory: str, manifest: dict, thresholds: list[float], allow: float)
                     store.add_run(read_run_file(Path(directory, runs[kind])),
                                   origin="import")  # fmt: skip
             for kind in ["same", *manifest["mechanisms"]]:
+                again = runs.get(f"{kind}-again")
                 db = history_db
-                if kind != "same":
+                if kind != "same" or again:
                     db = os.path.join(work, f"with-{kind}.db")
                     shutil.copyfile(history_db, db)
                     with Store.open(db) as store:
-                        store.add_run(read_run_file(Path(directory, runs[kind])),
-                                      origin="import")  # fmt: skip
+                        for name in [runs[kind]] * (kind != "same") + [again] * bool(again):
+                            store.add_run(read_run_file(Path(directory, name)), origin="import")
                 with Store.open(db) as store:
                     pair = [store.load(_run_id(directory, runs["A"])),
                             store.load(_run_id(directory, runs[kind]))]  # fmt: skip
                     comparison = build_comparison(store, pair)
+                    second = None
+                    if again:
+                        second = build_comparison(
+                            store, [pair[0], store.load(_run_id(directory, again))],
+                            leave_out=(pair[1],),
+                        )  # fmt: skip
                 for percent in thresholds:
-                    tally(tallies, kind, percent, gate(comparison, percent, allow))
+                    judged = gate(comparison, percent, allow)
+                    tallies["first"][(percent, kind)][judged.outcome] += 1
+                    if second is not None and judged.failed:
+                        again_id = _run_id(directory, again)
+                        judged = confirm(judged, gate(second, percent, allow), again_id)
+                    tally(tallies, kind, percent, judged)
                 for row in comparison.rows:
                     cell = row.cells[1]
                     ratio = time_ratio(cell.difference, row.unit) if cell.difference else None
@@ -340,6 +367,12 @@ def report(manifest: dict, tallies: dict, thresholds: list[float], allow: float)
             counts = tallies["gates"][(percent, kind)]
             print(f"| {label[kind]} | {counts['passed']} | {counts['failed']} | "
                   f"{counts['inconclusive']} |")  # fmt: skip
+        if manifest.get("confirm"):
+            print("(a failed gate judged again with its again run, as `compare --confirm` does; "
+                  "before that: " + "; ".join(
+                      f"{label[kind]} {c['passed']}/{c['failed']}/{c['inconclusive']}"
+                      for kind in kinds for c in [tallies['first'][(percent, kind)]])
+                  + " passed/failed/inconclusive)")  # fmt: skip
         header = "| row class | A/A rows judged | A/A detectable (median) | A/A slower |"
         rule = "|---|---:|---:|---:|"
         for kind in kinds[1:]:
@@ -426,6 +459,11 @@ def main() -> int:
     parser.add_argument("--fail-above", default="10", help="thresholds in percent (10; e.g. 10,5)")
     parser.add_argument("--allow-inconclusive", type=float, default=0.0, metavar="PCT")
     parser.add_argument("--run-args", default="", help="extra `ctxbench run` options, all runs")
+    parser.add_argument(
+        "--confirm",
+        action="store_true",
+        help="take an again run after A' and each B; judge failed gates again",
+    )
     parser.add_argument("--keep", help="keep the runs' records in this directory")
     parser.add_argument("--replay", help="judge the runs kept in this directory again")
     options = parser.parse_args()

@@ -96,7 +96,12 @@ def main(argv):
         )
         return 2
     signal.signal(signal.SIGINT, on_sigint)
-    selectors = [a for a in rest if not a.startswith("--")]
+    # The selectors come first (RunOptions.engine_args); the words after the
+    # first option are options and their values.
+    first_option = next((i for i, a in enumerate(rest) if a.startswith("--")), len(rest))
+    selectors = rest[:first_option]
+    if "--preset" in rest:  # the fake knows no preset's probes: it replays what the name matches
+        selectors = [rest[rest.index("--preset") + 1]]
     if selectors:
         results = [r for r in results if any(fnmatch.fnmatch(r["probe"], s) for s in selectors)]
     if "--dry-run" in rest:  # the variants it would run, as the engine prints them

@@ -38,6 +38,16 @@ se its standard error and df its degrees of freedom:
    detectable slowdown with every widening as noise (rule 2 is for the
    rest). Otherwise it is ``inconclusive``: a quieter moment would decide it.
 
+5. With a confirmation (``confirm``: `compare --confirm` measured the rows
+   called slower again, right after, or `--confirm-with RUN` names such a
+   run), a row stays ``slower`` only when its confirmation against the
+   same reference is ``slower`` too (or was not measured again); where it
+   is not, the row is ``inconclusive`` (``not repeated``): one run's
+   excursion, or a change close to the threshold, which a second run
+   decides. A real slowdown repeats; a single run in a slow spell of the
+   host, or a row that sits at one of two levels, seldom does twice. The
+   other rows keep the first run's outcome: only a failure is re-examined.
+
 The gate fails when any row is slower; passes only when no row is slower,
 at least one row is ``not slower`` and the share of inconclusive rows is
 within ``allow_inconclusive`` (0 unless asked); and is otherwise
@@ -49,17 +59,19 @@ it (``Decider``): repeats, earlier runs of the machine, or a quieter moment.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ctxbench import stats
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import ONLY_ONE, Cell, Comparison, Row, time_interval, time_ratio
+from ctxbench.records.core import params_key
 
 SLOWER, NOT_SLOWER, INCONCLUSIVE = "slower", "not slower", "inconclusive"
 OUTCOMES = (SLOWER, NOT_SLOWER, INCONCLUSIVE)
 PASSED, FAILED = "passed", "failed"  # the gate's outcomes, with INCONCLUSIVE
 # Why a row is inconclusive (``GateRow.why``).
 NOISE, UNSURE, EXCLUDED, NOT_COMPARED = "noise", "unsure", "excluded", "not compared"
+NOT_REPEATED = "not repeated"  # slower in one run, not in its confirmation
 MAX_REPEATS = 20  # the most repeats a Decider proposes
 
 
@@ -92,6 +104,9 @@ class GateRow:
     decider: Decider | None = None
     # The ratio's interval, oriented like time_ratio (low, high); None without one.
     interval: tuple[float, float] | None = None
+    # Where the row was called slower and measured again (``confirm``): the
+    # confirmation run's row against the same reference, as the gate judged it.
+    again: GateRow | None = None
 
     @property
     def cell(self) -> Cell:
@@ -108,6 +123,8 @@ class Gate:
     allow_inconclusive: float = 0.0  # percent of the rows that may be inconclusive
     power: float = noise.GATE_POWER
     level: float = stats.DEFAULT_LEVEL
+    # The run that measured the slower rows again (``confirm``); None: none did.
+    confirmed_by: str | None = None
 
     def of(self, outcome: str) -> list[GateRow]:
         return [row for row in self.rows if row.outcome == outcome]
@@ -153,6 +170,35 @@ def gate(
             else:
                 rows.append(judged)
     return Gate(percent, rows, not_measured, allow_inconclusive, power, comparison.level)
+
+
+def confirm(first: Gate, again: Gate, run_id: str) -> Gate:
+    """FIRST with its slower rows judged again by AGAIN, the gate of a run
+    measured after it against the same reference (rule 5 of the module's
+    docstring). RUN_ID names that run."""
+    if again.percent != first.percent:
+        raise ValueError("a confirmation is judged at the first gate's threshold")
+    judged_again = {_row_key(verdict): verdict for verdict in again.rows}
+    rows = []
+    for verdict in first.rows:
+        second = judged_again.get(_row_key(verdict)) if verdict.outcome == SLOWER else None
+        if second is None:
+            rows.append(verdict)
+        elif second.outcome == SLOWER:
+            rows.append(replace(verdict, again=second))
+        else:
+            rows.append(replace(verdict, outcome=INCONCLUSIVE, why=NOT_REPEATED, again=second))
+    return replace(first, rows=rows, confirmed_by=run_id)
+
+
+def slower_variants(judged: Gate) -> list[tuple[str, dict]]:
+    """The (probe, params) of the rows JUDGED called slower: what a
+    confirmation measures again."""
+    return [(verdict.row.probe, verdict.row.params) for verdict in judged.of(SLOWER)]
+
+
+def _row_key(verdict: GateRow) -> tuple[str, str]:
+    return verdict.row.probe, params_key(verdict.row.params)
 
 
 def _measured_by_neither(row: Row, index: int) -> bool:

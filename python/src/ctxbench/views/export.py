@@ -206,12 +206,7 @@ def _gate_row_dict(verdict: GateRow) -> dict[str, Any]:
     return {
         "variant": variant_name(verdict.row.probe, verdict.row.params),
         "run": fmt.run_letter(verdict.index),
-        "outcome": verdict.outcome,
-        "time_ratio": _finite(verdict.time_ratio),
-        "interval": None
-        if verdict.interval is None
-        else {"low": _finite(verdict.interval[0]), "high": _finite(verdict.interval[1])},
-        "detectable_slowdown": _finite(verdict.detectable),
+        **_gate_judgment(verdict),
         "why": verdict.why,
         "detail": verdict.detail,
         "decided_by": None
@@ -222,6 +217,19 @@ def _gate_row_dict(verdict: GateRow) -> dict[str, Any]:
             "quieter_moment": decider.quieter,
             "two_levels": decider.two_levels,
         },
+        "again": None if verdict.again is None else _gate_judgment(verdict.again),
+    }
+
+
+def _gate_judgment(verdict: GateRow) -> dict[str, Any]:
+    """A gate row's outcome, time ratio, its interval and detectable slowdown."""
+    return {
+        "outcome": verdict.outcome,
+        "time_ratio": _finite(verdict.time_ratio),
+        "interval": None
+        if verdict.interval is None
+        else {"low": _finite(verdict.interval[0]), "high": _finite(verdict.interval[1])},
+        "detectable_slowdown": _finite(verdict.detectable),
     }
 
 
@@ -310,6 +318,7 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
             "allow_inconclusive": judged.allow_inconclusive,
             "outcome": judged.outcome,
             "failed": judged.failed,
+            "confirmed_by": judged.confirmed_by,
             "counts": {
                 "slower": judged.counts["slower"],
                 "not_slower": judged.counts["not slower"],

@@ -15,6 +15,7 @@ from ctxbench.analysis.gate import (
     EXCLUDED,
     INCONCLUSIVE,
     NOT_COMPARED,
+    NOT_REPEATED,
     NOT_SLOWER,
     SLOWER,
     UNSURE,
@@ -43,6 +44,7 @@ def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str
             f"slower by more than {percent}: {_name(verdict)}: {words}, "
             + (f"{p}, " if p else "")
             + noise_words(cell.noise)
+            + (f"; {again_words(verdict, judged)}" if judged.confirmed_by else "")
         )
     inconclusive = judged.of(INCONCLUSIVE)
     for verdict in inconclusive[:shown]:
@@ -65,6 +67,12 @@ def inconclusive_words(verdict: GateRow) -> str:
     """Why a row is inconclusive and what would decide it."""
     if verdict.why in (EXCLUDED, NOT_COMPARED):
         return f"not compared ({verdict.detail})"
+    if verdict.why == NOT_REPEATED:
+        return (
+            f"{ratio_words(verdict)} slower in {fmt.run_letter(verdict.index)}, "
+            f"{again_words(verdict, None)}: one run's excursion or a change near the "
+            "threshold; would decide it: another run"
+        )
     cell = verdict.cell
     shown = ratio_words(verdict) + ", " if verdict.time_ratio is not None else ""
     if verdict.why == UNSURE:
@@ -92,6 +100,17 @@ def inconclusive_words(verdict: GateRow) -> str:
     if decider.earlier_runs is not None:
         ways.append(f"{decider.earlier_runs} earlier runs of this machine in the store")
     return text + ("; would decide it: " + " or ".join(ways) if ways else "")
+
+
+def again_words(verdict: GateRow, judged: Gate | None) -> str:
+    """What the confirmation said of a row called slower: 'confirmed by its
+    run again (1.31× (1.27–1.36), slower)' or 'not in its run again (1.02×
+    (0.97–1.08), not slower)'."""
+    again = verdict.again
+    if again is None:
+        return "not measured again" if judged is None or judged.confirmed_by else ""
+    said = "confirmed by" if again.outcome == SLOWER else "not in"
+    return f"{said} its run again ({ratio_words(again)}, {again.outcome})"
 
 
 SOURCE_WORDS = SHORT_WORDS
@@ -153,6 +172,13 @@ def outcome_line(judged: Gate) -> str:
         text += f" ({judged.allow_inconclusive:g}% may be inconclusive)"
     if judged.not_measured:
         text += f"; {len(judged.not_measured)} row(s) measured in neither run (unsupported)"
+    if judged.confirmed_by:
+        repeated = sum(1 for verdict in judged.of(SLOWER) if verdict.again is not None)
+        not_repeated = sum(1 for verdict in judged.rows if verdict.why == NOT_REPEATED)
+        text += (
+            f"; measured again ({judged.confirmed_by}): {repeated} slower again, "
+            f"{not_repeated} not repeated"
+        )
     if judged.outcome == INCONCLUSIVE and not counts[NOT_SLOWER]:
         text += "; no row was judged, so the gate cannot pass"
     inconclusive = judged.of(INCONCLUSIVE)

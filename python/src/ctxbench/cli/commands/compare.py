@@ -109,6 +109,22 @@ EXIT_INCONCLUSIVE = 4  # compare --fail-above: neither passed nor failed (docs/c
     "--ab seccomp=none:profile. With --fail-above, each pair is slower, not slower or "
     "inconclusive and the exit status is the gate's. docs/accuracy.md#ab-in-one-run",
 )
+@click.option(
+    "--confirm",
+    "confirm",
+    is_flag=True,
+    help="With --fail-above and two runs, where a row is slower: measure those rows again, "
+    "here and now (a `ctxbench run` of just those variants with B's options, stored in the "
+    "same store), and keep a row slower only when it is slower again; one slower only once is "
+    "inconclusive (not repeated). docs/accuracy.md#confirming-a-failure",
+)
+@click.option(
+    "--confirm-with",
+    "confirm_with",
+    metavar="RUN",
+    help="Like --confirm, with RUN (taken after B, as B was) as the run that measures the "
+    "slower rows again.",
+)
 def compare(
     run_refs: tuple[str, ...],
     db: str | None,
@@ -123,6 +139,8 @@ def compare(
     split: bool,
     pair: str | None,
     ab: str | None,
+    confirm: bool,
+    confirm_with: str | None,
 ) -> int:
     """Runs side by side, answers first: each key figure's ratio with its
     interval, judged against the row's run-to-run noise (the runs' repeats,
@@ -138,6 +156,15 @@ def compare(
 
     if allow_inconclusive is not None and fail_above is None:
         raise click.UsageError("--allow-inconclusive goes with --fail-above PCT")
+    if confirm and confirm_with is not None:
+        raise click.UsageError("give --confirm (measure again now) or --confirm-with RUN, not both")
+    if (confirm or confirm_with is not None) and (
+        fail_above is None or ab is not None or len(run_refs) != 2 or pair or split or baseline
+    ):
+        raise click.UsageError(
+            "--confirm and --confirm-with judge a gate again: give --fail-above PCT and two "
+            "runs (RUN_A RUN_B), without --ab, --pair, --why or --baseline"
+        )
     if ab is not None:
         from ctxbench.cli.ab_compare import compare_ab
 
@@ -165,6 +192,8 @@ def compare(
         print_profile_comparison(profiles[0], profiles[1], db, as_json)
         return 0
     judged = None if fail_above is None else gate(comparison, fail_above, allow_inconclusive or 0.0)
+    if judged is not None and judged.failed and (confirm or confirm_with is not None):
+        judged = _confirmed(judged, runs, db, confirm_with, alpha, min_effect)
     if pairing is not None or split:
         _print_why_or_pairs(runs, pairing, split, as_json, comparison, judged)
     elif as_json:
@@ -216,17 +245,19 @@ def build_comparison(
     alpha: float = 0.05,
     min_effect: float = 0.05,
     waive: tuple[str, ...] = (),
+    leave_out: tuple[StoredRun, ...] = (),
 ) -> Comparison:
     """The one comparison a `compare` builds, whatever it prints: every row
     judged by ``compare_runs`` against the store's history of run A's
     machine. The key figures, --all, --json, --why, --pair and the gate all
     render this object. WAIVE: the parameters --pair paired on (``cpus``
-    keeps a row whose sides ran on a different number of CPUs)."""
+    keeps a row whose sides ran on a different number of CPUs). LEAVE_OUT:
+    runs kept out of the history (a confirmation's B: the run it checks)."""
     from ctxbench.analysis.compare import compare_runs
     from ctxbench.analysis.compare_pairs import waive_placement
     from ctxbench.analysis.machine_history import history_runs, loop_history, variant_figures
 
-    earlier = history_runs(store, runs)
+    earlier = history_runs(store, [*runs, *leave_out])
     comparison = compare_runs(
         runs,
         alpha=alpha,
@@ -235,6 +266,39 @@ def build_comparison(
         loop_history=loop_history(earlier),
     )
     return waive_placement(comparison, waive) if waive else comparison
+
+
+def _confirmed(
+    judged: Any,
+    runs: list[StoredRun],
+    db: str | None,
+    confirm_with: str | None,
+    alpha: float,
+    min_effect: float,
+) -> Any:
+    """JUDGED with its slower rows judged again (``analysis.gate.confirm``)
+    by CONFIRM_WITH, or by a run that measures them again now."""
+    from ctxbench.analysis.gate import confirm, slower_variants
+
+    reference, first = runs
+    if confirm_with is None:
+        from ctxbench.cli.confirm_run import measure_again
+
+        confirm_with = measure_again(first, slower_variants(judged), db)
+    with open_store(db, create=False) as store:
+        again = store.load(confirm_with)
+        if again.run_id in (reference.run_id, first.run_id):
+            raise BadInput(
+                f"--confirm-with {confirm_with} is one of the runs compared; give a run "
+                "taken after B"
+            )
+        comparison = build_comparison(
+            store, [reference, again], alpha=alpha, min_effect=min_effect, leave_out=(first,)
+        )
+    from ctxbench.analysis.gate import gate
+
+    second = gate(comparison, judged.percent, judged.allow_inconclusive, judged.power)
+    return confirm(judged, second, again.run_id)
 
 
 def gate_exit(comparison: Comparison, judged: Any, as_json: bool) -> int:
