@@ -11,7 +11,9 @@ requests) the script:
    way, and perf's own events (ctxbench's count less perf's count of `true`)
    are taken off ctxbench's; perf's own switches and migrations are taken
    from its own thread in each run instead (the profile's per-thread
-   counts), as they vary with the load;
+   counts), as they vary with the load; and what ctxbench counted of CMD
+   between perf's fork of it and its exec (the record's first exec, where
+   perf starts counting CMD) is taken off too, in each run;
 2. runs `perf trace -s -- CMD` and sums its calls per thread, beside a
    separate ctxbench profile of CMD (two runs: the programs vary a little);
 3. times CMD alone and under `ctxbench-engine profile` (the record's wall
@@ -189,13 +191,32 @@ def within(a: float, b: float) -> str:
     return f"{(a - b) / b:+.1%}"
 
 
+def before_exec(record: dict, ours: str) -> int:
+    """What ctxbench counted of the workload between perf's fork of it and
+    its exec (the record's first exec; perf stat starts counting it there):
+    its switches, migrations and system calls; 0 for the rest, or where the
+    record has no execs."""
+    execs = record.get("execs") or []
+    if not execs:
+        return 0
+    first = execs[0]
+    return {
+        "context_switches": first["voluntary_switches"] + first["involuntary_switches"],
+        "migrations": first.get("migrations", 0),
+        "syscalls": first["syscalls"],
+    }.get(ours, 0)
+
+
 def counted_by_both(
     args: argparse.Namespace, progs: dict[str, list[str]], workdir: str
 ) -> dict[str, dict]:
     # perf's own events: ctxbench's count of `perf stat -- true` less what
     # perf counted of `true` itself.
     base, base_perf = perf_stat_inside(args.engine, ["true"], workdir)
-    own = {ours: base["counts"][ours] - base_perf.get(name, 0) for name, ours in COMPARED}
+    own = {
+        ours: base["counts"][ours] - before_exec(base, ours) - base_perf.get(name, 0)
+        for name, ours in COMPARED
+    }
     print("\n## One run counted by both (ctxbench less perf's own events)\n")
     print(
         f"perf's own events (from a run of `perf stat -- true`): {own}; its context switches"
@@ -208,7 +229,7 @@ def counted_by_both(
     for name, command in progs.items():
         record, perf = perf_stat_inside(args.engine, command, workdir)
         for perf_name, ours in COMPARED:
-            value = record["counts"][ours] - own[ours]
+            value = record["counts"][ours] - before_exec(record, ours) - own[ours]
             # perf's own switches in this run (its one thread, the profile's
             # target): under load they vary from run to run.
             mine = [t for t in record["threads"] if t["tid"] == record["target"]["pid"]]

@@ -187,6 +187,19 @@ nlohmann::json latency_summary(const std::vector<std::uint64_t>& ns) {
           {"p75_us", at(0.75)}, {"p90_us", at(0.90)}, {"max_us", us.back()}};
 }
 
+// A thread's counts from the samples, as the record's threads and execs give them.
+nlohmann::json thread_json(int tid, const ThreadTally& t) {
+  return {{"tid", tid},
+          {"voluntary_switches", t.voluntary},
+          {"involuntary_switches", t.involuntary},
+          {"syscalls", t.syscalls},
+          {"wakeups", t.wakeups},
+          {"migrations", t.migrations}};
+}
+
+// The first execs of the program's tasks the record lists.
+constexpr std::size_t max_execs = 64;
+
 }  // namespace
 
 std::string syscall_name(std::int64_t number) {
@@ -256,6 +269,7 @@ nlohmann::json profile_to_json(const ProfileInputs& in) {
 
   nlohmann::json calls = nlohmann::json::array();
   nlohmann::json threads = nlohmann::json::array();
+  nlohmann::json execs = tally ? nlohmann::json::array() : nlohmann::json(nullptr);
   if (tally) {
     std::vector<std::pair<std::int64_t, std::uint64_t>> by_count(tally->syscalls_by_call.begin(),
                                                                  tally->syscalls_by_call.end());
@@ -273,13 +287,10 @@ nlohmann::json profile_to_json(const ProfileInputs& in) {
     for (std::size_t i = 0; i < by_switches.size(); ++i) {
       const auto& [tid, t] = by_switches[i];
       if (i >= top_threads && tid != in.pid) continue;
-      threads.push_back({{"tid", tid},
-                         {"voluntary_switches", t.voluntary},
-                         {"involuntary_switches", t.involuntary},
-                         {"syscalls", t.syscalls},
-                         {"wakeups", t.wakeups},
-                         {"migrations", t.migrations}});
+      threads.push_back(thread_json(tid, t));
     }
+    for (std::size_t i = 0; i < tally->execs.size() && i < max_execs; ++i)
+      execs.push_back(thread_json(tally->execs[i].tid, tally->execs[i].before));
   }
 
   nlohmann::json record = {
@@ -306,6 +317,7 @@ nlohmann::json profile_to_json(const ProfileInputs& in) {
       {"wakeup_latency", latency},
       {"syscalls_by_call", calls},
       {"threads", threads},
+      {"execs", execs},
       {"samples",
        {{"taken", tally != nullptr},
         {"lost", in.lost},

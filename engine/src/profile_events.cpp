@@ -84,6 +84,7 @@ std::vector<SampledTracepoint> sampled_tracepoints(const std::string& tracefs, s
       {"task", "task_newtask", ProfileEventKind::newtask, "pid", "clone_flags", false},
       {"sched", "sched_waking", ProfileEventKind::waking, "pid", "target_cpu", true},
       {"sched", "sched_migrate_task", ProfileEventKind::migrate, "pid", "dest_cpu", true, "orig_cpu"},
+      {"sched", "sched_process_exec", ProfileEventKind::exec, "pid", "old_pid", false},
   };
   std::vector<SampledTracepoint> wanted;
   for (const auto& spec : sampled) {
@@ -127,7 +128,8 @@ void SampleTally::settle(std::uint64_t before) {
 
 void SampleTally::take(const ProfileSample& s) {
   const bool own_event = s.kind == ProfileEventKind::sys_enter || s.kind == ProfileEventKind::sched_switch ||
-                         s.kind == ProfileEventKind::newtask;
+                         s.kind == ProfileEventKind::newtask || s.kind == ProfileEventKind::exec;
+  const bool started = exec_seen_;
   if (own_event) exec_seen_ = true;
   if (!exec_seen_ && (s.kind == ProfileEventKind::waking || s.kind == ProfileEventKind::migrate)) return;
   switch (s.kind) {
@@ -173,6 +175,15 @@ void SampleTally::take(const ProfileSample& s) {
       return;
     }
     case ProfileEventKind::switch_in: take_switch_in(s); return;
+    case ProfileEventKind::exec:
+      // Counted so far under the tid that called exec (old_pid: a thread
+      // other than the leader takes the leader's pid).
+      if (static_cast<int>(s.b) == command_) {
+        command_ = -1;
+      } else if (started) {
+        execs.push_back({static_cast<int>(s.a), s.time, threads[static_cast<int>(s.b)]});
+      }
+      return;
   }
 }
 

@@ -46,18 +46,19 @@
 namespace ctx {
 
 // One sampled tracepoint, as the tally takes it (pure data: tests script it).
-enum class ProfileEventKind { sys_enter, sched_switch, waking, migrate, newtask, switch_in };
+enum class ProfileEventKind { sys_enter, sched_switch, waking, migrate, newtask, switch_in, exec };
 struct ProfileSample {
   ProfileEventKind kind = ProfileEventKind::sys_enter;
   std::uint64_t time = 0;  // CLOCK_MONOTONIC_RAW ns
   int cpu = -1;            // the CPU the event fired on
   int tid = -1;            // the task running there (for sys_enter, sched_switch: the profiled task)
   // sys_enter: call number; sched_switch: prev_state; waking, migrate: the
-  // woken (moved) task; newtask: the new task.
+  // woken (moved) task; newtask: the new task; exec: the task's pid after it.
   std::int64_t a = 0;
   // switch_in (a switch record of a whole CPU): the task coming in.
   // sched_switch: prev_pid; waking: target CPU; migrate: destination CPU;
-  // newtask: clone flags; switch_in: the task going out.
+  // newtask: clone flags; switch_in: the task going out; exec: its tid before
+  // it (old_pid).
   std::int64_t b = 0;
   // migrate: the CPU it leaves (a move to the CPU it is on is no migration).
   std::int64_t c = -1;
@@ -71,6 +72,16 @@ bool left_runnable(std::int64_t prev_state);
 struct ThreadTally {
   std::uint64_t voluntary = 0, involuntary = 0, syscalls = 0, wakeups = 0;
   std::uint64_t migrations = 0;  // moves to another CPU (sched_migrate_task, orig_cpu != dest_cpu)
+};
+
+// A task of the program that ran a new program (sched_process_exec), and
+// what it had counted before: a child between its fork and its exec, which
+// `perf stat -- CMD` leaves out for CMD itself (its counters start at the
+// exec) and counts for CMD's own children.
+struct ExecTally {
+  int tid = -1;
+  std::uint64_t time = 0;
+  ThreadTally before;
 };
 
 // What the samples add up to. Pure: feed samples in any order within a
@@ -91,6 +102,9 @@ class SampleTally {
   std::uint64_t wakeups = 0, same_cpu = 0, cross_cpu = 0;
   std::uint64_t threads_created = 0, processes_created = 0;
   std::uint64_t duplicates = 0;  // the second delivery of a wake-up event (above)
+  // Every exec of the program's tasks after the program's own start (the
+  // command's exec is its start, not one of these), in time order.
+  std::vector<ExecTally> execs;
   // From switch_in samples only (in place): wake-ups by the target CPU's state.
   std::uint64_t idle_target = 0, busy_target = 0;
   // Latencies in place, ns, from waking to running, by where the task was
@@ -102,7 +116,10 @@ class SampleTally {
   // A command's profile: every CPU's events start before the command's exec,
   // the program's own at it; wake-ups and moves before the program's first
   // own event (the child before its exec) are not the program's.
-  void wait_for_exec() { exec_seen_ = false; }
+  void wait_for_exec() {
+    exec_seen_ = false;
+    command_ = own_.empty() ? -1 : *own_.begin();
+  }
   bool in_place() const { return in_place_; }
   const std::set<int>& own_tasks() const { return own_; }
 
@@ -133,6 +150,9 @@ class SampleTally {
   std::map<int, OpenWake> open_wakes_;
   bool in_place_ = false;
   bool exec_seen_ = true;
+  // The command's process until its exec is seen: that exec is the
+  // program's start, not one of `execs` (a switch inside it may come first).
+  int command_ = -1;
 };
 
 // The counters' totals; nullopt: not counted (opening it was refused).

@@ -59,6 +59,21 @@ def test_a_traced_record_with_a_broken_latency_is_refused():
     assert "wakeup_latency" in str(caught.value)
 
 
+def test_a_childs_counts_before_its_exec_are_read_and_checked():
+    """`execs`: each exec of the program's tasks with that task's counts
+    before it (profiles written before it have none)."""
+    record = json.loads((FIXTURES / "profile_pingpong.json").read_text())
+    assert "execs" not in record
+    child = {"tid": 4242, "voluntary_switches": 1, "involuntary_switches": 0, "syscalls": 14,
+             "wakeups": 1, "migrations": 1}  # fmt: skip
+    record["execs"] = [child]
+    assert parse_profile(json.dumps(record), "p.json")["execs"][0]["migrations"] == 1
+    record["execs"] = [dict(child, syscalls=-1)]
+    with pytest.raises(RecordError) as caught:
+        parse_profile(json.dumps(record), "p.json")
+    assert "execs" in str(caught.value)
+
+
 def test_unprivileged_leaves_out_what_it_could_not_count():
     record = read_profile(FIXTURES / "profile_unprivileged.json")
     assert record["counts"]["syscalls"] is None

@@ -183,6 +183,17 @@ def test_the_record_says_what_ran_and_how_it_ended(engine, known):
     assert record["cpu_user_s"] is not None
 
 
+def test_a_childs_life_before_its_exec_is_listed_apart(engine, known):
+    """`sh -c 'KNOWN none; exit 0'`: the shell forks a child that execs
+    KNOWN; what that child did between its fork and its exec is its `execs`
+    entry, and the shell's own exec (the profile's start) is none."""
+    record = profile(engine, "/bin/sh", "-c", f"{known} none; exit 0")
+    (child,) = record["execs"]
+    assert child["tid"] != record["target"]["pid"]
+    assert child["syscalls"] >= 1  # the execve that ends it, at least
+    assert record["counts"]["processes_created"] == 1
+
+
 def test_a_command_that_does_not_exist_is_one_line(engine):
     proc = run_engine(engine, "profile", "--", "no-such-program-ctxbench", status=2)
     assert proc.stdout == ""

@@ -182,6 +182,46 @@ TEST(ProfileTally, ACommandsWakeUpsCountFromItsExec) {
   EXPECT_EQ(tally.wakeups, 1u);
 }
 
+TEST(ProfileTally, AChildsCountsBeforeItsExecAreKeptAtTheExec) {
+  SampleTally tally({100});
+  tally.wait_for_exec();
+  // The command's own exec (its start: a switch inside it may come first),
+  // then it forks 101, which blocks, is woken and moved, and execs; after
+  // the exec it counts on.
+  tally.add(sample(ProfileEventKind::sched_switch, 4, 0, 100, 2, 100));
+  tally.add(sample(ProfileEventKind::exec, 5, 0, 100, 100, 100));
+  tally.add(sample(ProfileEventKind::newtask, 10, 0, 100, 101, 0x11));
+  ProfileSample slept = sample(ProfileEventKind::sched_switch, 20, 1, 101, 1, 101);
+  tally.add(slept);
+  ProfileSample moved = sample(ProfileEventKind::migrate, 30, 0, 100, 101, 0);
+  moved.c = 1;
+  tally.add(moved);
+  tally.add(sample(ProfileEventKind::sys_enter, 35, 0, 101, 59));
+  tally.add(sample(ProfileEventKind::exec, 40, 0, 101, 101, 101));
+  tally.add(sample(ProfileEventKind::sys_enter, 50, 0, 101, 12));
+  tally.settle_all();
+  ASSERT_EQ(tally.execs.size(), 1u);  // the command's own exec is its start
+  const ctx::ExecTally& exec = tally.execs[0];
+  EXPECT_EQ(exec.tid, 101);
+  EXPECT_EQ(exec.time, 40u);
+  EXPECT_EQ(exec.before.voluntary, 1u);
+  EXPECT_EQ(exec.before.migrations, 1u);
+  EXPECT_EQ(exec.before.syscalls, 1u);
+  EXPECT_EQ(tally.threads[101].syscalls, 2u);  // the thread's own counts go on
+}
+
+TEST(ProfileTally, AThreadThatExecsCountsUnderTheTidItHad) {
+  SampleTally tally({100, 102});
+  tally.add(sample(ProfileEventKind::sys_enter, 1, 0, 102, 59));
+  tally.add(sample(ProfileEventKind::sys_enter, 2, 0, 102, 59));
+  // Thread 102 execs: it takes the leader's pid (100); old_pid says 102.
+  tally.add(sample(ProfileEventKind::exec, 3, 0, 100, 100, 102));
+  tally.settle_all();
+  ASSERT_EQ(tally.execs.size(), 1u);  // attached: every exec is after the start
+  EXPECT_EQ(tally.execs[0].tid, 100);
+  EXPECT_EQ(tally.execs[0].before.syscalls, 2u);
+}
+
 TEST(ProfileTally, WithoutTrackingNoTargetStateIsCounted) {
   SampleTally tally({100, 101});
   tally.add(sample(ProfileEventKind::waking, 1000, 0, 100, 101, 1));
@@ -222,6 +262,7 @@ TEST(ProfileRecord, CarriesEverySchemaRequiredField) {
   for (const auto& field : schema["allOf"][0]["then"]["properties"]["counts"]["required"])
     EXPECT_TRUE(record["counts"][field].is_null()) << field;
   EXPECT_TRUE(record["wakeup_latency"].is_null());
+  EXPECT_TRUE(record["execs"].is_array() && record["execs"].empty());
 }
 
 TEST(ProfileRecord, InPlaceLatenciesAsQuantilesInMicroseconds) {
