@@ -229,8 +229,34 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
     """The comparison as plain data (schema/compare.schema.json): one row per
     probe variant and run against the reference, the summary counts, the
     environment differences and, when asked, the --fail-above outcome."""
-    reference = fmt.run_letter(0)
-    runs = [
+    summaries = _summary_dicts(comparison)
+    data: dict[str, Any] = {
+        "schema": COMPARISON_SCHEMA_VERSION,
+        "kind": "comparison",
+        "alpha": comparison.alpha,
+        "level": comparison.level,
+        "min_effect": comparison.min_effect,
+        "runs": _run_dicts(comparison),
+        "rows": _row_dicts(comparison),
+        "summaries": summaries,
+        "notes": summary_lines(comparison)[len(summaries) :],
+        "environment": {
+            "keys_compared": len(comparison.env.keys),
+            "differing": [
+                {"key": key, "values": comparison.env.values[key]}
+                for key in comparison.env.differing
+            ],
+        },
+        "matrices": [_matrix_dict(m) for m in comparison.matrices],
+    }
+    if judged is not None:
+        data["fail_above"] = _gate_dict(judged)
+    return data
+
+
+def _run_dicts(comparison: Comparison) -> list[dict[str, Any]]:
+    """The compared runs, each under its letter, with the options it was run with."""
+    return [
         {
             "name": fmt.run_letter(index),
             "run_id": run.run_id,
@@ -241,6 +267,11 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
         }
         for index, run in enumerate(comparison.runs)
     ]
+
+
+def _row_dicts(comparison: Comparison) -> list[dict[str, Any]]:
+    """One row per probe variant and run against the reference (run A)."""
+    reference = fmt.run_letter(0)
     rows = []
     for row in comparison.rows:
         base = row.cells[0]
@@ -269,7 +300,13 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
                     "detectable_slowdown": _finite(detectable(cell.noise, comparison.level)),
                 }
             )
-    summaries = [
+    return rows
+
+
+def _summary_dicts(comparison: Comparison) -> list[dict[str, Any]]:
+    """The counts of each run against the reference, with their line."""
+    reference = fmt.run_letter(0)
+    return [
         {
             "run": fmt.run_letter(index),
             "reference": reference,
@@ -284,42 +321,25 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
         }
         for index, summary in enumerate(comparison.summaries, start=1)
     ]
-    data: dict[str, Any] = {
-        "schema": COMPARISON_SCHEMA_VERSION,
-        "kind": "comparison",
-        "alpha": comparison.alpha,
-        "level": comparison.level,
-        "min_effect": comparison.min_effect,
-        "runs": runs,
-        "rows": rows,
-        "summaries": summaries,
-        "notes": summary_lines(comparison)[len(summaries) :],
-        "environment": {
-            "keys_compared": len(comparison.env.keys),
-            "differing": [
-                {"key": key, "values": comparison.env.values[key]}
-                for key in comparison.env.differing
-            ],
+
+
+def _gate_dict(judged: Gate) -> dict[str, Any]:
+    """The --fail-above outcome: the gate's settings, its counts and its rows."""
+    return {
+        "percent": judged.percent,
+        "power": judged.power,
+        "allow_inconclusive": judged.allow_inconclusive,
+        "outcome": judged.outcome,
+        "failed": judged.failed,
+        "counts": {
+            "slower": judged.counts["slower"],
+            "not_slower": judged.counts["not slower"],
+            "inconclusive": judged.counts["inconclusive"],
+            "not_measured": len(judged.not_measured),
         },
-        "matrices": [_matrix_dict(m) for m in comparison.matrices],
+        "rows": [_gate_row_dict(verdict) for verdict in judged.rows],
+        "not_measured": [_gate_row_dict(verdict) for verdict in judged.not_measured],
     }
-    if judged is not None:
-        data["fail_above"] = {
-            "percent": judged.percent,
-            "power": judged.power,
-            "allow_inconclusive": judged.allow_inconclusive,
-            "outcome": judged.outcome,
-            "failed": judged.failed,
-            "counts": {
-                "slower": judged.counts["slower"],
-                "not_slower": judged.counts["not slower"],
-                "inconclusive": judged.counts["inconclusive"],
-                "not_measured": len(judged.not_measured),
-            },
-            "rows": [_gate_row_dict(verdict) for verdict in judged.rows],
-            "not_measured": [_gate_row_dict(verdict) for verdict in judged.not_measured],
-        }
-    return data
 
 
 def _matrix_dict(compared: MatrixComparison) -> dict[str, Any]:

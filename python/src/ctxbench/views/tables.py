@@ -365,9 +365,6 @@ def comparison_table(
 
     Below NARROW columns, params go under the probe and p under the ratio.
     """
-    # views.comparison needs compare's statistics (numpy): only `compare` loads it
-    from ctxbench.views.comparison import describe, noise_words
-
     narrow = width is not None and width < NARROW
     table = Table(
         title=f"results (reference: A; ratio = other / A with its {comparison.level:.0%} "
@@ -378,13 +375,27 @@ def comparison_table(
         box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD,
         expand=narrow,
     )
+    _comparison_columns(table, len(comparison.runs), narrow)
+    for row in comparison.rows:
+        if only_common and any(cell.result is None for cell in row.cells):
+            continue
+        cells = _variant_cells(row, narrow)
+        for index, cell in enumerate(row.cells[1:], start=1):
+            cells += _compared_cells(comparison, row, index, cell, narrow)
+        table.add_row(*cells)
+    return table
+
+
+def _comparison_columns(table: Table, runs: int, narrow: bool) -> None:
+    """The comparison table's columns: the variant, A's median, then per
+    other run its median, ratio [CI], p and decision."""
     if narrow:
         table.add_column("probe\nparams", overflow="fold", ratio=1, min_width=16)
     else:
         table.add_column("probe", no_wrap=True)
         table.add_column("params", overflow="fold")
     table.add_column("A median", justify="right", no_wrap=True)
-    for index in range(1, len(comparison.runs)):
+    for index in range(1, runs):
         letter = fmt.run_letter(index)
         table.add_column(f"{letter} median", justify="right", no_wrap=True)
         if narrow:
@@ -393,53 +404,58 @@ def comparison_table(
             table.add_column(f"{letter}/A [CI]", justify="right", no_wrap=True)
             table.add_column("p", justify="right", no_wrap=True)
         table.add_column(f"{letter} vs A", overflow="fold")
-    for row in comparison.rows:
-        if only_common and any(cell.result is None for cell in row.cells):
-            continue
-        reference = row.cells[0]
-        if narrow:
-            name = Text(row.probe)
-            if row.params:
-                name.append("\n" + fmt.params(row.params), style="dim")
-            cells: list[Any] = [name]
-        else:
-            cells = [Text(row.probe), Text(fmt.params(row.params))]
-        cells.append(
-            _median_text(reference, row.unit)
-            if reference.note is None
-            else Text(reference.note, style="dim")
-        )
-        for index, cell in enumerate(row.cells[1:], start=1):
-            median = (
-                _median_text(cell, row.unit) if cell.result and cell.median is not None else "—"
-            )
-            difference = cell.difference
-            if difference is None or difference.ratio is None:
-                note = cell.note or (difference.why_not if difference else None) or "—"
-                cells += [median, "—"] + ([] if narrow else ["—"]) + [Text(note, style="dim")]
-                continue
-            ratio = fmt.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
-            p = fmt.p_value(difference.u_test.p_value) if difference.u_test else "—"
-            words = Text(
-                describe(
-                    difference,
-                    row.unit,
-                    comparison.min_effect,
-                    fmt.run_letter(index),
-                    judged_by=cell.noise,
-                ),
-                style={"slower": "red", "faster": "green"}.get(cell.decision or "", "dim"),
-            )
-            words.append("\n" + noise_words(cell.noise), style="dim")
-            if cell.excluded:
-                words.stylize("dim")
-                words.append("\nexcluded: " + "; ".join(cell.excluded), style="yellow")
-            if narrow:
-                cells += [median, f"{ratio}\n{p}", words]
-            else:
-                cells += [median, ratio, p, words]
-        table.add_row(*cells)
-    return table
+
+
+def _variant_cells(row: Any, narrow: bool) -> list[Any]:
+    """A row's first cells: the probe, its params, the reference's median."""
+    reference = row.cells[0]
+    if narrow:
+        name = Text(row.probe)
+        if row.params:
+            name.append("\n" + fmt.params(row.params), style="dim")
+        cells: list[Any] = [name]
+    else:
+        cells = [Text(row.probe), Text(fmt.params(row.params))]
+    cells.append(
+        _median_text(reference, row.unit)
+        if reference.note is None
+        else Text(reference.note, style="dim")
+    )
+    return cells
+
+
+def _compared_cells(
+    comparison: Comparison, row: Any, index: int, cell: Any, narrow: bool
+) -> list[Any]:
+    """Run INDEX's cells of a row: its median, ratio [CI] to A, p, and the
+    decision in words (or why there is no ratio)."""
+    # views.comparison needs compare's statistics (numpy): only `compare` loads it
+    from ctxbench.views.comparison import describe, noise_words
+
+    median = _median_text(cell, row.unit) if cell.result and cell.median is not None else "—"
+    difference = cell.difference
+    if difference is None or difference.ratio is None:
+        note = cell.note or (difference.why_not if difference else None) or "—"
+        return [median, "—"] + ([] if narrow else ["—"]) + [Text(note, style="dim")]
+    ratio = fmt.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
+    p = fmt.p_value(difference.u_test.p_value) if difference.u_test else "—"
+    words = Text(
+        describe(
+            difference,
+            row.unit,
+            comparison.min_effect,
+            fmt.run_letter(index),
+            judged_by=cell.noise,
+        ),
+        style={"slower": "red", "faster": "green"}.get(cell.decision or "", "dim"),
+    )
+    words.append("\n" + noise_words(cell.noise), style="dim")
+    if cell.excluded:
+        words.stylize("dim")
+        words.append("\nexcluded: " + "; ".join(cell.excluded), style="yellow")
+    if narrow:
+        return [median, f"{ratio}\n{p}", words]
+    return [median, ratio, p, words]
 
 
 def _median_text(cell: Any, unit: str) -> str:
