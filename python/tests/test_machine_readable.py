@@ -21,7 +21,7 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
-from conftest import REPO, fixture_path, invoke, real_run
+from conftest import REPO, import_runs, invoke, real_run
 from ctxbench import fmt
 from ctxbench.records.core import record_problem, variant_name
 
@@ -53,13 +53,6 @@ BMF_SCHEMA = {
         },
     },
 }
-
-
-def _import(db: str, *names: str) -> list[str]:
-    for name in names:
-        done = invoke("import", str(fixture_path(name)), "--db", db)
-        assert done.exit_code == 0, done.stderr
-    return [real_run(name).run_id for name in names]
 
 
 # ---- compare --json ------------------------------------------------------------------
@@ -99,7 +92,7 @@ def test_compare_json_validates_and_says_what_the_tables_say(db, two_runs):
 
 
 def test_compare_json_of_three_runs_with_matrices_validates(db):
-    runs = _import(db, "matrix_a.jsonl", "matrix_b.jsonl", "run_a.jsonl")
+    runs = import_runs(db, "matrix_a.jsonl", "matrix_b.jsonl", "run_a.jsonl")
     done = invoke("compare", *runs, "--json", "--db", db)
     assert done.exit_code == 0, done.stderr
     data = json.loads(done.stdout)
@@ -150,7 +143,7 @@ def test_fail_above_fails_on_a_slower_machine_and_names_each_row(db):
     QEMU TCG guest, fixtures/README.md): the system calls are 3-30x slower
     there, far past the floor, so they are slower; a suspect side is judged
     (its spread widens the noise), and is never called not slower."""
-    a, other = _import(db, "run_a.jsonl", "other_machine.jsonl")
+    a, other = import_runs(db, "run_a.jsonl", "other_machine.jsonl")
     done = invoke("compare", a, other, "--fail-above", "5", "--json", "--db", db)
     assert done.exit_code == 1
     data = json.loads(done.stdout)
@@ -289,7 +282,7 @@ SHOW_SCHEMA = json.loads((REPO / "schema" / "show.schema.json").read_text())
 
 @pytest.mark.parametrize("name", ["run_a.jsonl", "other_machine_broad.jsonl"])
 def test_show_json_validates(db, name):
-    (run_id,) = _import(db, name)
+    (run_id,) = import_runs(db, name)
     data = json.loads(invoke("show", run_id, "--json", "--db", db).stdout)
     jsonschema.Draft202012Validator.check_schema(SHOW_SCHEMA)
     jsonschema.Draft202012Validator(SHOW_SCHEMA).validate(data)

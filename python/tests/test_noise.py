@@ -12,7 +12,7 @@ import math
 import jsonschema
 import pytest
 
-from conftest import REPO, real_run
+from conftest import REPO, TIGHT, real_run, tight_getpid
 from ctxbench import fmt, stats
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
@@ -26,17 +26,12 @@ from ctxbench.views.export import comparison_dict
 from ctxbench.views.gate import gate_lines
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
-TIGHT = (0.999, 1.0, 1.001, 1.0, 0.999, 1.001, 1.0, 0.999, 1.001, 1.0)
 
 
 def result(median: float, repeats: list[float] | None = None) -> dict:
     """A getpid result of run_a.jsonl with tight samples around ``median`` and,
     when given, a repeats block with those figures."""
-    record = copy.deepcopy(
-        next(r for r in real_run("run_a.jsonl").results if r["probe"] == "syscall.getpid")
-    )
-    record["samples"] = [median * f for f in TIGHT]
-    record["summary"].update(median=median, min=median * 0.999, max=median * 1.001)
+    record = tight_getpid(median)
     if repeats is not None:
         record["repeats"] = {"runs": [{"median": m, "n": 10} for m in repeats]}
     return record
