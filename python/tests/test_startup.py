@@ -120,3 +120,30 @@ def test_help_lists_every_command_in_whole_lines_without_importing_one():
     for line, name in zip(listed, sorted(COMMANDS), strict=True):
         assert line.split()[0] == name and line.endswith(SUMMARIES[name]), line
         assert len(line) <= 80 and "..." not in line
+
+
+def test_the_riscv_catalogue_loads_nothing_of_the_lab():
+    """The views that name the lab's calls import its catalogue alone:
+    ctxbench.riscv imports the lab's public names when they are first used,
+    so neither the lab (its simulators, runner and parsers) nor a heavy
+    library comes with the catalogue. The names still resolve."""
+    script = (
+        "import json, sys\n"
+        "import ctxbench.riscv.catalog\n"
+        "ours = sorted(n for n in sys.modules if n.startswith('ctxbench'))\n"
+        f"heavy = sorted(n for n in {HEAVY!r} if n in sys.modules)\n"
+        "from ctxbench import riscv\n"
+        "names = [name for name in riscv.__all__ if getattr(riscv, name, None) is None]\n"
+        "print(json.dumps({'ours': ours, 'heavy': heavy, 'unresolved': names}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(SOURCE)},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    done = json.loads(proc.stdout)
+    assert done["ours"] == ["ctxbench", "ctxbench.riscv", "ctxbench.riscv.catalog"]
+    assert done["heavy"] == [] and done["unresolved"] == []
