@@ -20,7 +20,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from conftest import REPO, TIGHT, import_runs, invoke, real_run, tight_getpid
-from ctxbench import fmt, stats
+from ctxbench import stats, units
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import compare_runs
 from ctxbench.analysis.gate import (
@@ -433,7 +433,7 @@ def test_the_last_line_gives_each_inconclusive_rows_ratio_and_interval(tmp_path)
     for verdict, factor in ((same, "1.00×"), (double, "2.00×")):
         low, high = verdict.interval
         assert low < 1.25 < high
-        words = f"{factor} ({fmt.factor(low)}–{fmt.factor(high)})"
+        words = f"{factor} ({units.factor(low)}–{units.factor(high)})"
         assert words in last, last
     assert "syscall.getpid (run C) 2.00×" in last
     # --json carries the same intervals.

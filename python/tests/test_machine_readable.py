@@ -22,7 +22,7 @@ import pytest
 from referencing import Registry, Resource
 
 from conftest import REPO, import_runs, invoke, real_run
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.records.core import record_problem, variant_name
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
@@ -354,12 +354,12 @@ class _Stream:
 
 
 def test_styling_is_decided_in_one_place():
-    assert fmt.styled(_Stream(True), {})
-    assert not fmt.styled(_Stream(False), {})
-    assert not fmt.styled(_Stream(True), {"NO_COLOR": "1"})
-    assert fmt.styled(_Stream(True), {"NO_COLOR": ""})  # the convention: empty is unset
-    assert not fmt.styled(_Stream(True), {"TERM": "dumb"})
-    assert not fmt.styled(object(), {})
+    assert units.styled(_Stream(True), {})
+    assert not units.styled(_Stream(False), {})
+    assert not units.styled(_Stream(True), {"NO_COLOR": "1"})
+    assert units.styled(_Stream(True), {"NO_COLOR": ""})  # the convention: empty is unset
+    assert not units.styled(_Stream(True), {"TERM": "dumb"})
+    assert not units.styled(object(), {})
 
 
 def _on_a_terminal(db: str, *args: str, no_color: bool) -> bytes:

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from conftest import REPO, TIGHT, real_run, tight_getpid
-from ctxbench import fmt, stats
+from ctxbench import stats, units
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
 from ctxbench.analysis.gate import INCONCLUSIVE, decide_by, gate
@@ -452,8 +452,8 @@ def test_repeats_are_shown_with_the_options_and_never_exclude_a_row(store):
     runs = [store.load(store.add_run(run, origin="import")) for run in (a, b)]
     comparison = compare_runs(runs)
     assert comparison.rows[0].cells[1].excluded == ()
-    assert fmt.run_options(comparison.options[0]).endswith(", 3 repeats")
-    assert "repeats" not in fmt.run_options(comparison.options[1])
+    assert units.run_options(comparison.options[0]).endswith(", 3 repeats")
+    assert "repeats" not in units.run_options(comparison.options[1])
     # One machine's history, with or without repeats.
     assert machine_key(runs[0].env) == machine_key(runs[1].env)
 
@@ -482,7 +482,7 @@ def test_a_history_with_interfered_runs_leaves_them_out_where_the_clean_ones_dec
     assert judged_by.interfered == 0
     assert judged_by.spread == pytest.approx(alone.spread)
     assert noise.detectable(judged_by) == pytest.approx(noise.detectable(alone))
-    words = fmt.terminal_text(noise_words(judged_by))
+    words = units.terminal_text(noise_words(judged_by))
     assert "over 4 earlier runs; 10 that carried interference left out" in words
 
 

@@ -23,7 +23,7 @@ from conftest import REPO
 PACKAGE = REPO / "python" / "src" / "ctxbench"
 
 # Each stage and the stages it may import, lowest first. The base (errors,
-# fmt, stats, the package's __init__) imports nothing of ctxbench but itself.
+# units, stats, the package's __init__) imports nothing of ctxbench but itself.
 # riscv is the RISC-V trap lab, a stage of its own beside analysis: it reads
 # records and is drawn by views and the commands. __main__ is `python -m
 # ctxbench`, the command line's other door.
@@ -83,7 +83,7 @@ def imports_of(module: str, source: str) -> list[tuple[str, str | None, int]]:
             origin = _resolve(module, node)
             for alias in node.names:
                 submodule = f"{origin}.{alias.name}"
-                if submodule in MODULES:  # `from ctxbench import fmt`: a module, not a name
+                if submodule in MODULES:  # `from ctxbench import units`: a module, not a name
                     found.append((submodule, None, node.lineno))
                 else:
                     found.append((origin, alias.name, node.lineno))
@@ -151,7 +151,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_walk_finds_the_package_and_its_imports():
     # Guards the checks below against passing on an empty walk.
-    assert {"ctxbench.cli.main", "ctxbench.cli.commands.run", "ctxbench.fmt"} <= set(MODULES)
+    assert {"ctxbench.cli.main", "ctxbench.cli.commands.run", "ctxbench.units"} <= set(MODULES)
     # cli.main names its commands' modules as strings (imported when run:
     # test_startup checks each resolves), so the edge checked is one below it.
     assert "ctxbench.cli.run_lifecycle" in _graph()["ctxbench.cli.commands.run"]
@@ -176,7 +176,7 @@ def test_no_stage_imports_a_stage_above_it():
 @pytest.mark.parametrize(
     "module, source",
     [
-        ("ctxbench.fmt", "from ctxbench.records.core import variant_name\n"),
+        ("ctxbench.units", "from ctxbench.records.core import variant_name\n"),
         ("ctxbench.analysis.compare", "def f():\n    from ctxbench.views import tables\n"),
         ("ctxbench.store.db", "import ctxbench.acquire.runner\n"),
         ("ctxbench.records.core", "from ctxbench.store import schema\n"),

@@ -22,7 +22,7 @@ from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.acquire.runner import EngineRun
 from ctxbench.acquire.runner import Progress as EngineProgress
 from ctxbench.cli import spool_records
@@ -94,7 +94,7 @@ class ProgressView:
     def update(self, progress: EngineProgress, host: str | None = None) -> None:
         """Variant ``progress`` starts, on the local run or on ``host``."""
         label = progress.probe
-        params = fmt.params(progress.params)
+        params = units.params(progress.params)
         if params != "—":
             label += f" {params}"
         if progress.attempt > 1:

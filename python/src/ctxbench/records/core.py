@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ctxbench.errors import RecordError
-from ctxbench.fmt import params_text
+from ctxbench.units import params_text
 
 SCHEMA_VERSION = 1
 KINDS = ("env", "result", "run_end")

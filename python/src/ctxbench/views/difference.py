@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis import compare_why as split_codes
 from ctxbench.analysis.compare import FASTER, SLOWER, Comparison
 from ctxbench.analysis.compare_pairs import Pairing, original
@@ -42,7 +42,7 @@ METHOD = (
 def _signed(ns: float) -> str:
     if abs(ns) < 1e-6:  # a difference that is zero by construction, less rounding
         ns = 0.0
-    return ("+" if ns >= 0 else "−") + fmt.value(abs(ns), "ns")
+    return ("+" if ns >= 0 else "−") + units.value(abs(ns), "ns")
 
 
 def _interval(low: float | None, high: float | None) -> str:
@@ -212,12 +212,12 @@ def row_lines(row: RowWhy, comparison: Comparison, width: int) -> list[Text]:
     name = variant_name(row.probe, row.params)
     changed = {k: v for k, v in row.other_params.items() if row.params.get(k) != v}
     if changed:
-        name += " → " + " ".join(f"{k}={fmt.param_value(v)}" for k, v in sorted(changed.items()))
+        name += " → " + " ".join(f"{k}={units.param_value(v)}" for k, v in sorted(changed.items()))
     ratio = row.other_ns / row.reference_ns if row.reference_ns else None
     head = (
-        f"{name}: {fmt.value(row.reference_ns, 'ns')} → {fmt.value(row.other_ns, 'ns')} "
+        f"{name}: {units.value(row.reference_ns, 'ns')} → {units.value(row.other_ns, 'ns')} "
         f"({_signed(row.difference_ns)}"
-        + (f", {fmt.factor(ratio)}×" if ratio else "")
+        + (f", {units.factor(ratio)}×" if ratio else "")
         + f"; within-run {comparison.level:.0%} interval {_interval(row.low_ns, row.high_ns)}"
         + (f"; compare: {row.decision}" if row.decision else "")
         + ")"
@@ -393,7 +393,7 @@ def _suspect_sides(reference: dict[str, Any], other: dict[str, Any]) -> list[str
 
 def param_words(params: dict[str, Any], name: str) -> str:
     """A parameter's value as the record has it; 'absent' where the record has none."""
-    return fmt.param_value(params[name]) if name in params else "absent"
+    return units.param_value(params[name]) if name in params else "absent"
 
 
 def pair_lines(
@@ -410,7 +410,7 @@ def pair_lines(
         options = comparison.options[index] if index < len(comparison.options) else {}
         label = f" ({run.info.label})" if run.info.label else ""
         lines += wrapped_lines(
-            f"{fmt.run_letter(index)}: {run.run_id}{label}; {options_text(options, run)}",
+            f"{units.run_letter(index)}: {run.run_id}{label}; {options_text(options, run)}",
             width,
             2,
         )
@@ -429,7 +429,7 @@ def pair_lines(
             for n in pairing.names
         )
         rest = {k: v for k, v in row.params.items() if k not in pairing.names}
-        medians = f"{fmt.value(a.median, row.unit)} → {fmt.value(cell.median, row.unit)}"
+        medians = f"{units.value(a.median, row.unit)} → {units.value(cell.median, row.unit)}"
         lines += wrapped_lines(f"{variant_name(row.probe, rest)}: {medians}", width, 2)
         outcome, verdict = pair_outcome(row, comparison, judged)
         counts[outcome] += 1
@@ -595,7 +595,7 @@ def _machine_changes_lines(
     change, and the variants with none."""
     from ctxbench.analysis.changes import MIN_RUNS
 
-    measured = fmt.run_options(machine.options) or "options not recorded"
+    measured = units.run_options(machine.options) or "options not recorded"
     selected = f", probes {probe}" if probe else ""
     lines = [
         heading_line(
@@ -652,11 +652,11 @@ def _change_lines(change: Any, runs: int, width: int) -> list[Text]:
     head = (
         f"{variant_name(change.probe, change.params)}: from run {change.position} of "
         f"{runs} ({change.run_id}), "
-        f"{fmt.value(change.difference.reference_median, change.unit)} → "
-        f"{fmt.value(change.difference.other_median, change.unit)}, "
-        f"{fmt.factor(interval.ratio)}× ({fmt.factor(interval.low)}–"
-        f"{fmt.factor(interval.high)})"
-        + (f", {fmt.p_value(p.p_value)}" if p else "")
+        f"{units.value(change.difference.reference_median, change.unit)} → "
+        f"{units.value(change.difference.other_median, change.unit)}, "
+        f"{units.factor(interval.ratio)}× ({units.factor(interval.low)}–"
+        f"{units.factor(interval.high)})"
+        + (f", {units.p_value(p.p_value)}" if p else "")
         + f"; {len(change.before)} runs before, {len(change.after)} after"
     )
     style = "red" if interval.ratio > 1 else "green"

@@ -23,7 +23,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from ctxbench import fmt, stats
+from ctxbench import stats, units
 from ctxbench.analysis.compare import Comparison, MatrixComparison, time_ratio
 from ctxbench.analysis.gate import Gate, GateRow, not_judged_reason
 from ctxbench.analysis.noise import Noise, detectable
@@ -192,7 +192,7 @@ def _noise_dict(judged_by: Noise | None, index: int) -> dict[str, Any] | None:
         "interfered": judged_by.interfered,
         "widened": [
             {
-                "run": fmt.run_letter(0 if w.side == 0 else index),
+                "run": units.run_letter(0 if w.side == 0 else index),
                 "cause": w.cause,
                 "spread": _finite(w.spread),
             }
@@ -205,7 +205,7 @@ def _gate_row_dict(verdict: GateRow) -> dict[str, Any]:
     decider = verdict.decider
     return {
         "variant": variant_name(verdict.row.probe, verdict.row.params),
-        "run": fmt.run_letter(verdict.index),
+        "run": units.run_letter(verdict.index),
         "outcome": verdict.outcome,
         "time_ratio": _finite(verdict.time_ratio),
         "interval": None
@@ -258,7 +258,7 @@ def _run_dicts(comparison: Comparison) -> list[dict[str, Any]]:
     """The compared runs, each under its letter, with the options it was run with."""
     return [
         {
-            "name": fmt.run_letter(index),
+            "name": units.run_letter(index),
             "run_id": run.run_id,
             "label": run.info.label,
             "machine": run.info.machine,
@@ -271,7 +271,7 @@ def _run_dicts(comparison: Comparison) -> list[dict[str, Any]]:
 
 def _row_dicts(comparison: Comparison) -> list[dict[str, Any]]:
     """One row per probe variant and run against the reference (run A)."""
-    reference = fmt.run_letter(0)
+    reference = units.run_letter(0)
     rows = []
     for row in comparison.rows:
         base = row.cells[0]
@@ -283,8 +283,8 @@ def _row_dicts(comparison: Comparison) -> list[dict[str, Any]]:
                     "family": row.family,
                     "params": row.params,
                     "variant": variant_name(row.probe, row.params),
-                    "unit": fmt.unit_name(row.unit),
-                    "run": fmt.run_letter(index),
+                    "unit": units.unit_name(row.unit),
+                    "run": units.run_letter(index),
                     "reference": reference,
                     "reference_median": _finite(base.median),
                     "median": _finite(cell.median),
@@ -305,10 +305,10 @@ def _row_dicts(comparison: Comparison) -> list[dict[str, Any]]:
 
 def _summary_dicts(comparison: Comparison) -> list[dict[str, Any]]:
     """The counts of each run against the reference, with their line."""
-    reference = fmt.run_letter(0)
+    reference = units.run_letter(0)
     return [
         {
-            "run": fmt.run_letter(index),
+            "run": units.run_letter(index),
             "reference": reference,
             "slower": summary.slower,
             "faster": summary.faster,
@@ -317,7 +317,7 @@ def _summary_dicts(comparison: Comparison) -> list[dict[str, Any]]:
             "excluded": summary.excluded,
             "comparable": summary.comparable,
             "geometric_mean": _finite(summary.geometric_mean),
-            "line": summary_line(summary, fmt.run_letter(index), reference),
+            "line": summary_line(summary, units.run_letter(index), reference),
         }
         for index, summary in enumerate(comparison.summaries, start=1)
     ]
@@ -346,13 +346,13 @@ def _matrix_dict(compared: MatrixComparison) -> dict[str, Any]:
     return {
         "probe": compared.probe,
         "params": compared.params,
-        "unit": fmt.unit_name(compared.unit),
+        "unit": units.unit_name(compared.unit),
         "classes": [
             {
                 "class": row.pair_class,
                 "runs": [
                     {
-                        "run": fmt.run_letter(index),
+                        "run": units.run_letter(index),
                         "median": _finite(cell.median),
                         "cells": cell.cells,
                         "note": cell.note,

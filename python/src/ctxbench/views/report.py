@@ -4,7 +4,7 @@ Renders only from stored records (``StoredRun``); measures nothing. The page
 carries plotly.js inline (gzip-compressed, docs/report.md "Size") and makes no
 network request. Every string that
 comes from a record reaches the page escaped, its control and bidi-override
-characters replaced as the terminal views do (fmt.terminal_text): Jinja2 autoescapes the HTML,
+characters replaced as the terminal views do (units.terminal_text): Jinja2 autoescapes the HTML,
 figure data travels as JSON in ``<script type="application/json">`` with
 ``<``, ``>`` and ``&`` escaped, and labels given to plotly (which
 understands a few HTML tags) are HTML-escaped first.
@@ -35,7 +35,7 @@ import jinja2
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
-from ctxbench import __version__, fmt
+from ctxbench import __version__, units
 from ctxbench.analysis.explain import explain
 from ctxbench.analysis.summary import is_remainder, run_name, section_id, summarize
 from ctxbench.records import matrix
@@ -125,11 +125,11 @@ def build_context(
         "comparison": comparison,
         "comparison_plot": comparison_figure(figures, comparison) if comparison else None,
         "notes": notes,
-        "fmt": fmt,
+        "units": units,
         "describe": describe,
         "cell_words": cell_words,
         "summary_lines": summary_lines(comparison) if comparison else [],
-        "letter": fmt.run_letter,
+        "letter": units.run_letter,
         "plotly_js": Markup(packed(chart_library())),
         "plot_template": figures.template_json(),
     }
@@ -236,11 +236,11 @@ def _labs(names: list[str], runs: list[StoredRun]) -> list[dict[str, Any]]:
 
 def _page_text(value: Any) -> Any:
     """Every value the page shows, as the terminal views show it: control and
-    bidirectional-override characters replaced (fmt.terminal_text), so a
+    bidirectional-override characters replaced (units.terminal_text), so a
     hostname cannot reorder what is read or send escapes to `cat report.html`."""
     if isinstance(value, Markup):  # made here: the chart library, figures (cleaned when made)
         return value
-    return fmt.terminal_text(value) if isinstance(value, str) else value
+    return units.terminal_text(value) if isinstance(value, str) else value
 
 
 def _environment() -> jinja2.Environment:

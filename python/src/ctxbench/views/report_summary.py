@@ -12,15 +12,15 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.compare import Comparison
 from ctxbench.analysis.explain import Explanation
 from ctxbench.analysis.summary import is_remainder, run_name
 from ctxbench.analysis.summary_data import Machines, Point, RunSummary, Summary
 from ctxbench.analysis.summary_rules import LADDER
-from ctxbench.fmt import params_text
 from ctxbench.records.core import params_key
 from ctxbench.store.schema import StoredRun
+from ctxbench.units import params_text
 from ctxbench.views.comparison import describe, noise_words
 from ctxbench.views.report_figures import (
     PALETTE,
@@ -125,7 +125,7 @@ def _ratio_hover(comparison: Comparison, row: Any, index: int) -> str:
             cell.difference,
             row.unit,
             comparison.min_effect,
-            fmt.run_letter(index),
+            units.run_letter(index),
             judged_by=cell.noise,
         )
         + "; "
@@ -161,7 +161,7 @@ REMAINDER_LABEL_TRACED = "<i>not attributed by the events</i>"
 
 def _time_tick(ns: float) -> str:
     """'1 ns', '10 µs', '1 ms': a power of ten of nanoseconds, named in its unit."""
-    for factor, name in fmt.TIME_SCALES:
+    for factor, name in units.TIME_SCALES:
         if ns >= factor or factor == 1.0:
             return f"{ns / factor:g} {name}"
     raise AssertionError("unreachable")
@@ -187,9 +187,9 @@ def _time_axis(values: list[float], span: tuple[float, float] | None = None) -> 
 
 def point_text(point: Point) -> str:
     """'1.110 µs [1.100–1.118 µs]', and the verdict when it is not ok."""
-    text = fmt.value(point.median, point.unit)
+    text = units.value(point.median, point.unit)
     if point.ci_low is not None and point.ci_high is not None:
-        text += f" [{fmt.interval(point.ci_low, point.ci_high, point.unit)}]"
+        text += f" [{units.interval(point.ci_low, point.ci_high, point.unit)}]"
     return text + ("" if point.status == "ok" else f" ({point.status})")
 
 
@@ -363,7 +363,7 @@ def _waterfall_bars(explanation: Explanation) -> tuple[list[str], list[float], l
         values = [p.ns for p in traced.phases]
         values.append(traced.rest_ns)
         hover = [
-            esc(f"{p.name}: {phase_words(p)} ({fmt.value(p.traced_ns, 'ns')} per switch traced)")
+            esc(f"{p.name}: {phase_words(p)} ({units.value(p.traced_ns, 'ns')} per switch traced)")
             for p in traced.phases
         ] + [esc("the median traced sample's time no switch's chain covers, scaled")]
         return names, values, hover, " (the kernel's events)"
@@ -388,7 +388,7 @@ def _waterfall_figure(figures: Figures, run: RunSummary) -> Figure | None:
             y=[*values, explanation.median_ns],
             base=[*bases, 0.0],
             marker={"color": [*colours, "#1d2330"]},
-            text=[esc(fmt.value(v, "ns")) for v in (*values, explanation.median_ns)],
+            text=[esc(units.value(v, "ns")) for v in (*values, explanation.median_ns)],
             textposition="outside",
             hovertext=[*hover, esc("the median of " + explanation.probe)],
             hovertemplate="%{hovertext}<extra></extra>",
@@ -397,7 +397,7 @@ def _waterfall_figure(figures: Figures, run: RunSummary) -> Figure | None:
     figure.update_yaxes(title="ns per switch", rangemode="tozero")
     figure.update_xaxes(type="category")
     title = (
-        f"where the time of {explanation.probe} ({fmt.params(explanation.params)}) goes"
+        f"where the time of {explanation.probe} ({units.params(explanation.params)}) goes"
         f"{source}, {run.name}"
     )
     return figures.make(title, figure, 400)
