@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from ctxbench.records.core import RunRecords, group_run, read_run_file
+from ctxbench.records.reading import read_run_file
+from ctxbench.records.runs import RunRecords, group_run
 from servers import PostgresServer, SSHServer, postgres_bindir, sshd_binary
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from conftest import built_engine, our_engines
-from ctxbench.records.core import record_problem
+from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
 
 SOURCE = Path(__file__).parents[1] / "src"

@@ -23,7 +23,8 @@ from referencing import Registry, Resource
 
 from conftest import REPO, import_runs, invoke, real_run
 from ctxbench import units
-from ctxbench.records.core import record_problem, variant_name
+from ctxbench.records.naming import variant_name
+from ctxbench.records.schema import record_problem
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
 SOURCE = Path(__file__).parents[1] / "src"

@@ -19,7 +19,8 @@ from ctxbench.analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_run
 from ctxbench.analysis.gate import INCONCLUSIVE, decide_by, gate
 from ctxbench.analysis.gate import SLOWER as GATE_SLOWER
 from ctxbench.analysis.machine_history import history_runs, machine_key, variant_history
-from ctxbench.records.core import group_run, params_key
+from ctxbench.records.naming import params_key
+from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 from ctxbench.views.comparison import noise_words
 from ctxbench.views.export import comparison_dict

@@ -176,10 +176,10 @@ def test_no_stage_imports_a_stage_above_it():
 @pytest.mark.parametrize(
     "module, source",
     [
-        ("ctxbench.units", "from ctxbench.records.core import variant_name\n"),
+        ("ctxbench.units", "from ctxbench.records.naming import variant_name\n"),
         ("ctxbench.analysis.compare", "def f():\n    from ctxbench.views import tables\n"),
         ("ctxbench.store.db", "import ctxbench.acquire.runner\n"),
-        ("ctxbench.records.core", "from ctxbench.store import schema\n"),
+        ("ctxbench.records.schema", "from ctxbench.store import schema\n"),
     ],
 )
 def test_an_upward_import_is_found(module, source):

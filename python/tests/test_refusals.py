@@ -30,7 +30,8 @@ from conftest import (
     stored_runs,
     with_run_id,
 )
-from ctxbench.records.core import group_run, record_problem
+from ctxbench.records.runs import group_run
+from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
 
 SOURCE = Path(__file__).parents[1] / "src"

@@ -30,7 +30,8 @@ from conftest import (
     real_run,
     stored_runs,
 )
-from ctxbench.records.core import RecordError, read_run_file
+from ctxbench.errors import RecordError
+from ctxbench.records.reading import read_run_file
 from ctxbench.store.db import Store
 from ctxbench.views import tables
 

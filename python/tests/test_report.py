@@ -16,7 +16,10 @@ import pytest
 
 from conftest import REPO, real_run, require_chromium, with_run_id
 from ctxbench import units
-from ctxbench.records.core import group_run, params_key, read_run_file, record_problem
+from ctxbench.records.naming import params_key
+from ctxbench.records.reading import read_run_file
+from ctxbench.records.runs import group_run
+from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
 from ctxbench.views.comparison import cell_words
 from ctxbench.views.report import render

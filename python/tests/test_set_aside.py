@@ -16,7 +16,8 @@ from rich.console import Console
 from conftest import real_run
 from ctxbench import stats, units
 from ctxbench.analysis.summary import summarize
-from ctxbench.records.core import group_run, record_problem
+from ctxbench.records.runs import group_run
+from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
 from ctxbench.views import machines as machines_view
 from ctxbench.views import summary as summary_view

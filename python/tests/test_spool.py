@@ -27,7 +27,7 @@ import pytest
 
 from conftest import built_engine, ctxbench, error_line, fixture_path, real_run, stored_runs
 from ctxbench.errors import BadInput
-from ctxbench.records.core import group_run
+from ctxbench.records.runs import group_run
 from ctxbench.stats import summarize
 from ctxbench.store.db import Store
 

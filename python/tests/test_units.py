@@ -19,7 +19,7 @@ import pytest
 
 from conftest import REPO, fixture_path, invoke, real_run
 from ctxbench import units
-from ctxbench.records.core import read_run_file
+from ctxbench.records.reading import read_run_file
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -46,8 +46,8 @@ import numpy as np
 from ctxbench import stats, units
 from ctxbench.analysis import envparts
 from ctxbench.analysis.compare import MEASUREMENT_OPTIONS, run_options
-from ctxbench.records.core import params_key
 from ctxbench.records.envdiff import env_diff
+from ctxbench.records.naming import params_key
 from ctxbench.store.schema import RunInfo, StoredRun
 
 METHOD = (

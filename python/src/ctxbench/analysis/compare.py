@@ -47,8 +47,8 @@ from ctxbench.analysis.noise import (
     run_cpu_loop,
 )
 from ctxbench.records import matrix
-from ctxbench.records.core import params_key
 from ctxbench.records.envdiff import EnvDiff, env_diff
+from ctxbench.records.naming import params_key
 from ctxbench.store.db import StoredRun
 
 COMPARABLE = ("ok", "suspect")

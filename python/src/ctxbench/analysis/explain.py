@@ -36,7 +36,7 @@ from ctxbench.analysis.shares import (  # noqa: F401 (the codes: why.py imports 
     withheld_words,
 )
 from ctxbench.analysis.user_switch import chain_parts
-from ctxbench.records.core import params_key
+from ctxbench.records.naming import params_key
 from ctxbench.records.roles import has_role, probe_with
 
 

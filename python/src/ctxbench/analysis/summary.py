@@ -98,7 +98,9 @@ from ctxbench.analysis.summary_rules import (
     pick,
 )
 from ctxbench.records import sandbox
-from ctxbench.records.core import STATUSES, params_key, summary_value, variant_name
+from ctxbench.records.naming import params_key, variant_name
+from ctxbench.records.runs import summary_value
+from ctxbench.records.schema import STATUSES
 from ctxbench.store.schema import StoredRun
 
 _NONE = object()

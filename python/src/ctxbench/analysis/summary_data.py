@@ -11,7 +11,7 @@ from ctxbench.analysis.compare import Comparison, Row
 from ctxbench.analysis.explain import Explained, Explanation
 from ctxbench.analysis.noise import Noise
 from ctxbench.analysis.summary_rules import reason_sentence
-from ctxbench.records.core import summary_value
+from ctxbench.records.runs import summary_value
 from ctxbench.stats import RatioInterval, bootstrap_ratio_of_medians
 
 

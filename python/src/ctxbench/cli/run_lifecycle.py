@@ -29,7 +29,8 @@ from ctxbench.cli import spool_records
 from ctxbench.cli.console import new_console, say
 from ctxbench.cli.output_files import check_output_path, keep_apart
 from ctxbench.errors import BadInput
-from ctxbench.records.core import RunRecords, dumps
+from ctxbench.records.runs import RunRecords
+from ctxbench.records.strict_json import dumps
 from ctxbench.store.db import Store
 from ctxbench.store.schema import StoredRun
 

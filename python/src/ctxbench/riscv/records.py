@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxbench.records.core import SCHEMA_VERSION, timestamp
+from ctxbench.records.building import timestamp
+from ctxbench.records.schema import SCHEMA_VERSION
 from ctxbench.riscv.catalog import ARG0, CALL_WORDS, EXPECTED_RETURN, VARIANT_WORDS
 from ctxbench.riscv.decompose import Figures, Split, figures, single_shot
 from ctxbench.riscv.parse import SimOutput

@@ -25,7 +25,7 @@ from ctxbench.analysis.compare_why import PartDifference, RowWhy, Unsplit, Why
 from ctxbench.analysis.envparts import EVERYTHING, KeyDifference
 from ctxbench.analysis.explain import Missing
 from ctxbench.analysis.interference import RunLoad
-from ctxbench.records.core import variant_name
+from ctxbench.records.naming import variant_name
 from ctxbench.views.comparison import SHORT_WORDS, describe, noise_words
 from ctxbench.views.explain import missing_reason, missing_words
 from ctxbench.views.machines import options_text

@@ -27,7 +27,8 @@ from ctxbench import stats, units
 from ctxbench.analysis.compare import Comparison, MatrixComparison, time_ratio
 from ctxbench.analysis.gate import Gate, GateRow, not_judged_reason
 from ctxbench.analysis.noise import Noise, detectable
-from ctxbench.records.core import dumps, variant_name
+from ctxbench.records.naming import variant_name
+from ctxbench.records.strict_json import dumps
 from ctxbench.store.db import StoredRun
 from ctxbench.views.comparison import summary_line, summary_lines
 

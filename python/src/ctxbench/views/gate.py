@@ -21,7 +21,7 @@ from ctxbench.analysis.gate import (
     Gate,
     GateRow,
 )
-from ctxbench.records.core import variant_name
+from ctxbench.records.naming import variant_name
 from ctxbench.views.comparison import SHORT_WORDS, noise_words
 
 

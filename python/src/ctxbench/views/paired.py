@@ -22,7 +22,7 @@ from ctxbench.analysis.paired import (
     PairedGate,
     PairedVerdict,
 )
-from ctxbench.records.core import variant_name
+from ctxbench.records.naming import variant_name
 
 
 def arms_line(run_id: str, axis: Axis, env: dict[str, Any]) -> str:

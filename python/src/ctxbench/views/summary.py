@@ -28,7 +28,7 @@ from rich.text import Text
 from ctxbench import units
 from ctxbench.analysis.explain import Explanation
 from ctxbench.analysis.summary_data import Point, RunSummary, Summary
-from ctxbench.records.core import variant_name
+from ctxbench.records.naming import variant_name
 from ctxbench.views import why
 from ctxbench.views.answers import sentences as answer_sentences
 from ctxbench.views.explain import missing_words, note_words

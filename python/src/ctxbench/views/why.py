@@ -33,7 +33,7 @@ from ctxbench.analysis.guest import Guest
 from ctxbench.analysis.interference import RunLoad
 from ctxbench.analysis.summary import not_a_switch
 from ctxbench.analysis.summary_data import Point, Rung, RunSummary, ratio
-from ctxbench.records.core import params_key
+from ctxbench.records.naming import params_key
 
 ADDRESS_SPACE_PART = "address-space switch"
 

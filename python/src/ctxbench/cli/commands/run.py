@@ -46,7 +46,7 @@ from ctxbench.cli.run_lifecycle import (
 )
 from ctxbench.cli.run_output import print_run
 from ctxbench.errors import EXIT_BROKEN_PIPE, BadInput, CtxbenchError, EngineError, OutputError
-from ctxbench.records.core import RunRecords, group_run, shared_unsupported_reason
+from ctxbench.records.runs import RunRecords, group_run, shared_unsupported_reason
 from ctxbench.store.db import Store
 from ctxbench.store.schema import StoredRun
 
