@@ -135,7 +135,7 @@ reference-run: engine venv
 	$(BUILD)/engine/ctxbench-engine run --out $(REFERENCE_RUN).part
 	mv $(REFERENCE_RUN).part $(REFERENCE_RUN)
 	$(MAKE) docs
-	CTXBENCH_UPDATE_GOLDEN=1 $(PY) -m pytest -q -p no:cacheprovider python/tests/test_fmt.py -k show_reference
+	CTXBENCH_UPDATE_GOLDEN=1 $(PY) -m pytest -q -p no:cacheprovider python/tests/test_units.py -k show_reference
 
 include python/python.mk
 include riscv/riscv.mk

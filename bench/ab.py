@@ -66,7 +66,7 @@ sys.path.insert(0, os.path.join(ROOT, "python", "src"))
 
 from ctxbench.analysis.gate import FAILED, INCONCLUSIVE, PASSED, SLOWER  # noqa: E402
 from ctxbench.analysis.paired import Axis, paired_gate  # noqa: E402
-from ctxbench.records.core import variant_name  # noqa: E402
+from ctxbench.records.naming import variant_name  # noqa: E402
 
 SYSCALLS = ["syscall.getppid", "syscall.read", "syscall.clock_gettime_syscall"]
 UNTOUCHED = "syscall.clock_gettime_vdso"

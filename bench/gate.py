@@ -83,7 +83,7 @@ from ctxbench.acquire.runner import find_engine  # noqa: E402
 from ctxbench.analysis.compare import time_ratio  # noqa: E402
 from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, confirm, gate  # noqa: E402
 from ctxbench.cli.commands.compare import build_comparison  # noqa: E402
-from ctxbench.records.core import read_run_file  # noqa: E402
+from ctxbench.records.reading import read_run_file  # noqa: E402
 from ctxbench.store.db import Store  # noqa: E402
 
 DEFAULT_SELECTION = "syscall switch.pipe switch.futex uswitch"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from ctxbench.records.core import RunRecords, group_run, read_run_file
+from ctxbench.records.reading import read_run_file
+from ctxbench.records.runs import RunRecords, group_run
 from servers import PostgresServer, SSHServer, postgres_bindir, sshd_binary
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -193,6 +195,21 @@ def real_run(name: str = "run_a.jsonl") -> RunRecords:
     return read_run_file(fixture_path(name))
 
 
+# Ten samples within 0.1% of one another: a figure with no spread to speak of.
+TIGHT = (0.999, 1.0, 1.001, 1.0, 0.999, 1.001, 1.0, 0.999, 1.001, 1.0)
+
+
+def tight_getpid(median: float) -> dict[str, Any]:
+    """run_a.jsonl's syscall.getpid result (a real record), its samples
+    TIGHT around MEDIAN."""
+    record = copy.deepcopy(
+        next(r for r in real_run("run_a.jsonl").results if r["probe"] == "syscall.getpid")
+    )
+    record["samples"] = [median * f for f in TIGHT]
+    record["summary"].update(median=median, min=median * 0.999, max=median * 1.001)
+    return record
+
+
 def synthetic_run(run_id: str, n_results: int = 3, interrupted: bool = False) -> RunRecords:
     """A schema-valid run with made-up figures (for store mechanics only)."""
     env = {
@@ -286,3 +303,57 @@ def require_chromium() -> str:
             pytest.fail("chromium is not installed; `scripts/deps.sh browser` installs it")
         pytest.skip("chromium is not installed (scripts/deps.sh browser)")
     return browser_path
+
+
+# ---- ctxbench as a process of its own (with the ``env`` fixture) ------------
+def ctxbench(env, *args, stdout=subprocess.PIPE, input: bytes | None = None):
+    """`ctxbench ARGS` as a process of its own with ENV (see ``env``); its
+    output as bytes."""
+    return subprocess.run(
+        [sys.executable, "-m", "ctxbench", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        input=input,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def error_line(process) -> str:
+    """stderr holds no traceback and exactly one error line; returns it."""
+    stderr = process.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in stderr, stderr
+    errors = [line for line in stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1, stderr
+    assert errors[0].startswith("ctxbench: error: ") and "unexpected" not in errors[0], errors[0]
+    return errors[0]
+
+
+def stored_runs(env) -> list[str]:
+    """The ids of the runs in the store of ENV (CTXBENCH_DB)."""
+    from ctxbench.store.db import Store
+
+    with Store.open(Path(env["CTXBENCH_DB"])) as store:
+        return [info.run_id for info in store.runs()]
+
+
+def engine_calls(env) -> list[list[str]]:
+    """The argument lists the fake engine was started with, in order."""
+    path = Path(env["FAKE_ENGINE_ARGS"])
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def our_engines(env) -> list[int]:
+    """Processes still alive that were started as this test's fake engine."""
+    marker = f"FAKE_ENGINE_ARGS={env['FAKE_ENGINE_ARGS']}".encode()
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in environ.split(b"\0") and state != "Z" and int(entry.name) != os.getpid():
+            found.append(int(entry.name))
+    return found

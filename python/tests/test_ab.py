@@ -34,7 +34,7 @@ from ctxbench.analysis.paired import (
     resolution_floor,
     signed_rank_interval,
 )
-from ctxbench.records.core import record_problem
+from ctxbench.records.schema import record_problem
 
 # How the host moved each round: 15 % up and down, both arms alike.
 MOVES = [1.00, 1.15, 0.87, 1.10, 0.90, 1.14, 0.86, 1.05, 0.95, 1.12]

@@ -12,10 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import built_engine
-from ctxbench.records.core import record_problem
+from conftest import built_engine, our_engines
+from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
-from test_reliability import our_engines
 
 SOURCE = Path(__file__).parents[1] / "src"
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from conftest import invoke
 from ctxbench.analysis.answers import answers
 from ctxbench.cli.main import cli
-from ctxbench.records.core import read_run_file
+from ctxbench.records.reading import read_run_file
 from ctxbench.store.db import Store
 from ctxbench.views.report import render
 

@@ -20,7 +20,7 @@ import pytest
 from conftest import fixture_path, invoke, lab_run, real_run
 from ctxbench import riscv as riscv_lab
 from ctxbench.errors import StoreError
-from ctxbench.records.core import record_problem
+from ctxbench.records.schema import record_problem
 from ctxbench.riscv import tools as riscv_tools
 from ctxbench.store.db import Store
 

@@ -21,8 +21,9 @@ from ctxbench.analysis.compare import (
     time_ratio,
 )
 from ctxbench.analysis.summary_data import MachineCell
-from ctxbench.records.core import group_run, params_key
 from ctxbench.records.envdiff import env_diff
+from ctxbench.records.naming import params_key
+from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 from ctxbench.views import machines as machines_view
 from ctxbench.views.comparison import describe, summary_line, summary_lines

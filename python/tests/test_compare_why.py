@@ -29,7 +29,7 @@ from ctxbench.analysis.envparts import (
     key_difference,
 )
 from ctxbench.cli.main import cli as main
-from ctxbench.records.core import read_run_file
+from ctxbench.records.reading import read_run_file
 from ctxbench.views.difference import row_lines
 
 WHY = FIXTURES / "why"

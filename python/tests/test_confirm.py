@@ -30,7 +30,8 @@ from ctxbench.analysis.gate import (
     confirm,
     gate,
 )
-from ctxbench.records.core import group_run, params_key
+from ctxbench.records.naming import params_key
+from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 from ctxbench.views.export import comparison_dict
 from ctxbench.views.gate import gate_lines

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import fixture_path, invoke, real_run
 from ctxbench.analysis.explain import REST, REST_INSIDE, explain
-from ctxbench.records.core import read_run_file
+from ctxbench.records.reading import read_run_file
 from ctxbench.views.explain import missing_words, narrow, note_words, render_text
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "data" / "reference-run.jsonl"

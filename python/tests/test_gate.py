@@ -19,8 +19,8 @@ import jsonschema
 import pytest
 from scipy import stats as scipy_stats
 
-from conftest import REPO, fixture_path, invoke, real_run
-from ctxbench import fmt, stats
+from conftest import REPO, TIGHT, import_runs, invoke, real_run, tight_getpid
+from ctxbench import stats, units
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import compare_runs
 from ctxbench.analysis.gate import (
@@ -35,22 +35,13 @@ from ctxbench.analysis.gate import (
     decide_by,
     gate,
 )
-from ctxbench.records.core import group_run, params_key
+from ctxbench.records.naming import params_key
+from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 from ctxbench.views.export import comparison_dict
 from ctxbench.views.gate import gate_lines
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
-TIGHT = (0.999, 1.0, 1.001, 1.0, 0.999, 1.001, 1.0, 0.999, 1.001, 1.0)
-
-
-def _import(db: str, *names: str) -> list[str]:
-    ids = []
-    for name in names:
-        done = invoke("import", str(fixture_path(name)), "--db", db)
-        assert done.exit_code == 0, done.stderr
-        ids.append(json.loads(fixture_path(name).read_text().splitlines()[0])["run_id"])
-    return ids
 
 
 def _store_earlier(db: str, names: list[str]) -> None:
@@ -66,11 +57,7 @@ def _store_earlier(db: str, names: list[str]) -> None:
 
 # ---- the rules, on a real record with chosen figures ------------------------------
 def getpid(median: float, status: str = "ok") -> dict:
-    record = copy.deepcopy(
-        next(r for r in real_run("run_a.jsonl").results if r["probe"] == "syscall.getpid")
-    )
-    record["samples"] = [median * f for f in TIGHT]
-    record["summary"].update(median=median, min=median * 0.999, max=median * 1.001)
+    record = tight_getpid(median)
     record["verdict"] = {"status": status, "reasons": []}
     return record
 
@@ -311,8 +298,8 @@ def test_allow_inconclusive_is_a_share_of_the_rows(db):
     placed differently) are inconclusive, and only a large enough allowance
     lets the gate pass."""
     _store_earlier(db, ["run_a.jsonl", "run_b.jsonl"] * 2)
-    a_id = _import(db, "run_a.jsonl")[0]
-    b_id = _import(db, "run_b.jsonl")[0]
+    a_id = import_runs(db, "run_a.jsonl")[0]
+    b_id = import_runs(db, "run_b.jsonl")[0]
     done = invoke("compare", a_id, b_id, "--fail-above", "10", "--json", "--db", db)
     data = json.loads(done.stdout)
     jsonschema.Draft202012Validator(COMPARE_SCHEMA).validate(data)
@@ -341,7 +328,7 @@ def test_samples_10_against_12_excludes_nothing(db):
     """gate_a.jsonl (--quick: 10 samples) against gate_samples12.jsonl (the
     same selection with --samples 12): the options differ and are shown, no
     row is excluded for them, and every row is judged by the gate."""
-    a, b = _import(db, "gate_a.jsonl", "gate_samples12.jsonl")
+    a, b = import_runs(db, "gate_a.jsonl", "gate_samples12.jsonl")
     done = invoke("compare", a, b, "--fail-above", "50", "--json", "--db", db)
     data = json.loads(done.stdout)
     jsonschema.Draft202012Validator(COMPARE_SCHEMA).validate(data)
@@ -359,7 +346,7 @@ def test_a_gate_over_rows_all_suspect_or_excluded_never_passes(db):
     `stress-ng --cpu 2`: every row has a suspect side or ran on a different
     number of CPUs. Whatever the threshold or the allowance, and with a
     history of the machine, the gate does not exit 0."""
-    a, b = _import(db, "gate_loaded_a.jsonl", "gate_loaded_b.jsonl")
+    a, b = import_runs(db, "gate_loaded_a.jsonl", "gate_loaded_b.jsonl")
     data = json.loads(invoke("compare", a, b, "--json", "--db", db).stdout)
     for row in data["rows"]:
         assert row["excluded"] or "suspect" in (row["status"], row["reference_status"]), row
@@ -385,7 +372,7 @@ def test_a_2x_regression_in_a_suspect_row_fails_the_gate(db):
     under four stacked seccomp filters (each system call runs four BPF
     programs) beside `stress-ng --cpu 2`. syscall.getpid took about twice as
     long and its slowed side is suspect: the gate fails on it."""
-    a, b = _import(db, "gate_a.jsonl", "gate_seccomp2.jsonl")
+    a, b = import_runs(db, "gate_a.jsonl", "gate_seccomp2.jsonl")
     done = invoke("compare", a, b, "--fail-above", "10", "--json", "--db", db)
     assert done.exit_code == 1, done.stderr
     data = json.loads(done.stdout)
@@ -447,7 +434,7 @@ def test_the_last_line_gives_each_inconclusive_rows_ratio_and_interval(tmp_path)
     for verdict, factor in ((same, "1.00×"), (double, "2.00×")):
         low, high = verdict.interval
         assert low < 1.25 < high
-        words = f"{factor} ({fmt.factor(low)}–{fmt.factor(high)})"
+        words = f"{factor} ({units.factor(low)}–{units.factor(high)})"
         assert words in last, last
     assert "syscall.getpid (run C) 2.00×" in last
     # --json carries the same intervals.
@@ -460,7 +447,7 @@ def test_the_last_line_gives_each_inconclusive_rows_ratio_and_interval(tmp_path)
 
 
 def test_a_row_not_compared_is_counted_on_the_last_line_without_a_ratio(db):
-    a, b = _import(db, "gate_loaded_a.jsonl", "gate_loaded_b.jsonl")
+    a, b = import_runs(db, "gate_loaded_a.jsonl", "gate_loaded_b.jsonl")
     done = invoke("compare", a, b, "--db", db, "--fail-above", "25")
     last = [line for line in done.stdout.splitlines() if line.startswith("--fail-above")][-1]
     assert "not compared" in last, last

@@ -15,7 +15,8 @@ import pytest
 
 from conftest import FIXTURES, invoke
 from ctxbench.analysis.changes import change_points, find_changes
-from ctxbench.records.core import group_run, read_run_file
+from ctxbench.records.reading import read_run_file
+from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 
 WHY = FIXTURES / "why"

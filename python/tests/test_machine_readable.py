@@ -21,9 +21,10 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
-from conftest import REPO, fixture_path, invoke, real_run
-from ctxbench import fmt
-from ctxbench.records.core import record_problem, variant_name
+from conftest import REPO, import_runs, invoke, real_run
+from ctxbench import units
+from ctxbench.records.naming import variant_name
+from ctxbench.records.schema import record_problem
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
 SOURCE = Path(__file__).parents[1] / "src"
@@ -53,13 +54,6 @@ BMF_SCHEMA = {
         },
     },
 }
-
-
-def _import(db: str, *names: str) -> list[str]:
-    for name in names:
-        done = invoke("import", str(fixture_path(name)), "--db", db)
-        assert done.exit_code == 0, done.stderr
-    return [real_run(name).run_id for name in names]
 
 
 # ---- compare --json ------------------------------------------------------------------
@@ -99,7 +93,7 @@ def test_compare_json_validates_and_says_what_the_tables_say(db, two_runs):
 
 
 def test_compare_json_of_three_runs_with_matrices_validates(db):
-    runs = _import(db, "matrix_a.jsonl", "matrix_b.jsonl", "run_a.jsonl")
+    runs = import_runs(db, "matrix_a.jsonl", "matrix_b.jsonl", "run_a.jsonl")
     done = invoke("compare", *runs, "--json", "--db", db)
     assert done.exit_code == 0, done.stderr
     data = json.loads(done.stdout)
@@ -150,7 +144,7 @@ def test_fail_above_fails_on_a_slower_machine_and_names_each_row(db):
     QEMU TCG guest, fixtures/README.md): the system calls are 3-30x slower
     there, far past the floor, so they are slower; a suspect side is judged
     (its spread widens the noise), and is never called not slower."""
-    a, other = _import(db, "run_a.jsonl", "other_machine.jsonl")
+    a, other = import_runs(db, "run_a.jsonl", "other_machine.jsonl")
     done = invoke("compare", a, other, "--fail-above", "5", "--json", "--db", db)
     assert done.exit_code == 1
     data = json.loads(done.stdout)
@@ -289,7 +283,7 @@ SHOW_SCHEMA = json.loads((REPO / "schema" / "show.schema.json").read_text())
 
 @pytest.mark.parametrize("name", ["run_a.jsonl", "other_machine_broad.jsonl"])
 def test_show_json_validates(db, name):
-    (run_id,) = _import(db, name)
+    (run_id,) = import_runs(db, name)
     data = json.loads(invoke("show", run_id, "--json", "--db", db).stdout)
     jsonschema.Draft202012Validator.check_schema(SHOW_SCHEMA)
     jsonschema.Draft202012Validator(SHOW_SCHEMA).validate(data)
@@ -361,12 +355,12 @@ class _Stream:
 
 
 def test_styling_is_decided_in_one_place():
-    assert fmt.styled(_Stream(True), {})
-    assert not fmt.styled(_Stream(False), {})
-    assert not fmt.styled(_Stream(True), {"NO_COLOR": "1"})
-    assert fmt.styled(_Stream(True), {"NO_COLOR": ""})  # the convention: empty is unset
-    assert not fmt.styled(_Stream(True), {"TERM": "dumb"})
-    assert not fmt.styled(object(), {})
+    assert units.styled(_Stream(True), {})
+    assert not units.styled(_Stream(False), {})
+    assert not units.styled(_Stream(True), {"NO_COLOR": "1"})
+    assert units.styled(_Stream(True), {"NO_COLOR": ""})  # the convention: empty is unset
+    assert not units.styled(_Stream(True), {"TERM": "dumb"})
+    assert not units.styled(object(), {})
 
 
 def _on_a_terminal(db: str, *args: str, no_color: bool) -> bytes:

@@ -59,7 +59,7 @@ def test_the_report_of_the_default_suite_and_the_lab_has_every_answer_and_no_emp
     """`make run`'s report: a default run and a lab run share no variant, so
     there is no comparison section (it was 272 rows of 'not in this run');
     the four answers and the lab's ecall round trip are on the page."""
-    from ctxbench.records.core import read_run_file
+    from ctxbench.records.reading import read_run_file
     from ctxbench.store.db import Store
     from ctxbench.views.report import render
 

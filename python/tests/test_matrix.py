@@ -16,7 +16,7 @@ from conftest import fixture_path, invoke, real_run
 from ctxbench import stats
 from ctxbench.analysis.compare import compare_runs
 from ctxbench.records import matrix
-from ctxbench.records.core import record_problem
+from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
 from ctxbench.views.report import render
 

@@ -12,31 +12,27 @@ import math
 import jsonschema
 import pytest
 
-from conftest import REPO, real_run
-from ctxbench import fmt, stats
+from conftest import REPO, TIGHT, real_run, tight_getpid
+from ctxbench import stats, units
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
 from ctxbench.analysis.gate import INCONCLUSIVE, decide_by, gate
 from ctxbench.analysis.gate import SLOWER as GATE_SLOWER
 from ctxbench.analysis.machine_history import history_runs, machine_key, variant_history
-from ctxbench.records.core import group_run, params_key
+from ctxbench.records.naming import params_key
+from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 from ctxbench.views.comparison import noise_words
 from ctxbench.views.export import comparison_dict
 from ctxbench.views.gate import gate_lines
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
-TIGHT = (0.999, 1.0, 1.001, 1.0, 0.999, 1.001, 1.0, 0.999, 1.001, 1.0)
 
 
 def result(median: float, repeats: list[float] | None = None) -> dict:
     """A getpid result of run_a.jsonl with tight samples around ``median`` and,
     when given, a repeats block with those figures."""
-    record = copy.deepcopy(
-        next(r for r in real_run("run_a.jsonl").results if r["probe"] == "syscall.getpid")
-    )
-    record["samples"] = [median * f for f in TIGHT]
-    record["summary"].update(median=median, min=median * 0.999, max=median * 1.001)
+    record = tight_getpid(median)
     if repeats is not None:
         record["repeats"] = {"runs": [{"median": m, "n": 10} for m in repeats]}
     return record
@@ -457,8 +453,8 @@ def test_repeats_are_shown_with_the_options_and_never_exclude_a_row(store):
     runs = [store.load(store.add_run(run, origin="import")) for run in (a, b)]
     comparison = compare_runs(runs)
     assert comparison.rows[0].cells[1].excluded == ()
-    assert fmt.run_options(comparison.options[0]).endswith(", 3 repeats")
-    assert "repeats" not in fmt.run_options(comparison.options[1])
+    assert units.run_options(comparison.options[0]).endswith(", 3 repeats")
+    assert "repeats" not in units.run_options(comparison.options[1])
     # One machine's history, with or without repeats.
     assert machine_key(runs[0].env) == machine_key(runs[1].env)
 
@@ -487,7 +483,7 @@ def test_a_history_with_interfered_runs_leaves_them_out_where_the_clean_ones_dec
     assert judged_by.interfered == 0
     assert judged_by.spread == pytest.approx(alone.spread)
     assert noise.detectable(judged_by) == pytest.approx(noise.detectable(alone))
-    words = fmt.terminal_text(noise_words(judged_by))
+    words = units.terminal_text(noise_words(judged_by))
     assert "over 4 earlier runs; 10 that carried interference left out" in words
 
 

@@ -22,7 +22,9 @@ from conftest import FIXTURES, invoke
 from ctxbench.analysis.gate import gate
 from ctxbench.analysis.summary import summarize
 from ctxbench.cli.commands.compare import build_comparison
-from ctxbench.records.core import group_run, read_run_file, variant_name
+from ctxbench.records.naming import variant_name
+from ctxbench.records.reading import read_run_file
+from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 from ctxbench.views.comparison import SHORT_WORDS
 from ctxbench.views.export import comparison_dict

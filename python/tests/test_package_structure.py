@@ -5,8 +5,9 @@ executed; imports inside functions count) and checks the rules of
 docs/architecture.md, "The Python side": each subpackage is a stage of the
 data and imports only the stages below it (LAYERS), the import graph has no
 cycle, no module imports an underscore name from another ctxbench module,
-and every module opens with a docstring whose first line states its one job.
-Length is no rule: a long module with one job is fine.
+every module opens with a docstring whose first line states its one job, and
+no function is longer than a screen (MAX_FUNCTION_LINES). A module's length
+is no rule: a long module with one job is fine.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from conftest import REPO
 PACKAGE = REPO / "python" / "src" / "ctxbench"
 
 # Each stage and the stages it may import, lowest first. The base (errors,
-# fmt, stats, the package's __init__) imports nothing of ctxbench but itself.
+# units, stats, the package's __init__) imports nothing of ctxbench but itself.
 # riscv is the RISC-V trap lab, a stage of its own beside analysis: it reads
 # records and is drawn by views and the commands. __main__ is `python -m
 # ctxbench`, the command line's other door.
@@ -82,7 +83,7 @@ def imports_of(module: str, source: str) -> list[tuple[str, str | None, int]]:
             origin = _resolve(module, node)
             for alias in node.names:
                 submodule = f"{origin}.{alias.name}"
-                if submodule in MODULES:  # `from ctxbench import fmt`: a module, not a name
+                if submodule in MODULES:  # `from ctxbench import units`: a module, not a name
                     found.append((submodule, None, node.lineno))
                 else:
                     found.append((origin, alias.name, node.lineno))
@@ -150,7 +151,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_walk_finds_the_package_and_its_imports():
     # Guards the checks below against passing on an empty walk.
-    assert {"ctxbench.cli.main", "ctxbench.cli.commands.run", "ctxbench.fmt"} <= set(MODULES)
+    assert {"ctxbench.cli.main", "ctxbench.cli.commands.run", "ctxbench.units"} <= set(MODULES)
     # cli.main names its commands' modules as strings (imported when run:
     # test_startup checks each resolves), so the edge checked is one below it.
     assert "ctxbench.cli.run_lifecycle" in _graph()["ctxbench.cli.commands.run"]
@@ -175,10 +176,10 @@ def test_no_stage_imports_a_stage_above_it():
 @pytest.mark.parametrize(
     "module, source",
     [
-        ("ctxbench.fmt", "from ctxbench.records.core import variant_name\n"),
+        ("ctxbench.units", "from ctxbench.records.naming import variant_name\n"),
         ("ctxbench.analysis.compare", "def f():\n    from ctxbench.views import tables\n"),
         ("ctxbench.store.db", "import ctxbench.acquire.runner\n"),
-        ("ctxbench.records.core", "from ctxbench.store import schema\n"),
+        ("ctxbench.records.schema", "from ctxbench.store import schema\n"),
     ],
 )
 def test_an_upward_import_is_found(module, source):
@@ -242,3 +243,42 @@ def test_module_states_its_job_in_one_line(module):
         f"{module}: the docstring's first line runs on into the next; "
         "make the first line a whole sentence of its own, then a blank line"
     )
+
+
+# A function fits on a screen: counted from its def line to
+# its last, the signature and docstring included, decorators not.
+MAX_FUNCTION_LINES = 80
+
+
+def long_functions(module: str, source: str) -> list[str]:
+    """Every function (method and nested ones included) in ``source`` (the
+    text of ``module``) longer than MAX_FUNCTION_LINES, as 'module.name
+    line N: L lines'."""
+    return [
+        f"{module}.{node.name} line {node.lineno}: {node.end_lineno - node.lineno + 1} lines"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+
+
+def test_no_function_is_longer_than_a_screen():
+    long = [
+        found
+        for module, path in MODULES.items()
+        for found in long_functions(module, path.read_text(encoding="utf-8"))
+    ]
+    assert not long, (
+        f"functions over {MAX_FUNCTION_LINES} lines (split each into functions "
+        "that do one job):\n" + "\n".join(long)
+    )
+
+
+def test_a_long_function_is_found():
+    # The check above on a planted function one line too long, and one that fits.
+    body = "    x = 1\n" * (MAX_FUNCTION_LINES - 1)
+    assert long_functions("m", "def f():\n" + body + "    x = 2\n") == ["m.f line 1: 81 lines"]
+    method = "class C:\n    def f(self):\n" + body.replace("    ", "        ")
+    assert not long_functions("m", method)
+    assert long_functions("m", method + "        x = 2\n") == ["m.f line 2: 81 lines"]

@@ -8,16 +8,11 @@ import pytest
 
 from conftest import REPO, fixture_path, real_run
 from ctxbench.errors import RecordError
-from ctxbench.records.core import (
-    group_run,
-    params_key,
-    params_text,
-    parse_jsonl,
-    read_run_file,
-    record_problem,
-    schema,
-    schema_path,
-)
+from ctxbench.records.naming import params_key
+from ctxbench.records.reading import parse_jsonl, read_run_file
+from ctxbench.records.runs import group_run
+from ctxbench.records.schema import record_problem, schema, schema_path
+from ctxbench.units import params_text
 
 
 def test_a_source_checkout_reads_the_repository_schema():

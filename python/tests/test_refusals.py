@@ -19,10 +19,20 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, built_engine, fixture_path, real_run, with_run_id
-from ctxbench.records.core import group_run, record_problem
+from conftest import (
+    REPO,
+    built_engine,
+    ctxbench,
+    engine_calls,
+    error_line,
+    fixture_path,
+    real_run,
+    stored_runs,
+    with_run_id,
+)
+from ctxbench.records.runs import group_run
+from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
-from test_reliability import ctxbench, engine_calls, error_line, stored_runs
 
 SOURCE = Path(__file__).parents[1] / "src"
 JAIL = REPO / "engine" / "tests" / "system" / "seccomp_jail.py"

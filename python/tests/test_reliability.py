@@ -20,62 +20,24 @@ from pathlib import Path
 
 import pytest
 
-from conftest import built_engine, fixture_path, real_run
-from ctxbench.records.core import RecordError, read_run_file
+from conftest import (
+    built_engine,
+    ctxbench,
+    engine_calls,
+    error_line,
+    fixture_path,
+    our_engines,
+    real_run,
+    stored_runs,
+)
+from ctxbench.errors import RecordError
+from ctxbench.records.reading import read_run_file
 from ctxbench.store.db import Store
 from ctxbench.views import tables
 
 SOURCE = Path(__file__).parents[1] / "src"
 EXIT_OUTPUT = 3
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
-
-
-def ctxbench(env, *args, stdout=subprocess.PIPE, input: bytes | None = None):
-    return subprocess.run(
-        [sys.executable, "-m", "ctxbench", *args],
-        stdout=stdout,
-        stderr=subprocess.PIPE,
-        input=input,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-
-
-def error_line(process) -> str:
-    """stderr holds no traceback and exactly one error line; returns it."""
-    stderr = process.stderr.decode("utf-8", "replace")
-    assert "Traceback" not in stderr, stderr
-    errors = [line for line in stderr.splitlines() if "error:" in line]
-    assert len(errors) == 1, stderr
-    assert errors[0].startswith("ctxbench: error: ") and "unexpected" not in errors[0], errors[0]
-    return errors[0]
-
-
-def stored_runs(env) -> list[str]:
-    with Store.open(Path(env["CTXBENCH_DB"])) as store:
-        return [info.run_id for info in store.runs()]
-
-
-def engine_calls(env) -> list[list[str]]:
-    """The argument lists the fake engine was started with, in order."""
-    path = Path(env["FAKE_ENGINE_ARGS"])
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def our_engines(env) -> list[int]:
-    """Processes still alive that were started as this test's fake engine."""
-    marker = f"FAKE_ENGINE_ARGS={env['FAKE_ENGINE_ARGS']}".encode()
-    found = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in environ.split(b"\0") and state != "Z" and int(entry.name) != os.getpid():
-            found.append(int(entry.name))
-    return found
 
 
 @pytest.fixture

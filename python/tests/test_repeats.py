@@ -12,7 +12,9 @@ import pytest
 from conftest import real_run
 from ctxbench import stats
 from ctxbench.acquire import repeats
-from ctxbench.records.core import group_run, params_key, record_problem
+from ctxbench.records.naming import params_key
+from ctxbench.records.runs import group_run
+from ctxbench.records.schema import record_problem
 
 
 def _two_repeats():

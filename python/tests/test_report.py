@@ -15,8 +15,11 @@ import re
 import pytest
 
 from conftest import REPO, real_run, require_chromium, with_run_id
-from ctxbench import fmt
-from ctxbench.records.core import group_run, params_key, read_run_file, record_problem
+from ctxbench import units
+from ctxbench.records.naming import params_key
+from ctxbench.records.reading import read_run_file
+from ctxbench.records.runs import group_run
+from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
 from ctxbench.views.comparison import cell_words
 from ctxbench.views.report import render
@@ -365,8 +368,8 @@ def test_machine_vs_machine(store_with_runs):
         text = [" ".join(words) for words in row]
         assert text[0].startswith(figure.label)
         # ratio [CI] as compare prints it, p, and the words of compare.describe
-        assert text[3] == fmt.ratio(cell.ci_low, cell.ratio, cell.ci_high)
-        assert text[4] == fmt.p_value(cell.p_value)
+        assert text[3] == units.ratio(cell.ci_low, cell.ratio, cell.ci_high)
+        assert text[4] == units.p_value(cell.p_value)
         assert text[5].startswith(cell_words(machines, figure, 1))
     words = [cell_words(machines, figure, 1) for figure in machines.figures]
     assert "not significant" in words  # two runs of one machine: most figures do not differ

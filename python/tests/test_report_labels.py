@@ -25,7 +25,8 @@ from plotly.offline.offline import get_plotlyjs_version
 from conftest import lab_run, real_run, require_chromium
 from ctxbench.analysis.summary import summarize
 from ctxbench.cli.output_files import write_report
-from ctxbench.records.core import RunRecords, read_run_file
+from ctxbench.records.reading import read_run_file
+from ctxbench.records.runs import RunRecords
 from ctxbench.store.db import Store
 from ctxbench.views import report
 from ctxbench.views.report import chart_library, render

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-from conftest import fixture_path, real_run
+from conftest import fake_engine_wrapper, fixture_path, real_run
 from ctxbench.acquire.runner import EngineRun, RunOptions, find_engine, plan_variants
 from ctxbench.errors import BadInput, EngineError
-
-FAKE_ENGINE = Path(__file__).parent / "fake_engine.py"
 
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
-    wrapper = tmp_path / "ctxbench-engine"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_ENGINE}" "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = fake_engine_wrapper(tmp_path)
     monkeypatch.setenv("CTXBENCH_ENGINE", str(wrapper))
     monkeypatch.setenv("FAKE_ENGINE_RECORDS", str(fixture_path("run_a.jsonl")))
     return wrapper

@@ -16,8 +16,9 @@ from conftest import real_run
 from ctxbench.analysis.summary import summarize
 from ctxbench.errors import RecordError
 from ctxbench.records import sandbox
-from ctxbench.records.core import group_run, validate
 from ctxbench.records.envdiff import env_diff
+from ctxbench.records.runs import group_run
+from ctxbench.records.schema import validate
 from ctxbench.store.db import Store
 from ctxbench.views.machines import machine_lines
 from ctxbench.views.report import render

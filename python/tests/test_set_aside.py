@@ -14,9 +14,10 @@ import pytest
 from rich.console import Console
 
 from conftest import real_run
-from ctxbench import fmt, stats
+from ctxbench import stats, units
 from ctxbench.analysis.summary import summarize
-from ctxbench.records.core import group_run, record_problem
+from ctxbench.records.runs import group_run
+from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
 from ctxbench.views import machines as machines_view
 from ctxbench.views import summary as summary_view
@@ -85,18 +86,18 @@ def _result(records):
 
 def test_the_words_give_both_figures():
     result = _result(_with_set_aside("run_a.jsonl"))
-    with_them = fmt.value(result["set_aside"]["summary_with_them"]["median"], result["unit"])
-    assert fmt.set_aside(result) == f"{WORDS}; {with_them} with them"
-    figure = fmt.value(result["summary"]["median"], result["unit"])
-    assert fmt.set_aside(result, with_figure=True).startswith(f"{figure}, {WORDS}; ")
+    with_them = units.value(result["set_aside"]["summary_with_them"]["median"], result["unit"])
+    assert units.set_aside(result) == f"{WORDS}; {with_them} with them"
+    figure = units.value(result["summary"]["median"], result["unit"])
+    assert units.set_aside(result, with_figure=True).startswith(f"{figure}, {WORDS}; ")
 
 
 def test_older_records_give_the_count_and_its_median():
     result = _result(_with_set_aside("run_a.jsonl", samples_kept=False))
     assert record_problem(result) is None
-    assert fmt.set_aside(result) == f"{WORDS} (their median 5.000 µs)"
+    assert units.set_aside(result) == f"{WORDS} (their median 5.000 µs)"
     result["interference"]["attempts"][1]["set_aside"] = 0
-    assert fmt.set_aside(result) is None
+    assert units.set_aside(result) is None
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from ctxbench.records.core import read_run_file, record_problem
+from ctxbench.records.reading import read_run_file
+from ctxbench.records.schema import record_problem
 
 
 def installed_command() -> Path:
@@ -101,7 +102,11 @@ def test_installed_command_lists_probes_and_env(user_env):
 def test_installed_package_carries_the_repository_schema(user_env, tmp_path):
     python = installed_command().parent / "python"
     done = subprocess.run(
-        [str(python), "-c", "from ctxbench.records.core import schema_path; print(schema_path())"],
+        [
+            str(python),
+            "-c",
+            "from ctxbench.records.schema import schema_path; print(schema_path())",
+        ],
         capture_output=True,
         text=True,
         env=user_env,

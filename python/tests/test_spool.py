@@ -25,12 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import built_engine, fixture_path, real_run
+from conftest import built_engine, ctxbench, error_line, fixture_path, real_run, stored_runs
 from ctxbench.errors import BadInput
-from ctxbench.records.core import group_run
+from ctxbench.records.runs import group_run
 from ctxbench.stats import summarize
 from ctxbench.store.db import Store
-from test_reliability import ctxbench, error_line, stored_runs
 
 SOURCE = Path(__file__).parents[1] / "src"
 PREFIX = ".ctxbench-unstored-"

@@ -54,6 +54,20 @@ def _loaded(args: list[str]) -> dict:
     return json.loads(proc.stdout.splitlines()[-1])
 
 
+def _script_json(script: str, **env: str) -> dict:
+    """What SCRIPT, run by a fresh interpreter with this package (and ENV),
+    printed as JSON."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(SOURCE), **env},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
 def test_importing_the_command_loads_no_heavy_library():
     proc = subprocess.run(
         [sys.executable, "-c", f"import sys, ctxbench.cli.main; "
@@ -101,15 +115,7 @@ def test_help_lists_every_command_in_whole_lines_without_importing_one():
         "print(json.dumps({'code': code, 'out': out.getvalue(), 'commands': commands,"
         " 'heavy': heavy}))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(SOURCE), "PATH": "/usr/bin:/bin", "COLUMNS": "80"},
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    done = json.loads(proc.stdout)
+    done = _script_json(script, PATH="/usr/bin:/bin", COLUMNS="80")
     assert done["code"] == 0 and done["commands"] == [] and done["heavy"] == []
     from ctxbench.cli.main import COMMANDS, SUMMARIES
 
@@ -120,3 +126,22 @@ def test_help_lists_every_command_in_whole_lines_without_importing_one():
     for line, name in zip(listed, sorted(COMMANDS), strict=True):
         assert line.split()[0] == name and line.endswith(SUMMARIES[name]), line
         assert len(line) <= 80 and "..." not in line
+
+
+def test_the_riscv_catalogue_loads_nothing_of_the_lab():
+    """The views that name the lab's calls import its catalogue alone:
+    ctxbench.riscv imports the lab's public names when they are first used,
+    so neither the lab (its simulators, runner and parsers) nor a heavy
+    library comes with the catalogue. The names still resolve."""
+    script = (
+        "import json, sys\n"
+        "import ctxbench.riscv.catalog\n"
+        "ours = sorted(n for n in sys.modules if n.startswith('ctxbench'))\n"
+        f"heavy = sorted(n for n in {HEAVY!r} if n in sys.modules)\n"
+        "from ctxbench import riscv\n"
+        "names = [name for name in riscv.__all__ if getattr(riscv, name, None) is None]\n"
+        "print(json.dumps({'ours': ours, 'heavy': heavy, 'unresolved': names}))\n"
+    )
+    done = _script_json(script)
+    assert done["ours"] == ["ctxbench", "ctxbench.riscv", "ctxbench.riscv.catalog"]
+    assert done["heavy"] == [] and done["unresolved"] == []

@@ -17,7 +17,8 @@ import sqlalchemy as sa
 
 from conftest import real_run, synthetic_run
 from ctxbench.errors import BadInput, StoreError
-from ctxbench.records.core import group_run, machine_name
+from ctxbench.records.machines import machine_name
+from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 from ctxbench.store.dialects import PostgreSQLDialect, is_url
 from ctxbench.store.schema import (

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fixture_path, real_run
-from test_reliability import ctxbench, error_line
+from conftest import ctxbench, error_line, fixture_path, real_run
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the attacker is nobody")
 NOBODY = 65534

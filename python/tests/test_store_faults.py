@@ -21,18 +21,20 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from click.testing import CliRunner
 
-from conftest import REPO, fixture_path, real_run, synthetic_run, write_jsonl
-from ctxbench.cli.main import cli
+from conftest import (
+    REPO,
+    fake_engine_wrapper,
+    fixture_path,
+    invoke,
+    real_run,
+    synthetic_run,
+    write_jsonl,
+)
 from ctxbench.errors import StoreWriteError
 from ctxbench.store.db import Store
 from ctxbench.store.schema import APPLICATION_ID
 from servers import PostgresServer, postgres_bindir
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def ctxbench_process(*args: str, **popen: object) -> subprocess.CompletedProcess[str]:
@@ -112,11 +114,7 @@ def test_write_lock_held_too_long_is_a_clean_error(store_target):
 
 def _fake_engine(tmp_path: Path, monkeypatch) -> None:
     """`run` replays a recorded engine run (tests/fake_engine.py)."""
-    wrapper = tmp_path / "ctxbench-engine"
-    fake = Path(__file__).parent / "fake_engine.py"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{fake}" "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("CTXBENCH_ENGINE", str(wrapper))
+    monkeypatch.setenv("CTXBENCH_ENGINE", str(fake_engine_wrapper(tmp_path)))
     monkeypatch.setenv("FAKE_ENGINE_RECORDS", str(fixture_path("run_a.jsonl")))
 
 

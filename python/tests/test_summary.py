@@ -15,7 +15,10 @@ from conftest import REPO, real_run
 from ctxbench.analysis.explain import REST
 from ctxbench.analysis.summary import is_remainder, pick, section_id, summarize, variant_key
 from ctxbench.analysis.summary_rules import LADDER, REASON_SENTENCES, reason_sentence
-from ctxbench.records.core import group_run, params_key, read_run_file, schema
+from ctxbench.records.naming import params_key
+from ctxbench.records.reading import read_run_file
+from ctxbench.records.runs import group_run
+from ctxbench.records.schema import schema
 from ctxbench.store.db import Store
 from ctxbench.views import why
 from ctxbench.views.comparison import cell_words, describe

@@ -15,7 +15,8 @@ import pytest
 from conftest import real_run
 from ctxbench.analysis.interference import RunLoad
 from ctxbench.analysis.summary import summarize
-from ctxbench.records.core import RunRecords, read_run_file
+from ctxbench.records.reading import read_run_file
+from ctxbench.records.runs import RunRecords
 from ctxbench.store.db import Store
 from ctxbench.views import why
 from ctxbench.views.summary import plain, run_lines

@@ -36,7 +36,8 @@ from typing import Any
 
 from ctxbench.acquire.repeats import merge_variant
 from ctxbench.acquire.runner import EngineRun
-from ctxbench.records.core import params_key, run_end_record
+from ctxbench.records.building import run_end_record
+from ctxbench.records.naming import params_key
 
 ARMS = ("A", "B")
 DEFAULT_AB_ROUNDS = 10

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxbench import stats
-from ctxbench.records.core import params_key, run_end_record
+from ctxbench.records.building import run_end_record
+from ctxbench.records.naming import params_key
 
 # One engine process per suite: two would take the quick suite past its 30 s
 # on the 2-vCPU KVM guest, and bench/gate.py met its targets with one

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.errors import EXIT_INTERRUPTED, BadInput, EngineError
-from ctxbench.records.core import loads_record, record_problem
+from ctxbench.records.schema import record_problem
+from ctxbench.records.strict_json import loads_record
 
 ENGINE_NAME = "ctxbench-engine"
 PROGRESS_PREFIX = "@progress "

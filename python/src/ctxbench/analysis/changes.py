@@ -43,11 +43,11 @@ from typing import Any
 
 import numpy as np
 
-from ctxbench import fmt, stats
+from ctxbench import stats, units
 from ctxbench.analysis import envparts
 from ctxbench.analysis.compare import MEASUREMENT_OPTIONS, run_options
-from ctxbench.records.core import params_key
 from ctxbench.records.envdiff import env_diff
+from ctxbench.records.naming import params_key
 from ctxbench.store.schema import RunInfo, StoredRun
 
 METHOD = (
@@ -251,7 +251,7 @@ def changes_dict(store: str, machines: list[MachineChanges], min_effect: float) 
         return {
             "probe": c.probe,
             "params": c.params,
-            "unit": fmt.unit_name(c.unit),
+            "unit": units.unit_name(c.unit),
             "position": c.position,
             "run_id": c.run_id,
             "before_run_id": c.before_run_id,

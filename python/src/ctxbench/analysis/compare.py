@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench import fmt, stats
+from ctxbench import stats, units
 from ctxbench.analysis.noise import (
     CpuSpeed,
     HistoryFigures,
@@ -47,8 +47,8 @@ from ctxbench.analysis.noise import (
     run_cpu_loop,
 )
 from ctxbench.records import matrix
-from ctxbench.records.core import params_key
 from ctxbench.records.envdiff import EnvDiff, env_diff
+from ctxbench.records.naming import params_key
 from ctxbench.store.db import StoredRun
 
 COMPARABLE = ("ok", "suspect")
@@ -213,8 +213,8 @@ def judge_cell(
             reference,
             other,
             (cpus[0], cpus[index]),
-            fmt.run_letter(0),
-            fmt.run_letter(index),
+            units.run_letter(0),
+            units.run_letter(index),
         )
         decision = decide(difference, reference["unit"], judging.min_effect, judged_by)
     return Cell(

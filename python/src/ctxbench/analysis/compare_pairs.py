@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxbench.analysis.compare import Comparison, summarize
-from ctxbench.records.core import params_key
+from ctxbench.records.naming import params_key
 from ctxbench.store.schema import StoredRun
 
 ORIGINAL = "_ctxbench_paired_from"  # a paired copy's own record, never stored
@@ -58,7 +58,7 @@ def unknown_names(runs: list[StoredRun], names: tuple[str, ...]) -> list[str]:
 
 def pair_runs(reference: StoredRun, other: StoredRun, names: tuple[str, ...]) -> Pairing:
     """B's variants renamed to their partners in A (see the module's text)."""
-    from ctxbench.records.core import variant_name
+    from ctxbench.records.naming import variant_name
 
     def partners(record: dict[str, Any], pool: list[dict[str, Any]]) -> list[dict[str, Any]]:
         params = record.get("params", {})

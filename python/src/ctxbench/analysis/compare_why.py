@@ -66,7 +66,7 @@ from ctxbench.analysis.explain import (
 )
 from ctxbench.analysis.interference import RunLoad, run_load
 from ctxbench.analysis.phases import traced_view
-from ctxbench.records.core import params_key
+from ctxbench.records.naming import params_key
 from ctxbench.store.schema import StoredRun
 
 CALL_WORK = "the call's own work"
@@ -697,7 +697,7 @@ def selected_probes(runs: list[StoredRun]) -> set[str]:
 
 
 def _variant(split: RowWhy) -> str:
-    from ctxbench.records.core import variant_name
+    from ctxbench.records.naming import variant_name
 
     return variant_name(split.probe, split.params)
 

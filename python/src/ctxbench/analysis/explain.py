@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.filter_cost import FilterCost, filter_costs
 from ctxbench.analysis.fork_scaling import ForkScaling, fit_fork
 from ctxbench.analysis.phases import TracedView, compare_idle, measured_placement, traced_view
@@ -36,7 +36,7 @@ from ctxbench.analysis.shares import (  # noqa: F401 (the codes: why.py imports 
     withheld_words,
 )
 from ctxbench.analysis.user_switch import chain_parts
-from ctxbench.records.core import params_key
+from ctxbench.records.naming import params_key
 from ctxbench.records.roles import has_role, probe_with
 
 
@@ -735,5 +735,5 @@ def _fork(results: list[dict[str, Any]]) -> ForkScaling | None:
 
 # ---- figures in words -------------------------------------------------------------------
 def time_text(value: float) -> str:
-    """A time as ``show`` prints it: '926.9 ns', '2.196 µs' (fmt.value)."""
-    return fmt.value(value, "ns")
+    """A time as ``show`` prints it: '926.9 ns', '2.196 µs' (units.value)."""
+    return units.value(value, "ns")

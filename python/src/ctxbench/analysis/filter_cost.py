@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.records.roles import probes_with
 
 FILTERS = ("allow", "profile")
@@ -132,7 +132,7 @@ def filter_costs(results: list[dict[str, Any]]) -> list[FilterCost]:
 
 
 def _signed(value: float) -> str:
-    return ("+" if value >= 0 else "-") + fmt.value(abs(value), "ns")
+    return ("+" if value >= 0 else "-") + units.value(abs(value), "ns")
 
 
 def cost_lines(costs: list[FilterCost]) -> list[str]:
@@ -147,8 +147,8 @@ def cost_lines(costs: list[FilterCost]) -> list[str]:
         params = " ".join(f"{k}={v}" for k, v in sorted(c.params.items()))
         head = f"  {c.probe}{' ' + params if params else ''}, {c.mode}: "
         text = (
-            f"{_signed(c.added_ns)} per {c.per_op} ({fmt.value(c.median_ns, 'ns')} against "
-            f"{fmt.value(c.unfiltered_ns, 'ns')})"
+            f"{_signed(c.added_ns)} per {c.per_op} ({units.value(c.median_ns, 'ns')} against "
+            f"{units.value(c.unfiltered_ns, 'ns')})"
         )
         if c.per_op == "switch":
             if c.syscalls_per_op is None:

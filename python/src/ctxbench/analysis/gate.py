@@ -64,7 +64,7 @@ from dataclasses import dataclass, replace
 from ctxbench import stats
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import ONLY_ONE, Cell, Comparison, Row, time_interval, time_ratio
-from ctxbench.records.core import params_key
+from ctxbench.records.naming import params_key
 
 SLOWER, NOT_SLOWER, INCONCLUSIVE = "slower", "not slower", "inconclusive"
 OUTCOMES = (SLOWER, NOT_SLOWER, INCONCLUSIVE)

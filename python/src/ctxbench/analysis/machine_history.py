@@ -27,7 +27,7 @@ from ctxbench.analysis.noise import (
     run_carried_interference,
     run_cpu_loop,
 )
-from ctxbench.records.core import params_key
+from ctxbench.records.naming import params_key
 from ctxbench.store.db import Store, StoredRun
 
 MAX_RUNS = 20  # the newest earlier runs of the machine that make its history

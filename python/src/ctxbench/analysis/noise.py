@@ -509,6 +509,20 @@ def judge(
             statistic=P10 if by_history else MEDIAN,
         )
         return _between_runs(a, b, interval, level, noise), noise
+    return _judge_within_run(reference, other, alpha, level, resamples, hosts, speeds)
+
+
+def _judge_within_run(
+    reference: dict[str, Any],
+    other: dict[str, Any],
+    alpha: float,
+    level: float,
+    resamples: int,
+    hosts: Sequence[HostState | None],
+    speeds: Sequence[CpuSpeed | None],
+) -> tuple[stats.Difference, Noise]:
+    """``judge`` where neither repeats nor the history can judge: the two
+    runs' samples, the bootstrap's interval widened where a side asks for it."""
     samples_a, samples_b = reference["samples"], other["samples"]
     pooled = stats.pooled_log_spread([samples_a, samples_b])
     difference = stats.compare_samples(samples_a, samples_b, alpha, level, resamples)

@@ -66,7 +66,7 @@ from typing import Any
 from ctxbench import stats
 from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, Gate
 from ctxbench.analysis.noise import GATE_POWER
-from ctxbench.records.core import params_key
+from ctxbench.records.naming import params_key
 
 MIN_ROUNDS = (
     6  # paired rounds below which the signed-rank interval has no 95 % form (n = 6: 96.9 %)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench.records.core import machine_name
+from ctxbench.records.machines import machine_name
 from ctxbench.records.roles import probe_with
 
 # The calls that show which primitive a hand-off goes through.

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxbench import fmt
+from ctxbench import units
 
 OVERLAP = "overlap"  # their intervals of the median overlap
 NO_IDLE_DRIVER = "no_idle_driver"  # idle share with no cpuidle driver active
@@ -67,8 +67,8 @@ def share_withheld(
 def _figure_text(label: str, record: dict[str, Any], value: float, shift: float | None) -> str:
     """'idle=free 26.27 µs (20.70–36.21 µs)': a figure with its interval."""
     ci = _interval(record, shift)
-    inside = f" ({fmt.interval(ci[0], ci[1], 'ns')})" if ci else ""
-    return f"{label} {fmt.value(value, 'ns')}{inside}"
+    inside = f" ({units.interval(ci[0], ci[1], 'ns')})" if ci else ""
+    return f"{label} {units.value(value, 'ns')}{inside}"
 
 
 def withheld_words(
@@ -102,5 +102,5 @@ def withheld_words(
         )
     return (
         f"{name}: {known}: the intervals overlap, so their difference "
-        f"({fmt.value(ns, 'ns')}) is within this run's noise, not a share"
+        f"({units.value(ns, 'ns')}) is within this run's noise, not a share"
     )

@@ -65,7 +65,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.answers import answers
 from ctxbench.analysis.compare import Cell, Comparison, Judging, Row, compare_runs, judge_cell
 from ctxbench.analysis.compare import summarize as compare_summary
@@ -98,7 +98,9 @@ from ctxbench.analysis.summary_rules import (
     pick,
 )
 from ctxbench.records import sandbox
-from ctxbench.records.core import STATUSES, params_key, summary_value, variant_name
+from ctxbench.records.naming import params_key, variant_name
+from ctxbench.records.runs import summary_value
+from ctxbench.records.schema import STATUSES
 from ctxbench.store.schema import StoredRun
 
 _NONE = object()
@@ -106,7 +108,7 @@ _NONE = object()
 
 def run_name(index: int, run: StoredRun) -> str:
     """'A: laptop (vm · Intel(R) Xeon(R) Processor · KVM guest)': the machine, in every legend."""
-    return f"{fmt.run_letter(index)}: {run.info.label or run.run_id} ({run.info.machine})"
+    return f"{units.run_letter(index)}: {run.info.label or run.run_id} ({run.info.machine})"
 
 
 def _measured(result: dict[str, Any] | None) -> bool:
@@ -255,7 +257,7 @@ def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) ->
         explanation=_featured(explained, rungs),
         verdicts=verdicts(results),
         sandbox=sandbox.warnings(run.env),
-        timer=fmt.timer([rung.point.result for rung in rungs]),
+        timer=units.timer([rung.point.result for rung in rungs]),
         answers=answers(results),
         load=run_load(results),
         guest=guest_of(run.env),

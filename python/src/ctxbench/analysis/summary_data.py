@@ -6,12 +6,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.compare import Comparison, Row
 from ctxbench.analysis.explain import Explained, Explanation
 from ctxbench.analysis.noise import Noise
 from ctxbench.analysis.summary_rules import reason_sentence
-from ctxbench.records.core import summary_value
+from ctxbench.records.runs import summary_value
 from ctxbench.stats import RatioInterval, bootstrap_ratio_of_medians
 
 
@@ -34,7 +34,7 @@ class Point:
 
     @property
     def params_text(self) -> str:
-        return fmt.params(self.params)
+        return units.params(self.params)
 
 
 def ratio(reference: Point | None, other: Point | None) -> RatioInterval | None:
@@ -119,7 +119,7 @@ class RunSummary:
     explanation: Explanation | None
     verdicts: Verdicts
     sandbox: list[str] = field(default_factory=list)
-    # the timer the ladder's figures were corrected for, in words (fmt.timer)
+    # the timer the ladder's figures were corrected for, in words (units.timer)
     timer: list[str] = field(default_factory=list)
     # the seed questions this run answers (analysis.answers.Answer), first on every screen
     answers: list[Any] = field(default_factory=list)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.shares import share_withheld, withheld_words
 from ctxbench.records.roles import has_role, probe_with
 
@@ -105,7 +105,7 @@ def chain_parts(
     for name, probe, params in stages[:-1]:
         found = find(probe, params or {})
         if found is None:
-            missing.append(f"{name}: {fmt.params(params or {})} of {probe} not measured here")
+            missing.append(f"{name}: {units.params(params or {})} of {probe} not measured here")
         figures.append((name, found))
     if all(found is None for _, found in figures):
         # Nothing below the figure was measured: no step of it is separated, so
@@ -140,9 +140,9 @@ def chain_parts(
     parts, below = [], 0.0
     for index, (name, found) in enumerate(kept):
         ns = _median(found) - below
-        source = f"{_label(found)} ({fmt.value(_median(found), 'ns')})"
+        source = f"{_label(found)} ({units.value(_median(found), 'ns')})"
         if index:
-            source += f" - {_label(kept[index - 1][1])} ({fmt.value(below, 'ns')})"
+            source += f" - {_label(kept[index - 1][1])} ({units.value(below, 'ns')})"
         parts.append((name, ns, source))
         below = _median(found)
     return parts, not_explained, missing
@@ -150,4 +150,4 @@ def chain_parts(
 
 def _label(record: dict[str, Any]) -> str:
     params = record.get("params") or {}
-    return f"{record['probe']} {fmt.params(params)}" if params else record["probe"]
+    return f"{record['probe']} {units.params(params)}" if params else record["probe"]

@@ -13,7 +13,7 @@ import textwrap
 
 import click
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.gate import FAILED, PASSED
 from ctxbench.analysis.paired import (
     WRAPPER_AXIS,
@@ -61,7 +61,7 @@ def compare_ab(
         click.echo(json.dumps(paired_dict(run.run_id, axis, pairs, judged), indent=2))
         # The gate's words go to stderr beside the data, as compare --json's do.
         for line in lines[-1:] if judged else []:
-            click.echo(fmt.terminal_text(line), file=QuietStream(sys.stderr))
+            click.echo(units.terminal_text(line), file=QuietStream(sys.stderr))
     else:
         # Each pair's line wraps at the screen's width, its continuation
         # indented under it; the gate's outcome stays one line (CI reads it whole).
@@ -70,9 +70,9 @@ def compare_ab(
         for line in body + ([extra] if extra else []):
             indent = " " * (len(line) - len(line.lstrip()) + 4)
             for part in textwrap.wrap(line, width, subsequent_indent=indent) or [""]:
-                click.echo(fmt.terminal_text(part))
+                click.echo(units.terminal_text(part))
         if judged:
-            click.echo(fmt.terminal_text(lines[-1]))
+            click.echo(units.terminal_text(lines[-1]))
     if judged is None:
         return 0
     return {PASSED: 0, FAILED: 1}.get(judged.outcome, exit_inconclusive)

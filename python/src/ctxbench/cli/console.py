@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, CtxbenchError, OutputError
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def _terminal_console() -> type:
         ) -> Iterator[Segment]:
             for segment in super().render(renderable, options):
                 if segment.control is None and segment.text:
-                    yield Segment(fmt.terminal_text(segment.text), segment.style)
+                    yield Segment(units.terminal_text(segment.text), segment.style)
                 else:
                     yield segment
 
@@ -100,13 +100,13 @@ def new_console(stderr: bool = False) -> Console:
         # stderr to a log or a pipe: each progress or status line whole, as a
         # log parser reads it, never cut at COLUMNS (tables still fit width).
         soft_wrap=stderr and not stream.isatty(),
-        color_system="auto" if fmt.styled(stream) else None,  # None: no escape codes at all
+        color_system="auto" if units.styled(stream) else None,  # None: no escape codes at all
     )
 
 
 def say(message: str) -> None:
     """A status line on stderr (never on stdout, which carries data)."""
-    click.echo(fmt.terminal_text(message), file=QuietStream(sys.stderr))
+    click.echo(units.terminal_text(message), file=QuietStream(sys.stderr))
 
 
 # ---- errors: one line each --------------------------------------------------
@@ -202,4 +202,4 @@ def discard_stdout() -> None:
 def error_line(message: str) -> None:
     message = " ".join(str(message).split())  # one line, whatever it contained
     with contextlib.suppress(OSError):  # stderr itself may be what failed
-        click.echo(f"ctxbench: error: {fmt.terminal_text(message)}", err=True)
+        click.echo(f"ctxbench: error: {units.terminal_text(message)}", err=True)

@@ -22,14 +22,15 @@ from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.acquire.runner import EngineRun
 from ctxbench.acquire.runner import Progress as EngineProgress
 from ctxbench.cli import spool_records
 from ctxbench.cli.console import new_console, say
 from ctxbench.cli.output_files import check_output_path, keep_apart
 from ctxbench.errors import BadInput
-from ctxbench.records.core import RunRecords, dumps
+from ctxbench.records.runs import RunRecords
+from ctxbench.records.strict_json import dumps
 from ctxbench.store.db import Store
 from ctxbench.store.schema import StoredRun
 
@@ -94,7 +95,7 @@ class ProgressView:
     def update(self, progress: EngineProgress, host: str | None = None) -> None:
         """Variant ``progress`` starts, on the local run or on ``host``."""
         label = progress.probe
-        params = fmt.params(progress.params)
+        params = units.params(progress.params)
         if params != "—":
             label += f" {params}"
         if progress.attempt > 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.cli.console import new_console
 from ctxbench.riscv.answer import is_lab_run
 from ctxbench.riscv.report import format_report
@@ -53,7 +53,7 @@ def print_run(stored: StoredRun, show_all: bool = False, title: str | None = Non
         )
         return
     console.print(tables.results_table(stored.results, title="every result", width=console.width))
-    for words in fmt.timer(stored.results):
+    for words in units.timer(stored.results):
         indented = textwrap.fill(
             words, console.width - 1, initial_indent="  ", subsequent_indent="  "
         )

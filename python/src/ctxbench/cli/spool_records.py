@@ -27,16 +27,11 @@ import json
 from typing import IO, Any
 
 from ctxbench.errors import RecordError
-from ctxbench.records.core import (
-    MAX_INPUT_BYTES,
-    RunRecords,
-    dumps,
-    group_run,
-    loads_record,
-    params_key,
-    read_records,
-    record_problem,
-)
+from ctxbench.records.naming import params_key
+from ctxbench.records.reading import MAX_INPUT_BYTES, read_records
+from ctxbench.records.runs import RunRecords, group_run
+from ctxbench.records.schema import record_problem
+from ctxbench.records.strict_json import dumps, loads_record
 
 PARTIAL = "@partial "
 REPEAT = "@repeat "

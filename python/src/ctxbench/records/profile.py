@@ -2,7 +2,7 @@
 
 A profile record is what ``ctxbench-engine profile`` counted of one program
 (schema/profile.schema.json, shared with the engine); it is parsed as a
-run's records are (records.core: strict JSON), then checked against its schema.
+run's records are (records.strict_json), then checked against its schema.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.errors import RecordError
-from ctxbench.records.core import data_path, loads_record
+from ctxbench.records.schema import data_path
+from ctxbench.records.strict_json import loads_record
 
 PROFILE_SCHEMA_FILE = "profile.schema.json"
 # Version 2 added profile --trace's wake-up latencies and target-state

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from functools import cache
 
-from ctxbench.records.core import data_path
+from ctxbench.records.schema import data_path
 
 ROLES_FILE = "probe-names.json"
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbench.errors import CtxbenchError
-from ctxbench.records.core import run_end_record, timestamp
+from ctxbench.records.building import run_end_record, timestamp
 from ctxbench.riscv import rvsim_models, simulators, tools
 from ctxbench.riscv.catalog import CALLS, VARIANTS
 from ctxbench.riscv.decompose import COUNTERS, Split, decompose

@@ -17,9 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxbench.records.core import SCHEMA_VERSION, timestamp
+from ctxbench.records.building import timestamp
+from ctxbench.records.schema import SCHEMA_VERSION
 from ctxbench.riscv.catalog import ARG0, CALL_WORDS, EXPECTED_RETURN, VARIANT_WORDS
-from ctxbench.riscv.decompose import Split, figures, single_shot
+from ctxbench.riscv.decompose import Figures, Split, figures, single_shot
 from ctxbench.riscv.parse import SimOutput
 from ctxbench.riscv.simulators import SPIKE_ISA, Target
 from ctxbench.riscv.tools import CROSS_PREFIX
@@ -89,6 +90,55 @@ def result_record(
     baseline_value = statistics.median(main.baseline)
     corrected_median = summary["median"] - baseline_value
     record = result_base(run_id, target, variant, call)
+    derived = _derived(target, variant, call, out, parts, instr, cyc, shape)
+    derived.update(_model_figures(model))
+    checks = _checks(target, variant, call, out, summary, instr, cyc)
+    verdict = _verdict(target, call, checks)
+    if target.counts_cycles:
+        checks[1]["ok"] = True
+        checks[1]["expected"] = "recorded only: a cycle model's loops may differ"
+    record.update(
+        {
+            "ops_per_sample": main.round_trips,
+            "warmup_samples": 1,
+            "samples": main.samples,
+            "summary": summary,
+            "baseline": {
+                "name": "empty timing loop (the same loop without the ecall)",
+                "value": baseline_value,
+                "unit": _unit(target),
+                "summary": summarize(main.baseline),
+            },
+            "corrected": {
+                "median": corrected_median,
+                "min": summary["min"] - baseline_value,
+                "p99": summary["p99"] - baseline_value,
+                "nonpositive": corrected_median <= 0,
+            },
+            "derived": derived,
+            "checks": checks,
+            "verdict": verdict,
+            "started_at": started_at,
+            "notes": [f"counts are {target.cycle_unit}; instructions beside them in derived"]
+            if target.counts_cycles
+            else [f"counts are {target.instruction_unit}, not cycles"],
+        }
+    )
+    return record
+
+
+def _derived(
+    target: Target,
+    variant: str,
+    call: str,
+    out: SimOutput,
+    parts: dict[str, dict[str, Split]],
+    instr: Figures,
+    cyc: Figures,
+    shape: dict[str, dict[str, int]] | None,
+) -> dict[str, Any]:
+    """A result's ``derived``: the instruction and cycle figures side by side,
+    the handler's shape, the parts split from the bare trap, single shots."""
     derived: dict[str, Any] = {
         "per_round_trip_instructions": instr.corrected,
         "per_round_trip_cycles": cyc.corrected,
@@ -117,12 +167,33 @@ def result_record(
             if shot is not None:
                 derived[f"single_shot_{name}"] = shot["raw"]
                 derived[f"single_shot_less_timer_{name}"] = shot["less_timer"]
+    return derived
+
+
+def _model_figures(model: dict[str, Any] | None) -> dict[str, Any]:
+    """An rvsim model's settings as flat ``derived`` keys (model_KEY, or
+    model_KEY_INNER for a nested one)."""
+    flat: dict[str, Any] = {}
     for key, value in (model or {}).items():
         if isinstance(value, dict):
             for inner, item in value.items():
-                derived[f"model_{key}_{inner}"] = item
+                flat[f"model_{key}_{inner}"] = item
         else:
-            derived[f"model_{key}"] = value
+            flat[f"model_{key}"] = value
+    return flat
+
+
+def _checks(
+    target: Target,
+    variant: str,
+    call: str,
+    out: SimOutput,
+    summary: dict[str, Any],
+    instr: Figures,
+    cyc: Figures,
+) -> list[dict[str, Any]]:
+    """A result's checks: the call's return value first, then whether the
+    timed loops agree, then the cycle counter and the clock where they apply."""
     returned = out.returns.get((variant, call))
     expected = ARG0[call] if variant == "empty" else EXPECTED_RETURN[call]
     checks: list[dict[str, Any]] = [
@@ -163,10 +234,21 @@ def result_record(
                 "ok": 0 < first <= last,
             }
         )
+    return checks
+
+
+def _verdict(target: Target, call: str, checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """failed where the call returned the wrong value; suspect where the
+    timed loops of a deterministic simulator differ."""
+    returned = checks[0]
     reasons = []
-    if not checks[0]["ok"]:
+    if not returned["ok"]:
         reasons.append(
-            {"code": "error", "detail": f"{call} returned {returned}, expected {expected}"}
+            {
+                "code": "error",
+                "detail": f"{call} returned {returned['observed']}, "
+                f"expected {returned['expected']}",
+            }
         )
     status = "failed" if reasons else "ok"
     # Spike and QEMU are deterministic loop for loop. A cycle model's loops
@@ -176,37 +258,7 @@ def result_record(
         reasons.append(
             {"code": "high_spread", "detail": "timed loops differ in a deterministic simulator"}
         )
-    if target.counts_cycles:
-        checks[1]["ok"] = True
-        checks[1]["expected"] = "recorded only: a cycle model's loops may differ"
-    record.update(
-        {
-            "ops_per_sample": main.round_trips,
-            "warmup_samples": 1,
-            "samples": main.samples,
-            "summary": summary,
-            "baseline": {
-                "name": "empty timing loop (the same loop without the ecall)",
-                "value": baseline_value,
-                "unit": _unit(target),
-                "summary": summarize(main.baseline),
-            },
-            "corrected": {
-                "median": corrected_median,
-                "min": summary["min"] - baseline_value,
-                "p99": summary["p99"] - baseline_value,
-                "nonpositive": corrected_median <= 0,
-            },
-            "derived": derived,
-            "checks": checks,
-            "verdict": {"status": status, "reasons": reasons},
-            "started_at": started_at,
-            "notes": [f"counts are {target.cycle_unit}; instructions beside them in derived"]
-            if target.counts_cycles
-            else [f"counts are {target.instruction_unit}, not cycles"],
-        }
-    )
-    return record
+    return {"status": status, "reasons": reasons}
 
 
 def env_record(

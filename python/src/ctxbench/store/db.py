@@ -34,7 +34,8 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from ctxbench.errors import BadInput, StoreError, StoreUnreachable, StoreWriteError
-from ctxbench.records.core import RunRecords, group_run, params_key
+from ctxbench.records.naming import params_key
+from ctxbench.records.runs import RunRecords, group_run
 from ctxbench.store.dialects import (
     Dialect,
     PostgreSQLDialect,

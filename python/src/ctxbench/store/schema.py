@@ -12,7 +12,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ctxbench.records.core import RunRecords, machine_name
+from ctxbench.records.machines import machine_name
+from ctxbench.records.runs import RunRecords
 
 APPLICATION_ID = 0x63747862  # "ctxb"
 SQLITE_MAGIC = b"SQLite format 3\x00"

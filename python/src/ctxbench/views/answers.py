@@ -7,18 +7,18 @@ and the report print them before anything else."""
 
 from __future__ import annotations
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.answers import Answer, Ratio
 from ctxbench.analysis.summary_data import Point
 
 
 def _figure(label: str, point: Point) -> str:
-    text = f"{label} {fmt.value(point.median, point.unit)}"
+    text = f"{label} {units.value(point.median, point.unit)}"
     return text if point.status == "ok" else f"{text} ({point.status})"
 
 
 def _ratio(r: Ratio) -> str:
-    times = fmt.ratio_interval(r.interval) or f"{fmt.number(r.value, 3)}×"
+    times = units.ratio_interval(r.interval) or f"{units.number(r.value, 3)}×"
     return f"{r.figure} / {r.against} = {times}"
 
 

@@ -7,7 +7,7 @@ detect), as the sentences compare, show, the report and the gate print.
 
 from __future__ import annotations
 
-from ctxbench import fmt, stats
+from ctxbench import stats, units
 from ctxbench.analysis.compare import (
     DEFAULT_MIN_EFFECT,
     MEASUREMENT_OPTIONS,
@@ -72,8 +72,8 @@ def describe(
         effect = effect_needed(min_effect, judged_by)
         floor = " (the within-run floor)" if effect > min_effect else ""
         return (
-            f"no meaningful difference ({fmt.factor(interval.ratio)}×, "
-            f"{fmt.factor(interval.low)}–{fmt.factor(interval.high)}, "
+            f"no meaningful difference ({units.factor(interval.ratio)}×, "
+            f"{units.factor(interval.low)}–{units.factor(interval.high)}, "
             f"not all beyond {effect:.0%}{floor})"
         )
     # The factor is >= 1 and the interval is turned with it.
@@ -82,7 +82,7 @@ def describe(
     else:
         factor, low, high = 1.0 / interval.ratio, 1.0 / interval.high, 1.0 / interval.low
     return (
-        f"{name} ran {fmt.factor(factor)}× ({fmt.factor(low)}–{fmt.factor(high)}) "
+        f"{name} ran {units.factor(factor)}× ({units.factor(low)}–{units.factor(high)}) "
         f"{decision} than {reference_name}"
     )
 
@@ -104,11 +104,11 @@ def summary_line(summary: Summary, name: str = "B", reference_name: str = "A") -
     # The mean is said as a direction only where the rows that differ agree with
     # it, so the line never contradicts the rows it counts.
     if summary.slower and not summary.faster and mean > 1.0:
-        factor, word = fmt.factor(mean), "slower"
+        factor, word = units.factor(mean), "slower"
     elif summary.faster and not summary.slower and mean < 1.0:
-        factor, word = fmt.factor(1.0 / mean), "faster"
+        factor, word = units.factor(1.0 / mean), "faster"
     else:
-        ratio = f"geometric mean of {name}/{reference_name} over {rows}: {fmt.factor(mean)}×"
+        ratio = f"geometric mean of {name}/{reference_name} over {rows}: {units.factor(mean)}×"
         if not summary.slower and not summary.faster:
             return head + f"; no row differs meaningfully ({ratio}, within the rows' noise)"
         if summary.slower and summary.faster:
@@ -122,7 +122,7 @@ def summary_line(summary: Summary, name: str = "B", reference_name: str = "A") -
 def summary_lines(comparison: Comparison) -> list[str]:
     """One line per run against A: counts, and the geometric mean over comparable rows."""
     lines = [
-        summary_line(summary, fmt.run_letter(index), fmt.run_letter(0))
+        summary_line(summary, units.run_letter(index), units.run_letter(0))
         for index, summary in enumerate(comparison.summaries, start=1)
     ]
     differing = [
@@ -148,7 +148,7 @@ def cell_words(machines: Machines, figure: MachineFigure, index: int) -> str:
         cell.difference,
         figure.unit,
         machines.comparison.min_effect,
-        fmt.run_letter(index),
-        fmt.run_letter(0),
+        units.run_letter(index),
+        units.run_letter(0),
         cell.noise,
     )

@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis import compare_why as split_codes
 from ctxbench.analysis.compare import FASTER, SLOWER, Comparison
 from ctxbench.analysis.compare_pairs import Pairing, original
@@ -25,7 +25,7 @@ from ctxbench.analysis.compare_why import PartDifference, RowWhy, Unsplit, Why
 from ctxbench.analysis.envparts import EVERYTHING, KeyDifference
 from ctxbench.analysis.explain import Missing
 from ctxbench.analysis.interference import RunLoad
-from ctxbench.records.core import variant_name
+from ctxbench.records.naming import variant_name
 from ctxbench.views.comparison import SHORT_WORDS, describe, noise_words
 from ctxbench.views.explain import missing_reason, missing_words
 from ctxbench.views.machines import options_text
@@ -42,7 +42,7 @@ METHOD = (
 def _signed(ns: float) -> str:
     if abs(ns) < 1e-6:  # a difference that is zero by construction, less rounding
         ns = 0.0
-    return ("+" if ns >= 0 else "−") + fmt.value(abs(ns), "ns")
+    return ("+" if ns >= 0 else "−") + units.value(abs(ns), "ns")
 
 
 def _interval(low: float | None, high: float | None) -> str:
@@ -212,12 +212,12 @@ def row_lines(row: RowWhy, comparison: Comparison, width: int) -> list[Text]:
     name = variant_name(row.probe, row.params)
     changed = {k: v for k, v in row.other_params.items() if row.params.get(k) != v}
     if changed:
-        name += " → " + " ".join(f"{k}={fmt.param_value(v)}" for k, v in sorted(changed.items()))
+        name += " → " + " ".join(f"{k}={units.param_value(v)}" for k, v in sorted(changed.items()))
     ratio = row.other_ns / row.reference_ns if row.reference_ns else None
     head = (
-        f"{name}: {fmt.value(row.reference_ns, 'ns')} → {fmt.value(row.other_ns, 'ns')} "
+        f"{name}: {units.value(row.reference_ns, 'ns')} → {units.value(row.other_ns, 'ns')} "
         f"({_signed(row.difference_ns)}"
-        + (f", {fmt.factor(ratio)}×" if ratio else "")
+        + (f", {units.factor(ratio)}×" if ratio else "")
         + f"; within-run {comparison.level:.0%} interval {_interval(row.low_ns, row.high_ns)}"
         + (f"; compare: {row.decision}" if row.decision else "")
         + ")"
@@ -393,7 +393,7 @@ def _suspect_sides(reference: dict[str, Any], other: dict[str, Any]) -> list[str
 
 def param_words(params: dict[str, Any], name: str) -> str:
     """A parameter's value as the record has it; 'absent' where the record has none."""
-    return fmt.param_value(params[name]) if name in params else "absent"
+    return units.param_value(params[name]) if name in params else "absent"
 
 
 def pair_lines(
@@ -410,7 +410,7 @@ def pair_lines(
         options = comparison.options[index] if index < len(comparison.options) else {}
         label = f" ({run.info.label})" if run.info.label else ""
         lines += wrapped_lines(
-            f"{fmt.run_letter(index)}: {run.run_id}{label}; {options_text(options, run)}",
+            f"{units.run_letter(index)}: {run.run_id}{label}; {options_text(options, run)}",
             width,
             2,
         )
@@ -429,7 +429,7 @@ def pair_lines(
             for n in pairing.names
         )
         rest = {k: v for k, v in row.params.items() if k not in pairing.names}
-        medians = f"{fmt.value(a.median, row.unit)} → {fmt.value(cell.median, row.unit)}"
+        medians = f"{units.value(a.median, row.unit)} → {units.value(cell.median, row.unit)}"
         lines += wrapped_lines(f"{variant_name(row.probe, rest)}: {medians}", width, 2)
         outcome, verdict = pair_outcome(row, comparison, judged)
         counts[outcome] += 1
@@ -575,102 +575,123 @@ def changes_lines(
     """Per machine: how many runs and variants were looked at, each change
     (where, how large, the interval, what differs across it), the variants
     with none."""
-    from ctxbench.analysis.changes import MIN_RUNS
-
     width = max(width, MIN_WIDTH)
     if not machines:
         return wrapped_lines("No runs in the store to look through.", width, 0)
     lines: list[Text] = []
     for machine in machines:
-        measured = fmt.run_options(machine.options) or "options not recorded"
-        selected = f", probes {probe}" if probe else ""
-        lines.append(
-            heading_line(
-                f"{machine.hostname} ({measured}{selected}): {len(machine.runs)} runs, "
-                f"{machine.examined} of {machine.variants} variants looked at"
-            )
-        )
-        lines += _left_lines(machine, width, MIN_RUNS)
-        if machine.judged_none:
-            lines += wrapped_lines(
-                "No variant could be judged, so nothing is known of shifts here: neither a "
-                f"shift nor its absence (each needs {2 * MIN_RUNS} figures that count).",
-                width,
-                2,
-                "yellow",
-            )
-        elif not machine.changes:
-            among = (
-                ""
-                if machine.judged_all
-                else f" among the {machine.examined} variant(s) looked at (not the "
-                f"{machine.too_short} above)"
-            )
-            lines += wrapped_lines(
-                f"No shift that stayed{among}: no variant's figure moved beyond {min_effect:.0%} "
-                f"(whole interval) for {MIN_RUNS} runs or more"
-                + (
-                    f" ({machine.proposed} proposed, none held under the test)"
-                    if machine.proposed
-                    else ""
-                )
-                + ".",
-                width,
-                2,
-            )
-        changed = set()
-        for change in machine.changes:
-            changed.add((change.probe, repr(sorted(change.params.items()))))
-            interval = change.difference.ratio
-            assert interval is not None
-            p = change.difference.u_test
-            head = (
-                f"{variant_name(change.probe, change.params)}: from run {change.position} of "
-                f"{len(machine.runs)} ({change.run_id}), "
-                f"{fmt.value(change.difference.reference_median, change.unit)} → "
-                f"{fmt.value(change.difference.other_median, change.unit)}, "
-                f"{fmt.factor(interval.ratio)}× ({fmt.factor(interval.low)}–"
-                f"{fmt.factor(interval.high)})"
-                + (f", {fmt.p_value(p.p_value)}" if p else "")
-                + f"; {len(change.before)} runs before, {len(change.after)} after"
-            )
-            style = "red" if interval.ratio > 1 else "green"
-            lines += wrapped_lines(head, width, 2, style)
-            if change.largest_part:
-                lines += wrapped_lines(
-                    f"the part that moved most between the two runs around it: "
-                    f"{change.largest_part}"
-                    + group_beside(change.largest_part, change.largest_group or ""),
-                    width,
-                    4,
-                )
-            keys = [k for k in change.environment if k.groups] or change.environment
-            if keys:
-                lines += wrapped_lines(f"across it: {key_words(keys[0])}", width, 4)
-                if len(change.environment) > 1:
-                    others = ", ".join(k.key for k in change.environment[1:4])
-                    more = len(change.environment) - 4
-                    lines += wrapped_lines(
-                        f"also differs: {others}" + (f" and {more} more" if more > 0 else ""),
-                        width,
-                        4,
-                        "dim",
-                    )
-            else:
-                lines += wrapped_lines(
-                    "across it: the environment records no difference (the runs' own noise, "
-                    "or a change it does not capture)",
-                    width,
-                    4,
-                    "dim",
-                )
-        if machine.changes:
-            unchanged = machine.examined - len(changed)
-            lines += wrapped_lines(
-                f"No shift that stayed in the other {unchanged} variant(s) looked at.", width, 2
-            )
+        lines += _machine_changes_lines(machine, min_effect, width, probe)
         lines.append(Text(""))
     from ctxbench.analysis.changes import METHOD
 
     lines += wrapped_lines(f"Method: {METHOD}.", width, 0, "dim")
+    return lines
+
+
+def _machine_changes_lines(
+    machine: Any, min_effect: float, width: int, probe: str | None
+) -> list[Text]:
+    """One machine of history --changes: its heading, what was left, each
+    change, and the variants with none."""
+    from ctxbench.analysis.changes import MIN_RUNS
+
+    measured = units.run_options(machine.options) or "options not recorded"
+    selected = f", probes {probe}" if probe else ""
+    lines = [
+        heading_line(
+            f"{machine.hostname} ({measured}{selected}): {len(machine.runs)} runs, "
+            f"{machine.examined} of {machine.variants} variants looked at"
+        )
+    ]
+    lines += _left_lines(machine, width, MIN_RUNS)
+    if machine.judged_none:
+        lines += wrapped_lines(
+            "No variant could be judged, so nothing is known of shifts here: neither a "
+            f"shift nor its absence (each needs {2 * MIN_RUNS} figures that count).",
+            width,
+            2,
+            "yellow",
+        )
+    elif not machine.changes:
+        among = (
+            ""
+            if machine.judged_all
+            else f" among the {machine.examined} variant(s) looked at (not the "
+            f"{machine.too_short} above)"
+        )
+        lines += wrapped_lines(
+            f"No shift that stayed{among}: no variant's figure moved beyond {min_effect:.0%} "
+            f"(whole interval) for {MIN_RUNS} runs or more"
+            + (
+                f" ({machine.proposed} proposed, none held under the test)"
+                if machine.proposed
+                else ""
+            )
+            + ".",
+            width,
+            2,
+        )
+    changed = set()
+    for change in machine.changes:
+        changed.add((change.probe, repr(sorted(change.params.items()))))
+        lines += _change_lines(change, len(machine.runs), width)
+    if machine.changes:
+        unchanged = machine.examined - len(changed)
+        lines += wrapped_lines(
+            f"No shift that stayed in the other {unchanged} variant(s) looked at.", width, 2
+        )
+    return lines
+
+
+def _change_lines(change: Any, runs: int, width: int) -> list[Text]:
+    """One change of a machine's RUNS: where and how large, the part that
+    moved most, and what differs across it."""
+    interval = change.difference.ratio
+    assert interval is not None
+    p = change.difference.u_test
+    head = (
+        f"{variant_name(change.probe, change.params)}: from run {change.position} of "
+        f"{runs} ({change.run_id}), "
+        f"{units.value(change.difference.reference_median, change.unit)} → "
+        f"{units.value(change.difference.other_median, change.unit)}, "
+        f"{units.factor(interval.ratio)}× ({units.factor(interval.low)}–"
+        f"{units.factor(interval.high)})"
+        + (f", {units.p_value(p.p_value)}" if p else "")
+        + f"; {len(change.before)} runs before, {len(change.after)} after"
+    )
+    style = "red" if interval.ratio > 1 else "green"
+    lines = wrapped_lines(head, width, 2, style)
+    if change.largest_part:
+        lines += wrapped_lines(
+            f"the part that moved most between the two runs around it: "
+            f"{change.largest_part}"
+            + group_beside(change.largest_part, change.largest_group or ""),
+            width,
+            4,
+        )
+    return lines + _across_change_lines(change, width)
+
+
+def _across_change_lines(change: Any, width: int) -> list[Text]:
+    """What of the environment differs across a change (the key that acts
+    on the part that moved first), or that nothing recorded does."""
+    keys = [k for k in change.environment if k.groups] or change.environment
+    if not keys:
+        return wrapped_lines(
+            "across it: the environment records no difference (the runs' own noise, "
+            "or a change it does not capture)",
+            width,
+            4,
+            "dim",
+        )
+    lines = wrapped_lines(f"across it: {key_words(keys[0])}", width, 4)
+    if len(change.environment) > 1:
+        others = ", ".join(k.key for k in change.environment[1:4])
+        more = len(change.environment) - 4
+        lines += wrapped_lines(
+            f"also differs: {others}" + (f" and {more} more" if more > 0 else ""),
+            width,
+            4,
+            "dim",
+        )
     return lines

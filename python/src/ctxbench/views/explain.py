@@ -37,11 +37,11 @@ from ctxbench.analysis.explain import (
 )
 from ctxbench.analysis.filter_cost import FilterCost, cost_lines
 from ctxbench.errors import BadInput
-from ctxbench.fmt import param_value
 from ctxbench.records.roles import probe_with
 from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import explain_lines
+from ctxbench.units import param_value
 from ctxbench.views.traced import render_traced
 
 # What a run could not separate, per explain's Missing code (TRACE_HINT added where

@@ -23,11 +23,12 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from ctxbench import fmt, stats
+from ctxbench import stats, units
 from ctxbench.analysis.compare import Comparison, MatrixComparison, time_ratio
 from ctxbench.analysis.gate import Gate, GateRow, not_judged_reason
 from ctxbench.analysis.noise import Noise, detectable
-from ctxbench.records.core import dumps, variant_name
+from ctxbench.records.naming import variant_name
+from ctxbench.records.strict_json import dumps
 from ctxbench.store.db import StoredRun
 from ctxbench.views.comparison import summary_line, summary_lines
 
@@ -192,7 +193,7 @@ def _noise_dict(judged_by: Noise | None, index: int) -> dict[str, Any] | None:
         "interfered": judged_by.interfered,
         "widened": [
             {
-                "run": fmt.run_letter(0 if w.side == 0 else index),
+                "run": units.run_letter(0 if w.side == 0 else index),
                 "cause": w.cause,
                 "spread": _finite(w.spread),
             }
@@ -205,7 +206,7 @@ def _gate_row_dict(verdict: GateRow) -> dict[str, Any]:
     decider = verdict.decider
     return {
         "variant": variant_name(verdict.row.probe, verdict.row.params),
-        "run": fmt.run_letter(verdict.index),
+        "run": units.run_letter(verdict.index),
         **_gate_judgment(verdict),
         "why": verdict.why,
         "detail": verdict.detail,
@@ -237,10 +238,36 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
     """The comparison as plain data (schema/compare.schema.json): one row per
     probe variant and run against the reference, the summary counts, the
     environment differences and, when asked, the --fail-above outcome."""
-    reference = fmt.run_letter(0)
-    runs = [
+    summaries = _summary_dicts(comparison)
+    data: dict[str, Any] = {
+        "schema": COMPARISON_SCHEMA_VERSION,
+        "kind": "comparison",
+        "alpha": comparison.alpha,
+        "level": comparison.level,
+        "min_effect": comparison.min_effect,
+        "runs": _run_dicts(comparison),
+        "rows": _row_dicts(comparison),
+        "summaries": summaries,
+        "notes": summary_lines(comparison)[len(summaries) :],
+        "environment": {
+            "keys_compared": len(comparison.env.keys),
+            "differing": [
+                {"key": key, "values": comparison.env.values[key]}
+                for key in comparison.env.differing
+            ],
+        },
+        "matrices": [_matrix_dict(m) for m in comparison.matrices],
+    }
+    if judged is not None:
+        data["fail_above"] = _gate_dict(judged)
+    return data
+
+
+def _run_dicts(comparison: Comparison) -> list[dict[str, Any]]:
+    """The compared runs, each under its letter, with the options it was run with."""
+    return [
         {
-            "name": fmt.run_letter(index),
+            "name": units.run_letter(index),
             "run_id": run.run_id,
             "label": run.info.label,
             "machine": run.info.machine,
@@ -249,6 +276,11 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
         }
         for index, run in enumerate(comparison.runs)
     ]
+
+
+def _row_dicts(comparison: Comparison) -> list[dict[str, Any]]:
+    """One row per probe variant and run against the reference (run A)."""
+    reference = units.run_letter(0)
     rows = []
     for row in comparison.rows:
         base = row.cells[0]
@@ -260,8 +292,8 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
                     "family": row.family,
                     "params": row.params,
                     "variant": variant_name(row.probe, row.params),
-                    "unit": fmt.unit_name(row.unit),
-                    "run": fmt.run_letter(index),
+                    "unit": units.unit_name(row.unit),
+                    "run": units.run_letter(index),
                     "reference": reference,
                     "reference_median": _finite(base.median),
                     "median": _finite(cell.median),
@@ -277,9 +309,15 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
                     "detectable_slowdown": _finite(detectable(cell.noise, comparison.level)),
                 }
             )
-    summaries = [
+    return rows
+
+
+def _summary_dicts(comparison: Comparison) -> list[dict[str, Any]]:
+    """The counts of each run against the reference, with their line."""
+    reference = units.run_letter(0)
+    return [
         {
-            "run": fmt.run_letter(index),
+            "run": units.run_letter(index),
             "reference": reference,
             "slower": summary.slower,
             "faster": summary.faster,
@@ -288,60 +326,43 @@ def comparison_dict(comparison: Comparison, judged: Gate | None = None) -> dict[
             "excluded": summary.excluded,
             "comparable": summary.comparable,
             "geometric_mean": _finite(summary.geometric_mean),
-            "line": summary_line(summary, fmt.run_letter(index), reference),
+            "line": summary_line(summary, units.run_letter(index), reference),
         }
         for index, summary in enumerate(comparison.summaries, start=1)
     ]
-    data: dict[str, Any] = {
-        "schema": COMPARISON_SCHEMA_VERSION,
-        "kind": "comparison",
-        "alpha": comparison.alpha,
-        "level": comparison.level,
-        "min_effect": comparison.min_effect,
-        "runs": runs,
-        "rows": rows,
-        "summaries": summaries,
-        "notes": summary_lines(comparison)[len(summaries) :],
-        "environment": {
-            "keys_compared": len(comparison.env.keys),
-            "differing": [
-                {"key": key, "values": comparison.env.values[key]}
-                for key in comparison.env.differing
-            ],
+
+
+def _gate_dict(judged: Gate) -> dict[str, Any]:
+    """The --fail-above outcome: the gate's settings, its counts and its rows."""
+    return {
+        "percent": judged.percent,
+        "power": judged.power,
+        "allow_inconclusive": judged.allow_inconclusive,
+        "outcome": judged.outcome,
+        "failed": judged.failed,
+        "confirmed_by": judged.confirmed_by,
+        "counts": {
+            "slower": judged.counts["slower"],
+            "not_slower": judged.counts["not slower"],
+            "inconclusive": judged.counts["inconclusive"],
+            "not_measured": len(judged.not_measured),
         },
-        "matrices": [_matrix_dict(m) for m in comparison.matrices],
+        "rows": [_gate_row_dict(verdict) for verdict in judged.rows],
+        "not_measured": [_gate_row_dict(verdict) for verdict in judged.not_measured],
     }
-    if judged is not None:
-        data["fail_above"] = {
-            "percent": judged.percent,
-            "power": judged.power,
-            "allow_inconclusive": judged.allow_inconclusive,
-            "outcome": judged.outcome,
-            "failed": judged.failed,
-            "confirmed_by": judged.confirmed_by,
-            "counts": {
-                "slower": judged.counts["slower"],
-                "not_slower": judged.counts["not slower"],
-                "inconclusive": judged.counts["inconclusive"],
-                "not_measured": len(judged.not_measured),
-            },
-            "rows": [_gate_row_dict(verdict) for verdict in judged.rows],
-            "not_measured": [_gate_row_dict(verdict) for verdict in judged.not_measured],
-        }
-    return data
 
 
 def _matrix_dict(compared: MatrixComparison) -> dict[str, Any]:
     return {
         "probe": compared.probe,
         "params": compared.params,
-        "unit": fmt.unit_name(compared.unit),
+        "unit": units.unit_name(compared.unit),
         "classes": [
             {
                 "class": row.pair_class,
                 "runs": [
                     {
-                        "run": fmt.run_letter(index),
+                        "run": units.run_letter(index),
                         "median": _finite(cell.median),
                         "cells": cell.cells,
                         "note": cell.note,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import Comparison
 from ctxbench.analysis.gate import (
@@ -22,7 +22,7 @@ from ctxbench.analysis.gate import (
     Gate,
     GateRow,
 )
-from ctxbench.records.core import variant_name
+from ctxbench.records.naming import variant_name
 from ctxbench.views.comparison import SHORT_WORDS, noise_words
 
 
@@ -35,11 +35,12 @@ def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str
         cell = verdict.cell
         assert cell.difference is not None and verdict.interval is not None
         low, high = verdict.interval
+        ratio = units.factor(verdict.time_ratio or math.nan)
         words = (
-            f"{fmt.run_letter(verdict.index)} ran {fmt.factor(verdict.time_ratio or math.nan)}× "
-            f"({fmt.factor(low)}–{fmt.factor(high)}) slower than {fmt.run_letter(0)}"
+            f"{units.run_letter(verdict.index)} ran {ratio}× "
+            f"({units.factor(low)}–{units.factor(high)}) slower than {units.run_letter(0)}"
         )
-        p = fmt.p_value(cell.difference.u_test.p_value) if cell.difference.u_test else None
+        p = units.p_value(cell.difference.u_test.p_value) if cell.difference.u_test else None
         lines.append(
             f"slower by more than {percent}: {_name(verdict)}: {words}, "
             + (f"{p}, " if p else "")
@@ -60,7 +61,7 @@ def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str
 
 def _name(verdict: GateRow) -> str:
     name = variant_name(verdict.row.probe, verdict.row.params)
-    return name if verdict.index == 1 else f"{name} (run {fmt.run_letter(verdict.index)})"
+    return name if verdict.index == 1 else f"{name} (run {units.run_letter(verdict.index)})"
 
 
 def inconclusive_words(verdict: GateRow) -> str:
@@ -69,7 +70,7 @@ def inconclusive_words(verdict: GateRow) -> str:
         return f"not compared ({verdict.detail})"
     if verdict.why == NOT_REPEATED:
         return (
-            f"{ratio_words(verdict)} slower in {fmt.run_letter(verdict.index)}, "
+            f"{ratio_words(verdict)} slower in {units.run_letter(verdict.index)}, "
             f"{again_words(verdict, None)}: one run's excursion or a change near the "
             "threshold; would decide it: another run"
         )
@@ -133,7 +134,7 @@ def widening_words(judged_by: noise.Noise | None, index: int = 1) -> str:
         return ""
     return ", ".join(
         CAUSE_WORDS[w.cause].format(
-            run=fmt.run_letter(0 if w.side == 0 else index), spread=math.expm1(w.spread)
+            run=units.run_letter(0 if w.side == 0 else index), spread=math.expm1(w.spread)
         )
         for w in judged_by.widened
     )
@@ -143,10 +144,10 @@ def ratio_words(verdict: GateRow) -> str:
     """'1.96× (0.85–4.52)': the row's time ratio and its interval (above 1: slower)."""
     if verdict.time_ratio is None:
         return "no ratio"
-    text = f"{fmt.factor(verdict.time_ratio)}×"
+    text = f"{units.factor(verdict.time_ratio)}×"
     if verdict.interval is not None:
         low, high = verdict.interval
-        text += f" ({fmt.factor(low)}–{fmt.factor(high)})"
+        text += f" ({units.factor(low)}–{units.factor(high)})"
     return text
 
 

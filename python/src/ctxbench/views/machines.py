@@ -12,11 +12,11 @@ from typing import Any
 
 from rich.text import Text
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.compare import FASTER, SLOWER
 from ctxbench.analysis.compare_pairs import original
 from ctxbench.analysis.summary_data import Machines, Summary
-from ctxbench.records.core import params_key, variant_name
+from ctxbench.records.naming import params_key, variant_name
 from ctxbench.store.schema import StoredRun
 from ctxbench.views.comparison import cell_words, describe, noise_words
 from ctxbench.views.comparison import summary_lines as comparison_summary_lines
@@ -59,13 +59,13 @@ def machine_lines(summary: Summary, width: int) -> list[Text]:
 def _figure_lines(machines: Machines, width: int) -> list[Text]:
     if not machines.figures:
         return [styled_line("no key figure of run A is in the other runs")]
-    letters = [fmt.run_letter(i) for i in range(len(machines.others) + 1)]
+    letters = [units.run_letter(i) for i in range(len(machines.others) + 1)]
     heading = heading_line(
         f"Key figures against A: ratio, {machines.comparison.level:.0%} interval, "
         "judged by repeats, history (of the runs' p10s) or within-run"
     )
     medians = [
-        [fmt.value(f.reference_median, f.unit)] + [fmt.value(c.median, f.unit) for c in f.cells]
+        [units.value(f.reference_median, f.unit)] + [units.value(c.median, f.unit) for c in f.cells]
         for f in machines.figures
     ]
     label_w = max(len(f.label) for f in machines.figures)
@@ -94,7 +94,7 @@ def _figure_lines(machines: Machines, width: int) -> list[Text]:
             for text, style in verdicts:
                 lines += wrapped_lines(text, width, 4, style)
         for letter, cell in zip(letters, figure.row.cells if figure.row else [], strict=False):
-            aside = fmt.set_aside(cell.result) if cell.result else None
+            aside = units.set_aside(cell.result) if cell.result else None
             if aside:
                 lines += wrapped_lines(f"{letter}: {aside}", width, 4, "dim")
     return lines
@@ -116,14 +116,14 @@ def _other_difference_lines(machines: Machines, width: int) -> list[Text]:
                 cell.difference,
                 row.unit,
                 comparison.min_effect,
-                fmt.run_letter(index),
+                units.run_letter(index),
                 judged_by=cell.noise,
             )
             p = cell.difference.u_test if cell.difference else None
             found.append(
                 (
                     f"{variant_name(row.probe, row.params)}: {words}"
-                    + (f", {fmt.p_value(p.p_value)}" if p else "")
+                    + (f", {units.p_value(p.p_value)}" if p else "")
                     + f", {noise_words(cell.noise, short=True)}",
                     "red" if cell.decision == SLOWER else "green",
                 )
@@ -153,7 +153,7 @@ def _cell_words(cell: Any, words: str) -> tuple[str, str]:
         # Beside a small p, a bare 'not significant' reads as a contradiction: say why
         # (a large p is its own reason, printed next).
         words += f" ({cell.note})"
-    p = f", {fmt.p_value(cell.p_value)}" if cell.p_value is not None else ""
+    p = f", {units.p_value(cell.p_value)}" if cell.p_value is not None else ""
     source = f", {noise_words(cell.noise, short=True)}" if cell.noise else ""
     style = {"slower": "red", "faster": "green"}.get(cell.decision or "", "dim")
     return words + p + source, style
@@ -173,7 +173,7 @@ def _env_lines(machines: Machines, width: int) -> list[Text]:
         lines.append(styled_line("  ", (difference.label, "yellow")))
         values = ["—" if value is None else value for value in difference.values]
         for index, shown in enumerate(_clipped_apart(values, limit)):
-            lines += wrapped_lines(f"{fmt.run_letter(index)}: {shown}", width, 4)
+            lines += wrapped_lines(f"{units.run_letter(index)}: {shown}", width, 4)
     return lines
 
 
@@ -216,4 +216,4 @@ def run_flags(run: StoredRun) -> list[str]:
 
 def options_text(options: dict[str, Any], run: StoredRun) -> str:
     """The run's options as compare shows them, with ``run_flags``."""
-    return ", ".join(part for part in [fmt.run_options(options), *run_flags(run)] if part)
+    return ", ".join(part for part in [units.run_options(options), *run_flags(run)] if part)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER
 from ctxbench.analysis.paired import (
     ARM,
@@ -22,7 +22,7 @@ from ctxbench.analysis.paired import (
     PairedGate,
     PairedVerdict,
 )
-from ctxbench.records.core import variant_name
+from ctxbench.records.naming import variant_name
 
 
 def arms_line(run_id: str, axis: Axis, env: dict[str, Any]) -> str:
@@ -45,7 +45,7 @@ def pair_words(paired: Paired) -> str:
         aside = f", {paired.set_aside} set aside as slowed" if paired.set_aside else ""
         return f"no ratio: {paired.rounds} paired round(s){aside} ({_arms(paired)})"
     text = (
-        f"{fmt.factor(paired.ratio)}× ({fmt.factor(paired.low)}–{fmt.factor(paired.high)}) "
+        f"{units.factor(paired.ratio)}× ({units.factor(paired.low)}–{units.factor(paired.high)}) "
         f"over {paired.rounds} rounds"
     )
     if paired.set_aside:

@@ -4,7 +4,7 @@ Renders only from stored records (``StoredRun``); measures nothing. The page
 carries plotly.js inline (gzip-compressed, docs/report.md "Size") and makes no
 network request. Every string that
 comes from a record reaches the page escaped, its control and bidi-override
-characters replaced as the terminal views do (fmt.terminal_text): Jinja2 autoescapes the HTML,
+characters replaced as the terminal views do (units.terminal_text): Jinja2 autoescapes the HTML,
 figure data travels as JSON in ``<script type="application/json">`` with
 ``<``, ``>`` and ``&`` escaped, and labels given to plotly (which
 understands a few HTML tags) are HTML-escaped first.
@@ -35,7 +35,7 @@ import jinja2
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
-from ctxbench import __version__, fmt
+from ctxbench import __version__, units
 from ctxbench.analysis.explain import explain
 from ctxbench.analysis.summary import is_remainder, run_name, section_id, summarize
 from ctxbench.records import matrix
@@ -85,45 +85,14 @@ def build_context(
         # no variant is in two runs, so the comparison would be a table of
         # "not in this run"; each run's own sections say it all
         comparison = None
-    sections = []
-    ids: set[str] = set()
-    families = families_of(runs)
-    for family, unit in families:
-        per_run = [
-            [r for r in run.results if r["family"] == family and r["unit"] == unit] for run in runs
-        ]
-        # The first section of a family answers to the summary's links (section_id).
-        anchor = section_id(family)
-        if anchor in ids:
-            anchor = f"{anchor}-{len(ids)}"
-        ids.add(anchor)
-        section = FamilySection(
-            family=family,
-            unit=unit,
-            id=anchor,
-            median_plot=median_figure(figures, family, unit, per_run, names),
-            distribution_plot=distribution_figure(figures, family, unit, per_run, names),
-            nav_label=family
-            if sum(1 for f, _ in families if f == family) == 1
-            else f"{family} ({unit})",
-        )
-        for name, results in zip(names, per_run, strict=True):
-            if results:
-                section.tables.append((name, probe_groups(results)))
-        sections.append(section)
-    envs = [flatten_env(run.env) for run in runs]
-    env_keys = comparison.env.keys if comparison else list(envs[0])
-    differing = set(comparison.env.differing) if comparison else set()
-    env_rows = [
-        {"key": key, "values": [env.get(key) for env in envs], "differs": key in differing}
-        for key in env_keys
+    sections = _family_sections(figures, runs, names)
+    env_rows, differing = _env_rows(runs, comparison)
+    notes = [
+        (name, result)
+        for name, run in zip(names, runs, strict=True)
+        for result in run.results
+        if result["verdict"]["status"] != "ok"
     ]
-    env_rows.sort(key=lambda row: not row["differs"])
-    notes = []
-    for name, run in zip(names, runs, strict=True):
-        for result in run.results:
-            if result["verdict"]["status"] != "ok":
-                notes.append((name, result))
     return {
         "title": title or "ctxbench report",
         "summary": summary_view,
@@ -156,14 +125,61 @@ def build_context(
         "comparison": comparison,
         "comparison_plot": comparison_figure(figures, comparison) if comparison else None,
         "notes": notes,
-        "fmt": fmt,
+        "units": units,
         "describe": describe,
         "cell_words": cell_words,
         "summary_lines": summary_lines(comparison) if comparison else [],
-        "letter": fmt.run_letter,
+        "letter": units.run_letter,
         "plotly_js": Markup(packed(chart_library())),
         "plot_template": figures.template_json(),
     }
+
+
+def _family_sections(
+    figures: Figures, runs: list[StoredRun], names: list[str]
+) -> list[FamilySection]:
+    """One section per (family, unit): its plots, one table per run that has it."""
+    sections = []
+    ids: set[str] = set()
+    families = families_of(runs)
+    for family, unit in families:
+        per_run = [
+            [r for r in run.results if r["family"] == family and r["unit"] == unit] for run in runs
+        ]
+        # The first section of a family answers to the summary's links (section_id).
+        anchor = section_id(family)
+        if anchor in ids:
+            anchor = f"{anchor}-{len(ids)}"
+        ids.add(anchor)
+        section = FamilySection(
+            family=family,
+            unit=unit,
+            id=anchor,
+            median_plot=median_figure(figures, family, unit, per_run, names),
+            distribution_plot=distribution_figure(figures, family, unit, per_run, names),
+            nav_label=family
+            if sum(1 for f, _ in families if f == family) == 1
+            else f"{family} ({unit})",
+        )
+        for name, results in zip(names, per_run, strict=True):
+            if results:
+                section.tables.append((name, probe_groups(results)))
+        sections.append(section)
+    return sections
+
+
+def _env_rows(runs: list[StoredRun], comparison: Any) -> tuple[list[dict[str, Any]], set[str]]:
+    """The environment's keys, each run's value, the differing ones first;
+    and the keys that differ (as the comparison found them)."""
+    envs = [flatten_env(run.env) for run in runs]
+    env_keys = comparison.env.keys if comparison else list(envs[0])
+    differing = set(comparison.env.differing) if comparison else set()
+    env_rows = [
+        {"key": key, "values": [env.get(key) for env in envs], "differs": key in differing}
+        for key in env_keys
+    ]
+    env_rows.sort(key=lambda row: not row["differs"])
+    return env_rows, differing
 
 
 # plotly.js's cartesian bundle (scatter, bar, box, heatmap), fetched by `make
@@ -220,11 +236,11 @@ def _labs(names: list[str], runs: list[StoredRun]) -> list[dict[str, Any]]:
 
 def _page_text(value: Any) -> Any:
     """Every value the page shows, as the terminal views show it: control and
-    bidirectional-override characters replaced (fmt.terminal_text), so a
+    bidirectional-override characters replaced (units.terminal_text), so a
     hostname cannot reorder what is read or send escapes to `cat report.html`."""
     if isinstance(value, Markup):  # made here: the chart library, figures (cleaned when made)
         return value
-    return fmt.terminal_text(value) if isinstance(value, str) else value
+    return units.terminal_text(value) if isinstance(value, str) else value
 
 
 def _environment() -> jinja2.Environment:

@@ -8,12 +8,12 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.summary import run_name
-from ctxbench.fmt import param_value, params_text
 from ctxbench.records import matrix
 from ctxbench.records.roles import has_role
 from ctxbench.store.schema import StoredRun
+from ctxbench.units import param_value, params_text
 from ctxbench.views.report_figures import (
     PALETTE,
     Figure,
@@ -207,7 +207,7 @@ def ring_figures(figures: Figures, runs: list[StoredRun]) -> list[Figure]:
                 i = ys.index(result["params"][row]) if row else 0
                 j = xs.index(result["params"][column])
                 z[i][j] = value
-                text[i][j] = esc(fmt.value(value, unit))
+                text[i][j] = esc(units.value(value, unit))
                 if corrected and result["corrected"].get("nonpositive"):
                     text[i][j] += " (≤0: noise)"  # baseline not below the result
             figure = go.Figure(
@@ -257,9 +257,9 @@ class MatrixView:
 def _matrix_hover(result: dict[str, Any], cell: dict[str, Any]) -> str:
     unit = result["unit"]
     ci = cell.get("median_ci")
-    text = f"{matrix.CLASS_LABEL[cell['class']]}: median {fmt.value(cell['median'], unit)}"
+    text = f"{matrix.CLASS_LABEL[cell['class']]}: median {units.value(cell['median'], unit)}"
     if ci:
-        text += f" [{fmt.interval(ci['low'], ci['high'], unit)}]"
+        text += f" [{units.interval(ci['low'], ci['high'], unit)}]"
     text += f", n={cell['n']}"
     if not cell["ok"]:
         text += "<br>not ok: " + "; ".join(cell.get("problems", []))
@@ -285,7 +285,7 @@ def matrix_views(figures: Figures, runs: list[StoredRun]) -> list[MatrixView]:
                 z.append([c["median"] if c else None for c in cells])
                 text.append(
                     [
-                        esc(fmt.value(c["median"], unit)) + ("*" if not c["ok"] else "")
+                        esc(units.value(c["median"], unit)) + ("*" if not c["ok"] else "")
                         if c
                         else ""
                         for c in cells

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from markupsafe import Markup
 
-from ctxbench.fmt import params_text, terminal_text
+from ctxbench.units import params_text, terminal_text
 
 LOG_SPAN = 20.0  # log axis when max/min over a plot exceeds this
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
@@ -107,7 +107,7 @@ def unit_title(unit: str) -> str:
 
 def _page_strings(data: Any) -> Any:
     """DATA with every string shown as the terminal views show it
-    (fmt.terminal_text): a record's control or bidi-override character
+    (units.terminal_text): a record's control or bidi-override character
     reaches no plot label."""
     if isinstance(data, str):
         return terminal_text(data)

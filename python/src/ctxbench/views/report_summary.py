@@ -5,21 +5,22 @@ ctxbench.summary decides what the summary says; here it is drawn."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import Any
 
 import plotly.graph_objects as go
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.compare import Comparison
 from ctxbench.analysis.explain import Explanation
 from ctxbench.analysis.summary import is_remainder, run_name
 from ctxbench.analysis.summary_data import Machines, Point, RunSummary, Summary
 from ctxbench.analysis.summary_rules import LADDER
-from ctxbench.fmt import params_text
-from ctxbench.records.core import params_key
+from ctxbench.records.naming import params_key
 from ctxbench.store.schema import StoredRun
+from ctxbench.units import params_text
 from ctxbench.views.comparison import describe, noise_words
 from ctxbench.views.report_figures import (
     PALETTE,
@@ -56,64 +57,85 @@ def comparison_figure(
             labels.append(label_of(row))
     for index in range(1, len(comparison.runs)):
         for significant in (True, False):
-            xs, ys, low, high, hover = [], [], [], [], []
-            for row in comparison.rows:
-                difference = row.cells[index].difference
-                if difference is None or difference.ratio is None:
-                    continue
-                if difference.significant != significant:
-                    continue
-                label = label_of(row)
-                ratio = difference.ratio
-                xs.append(ratio.ratio)
-                ys.append(label)
-                low.append(ratio.ratio - ratio.low)
-                high.append(ratio.high - ratio.ratio)
-                values += [ratio.low, ratio.high]
-                hover.append(
-                    esc(
-                        describe(
-                            difference,
-                            row.unit,
-                            comparison.min_effect,
-                            fmt.run_letter(index),
-                            judged_by=row.cells[index].noise,
-                        )
-                        + "; "
-                        + noise_words(row.cells[index].noise)
-                        + ("; excluded: " + "; ".join(row.cells[index].excluded))
-                        * bool(row.cells[index].excluded)
-                    )
-                )
-            if not xs:
-                continue
-            color = PALETTE[index % len(PALETTE)]
-            figure.add_trace(
-                go.Scatter(
-                    x=xs,
-                    y=ys,
-                    mode="markers",
-                    name=esc(f"{run_name(index, comparison.runs[index])} / A")
-                    + ("" if significant else " (not significant)"),
-                    marker={
-                        "color": color if significant else "rgba(0,0,0,0)",
-                        "line": {"color": color, "width": 2},
-                        "size": 9,
-                        "symbol": "circle",
-                    },
-                    error_x={
-                        "type": "data",
-                        "symmetric": False,
-                        "array": high,
-                        "arrayminus": low,
-                        "color": color,
-                    },
-                    text=hover,
-                    hovertemplate="%{y}<br>ratio %{x:.3g}: %{text}<extra></extra>",
-                )
-            )
+            trace, ends = _ratio_trace(comparison, index, significant, label_of)
+            values += ends
+            if trace is not None:
+                figure.add_trace(trace)
     if not figure.data:
         return None
+    _ratio_axes(figure, values, labels)
+    height = max(260, 150 + rows_height(labels))
+    return figures.make(title, figure, height)
+
+
+def _ratio_trace(
+    comparison: Comparison, index: int, significant: bool, label_of: Callable[[Any], str]
+) -> tuple[go.Scatter | None, list[float]]:
+    """Run INDEX's rows judged SIGNIFICANT (or not), their ratios to A with
+    the intervals as one trace (None where there are none); and the ends of
+    those intervals, for the axis."""
+    xs, ys, low, high, hover, ends = [], [], [], [], [], []
+    for row in comparison.rows:
+        difference = row.cells[index].difference
+        if difference is None or difference.ratio is None:
+            continue
+        if difference.significant != significant:
+            continue
+        label = label_of(row)
+        ratio = difference.ratio
+        xs.append(ratio.ratio)
+        ys.append(label)
+        low.append(ratio.ratio - ratio.low)
+        high.append(ratio.high - ratio.ratio)
+        ends += [ratio.low, ratio.high]
+        hover.append(_ratio_hover(comparison, row, index))
+    if not xs:
+        return None, ends
+    color = PALETTE[index % len(PALETTE)]
+    trace = go.Scatter(
+        x=xs,
+        y=ys,
+        mode="markers",
+        name=esc(f"{run_name(index, comparison.runs[index])} / A")
+        + ("" if significant else " (not significant)"),
+        marker={
+            "color": color if significant else "rgba(0,0,0,0)",
+            "line": {"color": color, "width": 2},
+            "size": 9,
+            "symbol": "circle",
+        },
+        error_x={
+            "type": "data",
+            "symmetric": False,
+            "array": high,
+            "arrayminus": low,
+            "color": color,
+        },
+        text=hover,
+        hovertemplate="%{y}<br>ratio %{x:.3g}: %{text}<extra></extra>",
+    )
+    return trace, ends
+
+
+def _ratio_hover(comparison: Comparison, row: Any, index: int) -> str:
+    """A ratio's hover text: how it was judged, by which noise, what was excluded."""
+    cell = row.cells[index]
+    return esc(
+        describe(
+            cell.difference,
+            row.unit,
+            comparison.min_effect,
+            units.run_letter(index),
+            judged_by=cell.noise,
+        )
+        + "; "
+        + noise_words(cell.noise)
+        + ("; excluded: " + "; ".join(cell.excluded)) * bool(cell.excluded)
+    )
+
+
+def _ratio_axes(figure: go.Figure, values: list[float], labels: list[str]) -> None:
+    """The ratio figure's log axis over VALUES (and 1), its rows in LABELS' order."""
     figure.add_vline(x=1.0, line={"color": "#888", "dash": "dot"})
     low, high = min([*values, 1.0]), max([*values, 1.0])
     ticks = [t for t in RATIO_TICKS if low / 1.5 <= t <= high * 1.5]
@@ -129,8 +151,6 @@ def comparison_figure(
     figure.update_yaxes(
         type="category", autorange="reversed", categoryorder="array", categoryarray=labels
     )
-    height = max(260, 150 + rows_height(labels))
-    return figures.make(title, figure, height)
 
 
 SAME_COLOR, CROSS_COLOR = "#1f77b4", "#ff7f0e"
@@ -141,7 +161,7 @@ REMAINDER_LABEL_TRACED = "<i>not attributed by the events</i>"
 
 def _time_tick(ns: float) -> str:
     """'1 ns', '10 µs', '1 ms': a power of ten of nanoseconds, named in its unit."""
-    for factor, name in fmt.TIME_SCALES:
+    for factor, name in units.TIME_SCALES:
         if ns >= factor or factor == 1.0:
             return f"{ns / factor:g} {name}"
     raise AssertionError("unreachable")
@@ -167,9 +187,9 @@ def _time_axis(values: list[float], span: tuple[float, float] | None = None) -> 
 
 def point_text(point: Point) -> str:
     """'1.110 µs [1.100–1.118 µs]', and the verdict when it is not ok."""
-    text = fmt.value(point.median, point.unit)
+    text = units.value(point.median, point.unit)
     if point.ci_low is not None and point.ci_high is not None:
-        text += f" [{fmt.interval(point.ci_low, point.ci_high, point.unit)}]"
+        text += f" [{units.interval(point.ci_low, point.ci_high, point.unit)}]"
     return text + ("" if point.status == "ok" else f" ({point.status})")
 
 
@@ -343,7 +363,7 @@ def _waterfall_bars(explanation: Explanation) -> tuple[list[str], list[float], l
         values = [p.ns for p in traced.phases]
         values.append(traced.rest_ns)
         hover = [
-            esc(f"{p.name}: {phase_words(p)} ({fmt.value(p.traced_ns, 'ns')} per switch traced)")
+            esc(f"{p.name}: {phase_words(p)} ({units.value(p.traced_ns, 'ns')} per switch traced)")
             for p in traced.phases
         ] + [esc("the median traced sample's time no switch's chain covers, scaled")]
         return names, values, hover, " (the kernel's events)"
@@ -368,7 +388,7 @@ def _waterfall_figure(figures: Figures, run: RunSummary) -> Figure | None:
             y=[*values, explanation.median_ns],
             base=[*bases, 0.0],
             marker={"color": [*colours, "#1d2330"]},
-            text=[esc(fmt.value(v, "ns")) for v in (*values, explanation.median_ns)],
+            text=[esc(units.value(v, "ns")) for v in (*values, explanation.median_ns)],
             textposition="outside",
             hovertext=[*hover, esc("the median of " + explanation.probe)],
             hovertemplate="%{hovertext}<extra></extra>",
@@ -377,7 +397,7 @@ def _waterfall_figure(figures: Figures, run: RunSummary) -> Figure | None:
     figure.update_yaxes(title="ns per switch", rangemode="tozero")
     figure.update_xaxes(type="category")
     title = (
-        f"where the time of {explanation.probe} ({fmt.params(explanation.params)}) goes"
+        f"where the time of {explanation.probe} ({units.params(explanation.params)}) goes"
         f"{source}, {run.name}"
     )
     return figures.make(title, figure, 400)

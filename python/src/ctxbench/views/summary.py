@@ -4,8 +4,8 @@ What the summary holds is decided in ``summary``; this module only lays it
 out in aligned lines for a terminal of WIDTH columns (80 at the least: every
 line fits 80, and a wider terminal gets the probe variants and the words
 beside the figures rather than below them). Figures are formatted by
-``fmt``; colour is a request (``tables.STATUS_STYLE``) that the console
-drops unless ``fmt.styled`` allows it.
+``units``; colour is a request (``tables.STATUS_STYLE``) that the console
+drops unless ``units.styled`` allows it.
 
 * one run: the cost ladder (label, median, CI of the median, verdict;
   cheapest first, its terms defined below it), why its large differences
@@ -25,10 +25,10 @@ from typing import Any
 
 from rich.text import Text
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.explain import Explanation
 from ctxbench.analysis.summary_data import Point, RunSummary, Summary
-from ctxbench.records.core import variant_name
+from ctxbench.records.naming import variant_name
 from ctxbench.views import why
 from ctxbench.views.answers import sentences as answer_sentences
 from ctxbench.views.explain import missing_words, note_words
@@ -73,18 +73,18 @@ def _cell(point: Point | None) -> str:
         return "—"
     if point.median is None:
         return point.status
-    text = fmt.value(point.median, point.unit)
+    text = units.value(point.median, point.unit)
     return text if point.status == "ok" else f"{text} ({point.status})"
 
 
 def _ci(point: Point) -> str:
-    return fmt.interval(point.ci_low, point.ci_high, point.unit)
+    return units.interval(point.ci_low, point.ci_high, point.unit)
 
 
 # ---- one run ---------------------------------------------------------------------
 def _aside_cell(point: Point) -> str:
     """'1/31': samples set aside as host interference of those taken; '' for none."""
-    counted = fmt.set_aside_count(point.result)
+    counted = units.set_aside_count(point.result)
     return f"{counted[0]}/{counted[1]}" if counted else ""
 
 
@@ -194,7 +194,7 @@ def _log_scale(medians: list[float]) -> tuple[int, int] | None:
 def _decade(exponent: int) -> str:
     """10**exponent ns in words: '1 ns', '100 ns', '10 µs', '1 s'."""
     amount = 10.0**exponent
-    for factor, name in fmt.TIME_SCALES:
+    for factor, name in units.TIME_SCALES:
         if amount >= factor or factor == 1.0:
             return f"{amount / factor:g} {name}"
     return f"{amount:g} ns"
@@ -210,7 +210,7 @@ def _bar(point: Point, scale: tuple[int, int]) -> str:
 
 
 def _cell_median(point: Point) -> str:
-    return "—" if point.median is None else fmt.value(point.median, point.unit)
+    return "—" if point.median is None else units.value(point.median, point.unit)
 
 
 def same_vs_cross_lines(run: RunSummary, width: int) -> list[Text]:
@@ -226,7 +226,7 @@ def same_vs_cross_lines(run: RunSummary, width: int) -> list[Text]:
             if row.no_ratio
             else "—"
             if row.ratio is None
-            else f"{fmt.number(row.ratio)}×",
+            else f"{units.number(row.ratio)}×",
         )
         for row in run.same_vs_cross
     ]
@@ -268,13 +268,13 @@ def explanation_lines(explanation: Explanation | None, label: str, width: int) -
         return []
     name = variant_name(explanation.probe, explanation.params)
     lines = [
-        heading_line(f"Where the time goes: {label} ({fmt.value(explanation.median_ns, 'ns')})"),
+        heading_line(f"Where the time goes: {label} ({units.value(explanation.median_ns, 'ns')})"),
         *wrapped_lines(name + ("" if explanation.status == "ok" else f" [{explanation.status}]"),
                   width, 2, "dim"),
     ]  # fmt: skip
     for part in explanation.parts:
         share = 100 * part.ns / explanation.median_ns if explanation.median_ns else 0.0
-        head = f"  {fmt.value(part.ns, 'ns'):>10} {share:4.0f}%  "
+        head = f"  {units.value(part.ns, 'ns'):>10} {share:4.0f}%  "
         text = f"{part.name}: {part.source}"
         wrapped = textwrap.wrap(text, width=width - len(head), break_on_hyphens=False)
         lines.append(styled_line(head + wrapped[0]))
@@ -390,7 +390,7 @@ def _point_dict(point: Point | None) -> dict[str, Any] | None:
         "probe": point.probe,
         "params": point.params,
         "variant": variant_name(point.probe, point.params),
-        "unit": fmt.unit_name(point.unit),
+        "unit": units.unit_name(point.unit),
         "median": point.median,
         "ci_low": point.ci_low,
         "ci_high": point.ci_high,

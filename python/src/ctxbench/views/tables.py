@@ -3,7 +3,7 @@
 Presentation only: every figure comes from a stored record or a
 ``compare.Comparison``; nothing is measured or computed here beyond
 choosing how to show it. The styles here are requests: whether they reach
-the output is decided once, by ``fmt.styled`` (a terminal, no NO_COLOR), in
+the output is decided once, by ``units.styled`` (a terminal, no NO_COLOR), in
 the CLI's consoles.
 """
 
@@ -19,7 +19,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.records import matrix
 from ctxbench.records.envdiff import flatten_env
 from ctxbench.store.schema import RunInfo
@@ -31,12 +31,12 @@ STATUS_STYLE = {"ok": "green", "suspect": "yellow", "unsupported": "dim", "faile
 
 
 def _verdict_text(result: dict[str, Any]) -> Text:
-    return Text(fmt.verdict(result), style=STATUS_STYLE.get(result["verdict"]["status"], ""))
+    return Text(units.verdict(result), style=STATUS_STYLE.get(result["verdict"]["status"], ""))
 
 
 def _with_set_aside(text: Text, result: dict[str, Any]) -> Text:
     """``text`` with a dim line for the samples set aside as host interference, if any."""
-    aside = fmt.set_aside(result)
+    aside = units.set_aside(result)
     if aside:
         text.append("\n" + aside, style="dim")
     return text
@@ -75,12 +75,12 @@ def _wide_results_table(results: list[dict[str, Any]], title: str | None) -> Tab
         summary = result.get("summary") or {}
         table.add_row(
             Text(result["probe"]),
-            Text(fmt.params(result["params"])),
-            fmt.value(summary.get("median"), result["unit"]),
-            fmt.value(summary.get("p99"), result["unit"]),
-            fmt.median_ci_text(result),
-            fmt.baseline(result),
-            fmt.corrected(result),
+            Text(units.params(result["params"])),
+            units.value(summary.get("median"), result["unit"]),
+            units.value(summary.get("p99"), result["unit"]),
+            units.median_ci_text(result),
+            units.baseline(result),
+            units.corrected(result),
             _with_set_aside(_verdict_text(result), result),
         )
     return table
@@ -99,14 +99,14 @@ def _narrow_results_table(results: list[dict[str, Any]], title: str | None) -> T
         unit = result["unit"]
         name = Text(result["probe"])
         if result["params"]:
-            name.append("\n" + fmt.params(result["params"]), style="dim")
+            name.append("\n" + units.params(result["params"]), style="dim")
         _with_set_aside(name, result)
         status = result["verdict"]["status"]
         table.add_row(
             name,
-            f"{fmt.value(summary.get('median'), unit)}\n{fmt.value(summary.get('p99'), unit)}",
-            fmt.median_ci_text(result),
-            f"{fmt.corrected(result)}\n{fmt.baseline(result)}",
+            f"{units.value(summary.get('median'), unit)}\n{units.value(summary.get('p99'), unit)}",
+            units.median_ci_text(result),
+            f"{units.corrected(result)}\n{units.baseline(result)}",
             Text(status, style=STATUS_STYLE.get(status, "")),
         )
     return table
@@ -121,8 +121,8 @@ def verdict_notes(results: list[dict[str, Any]], shown: int = 3) -> list[str]:
         if result["verdict"]["status"] != "ok":
             label = result["probe"]
             if result["params"]:
-                label += f" ({fmt.params(result['params'])})"
-            by_detail.setdefault(fmt.verdict_detail(result), []).append(label)
+                label += f" ({units.params(result['params'])})"
+            by_detail.setdefault(units.verdict_detail(result), []).append(label)
     notes = []
     for detail, labels in by_detail.items():
         if len(labels) == 1:
@@ -143,7 +143,7 @@ def matrix_sections(results: list[dict[str, Any]]) -> list[Any]:
         shown = result["matrix"]
         cpus = shown["cpus"]
         unit = matrix.unit_name(result)
-        head = Text(f"{result['probe']} ({fmt.params(result['params'])})", style="bold")
+        head = Text(f"{result['probe']} ({units.params(result['params'])})", style="bold")
         head.append(f": median per op in each cell, {unit}", style="")
         parts += [
             Text(""),
@@ -186,9 +186,9 @@ def matrix_class_table(result: dict[str, Any]) -> Table:
         table.add_row(
             matrix.CLASS_LABEL[pair_class["class"]],
             f"{pair_class['measured']}/{pair_class['pairs']}",
-            fmt.value(summary.get("median"), unit),
-            fmt.interval(ci.get("low"), ci.get("high"), unit),
-            fmt.interval(
+            units.value(summary.get("median"), unit),
+            units.interval(ci.get("low"), ci.get("high"), unit),
+            units.interval(
                 pair_class.get("lowest_cell_median"), pair_class.get("highest_cell_median"), unit
             ),
         )
@@ -204,12 +204,12 @@ def _matrix_comparison_table(comparison: Comparison, compared: MatrixComparison)
     from ctxbench.analysis import noise
     from ctxbench.views.comparison import describe
 
-    title = f"{compared.probe} ({fmt.params(compared.params)}) per pair class (ratio = other / A)"
+    title = f"{compared.probe} ({units.params(compared.params)}) per pair class (ratio = other / A)"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("pair class", no_wrap=True)
     table.add_column("A median", justify="right", no_wrap=True)
     for index in range(1, len(comparison.runs)):
-        letter = fmt.run_letter(index)
+        letter = units.run_letter(index)
         table.add_column(f"{letter} median", justify="right", no_wrap=True)
         table.add_column(f"{letter}/A [CI], p", justify="right", no_wrap=True)
         table.add_column(f"{letter} vs A", overflow="fold")
@@ -217,18 +217,18 @@ def _matrix_comparison_table(comparison: Comparison, compared: MatrixComparison)
         reference = row.cells[0]
         cells: list[Any] = [
             matrix.CLASS_LABEL[row.pair_class],
-            fmt.value(reference.median, compared.unit)
+            units.value(reference.median, compared.unit)
             if reference.note is None
             else Text(reference.note, style="dim"),
         ]
         for cell in row.cells[1:]:
-            median = fmt.value(cell.median, compared.unit) if cell.note is None else "—"
+            median = units.value(cell.median, compared.unit) if cell.note is None else "—"
             difference = cell.difference
             if difference is None or difference.ratio is None:
                 note = cell.note or (difference.why_not if difference else None) or "—"
                 cells += [median, "—", Text(note, style="dim")]
                 continue
-            ratio = fmt.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
+            ratio = units.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
             p = f"{difference.u_test.p_value:.2g}" if difference.u_test else "—"
             words = describe(difference, compared.unit, judged_by=noise.within_run())
             style = "dim"
@@ -365,9 +365,6 @@ def comparison_table(
 
     Below NARROW columns, params go under the probe and p under the ratio.
     """
-    # views.comparison needs compare's statistics (numpy): only `compare` loads it
-    from ctxbench.views.comparison import describe, noise_words
-
     narrow = width is not None and width < NARROW
     table = Table(
         title=f"results (reference: A; ratio = other / A with its {comparison.level:.0%} "
@@ -378,14 +375,28 @@ def comparison_table(
         box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD,
         expand=narrow,
     )
+    _comparison_columns(table, len(comparison.runs), narrow)
+    for row in comparison.rows:
+        if only_common and any(cell.result is None for cell in row.cells):
+            continue
+        cells = _variant_cells(row, narrow)
+        for index, cell in enumerate(row.cells[1:], start=1):
+            cells += _compared_cells(comparison, row, index, cell, narrow)
+        table.add_row(*cells)
+    return table
+
+
+def _comparison_columns(table: Table, runs: int, narrow: bool) -> None:
+    """The comparison table's columns: the variant, A's median, then per
+    other run its median, ratio [CI], p and decision."""
     if narrow:
         table.add_column("probe\nparams", overflow="fold", ratio=1, min_width=16)
     else:
         table.add_column("probe", no_wrap=True)
         table.add_column("params", overflow="fold")
     table.add_column("A median", justify="right", no_wrap=True)
-    for index in range(1, len(comparison.runs)):
-        letter = fmt.run_letter(index)
+    for index in range(1, runs):
+        letter = units.run_letter(index)
         table.add_column(f"{letter} median", justify="right", no_wrap=True)
         if narrow:
             table.add_column(f"{letter}/A [CI], p", justify="right", no_wrap=True)
@@ -393,58 +404,63 @@ def comparison_table(
             table.add_column(f"{letter}/A [CI]", justify="right", no_wrap=True)
             table.add_column("p", justify="right", no_wrap=True)
         table.add_column(f"{letter} vs A", overflow="fold")
-    for row in comparison.rows:
-        if only_common and any(cell.result is None for cell in row.cells):
-            continue
-        reference = row.cells[0]
-        if narrow:
-            name = Text(row.probe)
-            if row.params:
-                name.append("\n" + fmt.params(row.params), style="dim")
-            cells: list[Any] = [name]
-        else:
-            cells = [Text(row.probe), Text(fmt.params(row.params))]
-        cells.append(
-            _median_text(reference, row.unit)
-            if reference.note is None
-            else Text(reference.note, style="dim")
-        )
-        for index, cell in enumerate(row.cells[1:], start=1):
-            median = (
-                _median_text(cell, row.unit) if cell.result and cell.median is not None else "—"
-            )
-            difference = cell.difference
-            if difference is None or difference.ratio is None:
-                note = cell.note or (difference.why_not if difference else None) or "—"
-                cells += [median, "—"] + ([] if narrow else ["—"]) + [Text(note, style="dim")]
-                continue
-            ratio = fmt.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
-            p = fmt.p_value(difference.u_test.p_value) if difference.u_test else "—"
-            words = Text(
-                describe(
-                    difference,
-                    row.unit,
-                    comparison.min_effect,
-                    fmt.run_letter(index),
-                    judged_by=cell.noise,
-                ),
-                style={"slower": "red", "faster": "green"}.get(cell.decision or "", "dim"),
-            )
-            words.append("\n" + noise_words(cell.noise), style="dim")
-            if cell.excluded:
-                words.stylize("dim")
-                words.append("\nexcluded: " + "; ".join(cell.excluded), style="yellow")
-            if narrow:
-                cells += [median, f"{ratio}\n{p}", words]
-            else:
-                cells += [median, ratio, p, words]
-        table.add_row(*cells)
-    return table
+
+
+def _variant_cells(row: Any, narrow: bool) -> list[Any]:
+    """A row's first cells: the probe, its params, the reference's median."""
+    reference = row.cells[0]
+    if narrow:
+        name = Text(row.probe)
+        if row.params:
+            name.append("\n" + units.params(row.params), style="dim")
+        cells: list[Any] = [name]
+    else:
+        cells = [Text(row.probe), Text(units.params(row.params))]
+    cells.append(
+        _median_text(reference, row.unit)
+        if reference.note is None
+        else Text(reference.note, style="dim")
+    )
+    return cells
+
+
+def _compared_cells(
+    comparison: Comparison, row: Any, index: int, cell: Any, narrow: bool
+) -> list[Any]:
+    """Run INDEX's cells of a row: its median, ratio [CI] to A, p, and the
+    decision in words (or why there is no ratio)."""
+    # views.comparison needs compare's statistics (numpy): only `compare` loads it
+    from ctxbench.views.comparison import describe, noise_words
+
+    median = _median_text(cell, row.unit) if cell.result and cell.median is not None else "—"
+    difference = cell.difference
+    if difference is None or difference.ratio is None:
+        note = cell.note or (difference.why_not if difference else None) or "—"
+        return [median, "—"] + ([] if narrow else ["—"]) + [Text(note, style="dim")]
+    ratio = units.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
+    p = units.p_value(difference.u_test.p_value) if difference.u_test else "—"
+    words = Text(
+        describe(
+            difference,
+            row.unit,
+            comparison.min_effect,
+            units.run_letter(index),
+            judged_by=cell.noise,
+        ),
+        style={"slower": "red", "faster": "green"}.get(cell.decision or "", "dim"),
+    )
+    words.append("\n" + noise_words(cell.noise), style="dim")
+    if cell.excluded:
+        words.stylize("dim")
+        words.append("\nexcluded: " + "; ".join(cell.excluded), style="yellow")
+    if narrow:
+        return [median, f"{ratio}\n{p}", words]
+    return [median, ratio, p, words]
 
 
 def _median_text(cell: Any, unit: str) -> str:
     """The median, with the verdict beside it when it is not ok."""
-    text = fmt.value(cell.median, unit)
+    text = units.value(cell.median, unit)
     return text if cell.status == "ok" else f"{text} ({cell.status})"
 
 
@@ -459,18 +475,18 @@ def runs_legend(comparison: Comparison) -> Table:
     for index, run in enumerate(comparison.runs):
         options = comparison.options[index] if index < len(comparison.options) else {}
         table.add_row(
-            fmt.run_letter(index),
+            units.run_letter(index),
             Text(run.run_id),
             Text(run.info.machine),
             Text(run.info.label or ""),
             Text(run.info.started_at or "?"),
-            Text(fmt.run_options(options)),
+            Text(units.run_options(options)),
         )
     return table
 
 
 def _run_label(index: int, run_id: str, label: str | None) -> str:
-    return f"{fmt.run_letter(index)}: {label or run_id}"
+    return f"{units.run_letter(index)}: {label or run_id}"
 
 
 def _clip(text: str, limit: int) -> str:

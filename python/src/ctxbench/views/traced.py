@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.phases import NOT_TILED, TracedPhase, TracedView
 
 SCALING_RULE = (
@@ -129,8 +129,8 @@ def _status(view: TracedView) -> str:
 
 
 def _ns(value: float) -> str:
-    """A time as ``show`` and ``explain`` print it (fmt.value)."""
-    return fmt.value(value, "ns")
+    """A time as ``show`` and ``explain`` print it (units.value)."""
+    return units.value(value, "ns")
 
 
 def render_traced(view: TracedView, idle_said: bool = False) -> list[str]:

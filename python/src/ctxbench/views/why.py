@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.explain import (
     IDLE_PART,
     NO_IDLE_DRIVER,
@@ -33,7 +33,7 @@ from ctxbench.analysis.guest import Guest
 from ctxbench.analysis.interference import RunLoad
 from ctxbench.analysis.summary import not_a_switch
 from ctxbench.analysis.summary_data import Point, Rung, RunSummary, ratio
-from ctxbench.records.core import params_key
+from ctxbench.records.naming import params_key
 
 ADDRESS_SPACE_PART = "address-space switch"
 
@@ -70,7 +70,7 @@ def _said(explanation: Explanation, name: str) -> bool:
 
 
 def _ns(value: float) -> str:
-    return fmt.value(value, "ns")
+    return units.value(value, "ns")
 
 
 def _figure(name: str, point: Point) -> str:
@@ -78,7 +78,7 @@ def _figure(name: str, point: Point) -> str:
     verdict where it is not ok (a suspect side is marked, never dropped)."""
     words = [f"{name} {_ns(point.median or 0.0)}"]
     if point.ci_low is not None:
-        words.append("CI " + fmt.interval(point.ci_low, point.ci_high, point.unit))
+        words.append("CI " + units.interval(point.ci_low, point.ci_high, point.unit))
     if point.status != "ok":
         words.append(point.status)
     return ", ".join(words)
@@ -110,8 +110,8 @@ def cross_cpu_line(explained: Explained | None, rungs: dict[str, Rung]) -> str |
         return None
     if cross.point.params.get("idle") == "held":
         return None  # a run made with --hold-idle: there is no idle-free figure to explain
-    times = fmt.ratio_interval(ratio(same.point, cross.point)) or (
-        fmt.number(cross.point.median / same.point.median) + "×"
+    times = units.ratio_interval(ratio(same.point, cross.point)) or (
+        units.number(cross.point.median / same.point.median) + "×"
     )
     head = (
         f"Another CPU: a thread switch takes {_ns(cross.point.median)}{_marked(cross.point)} "

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ctxbench import fmt
+from ctxbench import units
 from ctxbench.analysis.compare import Comparison
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import QuietStream, new_console
@@ -311,7 +311,7 @@ def gate_exit(comparison: Comparison, judged: Any, as_json: bool) -> int:
     if judged is None:
         return 0
     for line in gate_lines(comparison, judged):
-        click.echo(fmt.terminal_text(line), file=QuietStream(sys.stderr) if as_json else None)
+        click.echo(units.terminal_text(line), file=QuietStream(sys.stderr) if as_json else None)
     return {PASSED: 0, FAILED: 1}.get(judged.outcome, EXIT_INCONCLUSIVE)
 
 

@@ -13,7 +13,8 @@ from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import say
 from ctxbench.cli.output_files import file_kind
 from ctxbench.errors import BadInput, CtxbenchError
-from ctxbench.records.core import MAX_INPUT_BYTES, RunRecords
+from ctxbench.records.reading import MAX_INPUT_BYTES
+from ctxbench.records.runs import RunRecords
 from ctxbench.store.db import Store
 
 

@@ -193,12 +193,7 @@ def profile(
     if trace and (reading or from_file):
         raise BadInput("--trace goes with a command or --pid: it records while profiling")
     if list_profiles:
-        with open_store(db, create=False) as store:
-            rows = store.profiles()
-        if as_json:
-            click.echo(json.dumps([{"id": i, "started_at": t, "target": c} for i, t, c in rows]))
-        else:
-            click.echo("".join(f"{i}  {t}  {c}\n" for i, t, c in rows), nl=False)
+        _print_profile_list(db, as_json)
         return
     if compare_refs:
         with open_store(db, create=False) as store:
@@ -214,40 +209,61 @@ def profile(
             raise BadInput("--from prices a recorded profile: give no command and no --pid")
         record = read_profile(from_file)
     else:
-        # The usual mistakes, in one line before the engine starts.
-        if command and "/" not in command[0] and shutil.which(command[0]) is None:
-            raise BadInput(
-                f"cannot run '{command[0]}': not found on PATH; give a program or its path"
-            )
-        if command and "/" in command[0] and not os.access(command[0], os.X_OK):
-            raise BadInput(f"cannot run '{command[0]}': no such executable file")
-        if pid is not None and not Path(f"/proc/{pid}").exists():
-            raise BadInput(f"--pid {pid}: no such process; give the PID of a running process")
-        args: list[str] = []
-        if pid is not None:
-            args += ["--pid", str(pid)]
-        if duration is not None:
-            args += ["--duration", repr(duration)]
-        if trace:
-            args.append("--trace")
-        if command:
-            args += ["--", *command]
-        record = run_engine_profile(args)
+        record = _profile_now(command, pid, duration, trace)
     if not no_store and not from_file:
         with open_store(db) as store:
             say(f"stored profile {store.add_profile(record)} in {store.location}")
     lookup = store_lookup(db, record["env"])
     price = profile_price.price(record, lookup)
     if price.missing and measure:
-        selection = sorted({w.probe for w in price.missing})
-        say(f"measuring {' '.join(selection)} (ctxbench run --quick)")
-        run = [sys.executable, "-m", "ctxbench", "run", "--quick", *selection]
-        if db:
-            run += ["--db", db]
-        # The child runs this very package (not another install of ctxbench).
-        package_root = str(Path(__file__).resolve().parents[3])
-        path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
-        done = subprocess.run(run, stdout=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=path))
-        if done.returncode != 0:
-            say(f"measuring failed (exit {done.returncode}); pricing with what is stored")
+        _measure_missing(price, db)
     print_profile(record, db, as_json)
+
+
+def _print_profile_list(db: str | None, as_json: bool) -> None:
+    """The stored profiles, one line each (or a JSON list)."""
+    with open_store(db, create=False) as store:
+        rows = store.profiles()
+    if as_json:
+        click.echo(json.dumps([{"id": i, "started_at": t, "target": c} for i, t, c in rows]))
+    else:
+        click.echo("".join(f"{i}  {t}  {c}\n" for i, t, c in rows), nl=False)
+
+
+def _profile_now(
+    command: tuple[str, ...], pid: int | None, duration: float | None, trace: bool
+) -> dict[str, Any]:
+    """The engine's profile of COMMAND (or of the process PID): the usual
+    mistakes refused in one line before the engine starts."""
+    if command and "/" not in command[0] and shutil.which(command[0]) is None:
+        raise BadInput(f"cannot run '{command[0]}': not found on PATH; give a program or its path")
+    if command and "/" in command[0] and not os.access(command[0], os.X_OK):
+        raise BadInput(f"cannot run '{command[0]}': no such executable file")
+    if pid is not None and not Path(f"/proc/{pid}").exists():
+        raise BadInput(f"--pid {pid}: no such process; give the PID of a running process")
+    args: list[str] = []
+    if pid is not None:
+        args += ["--pid", str(pid)]
+    if duration is not None:
+        args += ["--duration", repr(duration)]
+    if trace:
+        args.append("--trace")
+    if command:
+        args += ["--", *command]
+    return run_engine_profile(args)
+
+
+def _measure_missing(price: profile_price.Price, db: str | None) -> None:
+    """Measure the figures the price misses (ctxbench run --quick of their
+    probes, in a child of this very package) into the store."""
+    selection = sorted({w.probe for w in price.missing})
+    say(f"measuring {' '.join(selection)} (ctxbench run --quick)")
+    run = [sys.executable, "-m", "ctxbench", "run", "--quick", *selection]
+    if db:
+        run += ["--db", db]
+    # The child runs this very package (not another install of ctxbench).
+    package_root = str(Path(__file__).resolve().parents[3])
+    path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(run, stdout=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=path))
+    if done.returncode != 0:
+        say(f"measuring failed (exit {done.returncode}); pricing with what is stored")

@@ -12,7 +12,8 @@ from ctxbench.cli.console import say
 from ctxbench.cli.output_files import check_output_path, write_report
 from ctxbench.cli.run_lifecycle import store_run
 from ctxbench.errors import CtxbenchError, RecordError
-from ctxbench.records.core import group_run, record_problem
+from ctxbench.records.runs import group_run
+from ctxbench.records.schema import record_problem
 
 
 @click.command()

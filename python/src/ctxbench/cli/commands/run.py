@@ -7,7 +7,7 @@ import fnmatch
 import shlex
 import sqlite3
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from ctxbench.cli.run_lifecycle import (
 )
 from ctxbench.cli.run_output import print_run
 from ctxbench.errors import EXIT_BROKEN_PIPE, BadInput, CtxbenchError, EngineError, OutputError
-from ctxbench.records.core import group_run, shared_unsupported_reason
+from ctxbench.records.runs import RunRecords, group_run, shared_unsupported_reason
 from ctxbench.store.db import Store
 from ctxbench.store.schema import StoredRun
 
@@ -267,25 +267,12 @@ def run(
     (`'switch.*'`). Ctrl-C (or SIGTERM, SIGHUP) stops cleanly and keeps the
     finished results as a partial run.
     """
-    if (problem := param_problem(params, probes)) is not None:
-        raise BadInput(problem)
-    check_output_path(json_path, "--json", stdout=False)
-    check_output_path(report_path, "--report", stdout=False)
-    check_writable(report_path, "--report")
-    if ssh_config is not None and not hosts:
-        raise click.UsageError("--ssh-config is for --host runs; give --host DEST too")
-    if hosts and json_path is not None:
-        raise click.UsageError(
-            "--json takes one run; with --host, export each stored run (`ctxbench export RUN`)"
-        )
-    if hosts and repeat is not None and repeat > 1:
-        raise click.UsageError(
-            "--repeat is not supported with --host yet; run each host without --repeat"
-        )
+    _check_choices(params, probes, json_path, report_path, ssh_config, hosts, repeat)
     count = repeat if repeat is not None else (QUICK_REPEATS if quick else DEFAULT_REPEATS)
     prefix = _ab_check(ab_wrapper, ab_rounds, hosts, repeat)
     if prefix is not None:
         count = 2 * (ab_rounds or DEFAULT_AB_ROUNDS)  # engine processes, for the spool
+    outputs = RunOutputs(db, json_path, report_path, label, show_all)
     with open_store(db) as store:
         check_output_path(json_path, "--json", stdout=False)  # not the store, nor beside it
         check_output_path(report_path, "--report", stdout=False)
@@ -318,74 +305,86 @@ def run(
             return run_on_hosts(
                 store, list(hosts), options, label, ssh_config, report_path, show_all
             )
-        copy = open_copy(json_path)
-        with StopSignals() as stop:
-            reserve = SPOOL_BYTES_PER_RECORD * (len(variants) * count + 2)
-            with Spool(
-                store.spool_dir, store_location=store.command_target, reserve=reserve
-            ) as spool:
-                if not spool.ready:
-                    if not without_spool:
-                        raise CtxbenchError(
-                            f"{spool.refusal()}; nothing was run: free some space, choose "
-                            "another --db, or give --without-spool to run anyway"
-                        )
-                    say(f"ctxbench: warning: {spool.refusal()}; running anyway (--without-spool)")
-                    spool.without_room()
-                if prefix is not None:
-                    from ctxbench.cli.ab_run import measure_ab
+        return _run_here(
+            store, engine, options, variants, count, prefix, ab_wrapper, without_spool, outputs
+        )
 
-                    assert ab_wrapper is not None
-                    records, engine_runs = measure_ab(
-                        options, engine, prefix, ab_wrapper, count // 2, copy, spool, stop
-                    )
-                else:
-                    records, engine_runs = _measure(
-                        options, engine, variants, count, copy, spool, stop
-                    )
-                problems = [problem for each in engine_runs for problem in each.problems]
-                failure = next((f for each in engine_runs if (f := each.failure())), None)
-                interrupted = any(each.interrupted for each in engine_runs)
-                for problem in problems[:5]:
-                    say(f"ctxbench: warning: {problem}")
-                if not any(r["kind"] == "env" for r in records):
-                    if failure is not None:
-                        raise failure
-                    if stop.received is not None or interrupted:
-                        say("interrupted before the engine wrote anything; nothing stored")
-                        return stop.exit_code
-                    raise EngineError("the engine wrote no env record; nothing stored")
-                run_records = group_run(records, "engine output")
-                if not run_records.results:
-                    # A run without a result would only become `latest`.
-                    spool.discard = True
-                    if failure is not None:
-                        raise EngineError(f"{failure}; no result was finished, nothing stored")
-                    if stop.received is not None or interrupted:
-                        say("interrupted before the first result; nothing stored")
-                        return stop.exit_code
-                    raise EngineError("the engine wrote no result; nothing stored")
-                reason = shared_unsupported_reason(run_records.results)
-                if reason is not None:
-                    spool.discard = True
-                    raise EngineError(
-                        f"nothing was measured: all {len(run_records.results)} results are "
-                        f"unsupported here ({reason}); nothing stored"
-                    )
-                try:
-                    stored = store_run(store, run_records, "run", label)
-                except (CtxbenchError, sqlite3.Error, OSError) as error:
-                    spool.reported = True
-                    why = error.strerror if isinstance(error, OSError) else str(error)
-                    failure = CtxbenchError(
-                        f"the run was measured but could not be stored in {store.location} "
-                        f"({why}); {spool.hint()}"
-                    )
-                    failure.exit_code = getattr(error, "exit_code", CtxbenchError.exit_code)
-                    raise failure from None
-            side_failure, stdout_closed = _show_stored_run(
-                stored, store, db, copy, report_path, show_all
-            )
+
+@dataclass(frozen=True)
+class RunOutputs:
+    """Where a run measured here goes besides the store, and how it is shown."""
+
+    db: str | None  # the --db the run was given, for the commands its messages name
+    json_path: Path | None
+    report_path: Path | None
+    label: str | None
+    show_all: bool
+
+
+def _check_choices(
+    params: tuple[str, ...],
+    probes: tuple[str, ...],
+    json_path: Path | None,
+    report_path: Path | None,
+    ssh_config: Path | None,
+    hosts: tuple[str, ...],
+    repeat: int | None,
+) -> None:
+    """The refusals that need neither the store nor the engine."""
+    if (problem := param_problem(params, probes)) is not None:
+        raise BadInput(problem)
+    check_output_path(json_path, "--json", stdout=False)
+    check_output_path(report_path, "--report", stdout=False)
+    check_writable(report_path, "--report")
+    if ssh_config is not None and not hosts:
+        raise click.UsageError("--ssh-config is for --host runs; give --host DEST too")
+    if hosts and json_path is not None:
+        raise click.UsageError(
+            "--json takes one run; with --host, export each stored run (`ctxbench export RUN`)"
+        )
+    if hosts and repeat is not None and repeat > 1:
+        raise click.UsageError(
+            "--repeat is not supported with --host yet; run each host without --repeat"
+        )
+
+
+def _run_here(
+    store: Store,
+    engine: Path,
+    options: RunOptions,
+    variants: list[dict[str, Any]],
+    count: int,
+    prefix: list[str] | None,
+    ab_wrapper: str | None,
+    without_spool: bool,
+    outputs: RunOutputs,
+) -> int:
+    """Measure here (COUNT engine processes; with PREFIX, the A/B rounds
+    under the wrapper), store the run, show it; the exit status."""
+    copy = open_copy(outputs.json_path)
+    with StopSignals() as stop:
+        reserve = SPOOL_BYTES_PER_RECORD * (len(variants) * count + 2)
+        with Spool(store.spool_dir, store_location=store.command_target, reserve=reserve) as spool:
+            _check_spool(spool, without_spool)
+            if prefix is not None:
+                from ctxbench.cli.ab_run import measure_ab
+
+                assert ab_wrapper is not None
+                records, engine_runs = measure_ab(
+                    options, engine, prefix, ab_wrapper, count // 2, copy, spool, stop
+                )
+            else:
+                records, engine_runs = _measure(options, engine, variants, count, copy, spool, stop)
+            problems = [problem for each in engine_runs for problem in each.problems]
+            failure = next((f for each in engine_runs if (f := each.failure())), None)
+            interrupted = any(each.interrupted for each in engine_runs)
+            for problem in problems[:5]:
+                say(f"ctxbench: warning: {problem}")
+            run_records = _run_to_store(records, failure, interrupted, stop, spool)
+            if run_records is None:  # stopped before anything was finished
+                return stop.exit_code
+            stored = _store(store, run_records, outputs.label, spool)
+        side_failure, stdout_closed = _show_stored_run(stored, store, copy, outputs)
     if side_failure is not None:
         raise side_failure
     if problems:
@@ -398,6 +397,73 @@ def run(
     if stop.received is not None or interrupted:
         return stop.exit_code
     return EXIT_BROKEN_PIPE if stdout_closed else 0
+
+
+def _check_spool(spool: Spool, without_spool: bool) -> None:
+    """A run that no spool can keep is refused before it measures, unless
+    --without-spool says to run anyway."""
+    if spool.ready:
+        return
+    if not without_spool:
+        raise CtxbenchError(
+            f"{spool.refusal()}; nothing was run: free some space, choose "
+            "another --db, or give --without-spool to run anyway"
+        )
+    say(f"ctxbench: warning: {spool.refusal()}; running anyway (--without-spool)")
+    spool.without_room()
+
+
+def _run_to_store(
+    records: list[dict[str, Any]],
+    failure: EngineError | BadInput | None,
+    interrupted: bool,
+    stop: StopSignals,
+    spool: Spool,
+) -> RunRecords | None:
+    """The engine's records as a run to store; None where the run was stopped
+    before it had anything to store (said so). Raises where nothing can be
+    stored: no env record, no result, or every result unsupported here."""
+    if not any(r["kind"] == "env" for r in records):
+        if failure is not None:
+            raise failure
+        if stop.received is not None or interrupted:
+            say("interrupted before the engine wrote anything; nothing stored")
+            return None
+        raise EngineError("the engine wrote no env record; nothing stored")
+    run_records = group_run(records, "engine output")
+    if not run_records.results:
+        # A run without a result would only become `latest`.
+        spool.discard = True
+        if failure is not None:
+            raise EngineError(f"{failure}; no result was finished, nothing stored")
+        if stop.received is not None or interrupted:
+            say("interrupted before the first result; nothing stored")
+            return None
+        raise EngineError("the engine wrote no result; nothing stored")
+    reason = shared_unsupported_reason(run_records.results)
+    if reason is not None:
+        spool.discard = True
+        raise EngineError(
+            f"nothing was measured: all {len(run_records.results)} results are "
+            f"unsupported here ({reason}); nothing stored"
+        )
+    return run_records
+
+
+def _store(store: Store, run_records: RunRecords, label: str | None, spool: Spool) -> StoredRun:
+    """The run stored; where the store refuses it, the error says the spool
+    keeps it and how to store it later."""
+    try:
+        return store_run(store, run_records, "run", label)
+    except (CtxbenchError, sqlite3.Error, OSError) as error:
+        spool.reported = True
+        why = error.strerror if isinstance(error, OSError) else str(error)
+        failure = CtxbenchError(
+            f"the run was measured but could not be stored in {store.location} "
+            f"({why}); {spool.hint()}"
+        )
+        failure.exit_code = getattr(error, "exit_code", CtxbenchError.exit_code)
+        raise failure from None
 
 
 SEEDS = 2**32  # the engine's --seed is a 32-bit number
@@ -468,23 +534,19 @@ def _measure(
 
 
 def _show_stored_run(
-    stored: StoredRun,
-    store: Store,
-    db: str | None,
-    copy: LineFile | None,
-    report_path: Path | None,
-    show_all: bool = False,
+    stored: StoredRun, store: Store, copy: LineFile | None, outputs: RunOutputs
 ) -> tuple[OutputError | None, bool]:
-    """The outputs of a stored run: the summary (and with SHOW_ALL the table),
+    """The outputs of a stored run: the summary (and with show_all the table),
     the status line, the report.
     One failing does not stop the others. Returns the failures, as one line
     that says the run is safe and how to write that output again, and
     whether stdout's reader went away (no message for that: exit 141)."""
     run_id = stored.run_id
+    db, report_path = outputs.db, outputs.report_path
     failures: list[str] = []
     closed = False
     try:
-        print_run(stored, show_all)
+        print_run(stored, outputs.show_all)
         sys.stdout.flush()
     except OSError as error:
         discard_stdout()

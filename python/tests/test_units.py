@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, fixture_path, invoke, real_run
-from ctxbench import fmt
-from ctxbench.records.core import read_run_file
+from ctxbench import units
+from ctxbench.records.reading import read_run_file
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -41,21 +41,21 @@ GOLDEN = Path(__file__).parent / "golden"
     ],
 )
 def test_value(amount, unit, expected):
-    assert fmt.value(amount, unit) == expected
+    assert units.value(amount, unit) == expected
 
 
 def test_interval_names_the_unit_once():
-    assert fmt.interval(1190.0, 1240.0, "ns") == "1.190–1.240 µs"
-    assert fmt.interval(980.0, 1020.0, "ns") == "980.0 ns–1.020 µs"
-    assert fmt.interval(None, 1.0, "ns") == "—"
+    assert units.interval(1190.0, 1240.0, "ns") == "1.190–1.240 µs"
+    assert units.interval(980.0, 1020.0, "ns") == "980.0 ns–1.020 µs"
+    assert units.interval(None, 1.0, "ns") == "—"
 
 
 def test_ratio_and_verdict():
-    assert fmt.ratio(0.343, 0.48, 0.889) == "0.480× [0.343, 0.889]"
+    assert units.ratio(0.343, 0.48, 0.889) == "0.480× [0.343, 0.889]"
     unsupported = next(r for r in real_run().results if r["verdict"]["status"] == "unsupported")
-    assert fmt.verdict(unsupported) == "unsupported: not_supported_here"
-    assert "ENOTSUP" in fmt.verdict_detail(unsupported)
-    assert fmt.corrected(unsupported) == "—" and fmt.baseline(unsupported) == "—"
+    assert units.verdict(unsupported) == "unsupported: not_supported_here"
+    assert "ENOTSUP" in units.verdict_detail(unsupported)
+    assert units.corrected(unsupported) == "—" and units.baseline(unsupported) == "—"
 
 
 def check_golden(path: Path, text: str) -> None:
@@ -206,12 +206,12 @@ def test_the_timer_line_names_two_different_figures_at_its_ends():
     (switch.pipe)": where both ends are variants of one probe, each end names
     the parameters that tell it from the other."""
     pipes = [r for r in real_run("run_a.jsonl").results if r["probe"] == "switch.pipe"]
-    (line,) = fmt.timer(pipes)
+    (line,) = units.timer(pipes)
     ends = re.findall(r"\((switch\.pipe[^)]*)\)", line)
     assert len(ends) == 2 and ends[0] != ends[1], line
     assert all(" " in end for end in ends)  # a parameter beside the probe's name
     two_probes = [r for r in real_run("run_a.jsonl").results if r.get("timer")]
-    (line,) = fmt.timer(two_probes)
+    (line,) = units.timer(two_probes)
     low, high = re.findall(r"\(([^)]*)\)", line.split("from each figure")[1])
     assert low != high and " " not in low + high  # distinct probes: their names suffice
 
@@ -219,12 +219,12 @@ def test_the_timer_line_names_two_different_figures_at_its_ends():
 def test_the_timer_is_stated_where_corrected_figures_are_shown(tmp_path, monkeypatch):
     # Issue 30.2: source, cost per read, and what was subtracted per operation.
     results = [r for r in real_run("run_a.jsonl").results if r["probe"] == "syscall.getppid"]
-    (line,) = fmt.timer(results)
+    (line,) = units.timer(results)
     timer = results[0]["timer"]
     per_op = timer["overhead_ns"] / results[0]["ops_per_sample"]
-    assert line.startswith(f"timer: {timer['source']}, {fmt.value(timer['overhead_ns'], 'ns')}")
+    assert line.startswith(f"timer: {timer['source']}, {units.value(timer['overhead_ns'], 'ns')}")
     assert "per read, subtracted once per sample: " in line
-    assert line.endswith(f"{fmt._small(per_op)} per operation")
+    assert line.endswith(f"{units._small(per_op)} per operation")
     assert "e-" not in line  # never in e-notation
     monkeypatch.setenv("COLUMNS", "80")
     db = str(tmp_path / "timer.db")

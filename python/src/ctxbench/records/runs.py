@@ -1,0 +1,86 @@
+"""Records grouped into one run: one env record, a result per probe variant, one run_end.
+
+A run is one ``env`` record, one ``result`` record per probe variant and one
+``run_end`` record (absent when the producer was killed), all with the same
+``run_id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxbench.errors import RecordError
+
+
+def summary_value(result: dict[str, Any], name: str) -> float | None:
+    """A figure of a result's summary ('median', 'p10', ...); None where it has none."""
+    summary = result.get("summary")
+    if not summary:
+        return None
+    value = summary.get(name)
+    return float(value) if value is not None else None
+
+
+@dataclass
+class RunRecords:
+    """The records of one run, checked to belong together."""
+
+    env: dict[str, Any]
+    results: list[dict[str, Any]] = field(default_factory=list)
+    end: dict[str, Any] | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.env["run_id"]
+
+    def all(self) -> list[dict[str, Any]]:
+        return [self.env, *self.results, *([self.end] if self.end else [])]
+
+
+def shared_unsupported_reason(results: list[dict[str, Any]]) -> str | None:
+    """The one reason every result is unsupported for ("code: detail"), or
+    None when something was measured, or the reasons differ. Such a run holds
+    no figure, only that reason repeated: it is not worth storing."""
+    reasons = set()
+    for result in results:
+        verdict = result["verdict"]
+        if verdict["status"] != "unsupported":
+            return None
+        reasons.add(tuple((r["code"], r["detail"]) for r in verdict["reasons"]))
+    if len(reasons) != 1:
+        return None
+    return "; ".join(f"{code}: {detail}" for code, detail in next(iter(reasons)))
+
+
+def group_run(records: Iterable[dict[str, Any]], origin: str = "input") -> RunRecords:
+    """Check that valid records form exactly one run; raise RecordError if not."""
+    env = None
+    end = None
+    results: list[dict[str, Any]] = []
+    run_ids: set[str] = set()
+    for record in records:
+        run_ids.add(record["run_id"])
+        if record["kind"] == "env":
+            if env is not None:
+                raise RecordError(f"{origin}: more than one env record; one file must hold one run")
+            env = record
+        elif record["kind"] == "run_end":
+            if end is not None:
+                raise RecordError(f"{origin}: more than one run_end record")
+            end = record
+        else:
+            results.append(record)
+    if env is None:
+        raise RecordError(f"{origin}: no env record; a run starts with one (engine `run --json`)")
+    if len(run_ids) > 1:
+        raise RecordError(
+            f"{origin}: records of {len(run_ids)} different runs ({', '.join(sorted(run_ids))}); "
+            "import one run per file"
+        )
+    if results and all("variant_index" in r for r in results):
+        # A variant measured again after host interference arrives after the
+        # others; the run's results are its selection's variants, in order.
+        results.sort(key=lambda r: r["variant_index"])
+    return RunRecords(env=env, results=results, end=end)
