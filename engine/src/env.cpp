@@ -1,3 +1,5 @@
+// Environment capture (env.hpp): the env record, each of its parts read by a
+// function of its own.
 #include "env.hpp"
 
 #include <fmt/format.h>
@@ -56,22 +58,11 @@ nlohmann::json json_or_null(const std::string& text) {
 
 }  // namespace
 
-nlohmann::json capture_environment(const std::string& run_id, const TimerInfo& timer, const std::string& timer_note) {
-  nlohmann::json env;
-  env["schema"] = schema_version;
-  env["kind"] = "env";
-  env["run_id"] = run_id;
-  env["producer"] = {{"name", "ctxbench-engine"}, {"version", CTXBENCH_VERSION}};
-  env["started_at"] = utc_now_iso();
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  env["hostname"] = host;
-  utsname uts{};
-  uname(&uts);
-  env["arch"] = uts.machine;
-  nlohmann::json notes = nlohmann::json::array();
+namespace {
 
-  // CPU and topology.
+// The CPU: its model, which CPUs there are and where each is, the flags that
+// bear on switch costs, and the timer.
+nlohmann::json cpu_json(const TimerInfo& timer, const std::string& timer_note, nlohmann::json& notes) {
   const auto info = cpuinfo_first();
   auto field = [&](const char* key) {
     auto it = info.find(key);
@@ -112,9 +103,11 @@ nlohmann::json capture_environment(const std::string& run_id, const TimerInfo& t
                 {"overhead_ns", timer.overhead_ns},
                 {"resolution_ns", timer.resolution_ns}};
   if (!timer_note.empty()) cpu["tsc"]["note"] = timer_note;
-  env["cpu"] = cpu;
+  return cpu;
+}
 
-  // Frequency policy and idle states.
+// Frequency policy and idle states.
+nlohmann::json frequency_json(nlohmann::json& notes) {
   const std::string cpufreq = "/sys/devices/system/cpu/cpu0/cpufreq/";
   nlohmann::json frequency = {
       {"driver", json_or_null(read_first_line(cpufreq + "scaling_driver"))},
@@ -132,18 +125,11 @@ nlohmann::json capture_environment(const std::string& run_id, const TimerInfo& t
   frequency["idle_states"] = idle_states;
   if (frequency["driver"].is_null())
     notes.push_back("no cpufreq driver exposed (typical in a VM): frequency policy unknown");
-  env["frequency"] = frequency;
+  return frequency;
+}
 
-  env["kernel"] = {{"sysname", uts.sysname},
-                   {"release", uts.release},
-                   {"version", uts.version},
-                   {"cmdline", read_first_line("/proc/cmdline")},
-                   {"preempt", json_or_null(read_first_line("/sys/kernel/debug/sched/preempt"))}};
-  const std::string cs = "/sys/devices/system/clocksource/clocksource0/";
-  env["clocksource"] = {{"current", read_first_line(cs + "current_clocksource")},
-                        {"available", read_first_line(cs + "available_clocksource")}};
-
-  // Virtualization: the CPUID hypervisor bit and vendor, DMI, systemd-detect-virt, WSL.
+// Virtualization: the CPUID hypervisor bit and vendor, DMI, systemd-detect-virt, WSL.
+nlohmann::json virtualization_json() {
   nlohmann::json virt;
   std::string detected = "none";
 #if defined(__x86_64__)
@@ -201,35 +187,29 @@ nlohmann::json capture_environment(const std::string& run_id, const TimerInfo& t
   else if (!sdv_vm.empty() && sdv_vm != "none")
     detected = sdv_vm;
   virt["detected"] = detected;
-  env["virtualization"] = virt;
+  return virt;
+}
 
-  nlohmann::json mitigations = nlohmann::json::object();
-  for (const auto& name : list_dir("/sys/devices/system/cpu/vulnerabilities"))
-    mitigations[name] = read_first_line("/sys/devices/system/cpu/vulnerabilities/" + name);
-  env["mitigations"] = mitigations;
+long memory_total_kib() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  long value = 0;
+  in >> key >> value;
+  return value;
+}
 
-  env["scheduler"] = {{"autogroup", json_or_null(read_first_line("/proc/sys/kernel/sched_autogroup_enabled"))},
-                      {"sched_ext", json_or_null(read_first_line("/sys/kernel/sched_ext/root/ops"))},
-                      {"perf_event_paranoid", json_or_null(read_first_line("/proc/sys/kernel/perf_event_paranoid"))}};
-  env["memory"] = {{"total_kib",
-                    [] {
-                      std::ifstream in("/proc/meminfo");
-                      std::string key;
-                      long value = 0;
-                      in >> key >> value;
-                      return value;
-                    }()},
-                   {"page_size", sysconf(_SC_PAGESIZE)},
-                   {"thp", json_or_null(read_first_line("/sys/kernel/mm/transparent_hugepage/enabled"))}};
-  // Who ran it: privileges decide what perf counters and policies are allowed.
+// The effective capabilities of the engine (CapEff of /proc/self/status).
+std::string effective_capabilities() {
   std::string cap_effective;
-  {
-    std::ifstream status("/proc/self/status");
-    for (std::string line; std::getline(status, line);)
-      if (line.rfind("CapEff:", 0) == 0) cap_effective = line.substr(line.find_first_not_of(" \t", 7));
-  }
-  env["process"] = {{"uid", getuid()}, {"euid", geteuid()}, {"cap_effective", cap_effective}};
-  // What sits on every system call of the measuring task (sandbox.hpp).
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("CapEff:", 0) == 0) cap_effective = line.substr(line.find_first_not_of(" \t", 7));
+  return cap_effective;
+}
+
+// What sits on every system call of the measuring task (sandbox.hpp), and a
+// note for each thing that adds to the figures.
+nlohmann::json sandbox_json(nlohmann::json& notes) {
   const nlohmann::json sandbox = capture_sandbox();
   if (sandbox["seccomp"]["mode"] == "filter")
     notes.push_back(fmt::format(
@@ -246,7 +226,49 @@ nlohmann::json capture_environment(const std::string& run_id, const TimerInfo& t
         fmt::format("{} tracepoint event(s) are enabled in tracefs ({}) and recording: every switch or "
                     "system call that fires one writes an event, and the figures include it",
                     sandbox["tracepoints"]["enabled"].dump(), sandbox["tracepoints"]["source"].get<std::string>()));
-  env["sandbox"] = sandbox;
+  return sandbox;
+}
+
+}  // namespace
+
+nlohmann::json capture_environment(const std::string& run_id, const TimerInfo& timer, const std::string& timer_note) {
+  nlohmann::json env;
+  env["schema"] = schema_version;
+  env["kind"] = "env";
+  env["run_id"] = run_id;
+  env["producer"] = {{"name", "ctxbench-engine"}, {"version", CTXBENCH_VERSION}};
+  env["started_at"] = utc_now_iso();
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  env["hostname"] = host;
+  utsname uts{};
+  uname(&uts);
+  env["arch"] = uts.machine;
+  nlohmann::json notes = nlohmann::json::array();
+  env["cpu"] = cpu_json(timer, timer_note, notes);
+  env["frequency"] = frequency_json(notes);
+  env["kernel"] = {{"sysname", uts.sysname},
+                   {"release", uts.release},
+                   {"version", uts.version},
+                   {"cmdline", read_first_line("/proc/cmdline")},
+                   {"preempt", json_or_null(read_first_line("/sys/kernel/debug/sched/preempt"))}};
+  const std::string cs = "/sys/devices/system/clocksource/clocksource0/";
+  env["clocksource"] = {{"current", read_first_line(cs + "current_clocksource")},
+                        {"available", read_first_line(cs + "available_clocksource")}};
+  env["virtualization"] = virtualization_json();
+  nlohmann::json mitigations = nlohmann::json::object();
+  for (const auto& name : list_dir("/sys/devices/system/cpu/vulnerabilities"))
+    mitigations[name] = read_first_line("/sys/devices/system/cpu/vulnerabilities/" + name);
+  env["mitigations"] = mitigations;
+  env["scheduler"] = {{"autogroup", json_or_null(read_first_line("/proc/sys/kernel/sched_autogroup_enabled"))},
+                      {"sched_ext", json_or_null(read_first_line("/sys/kernel/sched_ext/root/ops"))},
+                      {"perf_event_paranoid", json_or_null(read_first_line("/proc/sys/kernel/perf_event_paranoid"))}};
+  env["memory"] = {{"total_kib", memory_total_kib()},
+                   {"page_size", sysconf(_SC_PAGESIZE)},
+                   {"thp", json_or_null(read_first_line("/sys/kernel/mm/transparent_hugepage/enabled"))}};
+  // Who ran it: privileges decide what perf counters and policies are allowed.
+  env["process"] = {{"uid", getuid()}, {"euid", geteuid()}, {"cap_effective", effective_capabilities()}};
+  env["sandbox"] = sandbox_json(notes);
   env["libc"] = {{"name", "glibc"}, {"version", gnu_get_libc_version()}};
   env["compiler"] = {{"id", "gcc"}, {"version", __VERSION__}};
   env["build"] = {{"type", CTXBENCH_BUILD_TYPE},

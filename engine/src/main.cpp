@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,9 @@
 
 using namespace ctx;
 
-int main(int argc, char** argv) try {
+namespace {
+
+void prepare_signals() {
   // A write to a pipe whose reader died, or past the file-size limit, must
   // fail (EPIPE, EFBIG) and be reported, not kill us silently.
   signal(SIGPIPE, SIG_IGN);
@@ -34,6 +37,75 @@ int main(int argc, char** argv) try {
   sigaddset(&handled, SIGTERM);
   sigaddset(&handled, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &handled, nullptr);
+}
+
+// Parses the command line into the values `app` declares; the exit status
+// when the engine stops here (help, version, or a usage error).
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string command = argv[1];
+    if (command != "run" && command != "list" && command != "env" && command != "docs" && command != "profile")
+      return usage_error(
+          fmt::format("unknown command '{}'; use run, list, env, docs or profile (see --help)", command));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    return print_checked(app.help());
+  } catch (const CLI::CallForVersion&) {
+    return print_checked(fmt::format("ctxbench-engine {}\n", CTXBENCH_VERSION));
+  } catch (const CLI::CallForAllHelp&) {
+    return print_checked(app.help("", CLI::AppFormatMode::All));
+  } catch (const CLI::ParseError& e) {
+    std::string message = e.what();
+    for (auto& c : message)
+      if (c == '\n') c = ' ';
+    return usage_error(message + " (see ctxbench-engine --help)");
+  }
+  // An option given an empty value ('') is a mistake, never "the default":
+  // `--preset ''` must not run everything.
+  for (const CLI::App* command : app.get_subcommands())
+    for (const CLI::Option* option : command->get_options())
+      for (const auto& value : option->results())
+        if (value.empty())
+          return usage_error(fmt::format("{}: empty value; give a value, or leave the option out", option->get_name()));
+  return std::nullopt;
+}
+
+int list_command(bool json) {
+  if (json) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& p : all_probes()) all.push_back(describe_probe(p));
+    return print_checked(all.dump(2) + "\n");
+  }
+  return print_checked(probes_table());
+}
+
+int env_command(bool json) {
+  std::string note;
+  auto clock = make_best_clock(0.05, &note);
+  const auto env = capture_environment(new_run_id(), characterize(*clock), note);
+  return print_checked((json ? env.dump() : env.dump(2)) + "\n");
+}
+
+int docs_command(const std::string& what, const std::string& figures) {
+  if (what == "probes") {
+    std::vector<nlohmann::json> reference;
+    try {
+      if (!figures.empty()) reference = read_reference_run(figures);
+    } catch (const std::exception& e) {
+      return usage_error(fmt::format("--figures: {}; give the JSON Lines of one `run --json`", e.what()));
+    }
+    return print_checked(probes_markdown(reference));
+  }
+  if (what == "probe-names") return print_checked(probe_names_json());
+  return usage_error(fmt::format("docs: unknown '{}'; use probes or probe-names", what));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  prepare_signals();
 
   CLI::App app{"ctxbench-engine: measures what switching really costs on this machine"};
   app.set_version_flag("--version", std::string("ctxbench-engine ") + CTXBENCH_VERSION);
@@ -129,61 +201,10 @@ int main(int argc, char** argv) try {
                     "latency in place");
   profile->add_option("command", profile_options.command, "The command and its arguments, after --");
 
-  if (argc > 1 && argv[1][0] != '-') {
-    const std::string command = argv[1];
-    if (command != "run" && command != "list" && command != "env" && command != "docs" && command != "profile")
-      return usage_error(
-          fmt::format("unknown command '{}'; use run, list, env, docs or profile (see --help)", command));
-  }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    return print_checked(app.help());
-  } catch (const CLI::CallForVersion&) {
-    return print_checked(fmt::format("ctxbench-engine {}\n", CTXBENCH_VERSION));
-  } catch (const CLI::CallForAllHelp&) {
-    return print_checked(app.help("", CLI::AppFormatMode::All));
-  } catch (const CLI::ParseError& e) {
-    std::string message = e.what();
-    for (auto& c : message)
-      if (c == '\n') c = ' ';
-    return usage_error(message + " (see ctxbench-engine --help)");
-  }
-  // An option given an empty value ('') is a mistake, never "the default":
-  // `--preset ''` must not run everything.
-  for (const CLI::App* command : app.get_subcommands())
-    for (const CLI::Option* option : command->get_options())
-      for (const auto& value : option->results())
-        if (value.empty())
-          return usage_error(fmt::format("{}: empty value; give a value, or leave the option out", option->get_name()));
-
-  if (*list) {
-    if (list_json) {
-      nlohmann::json all = nlohmann::json::array();
-      for (const auto& p : all_probes()) all.push_back(describe_probe(p));
-      return print_checked(all.dump(2) + "\n");
-    }
-    return print_checked(probes_table());
-  }
-  if (*env_cmd) {
-    std::string note;
-    auto clock = make_best_clock(0.05, &note);
-    const auto env = capture_environment(new_run_id(), characterize(*clock), note);
-    return print_checked((env_json ? env.dump() : env.dump(2)) + "\n");
-  }
-  if (*docs) {
-    if (docs_what == "probes") {
-      std::vector<nlohmann::json> reference;
-      try {
-        if (!docs_figures.empty()) reference = read_reference_run(docs_figures);
-      } catch (const std::exception& e) {
-        return usage_error(fmt::format("--figures: {}; give the JSON Lines of one `run --json`", e.what()));
-      }
-      return print_checked(probes_markdown(reference));
-    }
-    if (docs_what == "probe-names") return print_checked(probe_names_json());
-    return usage_error(fmt::format("docs: unknown '{}'; use probes or probe-names", docs_what));
-  }
+  if (const auto stop = parse_command_line(app, argc, argv)) return *stop;
+  if (*list) return list_command(list_json);
+  if (*env_cmd) return env_command(env_json);
+  if (*docs) return docs_command(docs_what, docs_figures);
   if (*profile) return profile_command(profile_options);
   return run_command(run_options);
 } catch (const std::exception& e) {

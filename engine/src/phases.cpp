@@ -204,63 +204,167 @@ Tiling tile(const std::vector<Chain>& chains, const std::vector<TimedBatch>& all
   return tiling;
 }
 
-}  // namespace
+// Follows the events in time order and builds the chains, one per hand-over
+// from one of the variant's tasks to another (phases.hpp).
+class ChainFollower {
+ public:
+  ChainFollower(const std::set<int>& ours, PhaseReport& report) : ours_(ours), report_(report) {}
 
-std::set<int> variant_tasks(const std::vector<TraceEvent>& events, int seed) {
-  std::set<int> tasks{seed};
-  for (const auto& e : events)
-    if (e.kind == TraceKind::fork && tasks.count(static_cast<int>(e.a))) tasks.insert(static_cast<int>(e.b));
-  return tasks;
-}
+  void follow(const TraceEvent& e) {
+    if (is_ours(e.tid)) seen.insert(e.tid);
+    switch (e.kind) {
+      case TraceKind::fork: break;  // read by variant_tasks
+      case TraceKind::sys_enter:
+        if (is_ours(e.tid)) open_call_[e.tid] = e.ts;
+        break;
+      case TraceKind::sys_exit: on_sys_exit(e); break;
+      case TraceKind::waking: on_waking(e); break;
+      case TraceKind::wakeup: {
+        const auto it = pending_.find(static_cast<int>(e.a));
+        if (it != pending_.end() && !chains[it->second].switched && !chains[it->second].has(wakeup))
+          chains[it->second].marks.push_back({e.ts, wakeup, e.cpu});
+        break;
+      }
+      case TraceKind::sched_switch: on_sched_switch(e); break;
+      case TraceKind::wake_idle_poll:
+        cpu_marks_[static_cast<int>(e.a)].poll_wake = e.ts;
+        cpu_marks_[static_cast<int>(e.a)].poll_wake_cpu = e.cpu;
+        break;
+      case TraceKind::cpu_idle:
+        if (e.a == idle_exit_state) cpu_marks_[e.cpu].idle_exit = e.ts;
+        break;
+      case TraceKind::ipi_entry: cpu_marks_[e.cpu].ipi_entry = e.ts; break;
+      case TraceKind::ipi_exit: cpu_marks_[e.cpu].ipi_exit = e.ts; break;
+    }
+  }
 
-PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, std::optional<double> event_cost_ns,
-                             const std::vector<TimedBatch>& batches) {
-  const std::set<int> ours = variant_tasks(events, seed);
-  auto is_ours = [&](std::int64_t tid) { return tid > 0 && ours.count(static_cast<int>(tid)) > 0; };
-  PhaseReport report;
   std::set<int> seen;
   std::vector<Chain> chains;
-  std::unordered_map<int, std::uint64_t> open_call;    // task -> its current call's entry
-  std::unordered_map<int, std::size_t> pending;        // wakee -> chain not yet done
-  std::unordered_map<int, std::size_t> awaiting_next;  // task -> done chain waiting for the task's next call
-  std::map<int, CpuMarks> cpu_marks;
-  std::unordered_map<int, bool> left_in_call;  // task -> it was switched out inside a call (else preempted in user)
+
+ private:
   struct Away {
     int task;             // one of ours, switched out inside a call
     std::uint64_t entry;  // that call's entry
     std::uint64_t ts;     // when a task not of the variant (or idle) got its CPU
   };
-  std::map<int, Away> away;  // CPU -> since one of ours gave it to other work
+
+  bool is_ours(std::int64_t tid) const { return tid > 0 && ours_.count(static_cast<int>(tid)) > 0; }
+
+  void on_sys_exit(const TraceEvent& e) {
+    if (!is_ours(e.tid)) return;
+    if (const auto it = pending_.find(e.tid); it != pending_.end()) {
+      Chain& chain = chains[it->second];
+      // Woken before it slept: no switch, but the chain goes on to the
+      // task's next call all the same (it is part of the ping-pong).
+      if (!chain.switched) ++report_.without_switch;
+      chain.marks.push_back({e.ts, call_exit, e.cpu});
+      chain.done = true;
+      awaiting_next_[e.tid] = it->second;
+      pending_.erase(it);
+    }
+    open_call_.erase(e.tid);
+  }
+
+  void on_waking(const TraceEvent& e) {
+    const auto call = open_call_.find(e.tid);
+    if (!is_ours(e.tid) || !is_ours(e.a) || e.a == e.tid || call == open_call_.end()) return;
+    ++report_.woken;
+    link_next_call(e.tid, call->second, e.cpu);
+    Chain chain;
+    chain.wakee = static_cast<int>(e.a);
+    chain.waker_cpu = e.cpu;
+    chain.waking_ts = e.ts;
+    chain.marks = {{call->second, call_entry, e.cpu}, {e.ts, waking, e.cpu}};
+    start_chain(std::move(chain));
+  }
+
+  void on_sched_switch(const TraceEvent& e) {
+    const int prev = static_cast<int>(e.a), next = static_cast<int>(e.b);
+    if (is_ours(prev)) left_in_call_[prev] = open_call_.count(prev) > 0;
+    if (!is_ours(next)) {
+      // One of ours gave the CPU away inside a call to a task that is not
+      // the variant's (or to idle): what runs until one of ours comes back
+      // is other work, a phase of the hand-over.
+      if (const auto call = open_call_.find(prev); is_ours(prev) && call != open_call_.end())
+        away_[e.cpu] = {prev, call->second, e.ts};
+      return;
+    }
+    const auto gone = away_.find(e.cpu);
+    std::optional<Away> left;
+    if (gone != away_.end()) {
+      left = gone->second;
+      away_.erase(gone);
+    }
+    if (const auto it = pending_.find(next); it != pending_.end()) {
+      switch_in_woken(it->second, e, left);
+      return;
+    }
+    // No wake-up: a task that stays runnable gets the CPU from one of ours
+    // that gave it away in a call, at once (yield) or after other work.
+    if (!is_ours(prev) && left && left->task != next && open_call_.count(left->task)) {
+      link_next_call(left->task, left->entry, e.cpu);
+      start_direct_chain(next, e.cpu,
+                         {{left->entry, call_entry, e.cpu}, {left->ts, other_task, e.cpu}, {e.ts, switch_in, e.cpu}});
+      return;
+    }
+    const auto call = open_call_.find(prev);
+    if (!is_ours(prev) || call == open_call_.end()) return;
+    link_next_call(prev, call->second, e.cpu);
+    start_direct_chain(next, e.cpu, {{call->second, call_entry, e.cpu}, {e.ts, switch_in, e.cpu}});
+  }
+
+  // A woken task switched in: its chain takes the switch and what happened
+  // on its CPU since the waking.
+  void switch_in_woken(std::size_t index, const TraceEvent& e, const std::optional<Away>& left) {
+    Chain& chain = chains[index];
+    if (chain.switched) return;
+    chain.switched = true;
+    chain.switch_cpu = e.cpu;
+    chain.marks.push_back({e.ts, switch_in, e.cpu});
+    if (left && left->ts > chain.waking_ts) chain.marks.push_back({left->ts, other_task, e.cpu});
+    if (e.cpu != chain.waker_cpu) {
+      // What happened on the wakee's CPU between the waking and the switch.
+      const CpuMarks& m = cpu_marks_[e.cpu];
+      const auto between = [&](std::uint64_t t) { return t > chain.waking_ts && t <= e.ts; };
+      if (between(m.ipi_entry)) chain.marks.push_back({m.ipi_entry, ipi_entry, e.cpu});
+      if (between(m.ipi_exit) && m.ipi_exit >= m.ipi_entry) chain.marks.push_back({m.ipi_exit, ipi_exit, e.cpu});
+      if (between(m.idle_exit)) chain.marks.push_back({m.idle_exit, idle_exit, e.cpu});
+      if (between(m.poll_wake)) chain.marks.push_back({m.poll_wake, poll_wake, m.poll_wake_cpu});
+    }
+    end_at_switch_in(index);
+  }
 
   // A chain that `starter` begins at `entry` is the next call of the chain
   // that last switched `starter` in.
-  auto link_next_call = [&](int starter, std::uint64_t entry, int starter_cpu) {
-    const auto it = awaiting_next.find(starter);
-    if (it == awaiting_next.end()) return;
+  void link_next_call(int starter, std::uint64_t entry, int starter_cpu) {
+    const auto it = awaiting_next_.find(starter);
+    if (it == awaiting_next_.end()) return;
     Chain& before = chains[it->second];
     if (!before.marks.empty() && entry >= before.marks.back().ts)
       before.marks.push_back({entry, next_call, starter_cpu});
-    awaiting_next.erase(it);
-  };
+    awaiting_next_.erase(it);
+  }
+
   // A task preempted in user mode comes back to user mode: its chain ends at
   // the switch, with no call exit.
-  auto end_at_switch_in = [&](std::size_t index) {
+  void end_at_switch_in(std::size_t index) {
     Chain& chain = chains[index];
-    const auto left = left_in_call.find(chain.wakee);
-    if (left == left_in_call.end() || left->second) return;
+    const auto left = left_in_call_.find(chain.wakee);
+    if (left == left_in_call_.end() || left->second) return;
     chain.done = true;
-    awaiting_next[chain.wakee] = index;
-    pending.erase(chain.wakee);
-  };
-  auto start_chain = [&](Chain chain) {
-    if (const auto old = pending.find(chain.wakee); old != pending.end()) pending.erase(old);  // superseded
+    awaiting_next_[chain.wakee] = index;
+    pending_.erase(chain.wakee);
+  }
+
+  void start_chain(Chain chain) {
+    if (const auto old = pending_.find(chain.wakee); old != pending_.end()) pending_.erase(old);  // superseded
     chains.push_back(std::move(chain));
-    pending[chains.back().wakee] = chains.size() - 1;
-  };
+    pending_[chains.back().wakee] = chains.size() - 1;
+  }
 
   // A hand-over with no wake-up: the CPU goes straight to a runnable task of
   // the variant, switched in at once, its chain done at the switch-in.
-  auto start_direct_chain = [&](int wakee, int cpu, std::vector<MarkAt> marks) {
+  void start_direct_chain(int wakee, int cpu, std::vector<MarkAt> marks) {
     Chain chain;
     chain.wakee = wakee;
     chain.waker_cpu = cpu;
@@ -270,112 +374,22 @@ PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, st
     chain.marks = std::move(marks);
     start_chain(std::move(chain));
     end_at_switch_in(chains.size() - 1);
-  };
-
-  for (const auto& e : events) {
-    if (is_ours(e.tid)) seen.insert(e.tid);
-    switch (e.kind) {
-      case TraceKind::fork: break;  // read by variant_tasks
-      case TraceKind::sys_enter:
-        if (is_ours(e.tid)) open_call[e.tid] = e.ts;
-        break;
-      case TraceKind::sys_exit: {
-        if (!is_ours(e.tid)) break;
-        if (const auto it = pending.find(e.tid); it != pending.end()) {
-          Chain& chain = chains[it->second];
-          // Woken before it slept: no switch, but the chain goes on to the
-          // task's next call all the same (it is part of the ping-pong).
-          if (!chain.switched) ++report.without_switch;
-          chain.marks.push_back({e.ts, call_exit, e.cpu});
-          chain.done = true;
-          awaiting_next[e.tid] = it->second;
-          pending.erase(it);
-        }
-        open_call.erase(e.tid);
-        break;
-      }
-      case TraceKind::waking: {
-        const auto call = open_call.find(e.tid);
-        if (!is_ours(e.tid) || !is_ours(e.a) || e.a == e.tid || call == open_call.end()) break;
-        ++report.woken;
-        link_next_call(e.tid, call->second, e.cpu);
-        Chain chain;
-        chain.wakee = static_cast<int>(e.a);
-        chain.waker_cpu = e.cpu;
-        chain.waking_ts = e.ts;
-        chain.marks = {{call->second, call_entry, e.cpu}, {e.ts, waking, e.cpu}};
-        start_chain(std::move(chain));
-        break;
-      }
-      case TraceKind::wakeup: {
-        const auto it = pending.find(static_cast<int>(e.a));
-        if (it != pending.end() && !chains[it->second].switched && !chains[it->second].has(wakeup))
-          chains[it->second].marks.push_back({e.ts, wakeup, e.cpu});
-        break;
-      }
-      case TraceKind::sched_switch: {
-        const int prev = static_cast<int>(e.a), next = static_cast<int>(e.b);
-        if (is_ours(prev)) left_in_call[prev] = open_call.count(prev) > 0;
-        if (!is_ours(next)) {
-          // One of ours gave the CPU away inside a call to a task that is not
-          // the variant's (or to idle): what runs until one of ours comes back
-          // is other work, a phase of the hand-over.
-          if (const auto call = open_call.find(prev); is_ours(prev) && call != open_call.end())
-            away[e.cpu] = {prev, call->second, e.ts};
-          break;
-        }
-        const auto gone = away.find(e.cpu);
-        std::optional<Away> left;
-        if (gone != away.end()) {
-          left = gone->second;
-          away.erase(gone);
-        }
-        if (const auto it = pending.find(next); it != pending.end()) {
-          Chain& chain = chains[it->second];
-          if (chain.switched) break;
-          chain.switched = true;
-          chain.switch_cpu = e.cpu;
-          chain.marks.push_back({e.ts, switch_in, e.cpu});
-          if (left && left->ts > chain.waking_ts) chain.marks.push_back({left->ts, other_task, e.cpu});
-          if (e.cpu != chain.waker_cpu) {
-            // What happened on the wakee's CPU between the waking and the switch.
-            const CpuMarks& m = cpu_marks[e.cpu];
-            const auto between = [&](std::uint64_t t) { return t > chain.waking_ts && t <= e.ts; };
-            if (between(m.ipi_entry)) chain.marks.push_back({m.ipi_entry, ipi_entry, e.cpu});
-            if (between(m.ipi_exit) && m.ipi_exit >= m.ipi_entry) chain.marks.push_back({m.ipi_exit, ipi_exit, e.cpu});
-            if (between(m.idle_exit)) chain.marks.push_back({m.idle_exit, idle_exit, e.cpu});
-            if (between(m.poll_wake)) chain.marks.push_back({m.poll_wake, poll_wake, m.poll_wake_cpu});
-          }
-          end_at_switch_in(it->second);
-          break;
-        }
-        // No wake-up: a task that stays runnable gets the CPU from one of ours
-        // that gave it away in a call, at once (yield) or after other work.
-        if (!is_ours(prev) && left && left->task != next && open_call.count(left->task)) {
-          link_next_call(left->task, left->entry, e.cpu);
-          start_direct_chain(
-              next, e.cpu, {{left->entry, call_entry, e.cpu}, {left->ts, other_task, e.cpu}, {e.ts, switch_in, e.cpu}});
-          break;
-        }
-        const auto call = open_call.find(prev);
-        if (!is_ours(prev) || call == open_call.end()) break;
-        link_next_call(prev, call->second, e.cpu);
-        start_direct_chain(next, e.cpu, {{call->second, call_entry, e.cpu}, {e.ts, switch_in, e.cpu}});
-        break;
-      }
-      case TraceKind::wake_idle_poll:
-        cpu_marks[static_cast<int>(e.a)].poll_wake = e.ts;
-        cpu_marks[static_cast<int>(e.a)].poll_wake_cpu = e.cpu;
-        break;
-      case TraceKind::cpu_idle:
-        if (e.a == idle_exit_state) cpu_marks[e.cpu].idle_exit = e.ts;
-        break;
-      case TraceKind::ipi_entry: cpu_marks[e.cpu].ipi_entry = e.ts; break;
-      case TraceKind::ipi_exit: cpu_marks[e.cpu].ipi_exit = e.ts; break;
-    }
   }
 
-  report.tasks = seen.size();
+  const std::set<int>& ours_;
+  PhaseReport& report_;
+  std::unordered_map<int, std::uint64_t> open_call_;    // task -> its current call's entry
+  std::unordered_map<int, std::size_t> pending_;        // wakee -> chain not yet done
+  std::unordered_map<int, std::size_t> awaiting_next_;  // task -> done chain waiting for the task's next call
+  std::map<int, CpuMarks> cpu_marks_;
+  std::unordered_map<int, bool> left_in_call_;  // task -> it was switched out inside a call (else preempted in user)
+  std::map<int, Away> away_;                    // CPU -> since one of ours gave it to other work
+};
+
+// The phases between consecutive marks of the done, switched chains (whose
+// marks this puts in time order), summed up into the report.
+void sum_phases(std::vector<Chain>& chains, const std::vector<TraceEvent>& events, std::optional<double> event_cost_ns,
+                PhaseReport& report) {
   // Every recorded event's time, per CPU: a phase holds the events recorded
   // on the CPU where it ends, from its start up to (not with) its end.
   std::map<int, std::vector<std::uint64_t>> times;
@@ -426,7 +440,26 @@ PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, st
     }
     report.phases.push_back(std::move(stat));
   }
-  if (!batches.empty()) report.tiling = tile(chains, batches, variant_on_cpu(events, ours));
+}
+
+}  // namespace
+
+std::set<int> variant_tasks(const std::vector<TraceEvent>& events, int seed) {
+  std::set<int> tasks{seed};
+  for (const auto& e : events)
+    if (e.kind == TraceKind::fork && tasks.count(static_cast<int>(e.a))) tasks.insert(static_cast<int>(e.b));
+  return tasks;
+}
+
+PhaseReport analyze_switches(const std::vector<TraceEvent>& events, int seed, std::optional<double> event_cost_ns,
+                             const std::vector<TimedBatch>& batches) {
+  const std::set<int> ours = variant_tasks(events, seed);
+  PhaseReport report;
+  ChainFollower follower(ours, report);
+  for (const auto& e : events) follower.follow(e);
+  report.tasks = follower.seen.size();
+  sum_phases(follower.chains, events, event_cost_ns, report);
+  if (!batches.empty()) report.tiling = tile(follower.chains, batches, variant_on_cpu(events, ours));
   return report;
 }
 

@@ -200,11 +200,13 @@ std::string syscall_name(std::int64_t number) {
   return fmt::format("nr {}", number);
 }
 
-nlohmann::json profile_to_json(const ProfileInputs& in) {
+namespace {
+
+// The counts and, beside them, where each came from: perf's counters, the
+// samples, or the kernel's accounting (rusage or /proc); null where none.
+void put_counts(const ProfileInputs& in, nlohmann::json& counts, nlohmann::json& sources) {
   const SampleTally* tally = in.tally;
   const ProfileAccounting& acc = in.accounting;
-  nlohmann::json counts;
-  nlohmann::json sources;
   auto put = [&](const char* name, std::optional<std::uint64_t> value, const char* source) {
     counts[name] = count_or_null(value);
     sources[name] = value ? nlohmann::json(source) : nlohmann::json(nullptr);
@@ -246,41 +248,63 @@ nlohmann::json profile_to_json(const ProfileInputs& in) {
   const bool in_place = tally && tally->in_place();
   put("wakeups_idle_target", in_place ? std::optional(tally->idle_target) : std::nullopt, sampled);
   put("wakeups_busy_target", in_place ? std::optional(tally->busy_target) : std::nullopt, sampled);
-  nlohmann::json latency = nullptr;
-  if (in_place)
-    latency = {{"all", latency_summary(tally->latency_all)},
-               {"same_cpu", latency_summary(tally->latency_same_cpu)},
-               {"cross_cpu", latency_summary(tally->latency_cross_cpu)},
-               {"idle_target", latency_summary(tally->latency_idle_target)},
-               {"busy_target", latency_summary(tally->latency_busy_target)}};
+}
 
+// The wake-up latencies in place, by where the woken task ran; null when
+// they were not taken.
+nlohmann::json wakeup_latency_json(const SampleTally* tally) {
+  if (!tally || !tally->in_place()) return nullptr;
+  return {{"all", latency_summary(tally->latency_all)},
+          {"same_cpu", latency_summary(tally->latency_same_cpu)},
+          {"cross_cpu", latency_summary(tally->latency_cross_cpu)},
+          {"idle_target", latency_summary(tally->latency_idle_target)},
+          {"busy_target", latency_summary(tally->latency_busy_target)}};
+}
+
+// The most made system calls, most first.
+nlohmann::json syscalls_by_call_json(const SampleTally& tally) {
   nlohmann::json calls = nlohmann::json::array();
+  std::vector<std::pair<std::int64_t, std::uint64_t>> by_count(tally.syscalls_by_call.begin(),
+                                                               tally.syscalls_by_call.end());
+  std::stable_sort(by_count.begin(), by_count.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  for (std::size_t i = 0; i < by_count.size() && i < top_calls; ++i)
+    calls.push_back(
+        {{"nr", by_count[i].first}, {"name", syscall_name(by_count[i].first)}, {"count", by_count[i].second}});
+  return calls;
+}
+
+// The most switching threads, and the command's (or attached process's)
+// first thread `pid` wherever it ranks.
+nlohmann::json threads_json(const SampleTally& tally, int pid) {
   nlohmann::json threads = nlohmann::json::array();
-  if (tally) {
-    std::vector<std::pair<std::int64_t, std::uint64_t>> by_count(tally->syscalls_by_call.begin(),
-                                                                 tally->syscalls_by_call.end());
-    std::stable_sort(by_count.begin(), by_count.end(),
-                     [](const auto& x, const auto& y) { return x.second > y.second; });
-    for (std::size_t i = 0; i < by_count.size() && i < top_calls; ++i)
-      calls.push_back(
-          {{"nr", by_count[i].first}, {"name", syscall_name(by_count[i].first)}, {"count", by_count[i].second}});
-    std::vector<std::pair<int, ThreadTally>> by_switches(tally->threads.begin(), tally->threads.end());
-    std::stable_sort(by_switches.begin(), by_switches.end(), [](const auto& x, const auto& y) {
-      return x.second.voluntary + x.second.involuntary > y.second.voluntary + y.second.involuntary;
-    });
-    // The most switching threads, and the command's (or attached process's)
-    // first thread wherever it ranks.
-    for (std::size_t i = 0; i < by_switches.size(); ++i) {
-      const auto& [tid, t] = by_switches[i];
-      if (i >= top_threads && tid != in.pid) continue;
-      threads.push_back({{"tid", tid},
-                         {"voluntary_switches", t.voluntary},
-                         {"involuntary_switches", t.involuntary},
-                         {"syscalls", t.syscalls},
-                         {"wakeups", t.wakeups},
-                         {"migrations", t.migrations}});
-    }
+  std::vector<std::pair<int, ThreadTally>> by_switches(tally.threads.begin(), tally.threads.end());
+  std::stable_sort(by_switches.begin(), by_switches.end(), [](const auto& x, const auto& y) {
+    return x.second.voluntary + x.second.involuntary > y.second.voluntary + y.second.involuntary;
+  });
+  for (std::size_t i = 0; i < by_switches.size(); ++i) {
+    const auto& [tid, t] = by_switches[i];
+    if (i >= top_threads && tid != pid) continue;
+    threads.push_back({{"tid", tid},
+                       {"voluntary_switches", t.voluntary},
+                       {"involuntary_switches", t.involuntary},
+                       {"syscalls", t.syscalls},
+                       {"wakeups", t.wakeups},
+                       {"migrations", t.migrations}});
   }
+  return threads;
+}
+
+}  // namespace
+
+nlohmann::json profile_to_json(const ProfileInputs& in) {
+  const SampleTally* tally = in.tally;
+  const ProfileAccounting& acc = in.accounting;
+  nlohmann::json counts;
+  nlohmann::json sources;
+  put_counts(in, counts, sources);
+  const nlohmann::json latency = wakeup_latency_json(tally);
+  const nlohmann::json calls = tally ? syscalls_by_call_json(*tally) : nlohmann::json::array();
+  const nlohmann::json threads = tally ? threads_json(*tally, in.pid) : nlohmann::json::array();
 
   nlohmann::json record = {
       {"schema", 2},
@@ -398,6 +422,120 @@ std::unique_ptr<ProfileEvents> open_events(const std::vector<pid_t>& tasks, cons
   return events;
 }
 
+// The events' counts and samples, all of them: `tally` takes what is left in
+// the rings.
+void take_event_counts(ProfileEvents& events, SampleTally& tally, ProfileInputs& in) {
+  events.drain(tally);
+  tally.settle_all();
+  in.counters = events.read();
+  in.lost = events.lost();
+}
+
+void note_lost_samples(ProfileInputs& in) {
+  if (in.lost)
+    in.notes.push_back(
+        fmt::format("{} samples were lost (a ring filled): the split counts are short by "
+                    "that many events; the totals are exact",
+                    in.lost));
+}
+
+// Forks the command, held until a byte comes on `release`; the child writes
+// errno to `exec_error` when its exec fails. -1 when it cannot fork.
+pid_t fork_held_command(const std::vector<std::string>& command, const int release[2], const int exec_error[2]) {
+  std::vector<char*> argv;
+  for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  const pid_t child = fork();
+  if (child != 0) return child;
+  // The program gets the signals as a shell would give them: default
+  // dispositions (the engine ignores SIGPIPE), nothing blocked.
+  for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  close(release[1]);
+  close(exec_error[0]);
+  char go = 0;
+  if (::read(release[0], &go, 1) != 1) _exit(127);  // the engine went away first
+  execvp(argv[0], argv.data());
+  const int error = errno;
+  [[maybe_unused]] auto written = ::write(exec_error[1], &error, sizeof error);
+  _exit(127);
+}
+
+// The command's accounting from its rusage, and the run-queue wait of its
+// threads read while it ran.
+void rusage_accounting(const rusage& usage, const std::map<pid_t, std::uint64_t>& run_delays, ProfileInputs& in) {
+  ProfileAccounting& acc = in.accounting;
+  acc.source = "rusage";
+  acc.user_s = timeval_seconds(usage.ru_utime);
+  acc.system_s = timeval_seconds(usage.ru_stime);
+  acc.voluntary = static_cast<std::uint64_t>(usage.ru_nvcsw);
+  acc.involuntary = static_cast<std::uint64_t>(usage.ru_nivcsw);
+  acc.minor_faults = static_cast<std::uint64_t>(usage.ru_minflt);
+  acc.major_faults = static_cast<std::uint64_t>(usage.ru_majflt);
+  std::uint64_t waited = 0;
+  for (const auto& [tid, delay] : run_delays) waited += delay;
+  acc.run_queue_wait_s = static_cast<double>(waited) / 1e9;
+  in.notes.push_back(fmt::format(
+      "run-queue wait: the command's own threads, read every {} ms (a thread's last {} ms before it ended, and child "
+      "processes, are not in it)",
+      poll_ms, poll_ms));
+}
+
+// How the command ended, from its wait status.
+void note_how_it_ended(int status, ProfileInputs& in) {
+  if (WIFEXITED(status)) {
+    in.exit_status = WEXITSTATUS(status);
+    if (in.ended.empty()) in.ended = "exited";
+  } else if (WIFSIGNALED(status)) {
+    in.signal = WTERMSIG(status);
+    if (in.ended.empty()) in.ended = "killed";
+  }
+}
+
+// Forks the command held (fork_held_command), with the pipes that hold it
+// and report its exec; -1 (and a diagnostic) when it cannot.
+pid_t start_held_command(const std::vector<std::string>& command, int release[2], int exec_error[2]) {
+  if (pipe2(release, O_CLOEXEC) != 0 || pipe2(exec_error, O_CLOEXEC) != 0) {
+    diagnostic(fmt::format("error: pipe: {}", std::strerror(errno)));
+    return -1;
+  }
+  const pid_t child = fork_held_command(command, release, exec_error);
+  if (child < 0) {
+    diagnostic(fmt::format("error: fork: {}", std::strerror(errno)));
+    return -1;
+  }
+  close(release[0]);
+  close(exec_error[1]);
+  return child;
+}
+
+// Lets the held command go: the errno of its exec when that failed.
+std::optional<int> let_command_go(const int release[2], const int exec_error[2]) {
+  [[maybe_unused]] auto go = ::write(release[1], "x", 1);
+  close(release[1]);
+  int error = 0;
+  const ssize_t got = ::read(exec_error[0], &error, sizeof error);
+  close(exec_error[0]);
+  if (got == sizeof error) return error;
+  return std::nullopt;
+}
+
+// The events of the command `child`, or none and a note on what counts instead.
+std::unique_ptr<ProfileEvents> open_command_events(pid_t child, bool trace, ProfileInputs& in) {
+  const std::string tracefs = tracefs_for_profile(&in.notes);
+  std::string why;
+  bool denied = false;
+  auto events = open_events({child}, tracefs, true, trace, in, &why, &denied);
+  if (!events)
+    in.notes.push_back(
+        fmt::format("no perf event counted ({}); counted instead by the kernel's rusage of the "
+                    "program: switches (voluntary, involuntary), faults (minor, major), CPU time",
+                    why));
+  return events;
+}
+
 int profile_running(const ProfileOptions& options) {
   const std::vector<std::string>& command = options.command;
   ProfileInputs in;
@@ -407,47 +545,11 @@ int profile_running(const ProfileOptions& options) {
   in.started_at = utc_now_iso();
 
   int release[2], exec_error[2];
-  if (pipe2(release, O_CLOEXEC) != 0 || pipe2(exec_error, O_CLOEXEC) != 0) {
-    diagnostic(fmt::format("error: pipe: {}", std::strerror(errno)));
-    return exit_failure;
-  }
-  std::vector<char*> argv;
-  for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  const pid_t child = fork();
-  if (child < 0) {
-    diagnostic(fmt::format("error: fork: {}", std::strerror(errno)));
-    return exit_failure;
-  }
-  if (child == 0) {
-    // The program gets the signals as a shell would give them: default
-    // dispositions (the engine ignores SIGPIPE), nothing blocked.
-    for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    close(release[1]);
-    close(exec_error[0]);
-    char go = 0;
-    if (::read(release[0], &go, 1) != 1) _exit(127);  // the engine went away first
-    execvp(argv[0], argv.data());
-    const int error = errno;
-    [[maybe_unused]] auto written = ::write(exec_error[1], &error, sizeof error);
-    _exit(127);
-  }
-  close(release[0]);
-  close(exec_error[1]);
+  const pid_t child = start_held_command(command, release, exec_error);
+  if (child < 0) return exit_failure;
   in.pid = child;
 
-  const std::string tracefs = tracefs_for_profile(&in.notes);
-  std::string why;
-  bool denied = false;
-  auto events = open_events({child}, tracefs, true, options.trace, in, &why, &denied);
-  if (!events)
-    in.notes.push_back(
-        fmt::format("no perf event counted ({}); counted instead by the kernel's rusage of the "
-                    "program: switches (voluntary, involuntary), faults (minor, major), CPU time",
-                    why));
+  auto events = open_command_events(child, options.trace, in);
   SampleTally tally({child});
   const bool sampling = events && events->sampling();
   if (sampling && events->in_place()) tally.track_cpus();
@@ -461,15 +563,10 @@ int profile_running(const ProfileOptions& options) {
   // record of the child before its exec is left out by the tally.
   if (events) events->enable_whole_cpu();
   if (sampling) tally.wait_for_exec();
-  [[maybe_unused]] auto go = ::write(release[1], "x", 1);
-  close(release[1]);
-  int error = 0;
-  const ssize_t got = ::read(exec_error[0], &error, sizeof error);
-  close(exec_error[0]);
-  if (got == sizeof error) {
+  if (const auto error = let_command_go(release, exec_error)) {
     waitpid(child, nullptr, 0);
     return usage_error(
-        fmt::format("cannot run '{}': {}; give a program on PATH or its path", command.front(), std::strerror(error)));
+        fmt::format("cannot run '{}': {}; give a program on PATH or its path", command.front(), std::strerror(*error)));
   }
 
   Loop loop;
@@ -503,43 +600,54 @@ int profile_running(const ProfileOptions& options) {
 
   in.wall_s = static_cast<double>(end - start) / 1e9;
   in.finished_at = utc_now_iso();
-  if (WIFEXITED(status)) {
-    in.exit_status = WEXITSTATUS(status);
-    if (in.ended.empty()) in.ended = "exited";
-  } else if (WIFSIGNALED(status)) {
-    in.signal = WTERMSIG(status);
-    if (in.ended.empty()) in.ended = "killed";
-  }
+  note_how_it_ended(status, in);
   if (events) {
     events->disable();
-    events->drain(tally);
-    tally.settle_all();
-    in.counters = events->read();
-    in.lost = events->lost();
+    take_event_counts(*events, tally, in);
   }
   in.tally = sampling ? &tally : nullptr;
-  if (in.lost)
-    in.notes.push_back(
-        fmt::format("{} samples were lost (a ring filled): the split counts are short by "
-                    "that many events; the totals are exact",
-                    in.lost));
+  note_lost_samples(in);
+  rusage_accounting(usage, run_delays, in);
+  return write_record(options, profile_to_json(in));
+}
+
+// What the kernel counted of an attached process between two readings of
+// /proc: its CPU time and faults, its threads' switches and run-queue wait.
+struct ProcReading {
+  ProcStat stat;
+  std::map<pid_t, std::pair<std::uint64_t, std::uint64_t>> switches;  // thread -> (voluntary, involuntary)
+  std::map<pid_t, std::uint64_t> run_delays;                          // thread -> ns waited
+};
+
+void proc_accounting(const ProcReading& before, const ProcReading& after, ProfileInputs& in) {
   ProfileAccounting& acc = in.accounting;
-  acc.source = "rusage";
-  acc.user_s = timeval_seconds(usage.ru_utime);
-  acc.system_s = timeval_seconds(usage.ru_stime);
-  acc.voluntary = static_cast<std::uint64_t>(usage.ru_nvcsw);
-  acc.involuntary = static_cast<std::uint64_t>(usage.ru_nivcsw);
-  acc.minor_faults = static_cast<std::uint64_t>(usage.ru_minflt);
-  acc.major_faults = static_cast<std::uint64_t>(usage.ru_majflt);
+  acc.source = "proc";
+  if (!before.stat.ok || !after.stat.ok) {
+    in.notes.push_back("CPU time not counted: the process ended before its /proc entry could be read again");
+    return;
+  }
+  acc.user_s = after.stat.user_s - before.stat.user_s;
+  acc.system_s = after.stat.system_s - before.stat.system_s;
+  acc.minor_faults = after.stat.minflt - before.stat.minflt;
+  acc.major_faults = after.stat.majflt - before.stat.majflt;
+  std::uint64_t voluntary = 0, involuntary = 0;
+  for (const auto& [tid, switched] : after.switches) {
+    const auto it = before.switches.find(tid);
+    const auto earlier = it != before.switches.end() ? it->second : std::pair<std::uint64_t, std::uint64_t>{};
+    voluntary += switched.first - earlier.first;
+    involuntary += switched.second - earlier.second;
+  }
+  acc.voluntary = voluntary;
+  acc.involuntary = involuntary;
   std::uint64_t waited = 0;
-  for (const auto& [tid, delay] : run_delays) waited += delay;
+  for (const auto& [tid, delay] : after.run_delays) {
+    const auto it = before.run_delays.find(tid);
+    waited += delay - (it != before.run_delays.end() ? it->second : 0);
+  }
   acc.run_queue_wait_s = static_cast<double>(waited) / 1e9;
-  in.notes.push_back(fmt::format(
-      "run-queue wait: the command's own threads, read every {} ms (a thread's last {} ms before it ended, and child "
-      "processes, are not in it)",
-      poll_ms, poll_ms));
-  const int written = write_record(options, profile_to_json(in));
-  return written;
+  in.notes.push_back(
+      "CPU time, faults and run-queue wait from /proc: the process's threads only (its children's in CPU time "
+      "once it has waited for them)");
 }
 
 int profile_attached(const ProfileOptions& options) {
@@ -579,11 +687,10 @@ int profile_attached(const ProfileOptions& options) {
   const bool sampling = events && events->sampling();
   if (sampling && events->in_place()) tally.track_cpus();
 
-  const ProcStat stat_before = read_proc_stat_of(pid);
-  std::map<pid_t, std::uint64_t> delays_before, delays_after;
-  read_run_delays(pid, delays_before);
-  std::map<pid_t, std::pair<std::uint64_t, std::uint64_t>> switches_before;
-  for (pid_t tid : tids) switches_before[tid] = thread_switch_counts(pid, tid);
+  ProcReading before, after;
+  before.stat = read_proc_stat_of(pid);
+  read_run_delays(pid, before.run_delays);
+  for (pid_t tid : tids) before.switches[tid] = thread_switch_counts(pid, tid);
   if (events) events->enable();
   const std::uint64_t start = monotonic_raw_ns();
 
@@ -593,7 +700,7 @@ int profile_attached(const ProfileOptions& options) {
   loop.pidfd = pidfd;
   loop.signals = signal_fd();
   loop.deadline_ns = start + static_cast<std::uint64_t>(options.duration * 1e9);
-  loop.every_poll = [&] { read_run_delays(pid, delays_after); };
+  loop.every_poll = [&] { read_run_delays(pid, after.run_delays); };
   loop.on_signal = [&](int) {
     in.ended = "interrupted";
     loop.deadline_ns = 1;  // ends at the next round; the program is left running
@@ -601,51 +708,18 @@ int profile_attached(const ProfileOptions& options) {
   const bool target_ended = loop.run();
   if (events) events->disable();
   const std::uint64_t end = monotonic_raw_ns();
-  const ProcStat stat_after = read_proc_stat_of(pid);
-  std::map<pid_t, std::pair<std::uint64_t, std::uint64_t>> switches_after;
-  for (pid_t tid : task_ids(pid)) switches_after[tid] = thread_switch_counts(pid, tid);
+  after.stat = read_proc_stat_of(pid);
+  for (pid_t tid : task_ids(pid)) after.switches[tid] = thread_switch_counts(pid, tid);
   close(pidfd);
   close(loop.signals);
 
   in.wall_s = static_cast<double>(end - start) / 1e9;
   in.finished_at = utc_now_iso();
   if (in.ended.empty()) in.ended = target_ended ? "target_ended" : "window";
-  if (events) {
-    events->drain(tally);
-    tally.settle_all();
-    in.counters = events->read();
-    in.lost = events->lost();
-  }
+  if (events) take_event_counts(*events, tally, in);
   in.tally = sampling ? &tally : nullptr;
-  ProfileAccounting& acc = in.accounting;
-  acc.source = "proc";
-  if (stat_before.ok && stat_after.ok) {
-    acc.user_s = stat_after.user_s - stat_before.user_s;
-    acc.system_s = stat_after.system_s - stat_before.system_s;
-    acc.minor_faults = stat_after.minflt - stat_before.minflt;
-    acc.major_faults = stat_after.majflt - stat_before.majflt;
-    std::uint64_t voluntary = 0, involuntary = 0;
-    for (const auto& [tid, after] : switches_after) {
-      const auto before = switches_before.count(tid) ? switches_before[tid] : std::pair<std::uint64_t, std::uint64_t>{};
-      voluntary += after.first - before.first;
-      involuntary += after.second - before.second;
-    }
-    acc.voluntary = voluntary;
-    acc.involuntary = involuntary;
-    std::uint64_t waited = 0;
-    for (const auto& [tid, after] : delays_after) waited += after - (delays_before.count(tid) ? delays_before[tid] : 0);
-    acc.run_queue_wait_s = static_cast<double>(waited) / 1e9;
-    in.notes.push_back(
-        "CPU time, faults and run-queue wait from /proc: the process's threads only (its children's in CPU time "
-        "once it has waited for them)");
-  } else {
-    in.notes.push_back("CPU time not counted: the process ended before its /proc entry could be read again");
-  }
-  if (in.lost)
-    in.notes.push_back(
-        fmt::format("{} samples were lost (a ring filled): the split counts are short by "
-                    "that many events; the totals are exact",
-                    in.lost));
+  proc_accounting(before, after, in);
+  note_lost_samples(in);
   return write_record(options, profile_to_json(in));
 }
 

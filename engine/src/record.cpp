@@ -197,6 +197,99 @@ nlohmann::json clean_to_json(const CleanSampling& c, std::size_t kept, std::size
   return j;
 }
 
+namespace {
+
+nlohmann::json baseline_to_json(const Result& r) {
+  if (!r.baseline) return nullptr;
+  nlohmann::json b = {{"name", r.baseline->name}, {"value", r.baseline->value}, {"unit", unit_name(r.baseline->unit)}};
+  if (!r.baseline->probe.empty()) b["probe"] = r.baseline->probe;
+  if (r.baseline->summary) b["summary"] = summary_to_json(*r.baseline->summary);
+  if (!r.baseline->set_aside.empty())
+    b["set_aside"] = set_aside_to_json(r.baseline->samples, r.baseline->set_aside, r.baseline->set_aside_reasons);
+  return b;
+}
+
+nlohmann::json corrected_to_json(const Result& r) {
+  if (!r.baseline || !r.summary) return nullptr;
+  const double median = r.summary->median - r.baseline->value;
+  // One constant (the baseline's median) is subtracted from every figure,
+  // so corrected values keep the raw ones' order (min <= median <= p99).
+  const double minimum = r.summary->min - r.baseline->value;
+  return {
+      {"median", median}, {"min", minimum}, {"p99", r.summary->p99 - r.baseline->value}, {"nonpositive", median <= 0}};
+}
+
+nlohmann::json stability_to_json(const Stability& stability) {
+  nlohmann::json modes = nlohmann::json::array();
+  for (const auto& m : stability.modes)
+    modes.push_back({{"center", m.center}, {"low", m.low}, {"high", m.high}, {"share", m.share}});
+  return {{"method", fmt::format("modes split where a sorted sample exceeds the one before by over {}x, "
+                                 "holding at least {:.0f}% of the samples ({} or more); unstable with two or more "
+                                 "modes or p75/p25 over {}",
+                                 mode_gap_ratio, 100 * min_mode_share, min_mode_samples, max_middle_spread)},
+          {"middle_spread", stability.middle_spread},
+          {"modes", modes},
+          {"outside_modes", stability.outside_modes},
+          {"unstable", stability.unstable}};
+}
+
+nlohmann::json timer_to_json(const Result& r) {
+  return {{"source", r.timer_source.empty() ? std::string("none") : r.timer_source},
+          {"overhead_ns", r.timer_overhead_ns ? nlohmann::json(*r.timer_overhead_ns) : nlohmann::json(nullptr)},
+          {"resolution_ns", r.timer_resolution_ns ? nlohmann::json(*r.timer_resolution_ns) : nlohmann::json(nullptr)},
+          {"corrected", r.timer_corrected}};
+}
+
+nlohmann::json placement_to_json(const Result& r) {
+  nlohmann::json placement = {{"requested", r.placement_requested}};
+  placement["cpus"] = r.placement_cpus;
+  if (!r.observed_start.empty()) placement["observed_start"] = r.observed_start;
+  if (!r.observed_end.empty()) placement["observed_end"] = r.observed_end;
+  if (!r.placement_why.empty()) placement["why"] = r.placement_why;
+  return placement;
+}
+
+nlohmann::json checks_to_json(const std::vector<Check>& all) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& c : all) {
+    nlohmann::json cj = {{"name", c.name}, {"ok", c.ok}};
+    if (!c.expected.is_null()) cj["expected"] = c.expected;
+    if (!c.observed.is_null()) cj["observed"] = c.observed;
+    if (c.ratio) cj["ratio"] = *c.ratio;
+    if (!c.detail.empty()) cj["detail"] = c.detail;
+    checks.push_back(cj);
+  }
+  return checks;
+}
+
+nlohmann::json verdict_to_json(const Verdict& verdict) {
+  nlohmann::json reasons = nlohmann::json::array();
+  for (const auto& [code, detail] : verdict.reasons)
+    reasons.push_back({{"code", reason_name(code)}, {"detail", detail}});
+  return {{"status", status_name(verdict.status)}, {"reasons", reasons}};
+}
+
+nlohmann::json interference_to_json(const Interference& in) {
+  nlohmann::json attempts = nlohmann::json::array();
+  for (const auto& a : in.attempts) {
+    attempts.push_back({{"median", a.median},
+                        {"reference_ratio", in.best_ns > 0 ? a.reference_median_ns / in.best_ns : 0.0},
+                        {"slowed_share", a.slowed_share},
+                        {"samples", a.samples},
+                        {"set_aside", a.set_aside}});
+    if (a.set_aside_median) attempts.back()["set_aside_median"] = *a.set_aside_median;
+  }
+  return {{"reference", in.reference},
+          {"best_ns", in.best_ns},
+          {"slowed_ratio", slowed_ratio},
+          {"retries", in.retries},
+          {"attempts", attempts},
+          {"kept", in.kept},
+          {"slowed", !in.attempts.empty() && slowed(in.attempts[in.kept], in.best_ns)}};
+}
+
+}  // namespace
+
 nlohmann::json result_to_json(const Result& r) {
   const nlohmann::json params = params_to_json(r.params, r.numeric_params);
   nlohmann::json j = {
@@ -210,69 +303,14 @@ nlohmann::json result_to_json(const Result& r) {
   j["summary"] = r.summary ? summary_to_json(*r.summary) : nlohmann::json(nullptr);
   if (!r.set_aside.empty() && !r.samples.empty())
     j["set_aside"] = set_aside_to_json(r.samples, r.set_aside, r.set_aside_reasons);
-  if (r.baseline) {
-    nlohmann::json b = {
-        {"name", r.baseline->name}, {"value", r.baseline->value}, {"unit", unit_name(r.baseline->unit)}};
-    if (!r.baseline->probe.empty()) b["probe"] = r.baseline->probe;
-    if (r.baseline->summary) b["summary"] = summary_to_json(*r.baseline->summary);
-    if (!r.baseline->set_aside.empty())
-      b["set_aside"] = set_aside_to_json(r.baseline->samples, r.baseline->set_aside, r.baseline->set_aside_reasons);
-    j["baseline"] = b;
-  } else {
-    j["baseline"] = nullptr;
-  }
-  if (r.baseline && r.summary) {
-    const double median = r.summary->median - r.baseline->value;
-    // One constant (the baseline's median) is subtracted from every figure,
-    // so corrected values keep the raw ones' order (min <= median <= p99).
-    const double minimum = r.summary->min - r.baseline->value;
-    j["corrected"] = {{"median", median},
-                      {"min", minimum},
-                      {"p99", r.summary->p99 - r.baseline->value},
-                      {"nonpositive", median <= 0}};
-  } else {
-    j["corrected"] = nullptr;
-  }
-  if (r.stability) {
-    nlohmann::json modes = nlohmann::json::array();
-    for (const auto& m : r.stability->modes)
-      modes.push_back({{"center", m.center}, {"low", m.low}, {"high", m.high}, {"share", m.share}});
-    j["stability"] = {
-        {"method", fmt::format("modes split where a sorted sample exceeds the one before by over {}x, "
-                               "holding at least {:.0f}% of the samples ({} or more); unstable with two or more "
-                               "modes or p75/p25 over {}",
-                               mode_gap_ratio, 100 * min_mode_share, min_mode_samples, max_middle_spread)},
-        {"middle_spread", r.stability->middle_spread},
-        {"modes", modes},
-        {"outside_modes", r.stability->outside_modes},
-        {"unstable", r.stability->unstable}};
-  }
+  j["baseline"] = baseline_to_json(r);
+  j["corrected"] = corrected_to_json(r);
+  if (r.stability) j["stability"] = stability_to_json(*r.stability);
   j["derived"] = r.derived;
-  j["timer"] = {
-      {"source", r.timer_source.empty() ? std::string("none") : r.timer_source},
-      {"overhead_ns", r.timer_overhead_ns ? nlohmann::json(*r.timer_overhead_ns) : nlohmann::json(nullptr)},
-      {"resolution_ns", r.timer_resolution_ns ? nlohmann::json(*r.timer_resolution_ns) : nlohmann::json(nullptr)},
-      {"corrected", r.timer_corrected}};
-  nlohmann::json placement = {{"requested", r.placement_requested}};
-  placement["cpus"] = r.placement_cpus;
-  if (!r.observed_start.empty()) placement["observed_start"] = r.observed_start;
-  if (!r.observed_end.empty()) placement["observed_end"] = r.observed_end;
-  if (!r.placement_why.empty()) placement["why"] = r.placement_why;
-  j["placement"] = placement;
-  nlohmann::json checks = nlohmann::json::array();
-  for (const auto& c : r.checks) {
-    nlohmann::json cj = {{"name", c.name}, {"ok", c.ok}};
-    if (!c.expected.is_null()) cj["expected"] = c.expected;
-    if (!c.observed.is_null()) cj["observed"] = c.observed;
-    if (c.ratio) cj["ratio"] = *c.ratio;
-    if (!c.detail.empty()) cj["detail"] = c.detail;
-    checks.push_back(cj);
-  }
-  j["checks"] = checks;
-  nlohmann::json reasons = nlohmann::json::array();
-  for (const auto& [code, detail] : r.verdict.reasons)
-    reasons.push_back({{"code", reason_name(code)}, {"detail", detail}});
-  j["verdict"] = {{"status", status_name(r.verdict.status)}, {"reasons", reasons}};
+  j["timer"] = timer_to_json(r);
+  j["placement"] = placement_to_json(r);
+  j["checks"] = checks_to_json(r.checks);
+  j["verdict"] = verdict_to_json(r.verdict);
   if (!r.started_at.empty()) j["started_at"] = r.started_at;
   j["duration_s"] = r.duration_s;
   j["source"] = "engine";
@@ -283,25 +321,7 @@ nlohmann::json result_to_json(const Result& r) {
   if (!r.schedule.is_null()) j["schedule"] = r.schedule;
   if (r.counters) j["counters"] = counters_to_json(*r.counters);
   if (r.clean) j["clean"] = clean_to_json(*r.clean, r.samples.size(), r.set_aside.size());
-  if (r.interference) {
-    const Interference& in = *r.interference;
-    nlohmann::json attempts = nlohmann::json::array();
-    for (const auto& a : in.attempts) {
-      attempts.push_back({{"median", a.median},
-                          {"reference_ratio", in.best_ns > 0 ? a.reference_median_ns / in.best_ns : 0.0},
-                          {"slowed_share", a.slowed_share},
-                          {"samples", a.samples},
-                          {"set_aside", a.set_aside}});
-      if (a.set_aside_median) attempts.back()["set_aside_median"] = *a.set_aside_median;
-    }
-    j["interference"] = {{"reference", in.reference},
-                         {"best_ns", in.best_ns},
-                         {"slowed_ratio", slowed_ratio},
-                         {"retries", in.retries},
-                         {"attempts", attempts},
-                         {"kept", in.kept},
-                         {"slowed", !in.attempts.empty() && slowed(in.attempts[in.kept], in.best_ns)}};
-  }
+  if (r.interference) j["interference"] = interference_to_json(*r.interference);
   return j;
 }
 

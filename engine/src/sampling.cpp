@@ -151,6 +151,84 @@ void close_clean(std::vector<Taken>& aside, std::size_t least, const HarnessOpti
     if (!filled[i]) set_aside(aside[i], out);
 }
 
+// What one variant's samples share: the workload, the clock and the
+// kernel's counters read around each sample; what they find goes into `out`.
+class VariantSampler {
+ public:
+  VariantSampler(Workload& workload, Clock& clock, const TimerInfo& timer, const HarnessOptions& options,
+                 const CycleCounter* cycles, Sampled& out)
+      : workload_(workload), clock_(clock), timer_(timer), options_(options), cycles_(cycles), out_(out) {}
+
+  double timed(std::uint64_t n, TimedBatch* readings = nullptr) {
+    out_.all_iterations += n;
+    // Every batch's switches, outside its timing (for an expectation of none).
+    const SwitchCount before = thread_switches();
+    const double ns = time_batch(clock_, timer_, workload_, n, readings);
+    add_switches(out_.all_switches, before, thread_switches());
+    return ns;
+  }
+
+  // The tasks whose counters are read: this thread, then its partners.
+  void start_counters(const CounterPlan& plan) {
+    if (!options_.counters) return;
+    tasks_.push_back({getpid(), static_cast<pid_t>(syscall(SYS_gettid))});
+    for (const auto& partner : partner_tasks()) tasks_.push_back(partner);
+    CounterTotals totals;
+    // A task this harness cannot see (not started through a Partner) leaves
+    // only the steal counter to judge by.
+    totals.sharing = static_cast<int>(tasks_.size()) == plan.tasks ? plan.sharing : Sharing::unknown;
+    totals.tasks = tasks_.size();
+    totals.cpus = plan.cpus;
+    out_.counters = std::move(totals);
+    involuntary_ = out_.counters->sharing == Sharing::own_cpus;
+  }
+
+  // One sample of `ops` operations.
+  Taken take(double ops) {
+    Taken t;
+    t.cpu_loop_ns = time_cpu_loop(clock_);
+    t.reference_ns = options_.reference ? options_.reference->time_once() : 0;
+    // The counters, the kernel's switch counts and the cycles are read around
+    // each sample (outside its timing), so they count that sample alone.
+    CounterSnapshot counters_before, counters_after;
+    if (out_.counters) read_counters(counters_before);
+    const SwitchCount before = thread_switches();
+    const auto cycles_before = cycles_ ? cycles_->read_value() : std::nullopt;
+    t.readings.ops = ops;
+    t.per_op = timed(out_.iterations_per_sample, &t.readings) / ops;
+    const auto cycles_after = cycles_ ? cycles_->read_value() : std::nullopt;
+    add_switches(t.switches, before, thread_switches());
+    if (cycles_before && cycles_after) t.cycles = *cycles_after - *cycles_before;
+    if (out_.counters) {
+      read_counters(counters_after);
+      if (counters_before.ok && counters_after.ok) {
+        t.counted = difference(counters_before, counters_after);
+        t.why = judge_sample(t.counted, out_.counters->sharing);
+      }
+    }
+    if (!t.why && options_.reference && t.reference_ns > slowed_ratio * options_.reference->best_ns())
+      t.why = SetAsideReason::host_reference;
+    return t;
+  }
+
+ private:
+  void read_counters(CounterSnapshot& into) {
+    const std::uint64_t read_began = monotonic_raw_ns();
+    into = options_.counters->read(tasks_, out_.counters->cpus, involuntary_);
+    out_.counters->read_ns.push_back(static_cast<double>(monotonic_raw_ns() - read_began));
+    if (!into.ok && out_.counters->unread.empty()) out_.counters->unread = counters_unread_note();
+  }
+
+  Workload& workload_;
+  Clock& clock_;
+  const TimerInfo& timer_;
+  const HarnessOptions& options_;
+  const CycleCounter* cycles_;
+  Sampled& out_;
+  std::vector<TaskId> tasks_;
+  bool involuntary_ = false;
+};
+
 }  // namespace
 
 Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& workload, Clock& clock,
@@ -158,19 +236,13 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
                const CycleCounter* cycles, std::uint64_t batch, std::vector<TimedBatch>* kept_batches) {
   Sampled out;
   if (cycles) out.kept_cycles = 0;
-  auto timed = [&](std::uint64_t n, TimedBatch* readings = nullptr) {
-    out.all_iterations += n;
-    // Every batch's switches, outside its timing (for an expectation of none).
-    const SwitchCount before = thread_switches();
-    const double ns = time_batch(clock, timer, workload, n, readings);
-    add_switches(out.all_switches, before, thread_switches());
-    return ns;
-  };
+  VariantSampler sampler(workload, clock, timer, options, cycles, out);
   out.iterations_per_sample = probe.fixed_iterations ? probe.fixed_iterations(params) : 0;
   if (out.iterations_per_sample == 0) out.iterations_per_sample = batch;  // an earlier round's calibration
   if (out.iterations_per_sample == 0)
-    out.iterations_per_sample = calibrate_batch(timed, batch_target_ns(options, timer));
-  for (int w = 0; w < options.warmup_samples; ++w) timed(out.iterations_per_sample);
+    out.iterations_per_sample =
+        calibrate_batch([&](std::uint64_t n) { return sampler.timed(n); }, batch_target_ns(options, timer));
+  for (int w = 0; w < options.warmup_samples; ++w) sampler.timed(out.iterations_per_sample);
   const std::uint64_t began = monotonic_raw_ns();
   const std::uint64_t deadline = began + static_cast<std::uint64_t>(options.max_variant_s * 1e9);
   const auto budget_ns = static_cast<std::uint64_t>(std::max(0.0, options.clean_budget_s) * 1e9);
@@ -186,57 +258,12 @@ Sampled sample(const ProbeDescriptor& probe, const Params& params, Workload& wor
   // reference and the counters are only recorded.
   const bool retake = options.retries > 0 && (options.reference || options.counters);
   if (retake) out.clean = CleanSampling{samples, 0, 0, options.clean_budget_s, 0, std::nullopt};
-  // The tasks whose counters are read: this thread, then its partners.
-  std::vector<TaskId> tasks;
-  if (options.counters) {
-    tasks.push_back({getpid(), static_cast<pid_t>(syscall(SYS_gettid))});
-    for (const auto& partner : partner_tasks()) tasks.push_back(partner);
-    CounterTotals totals;
-    // A task this harness cannot see (not started through a Partner) leaves
-    // only the steal counter to judge by.
-    totals.sharing = static_cast<int>(tasks.size()) == plan.tasks ? plan.sharing : Sharing::unknown;
-    totals.tasks = tasks.size();
-    totals.cpus = plan.cpus;
-    out.counters = std::move(totals);
-  }
-  const bool involuntary = out.counters && out.counters->sharing == Sharing::own_cpus;
-  auto read_counters = [&](CounterSnapshot& into) {
-    const std::uint64_t read_began = monotonic_raw_ns();
-    into = options.counters->read(tasks, out.counters->cpus, involuntary);
-    out.counters->read_ns.push_back(static_cast<double>(monotonic_raw_ns() - read_began));
-    if (!into.ok && out.counters->unread.empty()) out.counters->unread = counters_unread_note();
-  };
-  auto take = [&]() {
-    Taken t;
-    t.cpu_loop_ns = time_cpu_loop(clock);
-    t.reference_ns = options.reference ? options.reference->time_once() : 0;
-    // The counters, the kernel's switch counts and the cycles are read around
-    // each sample (outside its timing), so they count that sample alone.
-    CounterSnapshot counters_before, counters_after;
-    if (out.counters) read_counters(counters_before);
-    const SwitchCount before = thread_switches();
-    const auto cycles_before = cycles ? cycles->read_value() : std::nullopt;
-    t.readings.ops = ops;
-    t.per_op = timed(out.iterations_per_sample, &t.readings) / ops;
-    const auto cycles_after = cycles ? cycles->read_value() : std::nullopt;
-    add_switches(t.switches, before, thread_switches());
-    if (cycles_before && cycles_after) t.cycles = *cycles_after - *cycles_before;
-    if (out.counters) {
-      read_counters(counters_after);
-      if (counters_before.ok && counters_after.ok) {
-        t.counted = difference(counters_before, counters_after);
-        t.why = judge_sample(t.counted, out.counters->sharing);
-      }
-    }
-    if (!t.why && options.reference && t.reference_ns > slowed_ratio * options.reference->best_ns())
-      t.why = SetAsideReason::host_reference;
-    return t;
-  };
+  sampler.start_counters(plan);
   std::vector<Taken> aside;
   std::size_t taken = 0;
   while (out.per_op.size() < samples) {
     if (retake && taken >= samples && monotonic_raw_ns() - began >= budget_ns) break;  // the budget is spent
-    Taken t = take();
+    Taken t = sampler.take(ops);
     ++taken;
     if (retake && t.why)
       aside.push_back(std::move(t));

@@ -111,36 +111,42 @@ std::string canonical_number(const std::string& text) {
   const auto first = text.find_first_not_of('0');
   return first == std::string::npos ? "0" : text.substr(first);
 }
-}  // namespace
 
-std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Selection& selection) {
+// The probes the patterns name, in the order first named; every probe when
+// there is no pattern.
+std::vector<const ProbeDescriptor*> chosen_probes(const std::vector<ProbeDescriptor>& probes,
+                                                  const std::vector<std::string>& patterns) {
   std::vector<const ProbeDescriptor*> chosen;
-  if (selection.patterns.empty()) {
+  if (patterns.empty()) {
     for (const auto& p : probes) chosen.push_back(&p);
-  } else {
-    for (const auto& pattern : selection.patterns) {
-      bool any = false;
+    return chosen;
+  }
+  for (const auto& pattern : patterns) {
+    bool any = false;
+    for (const auto& p : probes) {
+      if (!probe_matches(pattern, p.name)) continue;
+      any = true;
+      if (std::find(chosen.begin(), chosen.end(), &p) == chosen.end()) chosen.push_back(&p);
+    }
+    if (!any) {
+      // Families first: "syscal" is most likely the family syscall.
+      std::vector<std::string> names;
       for (const auto& p : probes) {
-        if (!probe_matches(pattern, p.name)) continue;
-        any = true;
-        if (std::find(chosen.begin(), chosen.end(), &p) == chosen.end()) chosen.push_back(&p);
+        const std::string family = p.name.substr(0, p.name.find('.'));
+        if (std::find(names.begin(), names.end(), family) == names.end()) names.push_back(family);
       }
-      if (!any) {
-        // Families first: "syscal" is most likely the family syscall.
-        std::vector<std::string> names;
-        for (const auto& p : probes) {
-          const std::string family = p.name.substr(0, p.name.find('.'));
-          if (std::find(names.begin(), names.end(), family) == names.end()) names.push_back(family);
-        }
-        for (const auto& p : probes) names.push_back(p.name);
-        throw UsageError(fmt::format("unknown probe '{}'; {}run 'ctxbench-engine list' to see the probe names", pattern,
-                                     did_you_mean(pattern, names)));
-      }
+      for (const auto& p : probes) names.push_back(p.name);
+      throw UsageError(fmt::format("unknown probe '{}'; {}run 'ctxbench-engine list' to see the probe names", pattern,
+                                   did_you_mean(pattern, names)));
     }
   }
-  // A --param for a name no chosen probe has is a typo, not a no-op; a run-wide
-  // axis (--cpus, --between) narrows the probes that have it and leaves the
-  // others alone.
+  return chosen;
+}
+
+// A --param for a name no chosen probe has is a typo, not a no-op; a run-wide
+// axis (--cpus, --between) narrows the probes that have it and leaves the
+// others alone.
+void check_param_names(const std::vector<const ProbeDescriptor*>& chosen, const Selection& selection) {
   for (const auto& [name, values] : selection.choices) {
     bool known = false;
     for (const auto* p : chosen)
@@ -153,49 +159,66 @@ std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Se
                                    name, did_you_mean(name, names)));
     }
   }
-  std::vector<Variant> variants;
-  for (const auto* p : chosen) {
-    std::vector<Params> combos(1);
-    for (const auto& spec : p->params) {
-      std::vector<std::string> values = default_values(spec);
-      if (auto choice = selection.choices.find(spec.name); choice != selection.choices.end()) {
-        values.clear();
-        for (const auto& given : choice->second) {
-          const std::string v = spec.numeric ? canonical_number(given) : given;
-          if (std::find(values.begin(), values.end(), v) != values.end())
-            throw UsageError(fmt::format("{}: {} is given twice (as {}); give each value once", spec.name, v, given));
-          values.push_back(v);
-        }
-        for (const auto& v : values) {
-          const bool listed = std::find(spec.values.begin(), spec.values.end(), v) != spec.values.end();
-          // Up to 9 digits: a count, never a number std::stol cannot hold.
-          const bool accepted =
-              listed || (spec.open_ended && spec.numeric && is_integer(v) && v != "0" && v.size() <= 9);
-          if (!accepted)
-            throw UsageError(fmt::format("{}={}: not allowed for {}; allowed: {}{}", spec.name, v, p->name,
-                                         fmt::join(spec.values, ", "),
-                                         spec.open_ended ? " (or another positive whole number)" : ""));
-        }
-      }
-      if (values.empty()) continue;  // an optional parameter nobody chose: the variant goes without it
-      const bool chosen_by_user = selection.choices.count(spec.name) > 0;
-      std::vector<Params> next;
-      for (const auto& combo : combos) {
-        std::vector<std::string> here = values;
-        // Values that run by default only beside some earlier choices.
-        if (!chosen_by_user && spec.also_runs)
-          for (const auto& v : spec.values)
-            if (std::find(here.begin(), here.end(), v) == here.end() && spec.also_runs(v, combo)) here.push_back(v);
-        for (const auto& v : here) {
-          Params extended = combo;
-          extended[spec.name] = v;
-          next.push_back(extended);
-        }
-      }
-      combos = std::move(next);
-    }
-    for (auto& combo : combos) variants.push_back({p, std::move(combo)});
+}
+
+// The values of one of probe `p`'s parameters that run: the ones given, each
+// checked, or else its defaults.
+std::vector<std::string> chosen_values(const ProbeDescriptor& p, const ParamSpec& spec, const Selection& selection) {
+  std::vector<std::string> values = default_values(spec);
+  const auto choice = selection.choices.find(spec.name);
+  if (choice == selection.choices.end()) return values;
+  values.clear();
+  for (const auto& given : choice->second) {
+    const std::string v = spec.numeric ? canonical_number(given) : given;
+    if (std::find(values.begin(), values.end(), v) != values.end())
+      throw UsageError(fmt::format("{}: {} is given twice (as {}); give each value once", spec.name, v, given));
+    values.push_back(v);
   }
+  for (const auto& v : values) {
+    const bool listed = std::find(spec.values.begin(), spec.values.end(), v) != spec.values.end();
+    // Up to 9 digits: a count, never a number std::stol cannot hold.
+    const bool accepted = listed || (spec.open_ended && spec.numeric && is_integer(v) && v != "0" && v.size() <= 9);
+    if (!accepted)
+      throw UsageError(fmt::format("{}={}: not allowed for {}; allowed: {}{}", spec.name, v, p.name,
+                                   fmt::join(spec.values, ", "),
+                                   spec.open_ended ? " (or another positive whole number)" : ""));
+  }
+  return values;
+}
+
+// Every combination of probe `p`'s chosen parameter values.
+std::vector<Params> combinations(const ProbeDescriptor& p, const Selection& selection) {
+  std::vector<Params> combos(1);
+  for (const auto& spec : p.params) {
+    const std::vector<std::string> values = chosen_values(p, spec, selection);
+    if (values.empty()) continue;  // an optional parameter nobody chose: the variant goes without it
+    const bool chosen_by_user = selection.choices.count(spec.name) > 0;
+    std::vector<Params> next;
+    for (const auto& combo : combos) {
+      std::vector<std::string> here = values;
+      // Values that run by default only beside some earlier choices.
+      if (!chosen_by_user && spec.also_runs)
+        for (const auto& v : spec.values)
+          if (std::find(here.begin(), here.end(), v) == here.end() && spec.also_runs(v, combo)) here.push_back(v);
+      for (const auto& v : here) {
+        Params extended = combo;
+        extended[spec.name] = v;
+        next.push_back(extended);
+      }
+    }
+    combos = std::move(next);
+  }
+  return combos;
+}
+
+}  // namespace
+
+std::vector<Variant> expand(const std::vector<ProbeDescriptor>& probes, const Selection& selection) {
+  const std::vector<const ProbeDescriptor*> chosen = chosen_probes(probes, selection.patterns);
+  check_param_names(chosen, selection);
+  std::vector<Variant> variants;
+  for (const auto* p : chosen)
+    for (auto& combo : combinations(*p, selection)) variants.push_back({p, std::move(combo)});
   return variants;
 }
 

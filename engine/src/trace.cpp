@@ -231,6 +231,13 @@ struct TraceSession::Impl {
     void* base = MAP_FAILED;
     std::size_t length = 0;
   };
+  // A tracepoint to open on every CPU.
+  struct Wanted {
+    std::string name;
+    std::uint64_t config;
+    Tracepoint tracepoint;
+    bool own_tasks;
+  };
   std::vector<int> fds;
   std::vector<Ring> rings;
   std::map<std::uint64_t, Tracepoint> by_id;  // perf's event id -> what it is
@@ -241,7 +248,109 @@ struct TraceSession::Impl {
       if (r.base != MAP_FAILED) munmap(r.base, r.length);
     for (int fd : fds) close(fd);
   }
+
+  static std::optional<std::vector<Wanted>> find_tracepoints(const std::string& root, std::vector<std::string>& events,
+                                                             std::vector<std::string>& missing, std::string* why,
+                                                             bool* denied);
+  bool open_ring(int cpu, const std::vector<Wanted>& wanted, std::size_t pages, std::string* why, bool* denied);
 };
+
+// The traced tracepoints as tracefs describes them under `root`: the ones
+// found named in `events`, the optional ones absent in `missing`; nullopt
+// and `why` when a required one is absent or lacks its fields.
+std::optional<std::vector<TraceSession::Impl::Wanted>> TraceSession::Impl::find_tracepoints(
+    const std::string& root, std::vector<std::string>& events, std::vector<std::string>& missing, std::string* why,
+    bool* denied) {
+  std::vector<Wanted> wanted;
+  for (const auto& spec : traced_tracepoints()) {
+    const std::string dir = fmt::format("{}/events/{}/{}", root, spec.system, spec.name);
+    const std::string name = fmt::format("{}:{}", spec.system, spec.name);
+    int error = 0;
+    const std::string id = read_first_line(dir + "/id", &error);
+    if (error) {
+      if (spec.required) {
+        *denied = error == EACCES || error == EPERM;
+        *why = fmt::format("tracepoint {} is not available: {}/id: {}", name, dir, std::strerror(error));
+        return std::nullopt;
+      }
+      missing.push_back(name);
+      continue;
+    }
+    const auto fields = read_tracepoint_format(dir + "/format");
+    Tracepoint tp{spec.kind, std::nullopt, std::nullopt};
+    auto field = [&](const char* field_name) -> std::optional<TraceField> {
+      if (!field_name) return std::nullopt;
+      const auto it = fields.find(field_name);
+      return it == fields.end() ? std::nullopt : std::optional<TraceField>(it->second);
+    };
+    tp.a = field(spec.field_a);
+    tp.b = field(spec.field_b);
+    if ((spec.field_a && !tp.a) || (spec.field_b && !tp.b)) {
+      *why = fmt::format("tracepoint {} lacks the fields {} / {} in {}/format", name, spec.field_a,
+                         spec.field_b ? spec.field_b : "-", dir);
+      return std::nullopt;
+    }
+    wanted.push_back({name, std::stoull(id), tp, spec.own_tasks});
+    events.push_back(name);
+  }
+  return wanted;
+}
+
+// Opens every wanted tracepoint on `cpu`, all writing to one ring of `pages`
+// pages; false and `why` when the kernel refuses one.
+bool TraceSession::Impl::open_ring(int cpu, const std::vector<Wanted>& wanted, std::size_t pages, std::string* why,
+                                   bool* denied) {
+  Ring ring;
+  ring.cpu = cpu;
+  for (const auto& w : wanted) {
+    perf_event_attr attr{};
+    attr.type = PERF_TYPE_TRACEPOINT;
+    attr.size = sizeof attr;
+    attr.config = w.config;
+    attr.sample_period = 1;
+    attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+    attr.disabled = 1;
+    attr.use_clockid = 1;
+    attr.clockid = CLOCK_MONOTONIC_RAW;
+    attr.inherit = w.own_tasks ? 1 : 0;
+    const int fd = perf_event_open(attr, w.own_tasks ? static_cast<pid_t>(syscall(SYS_gettid)) : -1, cpu);
+    if (fd < 0) {
+      const int error = errno;
+      *denied = error == EACCES || error == EPERM;
+      *why = fmt::format("perf_event_open({}) on CPU {} failed: {}{}", w.name, cpu, std::strerror(error),
+                         *denied ? fmt::format(" (recording a CPU's tracepoints needs CAP_PERFMON or root, or "
+                                               "kernel.perf_event_paranoid = -1; it is {})",
+                                               paranoid_setting())
+                                 : "");
+      return false;
+    }
+    fds.push_back(fd);
+    std::uint64_t id = 0;
+    if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
+      *why = fmt::format("PERF_EVENT_IOC_ID({}): {}", w.name, std::strerror(errno));
+      return false;
+    }
+    by_id[id] = w.tracepoint;
+    if (ring.leader < 0) {
+      ring.leader = fd;
+      ring.length = (pages + 1) * page;
+      ring.base = mmap(nullptr, ring.length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (ring.base == MAP_FAILED) {
+        const int error = errno;
+        *denied = error == EPERM;
+        *why = fmt::format("mapping a {} KiB perf ring on CPU {} failed: {}{}", ring.length / 1024, cpu,
+                           std::strerror(error),
+                           error == EPERM ? " (over kernel.perf_event_mlock_kb; root or CAP_IPC_LOCK lifts it)" : "");
+        return false;
+      }
+      rings.push_back(ring);
+    } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring.leader) != 0) {
+      *why = fmt::format("PERF_EVENT_IOC_SET_OUTPUT({}) on CPU {}: {}", w.name, cpu, std::strerror(errno));
+      return false;
+    }
+  }
+  return true;
+}
 
 TraceSession::TraceSession() : impl_(std::make_unique<Impl>()) {}
 TraceSession::~TraceSession() = default;
@@ -263,97 +372,10 @@ std::unique_ptr<TraceSession> TraceSession::open(const std::vector<int>& cpus, s
   while (pages > 64 && pages * impl.page * cpus.size() > (64u << 20)) pages /= 2;
   session->ring_bytes_ = pages * impl.page;
 
-  struct Opened {
-    std::string name;
-    std::uint64_t config;
-    Impl::Tracepoint tracepoint;
-    bool own_tasks;
-  };
-  std::vector<Opened> wanted;
-  for (const auto& spec : traced_tracepoints()) {
-    const std::string dir = fmt::format("{}/events/{}/{}", *root, spec.system, spec.name);
-    const std::string name = fmt::format("{}:{}", spec.system, spec.name);
-    int error = 0;
-    const std::string id = read_first_line(dir + "/id", &error);
-    if (error) {
-      if (spec.required) {
-        *denied = error == EACCES || error == EPERM;
-        *why = fmt::format("tracepoint {} is not available: {}/id: {}", name, dir, std::strerror(error));
-        return nullptr;
-      }
-      session->missing_.push_back(name);
-      continue;
-    }
-    const auto fields = read_tracepoint_format(dir + "/format");
-    Impl::Tracepoint tp{spec.kind, std::nullopt, std::nullopt};
-    auto field = [&](const char* field_name) -> std::optional<TraceField> {
-      if (!field_name) return std::nullopt;
-      const auto it = fields.find(field_name);
-      return it == fields.end() ? std::nullopt : std::optional<TraceField>(it->second);
-    };
-    tp.a = field(spec.field_a);
-    tp.b = field(spec.field_b);
-    if ((spec.field_a && !tp.a) || (spec.field_b && !tp.b)) {
-      *why = fmt::format("tracepoint {} lacks the fields {} / {} in {}/format", name, spec.field_a,
-                         spec.field_b ? spec.field_b : "-", dir);
-      return nullptr;
-    }
-    wanted.push_back({name, std::stoull(id), tp, spec.own_tasks});
-    session->events_.push_back(name);
-  }
-
-  for (int cpu : cpus) {
-    Impl::Ring ring;
-    ring.cpu = cpu;
-    for (const auto& w : wanted) {
-      perf_event_attr attr{};
-      attr.type = PERF_TYPE_TRACEPOINT;
-      attr.size = sizeof attr;
-      attr.config = w.config;
-      attr.sample_period = 1;
-      attr.sample_type =
-          PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
-      attr.disabled = 1;
-      attr.use_clockid = 1;
-      attr.clockid = CLOCK_MONOTONIC_RAW;
-      attr.inherit = w.own_tasks ? 1 : 0;
-      const int fd = perf_event_open(attr, w.own_tasks ? static_cast<pid_t>(syscall(SYS_gettid)) : -1, cpu);
-      if (fd < 0) {
-        const int error = errno;
-        *denied = error == EACCES || error == EPERM;
-        *why = fmt::format("perf_event_open({}) on CPU {} failed: {}{}", w.name, cpu, std::strerror(error),
-                           *denied ? fmt::format(" (recording a CPU's tracepoints needs CAP_PERFMON or root, or "
-                                                 "kernel.perf_event_paranoid = -1; it is {})",
-                                                 paranoid_setting())
-                                   : "");
-        return nullptr;
-      }
-      impl.fds.push_back(fd);
-      std::uint64_t id = 0;
-      if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
-        *why = fmt::format("PERF_EVENT_IOC_ID({}): {}", w.name, std::strerror(errno));
-        return nullptr;
-      }
-      impl.by_id[id] = w.tracepoint;
-      if (ring.leader < 0) {
-        ring.leader = fd;
-        ring.length = (pages + 1) * impl.page;
-        ring.base = mmap(nullptr, ring.length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (ring.base == MAP_FAILED) {
-          const int error = errno;
-          *denied = error == EPERM;
-          *why = fmt::format("mapping a {} KiB perf ring on CPU {} failed: {}{}", ring.length / 1024, cpu,
-                             std::strerror(error),
-                             error == EPERM ? " (over kernel.perf_event_mlock_kb; root or CAP_IPC_LOCK lifts it)" : "");
-          return nullptr;
-        }
-        impl.rings.push_back(ring);
-      } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring.leader) != 0) {
-        *why = fmt::format("PERF_EVENT_IOC_SET_OUTPUT({}) on CPU {}: {}", w.name, cpu, std::strerror(errno));
-        return nullptr;
-      }
-    }
-  }
+  const auto wanted = Impl::find_tracepoints(*root, session->events_, session->missing_, why, denied);
+  if (!wanted) return nullptr;
+  for (int cpu : cpus)
+    if (!impl.open_ring(cpu, *wanted, pages, why, denied)) return nullptr;
   std::vector<std::pair<int, int>> cpu_leaders;
   for (const auto& ring : impl.rings) cpu_leaders.emplace_back(ring.cpu, ring.leader);
   session->switch_records_ = open_switch_records(cpu_leaders, impl.fds);

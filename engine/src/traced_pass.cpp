@@ -199,12 +199,16 @@ nlohmann::json trace_block(const PhaseReport& report, const std::optional<Summar
   return block;
 }
 
-void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Params& params, Clock& clock) {
+namespace {
+
+// The CPUs the traced pass records: the variant's placement, sorted, each
+// once; `why` says why a placement was refused.
+std::vector<int> traced_pass_cpus(const Result& untraced, const ProbeDescriptor& probe, const Params& params,
+                                  std::string* why) {
   std::vector<int> cpus;
-  std::string why;
   const auto requested = params.find("cpus");
   if (const auto placement =
-          resolve_placement(requested == params.end() ? "none" : requested->second, probe.tasks(params), &why))
+          resolve_placement(requested == params.end() ? "none" : requested->second, probe.tasks(params), why))
     cpus = placement->cpus;
   // A same-CPU variant ran on the CPU that was least busy when it began: the
   // traced pass runs there too, so its phases explain that figure.
@@ -213,7 +217,29 @@ void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Param
   if (cpus.empty()) cpus = allowed_cpus();
   std::sort(cpus.begin(), cpus.end());
   cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  return cpus;
+}
 
+// What the session recorded beside the phases: where, how much, what was lost.
+void add_session_facts(nlohmann::json& block, const TraceSession& session, const std::vector<int>& cpus,
+                       const std::vector<TraceEvent>& events, std::uint64_t lost, bool full) {
+  block["method"] = method;
+  block["tracefs"] = session.tracefs();
+  block["events"] = session.events();
+  block["missing_events"] = silent_idle_events(session.missing(), events);
+  block["cpus"] = cpus;
+  block["ring_kib"] = session.ring_bytes() / 1024;
+  block["recorded"] = events.size();
+  block["lost"] = lost;
+  block["ring_full"] = full;
+}
+
+}  // namespace
+
+void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Params& params, Clock& clock) {
+  std::string why;
+  const std::vector<int> cpus = traced_pass_cpus(untraced, probe, params, &why);
+  const bool same_cpu = untraced.placement_requested == "same" && !untraced.placement_cpus.empty();
   bool denied = false;
   auto session = TraceSession::open(cpus, &why, &denied);
   if (!session) {
@@ -267,15 +293,7 @@ void add_traced_pass(Result& untraced, const ProbeDescriptor& probe, const Param
                     untraced.summary ? std::optional<double>(untraced.summary->median) : std::nullopt, event_cost_ns);
     block["traced_verdict"] = status_name(traced.verdict.status);
   }
-  block["method"] = method;
-  block["tracefs"] = session->tracefs();
-  block["events"] = session->events();
-  block["missing_events"] = silent_idle_events(session->missing(), events);
-  block["cpus"] = cpus;
-  block["ring_kib"] = session->ring_bytes() / 1024;
-  block["recorded"] = events.size();
-  block["lost"] = lost;
-  block["ring_full"] = full;
+  add_session_facts(block, *session, cpus, events, lost, full);
   if (lost > 0 || full)
     untraced.notes.push_back(
         "the traced pass filled a ring buffer and lost events: the switches after it are not followed");
