@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SLOWED = 1.20  # the engine's slowed_ratio (engine/src/host_reference.hpp)
+SLOWED = 1.20  # the engine's slowed_ratio (engine/src/model/interference.hpp)
 
 
 def cv(values: list[float]) -> float:

@@ -31,7 +31,7 @@
 #include <fstream>
 #include <string>
 
-#include "tasks.hpp"
+#include "os/tasks.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

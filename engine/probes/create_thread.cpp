@@ -26,7 +26,7 @@
 #include <optional>
 #include <thread>
 
-#include "tasks.hpp"
+#include "os/tasks.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

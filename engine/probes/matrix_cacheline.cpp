@@ -19,9 +19,9 @@
 #include <memory>
 #include <optional>
 
-#include "arch/cycle_timer.hpp"
-#include "tasks.hpp"
-#include "timer.hpp"
+#include "os/arch/cycle_timer.hpp"
+#include "os/tasks.hpp"
+#include "os/timer.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

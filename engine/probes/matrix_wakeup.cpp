@@ -12,7 +12,7 @@
 // /dev/cpu_dma_latency is writable) every cell runs with the CPUs held out of
 // deep idle states.
 #include "futex_channel.hpp"
-#include "idle.hpp"
+#include "os/idle.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -5,6 +5,7 @@
 // times ns per round trip and reports the rate (msgs/s). Messages larger
 // than the pipe's buffer (64 KiB by default) need several wakeups each way.
 // No baseline: the rate is the figure, copies and wakeups included.
+#include "os/idle.hpp"
 #include "pingpong.hpp"
 
 namespace {

@@ -35,8 +35,9 @@
 #include <utility>
 #include <vector>
 
-#include "tasks.hpp"
-#include "workloads.hpp"
+#include "measure/workloads.hpp"
+#include "os/idle.hpp"
+#include "os/tasks.hpp"
 
 namespace ctx::pingpong {
 

@@ -11,7 +11,7 @@
 // probes: the same records come from `run uswitch.coroutine uswitch.boost_fiber
 // switch.futex switch.threads_round_robin` with these parameters, and the
 // harness applies its usual timer correction.
-#include "presets.hpp"
+#include "plan/presets.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -17,7 +17,7 @@
 #include <memory>
 #include <optional>
 
-#include "tasks.hpp"
+#include "os/tasks.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -12,9 +12,10 @@
 
 #include <optional>
 
-#include "tasks.hpp"
-#include "timer.hpp"
-#include "workloads.hpp"
+#include "measure/workloads.hpp"
+#include "os/idle.hpp"
+#include "os/tasks.hpp"
+#include "os/timer.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -16,8 +16,8 @@
 #include <cstring>
 #include <string>
 
-#include "sandbox.hpp"
-#include "workloads.hpp"
+#include "measure/workloads.hpp"
+#include "os/sandbox.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -5,7 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "workloads.hpp"
+#include "measure/workloads.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-#include "tasks.hpp"
+#include "os/tasks.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "workloads.hpp"
+#include "measure/workloads.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

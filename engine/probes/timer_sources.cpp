@@ -27,9 +27,9 @@
 #include <optional>
 #include <string>
 
-#include "arch/cycle_timer.hpp"
-#include "tasks.hpp"
-#include "timer.hpp"
+#include "os/arch/cycle_timer.hpp"
+#include "os/tasks.hpp"
+#include "os/timer.hpp"
 
 #if defined(__x86_64__)
 #include <cpuid.h>

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tasks.hpp"
+#include "os/tasks.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -16,7 +16,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "tasks.hpp"
+#include "os/tasks.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -16,8 +16,8 @@
 #include <memory>
 #include <vector>
 
-#include "tasks.hpp"
-#include "workloads.hpp"
+#include "measure/workloads.hpp"
+#include "os/tasks.hpp"
 
 namespace ctx::uswitch {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "registry.hpp"
-#include "seccomp_filter.hpp"
+#include "model/registry.hpp"
+#include "os/seccomp_filter.hpp"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <functional>
 #include <string>
 
-#include "host_reference.hpp"
-#include "registry.hpp"
-#include "timer.hpp"
+#include "measure/host_reference.hpp"
+#include "model/registry.hpp"
+#include "os/timer.hpp"
 
 namespace ctx::testing {
 

@@ -2,7 +2,7 @@
 // overhead is subtracted once per batch, per-op division is exact, and the
 // switch-count judgement follows its 90%..110% rule, and a variant measured
 // while the host reference ran slowed is measured again.
-#include "harness.hpp"
+#include "measure/harness.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "fake_clocks.hpp"
-#include "output.hpp"
+#include "report/output.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -2,7 +2,7 @@
 // /proc/stat parsing, the least-busy CPU choice, and the harness with scripted
 // counters: which samples it sets aside, with which reason, and when the
 // verdict says the figure still carries interference.
-#include "kernel_counters.hpp"
+#include "os/kernel_counters.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "fake_clocks.hpp"
-#include "finish.hpp"
-#include "harness.hpp"
-#include "record.hpp"
-#include "verdict_checks.hpp"
+#include "measure/finish.hpp"
+#include "measure/harness.hpp"
+#include "measure/verdict_checks.hpp"
+#include "model/record.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "harness.hpp"
+#include "measure/harness.hpp"
+#include "os/tasks.hpp"
+#include "os/timer.hpp"
+#include "plan/selection.hpp"
 #include "probe_test_support.hpp"
-#include "selection.hpp"
-#include "tasks.hpp"
-#include "timer.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -12,9 +12,9 @@
 #include <set>
 
 #include "fake_sysfs.hpp"
+#include "os/tasks.hpp"
+#include "os/topology.hpp"
 #include "probe_test_support.hpp"
-#include "tasks.hpp"
-#include "topology.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -4,14 +4,14 @@
 // between threads, timestamps made relative to the first event. The idle
 // exit sequence is written by hand in the kernel's order, because that
 // loaded machine never let a CPU go idle during a recording.
-#include "phases.hpp"
+#include "trace/phases.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 
-#include "traced_pass.hpp"
+#include "measure/traced_pass.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

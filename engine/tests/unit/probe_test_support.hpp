@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "harness.hpp"
-#include "registry.hpp"
-#include "timer.hpp"
+#include "measure/harness.hpp"
+#include "model/registry.hpp"
+#include "os/timer.hpp"
 
 namespace ctx::testing {
 

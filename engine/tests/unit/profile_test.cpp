@@ -2,14 +2,14 @@
 // twice, waker CPU against target CPU, voluntary against involuntary, threads
 // against processes) on scripted samples, and the record's fields against
 // schema/profile.schema.json's required ones.
-#include "profile.hpp"
+#include "cli/profile.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "profile_events.hpp"
+#include "trace/profile_events.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -1,14 +1,14 @@
 // Every registered probe is complete; registration keeps names unique and
 // sorted; the default-variant rule; and a record round-trips through JSON
 // with the fields the schema requires.
-#include "registry.hpp"
+#include "model/registry.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
-#include "describe.hpp"
-#include "stats.hpp"
+#include "model/stats.hpp"
+#include "report/describe.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

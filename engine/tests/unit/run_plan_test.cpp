@@ -1,6 +1,6 @@
 // The run command's options turned into a plan: defaults, what each option
 // sets, and every value the run cannot take refused as a usage error.
-#include "run_plan.hpp"
+#include "plan/run_plan.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // rounds merge into one record (pooled samples, checks judged again), and
 // the two schedules end to end: interleaved rounds, and the deferred
 // re-measurement of a variant the host slowed.
-#include "schedule.hpp"
+#include "plan/schedule.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <set>
 
 #include "fake_clocks.hpp"
-#include "workloads.hpp"
+#include "measure/workloads.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -13,9 +13,9 @@
 #include <string>
 #include <thread>
 
+#include "os/sandbox.hpp"
+#include "os/seccomp_filter.hpp"
 #include "probe_test_support.hpp"
-#include "sandbox.hpp"
-#include "seccomp_filter.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

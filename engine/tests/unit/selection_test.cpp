@@ -1,5 +1,5 @@
 // Option handling: probe selection, parameter expansion, bad values refused.
-#include "selection.hpp"
+#include "plan/selection.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+
+#include "os/idle.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -1,6 +1,6 @@
 // Statistics against values computed by hand (and by numpy's defaults, and
 // scipy.stats.binom for the median interval's coverage).
-#include "stats.hpp"
+#include "model/stats.hpp"
 
 #include <gtest/gtest.h>
 

@@ -21,10 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "harness.hpp"
+#include "measure/harness.hpp"
+#include "os/tasks.hpp"
+#include "os/timer.hpp"
 #include "probe_test_support.hpp"
-#include "tasks.hpp"
-#include "timer.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

@@ -3,17 +3,17 @@
 // cells a matrix measures (all pairs, or the stratified sample past the
 // limit on a 128-CPU two-node machine), and `unsupported` where a class is
 // absent (this project's 2-vCPU VM: no SMT, one LLC, one node).
-#include "topology.hpp"
+#include "os/topology.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <set>
 
-#include "env.hpp"
 #include "fake_sysfs.hpp"
-#include "tasks.hpp"
-#include "timer.hpp"
+#include "os/env.hpp"
+#include "os/tasks.hpp"
+#include "os/timer.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {

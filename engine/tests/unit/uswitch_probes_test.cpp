@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "harness.hpp"
-#include "presets.hpp"
+#include "measure/harness.hpp"
+#include "model/registry.hpp"
+#include "os/timer.hpp"
+#include "plan/presets.hpp"
 #include "probe_test_support.hpp"
-#include "registry.hpp"
-#include "timer.hpp"
 
 namespace {
 namespace CTXBENCH_UNITY_ID {
