@@ -14,7 +14,6 @@ import textwrap
 import click
 
 from ctxbench import units
-from ctxbench.analysis.gate import FAILED, PASSED
 from ctxbench.analysis.paired import (
     WRAPPER_AXIS,
     Axis,
@@ -25,6 +24,7 @@ from ctxbench.analysis.paired import (
 )
 from ctxbench.cli.commands.db import open_store
 from ctxbench.cli.console import QuietStream, new_console
+from ctxbench.cli.gate_status import gate_status
 from ctxbench.errors import BadInput
 from ctxbench.views.paired import alone_line, paired_dict, paired_lines
 
@@ -36,7 +36,6 @@ def compare_ab(
     fail_above: float | None,
     allow_inconclusive: float | None,
     as_json: bool,
-    exit_inconclusive: int,
 ) -> int:
     if len(run_refs) != 1:
         raise click.UsageError(
@@ -75,7 +74,7 @@ def compare_ab(
             click.echo(units.terminal_text(lines[-1]))
     if judged is None:
         return 0
-    return {PASSED: 0, FAILED: 1}.get(judged.outcome, exit_inconclusive)
+    return gate_status(judged.outcome)
 
 
 def _axis(text: str, results: list[dict], run_id: str) -> Axis:

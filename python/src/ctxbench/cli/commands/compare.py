@@ -13,13 +13,12 @@ from ctxbench import units
 from ctxbench.analysis.compare import Comparison
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import QuietStream, new_console
+from ctxbench.cli.gate_status import EXIT_INCONCLUSIVE, gate_status
 from ctxbench.cli.option_types import FiniteFloat
 from ctxbench.errors import BadInput
 from ctxbench.store.schema import StoredRun
 from ctxbench.views import tables
 from ctxbench.views.comparison import summary_lines
-
-EXIT_INCONCLUSIVE = 4  # compare --fail-above: neither passed nor failed (docs/cli.md)
 
 
 @click.command()
@@ -171,8 +170,7 @@ def compare(
         if pair is not None or split or baseline is not None or show_all:
             raise click.UsageError("--ab judges one A/B run; leave out --pair, --why, "
                                    "--baseline and --all")  # fmt: skip
-        return compare_ab(run_refs, ab, db, fail_above, allow_inconclusive, as_json,
-                          EXIT_INCONCLUSIVE)  # fmt: skip
+        return compare_ab(run_refs, ab, db, fail_above, allow_inconclusive, as_json)
     if len(run_refs) < 2:
         raise click.UsageError("compare needs at least two runs (RUN_A RUN_B)")
     from ctxbench.cli.commands.profile import print_profile_comparison, profiles_compared
@@ -305,14 +303,13 @@ def gate_exit(comparison: Comparison, judged: Any, as_json: bool) -> int:
     """The gate's tail, whatever was printed before it: its lines (after the
     tables on stdout, or on stderr beside --json's data) and the exit status
     (0 passed, 1 failed, EXIT_INCONCLUSIVE); 0 without --fail-above."""
-    from ctxbench.analysis.gate import FAILED, PASSED
     from ctxbench.views.gate import gate_lines
 
     if judged is None:
         return 0
     for line in gate_lines(comparison, judged):
         click.echo(units.terminal_text(line), file=QuietStream(sys.stderr) if as_json else None)
-    return {PASSED: 0, FAILED: 1}.get(judged.outcome, EXIT_INCONCLUSIVE)
+    return gate_status(judged.outcome)
 
 
 def _print_comparison(

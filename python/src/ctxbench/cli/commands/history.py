@@ -73,7 +73,7 @@ def _print_changes(
     """The changes per machine; EXIT_INCONCLUSIVE when no variant of any
     machine could be judged (no all-clear over what was not looked at)."""
     from ctxbench.analysis.changes import changes_dict, find_changes, machine_groups
-    from ctxbench.cli.commands.compare import EXIT_INCONCLUSIVE
+    from ctxbench.cli.gate_status import EXIT_INCONCLUSIVE
     from ctxbench.views.difference import changes_lines
 
     with open_store(db, create=False) as store:
