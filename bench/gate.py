@@ -279,7 +279,10 @@ def judge(directory: str, manifest: dict, thresholds: list[float], allow: float)
                     db = os.path.join(work, f"with-{kind}.db")
                     shutil.copyfile(history_db, db)
                     with Store.open(db) as store:
-                        for name in [runs[kind]] * (kind != "same") + [again] * bool(again):
+                        added = ([] if kind == "same" else [runs[kind]]) + (
+                            [again] if again else []
+                        )
+                        for name in added:
                             store.add_run(read_run_file(Path(directory, name)), origin="import")
                 with Store.open(db) as store:
                     pair = [store.load(_run_id(directory, runs["A"])),

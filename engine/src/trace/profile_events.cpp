@@ -181,7 +181,8 @@ void SampleTally::take(const ProfileSample& s) {
       if (static_cast<int>(s.b) == command_) {
         command_ = -1;
       } else if (started) {
-        execs.push_back({static_cast<int>(s.a), s.time, threads[static_cast<int>(s.b)]});
+        const auto counted = threads.find(static_cast<int>(s.b));  // none: a task that counted nothing
+        execs.push_back({static_cast<int>(s.a), s.time, counted == threads.end() ? ThreadTally{} : counted->second});
       }
       return;
   }
