@@ -34,15 +34,18 @@ called a row of the class slower, the median B/A ratio, and the untouched
 rows called slower (false alarms too). Every row of every comparison is
 counted as judged or inconclusive.
 
---confirm takes, right after A' and after each B, a second run of the same
-kind (its "again" run, the whole selection, the same conditions); a gate
-that failed is then judged again as `compare --confirm` judges it
-(analysis.gate.confirm: a row stays slower only when the again run against
-A calls it slower too), and the tables give the gates both ways. Again
-runs never join the history. (`compare --confirm` measures only the rows
-called slower, when the compare runs; here the again run is taken
-whatever the first gate says, so that --replay can judge it at any
-threshold.)
+--confirm takes, right after A' and after each B, two more runs of the
+same kind (its "again" and "third" runs, the whole selection, the same
+conditions); a gate that failed is then judged again as `compare --confirm`
+judges it (analysis.gate.confirm and decide: a row stays slower when the
+again run against A calls it slower too; one that is not is slower or not
+slower as two of the three runs say, else inconclusive), and the tables
+give the gates both ways. These runs never join the history. (`compare
+--confirm` measures only the rows called slower, and a third time only
+those not slower again, when the compare runs; here both runs are taken
+whatever the first gate says, so that --replay can judge them at any
+threshold. A directory kept before the third run existed is judged with
+its again run alone.)
 
 --keep DIR keeps every run's records (DIR/*.jsonl) and a manifest;
 --replay DIR judges a kept directory again without measuring, so a change
@@ -81,7 +84,15 @@ sys.path.insert(0, os.path.join(ROOT, "python", "src"))
 
 from ctxbench.acquire.runner import find_engine  # noqa: E402
 from ctxbench.analysis.compare import time_ratio  # noqa: E402
-from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, confirm, gate  # noqa: E402
+from ctxbench.analysis.gate import (  # noqa: E402
+    INCONCLUSIVE,
+    NOT_REPEATED,
+    NOT_SLOWER,
+    SLOWER,
+    confirm,
+    decide,
+    gate,
+)
 from ctxbench.cli.commands.compare import build_comparison  # noqa: E402
 from ctxbench.records.reading import read_run_file  # noqa: E402
 from ctxbench.store.db import Store  # noqa: E402
@@ -234,8 +245,9 @@ def measure(options: argparse.Namespace, directory: str) -> dict:
             for kind in order[shift:] + order[:shift]:
                 runs[kind] = take("plain" if kind == "same" else kind, f"{pair}-{kind}")
                 if options.confirm:
-                    runs[f"{kind}-again"] = take("plain" if kind == "same" else kind,
-                                                 f"{pair}-{kind}-again")  # fmt: skip
+                    for which in ("again", "third"):
+                        runs[f"{kind}-{which}"] = take("plain" if kind == "same" else kind,
+                                                       f"{pair}-{kind}-{which}")  # fmt: skip
             manifest["pairs"].append(runs)
             print(f"pair {pair}/{options.pairs} measured ({time.monotonic() - started:.0f} s)",
                   file=sys.stderr)  # fmt: skip
@@ -273,33 +285,29 @@ def judge(directory: str, manifest: dict, thresholds: list[float], allow: float)
                     store.add_run(read_run_file(Path(directory, runs[kind])),
                                   origin="import")  # fmt: skip
             for kind in ["same", *manifest["mechanisms"]]:
-                again = runs.get(f"{kind}-again")
+                later = [runs[f"{kind}-{w}"] for w in ("again", "third") if f"{kind}-{w}" in runs]
                 db = history_db
-                if kind != "same" or again:
+                if kind != "same" or later:
                     db = os.path.join(work, f"with-{kind}.db")
                     shutil.copyfile(history_db, db)
                     with Store.open(db) as store:
-                        added = ([] if kind == "same" else [runs[kind]]) + (
-                            [again] if again else []
-                        )
-                        for name in added:
+                        for name in ([] if kind == "same" else [runs[kind]]) + later:
                             store.add_run(read_run_file(Path(directory, name)), origin="import")
                 with Store.open(db) as store:
                     pair = [store.load(_run_id(directory, runs["A"])),
                             store.load(_run_id(directory, runs[kind]))]  # fmt: skip
                     comparison = build_comparison(store, pair)
-                    second = None
-                    if again:
-                        second = build_comparison(
-                            store, [pair[0], store.load(_run_id(directory, again))],
-                            leave_out=(pair[1],),
-                        )  # fmt: skip
+                    taken = [store.load(_run_id(directory, name)) for name in later]
+                    # Each later run against A, with B and the runs before it kept out.
+                    seconds = [
+                        build_comparison(store, [pair[0], run], leave_out=(pair[1], *taken[:k]))
+                        for k, run in enumerate(taken)
+                    ]
                 for percent in thresholds:
                     judged = gate(comparison, percent, allow)
                     tallies["first"][(percent, kind)][judged.outcome] += 1
-                    if second is not None and judged.failed:
-                        again_id = _run_id(directory, again)
-                        judged = confirm(judged, gate(second, percent, allow), again_id)
+                    if seconds and judged.failed:
+                        judged = judged_again(judged, seconds, taken, percent, allow)
                     tally(tallies, kind, percent, judged)
                 for row in comparison.rows:
                     cell = row.cells[1]
@@ -311,6 +319,15 @@ def judge(directory: str, manifest: dict, thresholds: list[float], allow: float)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return tallies
+
+
+def judged_again(judged, seconds, taken, percent: float, allow: float):
+    """A failed gate judged as `compare --confirm` judges it: its again run
+    (SECONDS[0]), then, for the rows not repeated, its third (SECONDS[1])."""
+    judged = confirm(judged, gate(seconds[0], percent, allow), taken[0].run_id)
+    if len(seconds) > 1 and any(verdict.why == NOT_REPEATED for verdict in judged.rows):
+        judged = decide(judged, gate(seconds[1], percent, allow), taken[1].run_id)
+    return judged
 
 
 def _row(row) -> dict:
@@ -371,8 +388,8 @@ def report(manifest: dict, tallies: dict, thresholds: list[float], allow: float)
             print(f"| {label[kind]} | {counts['passed']} | {counts['failed']} | "
                   f"{counts['inconclusive']} |")  # fmt: skip
         if manifest.get("confirm"):
-            print("(a failed gate judged again with its again run, as `compare --confirm` does; "
-                  "before that: " + "; ".join(
+            print("(a failed gate judged again with its again and third runs, as "
+                  "`compare --confirm` does; before that: " + "; ".join(
                       f"{label[kind]} {c['passed']}/{c['failed']}/{c['inconclusive']}"
                       for kind in kinds for c in [tallies['first'][(percent, kind)]])
                   + " passed/failed/inconclusive)")  # fmt: skip
@@ -465,7 +482,7 @@ def main() -> int:
     parser.add_argument(
         "--confirm",
         action="store_true",
-        help="take an again run after A' and each B; judge failed gates again",
+        help="take an again and a third run after A' and each B; judge failed gates again",
     )
     parser.add_argument("--keep", help="keep the runs' records in this directory")
     parser.add_argument("--replay", help="judge the runs kept in this directory again")

@@ -11,7 +11,9 @@ Environment:
   FAKE_ENGINE_RECORDS  the JSON Lines file to replay (required)
   FAKE_ENGINE_MODE     normal | usage | crash | garbage | silent
   FAKE_ENGINE_DELAY    seconds to wait before each result (default 0)
-  FAKE_ENGINE_RUN_ID   replace the run_id of every record
+  FAKE_ENGINE_RUN_ID   replace the run_id of every record; ID1,ID2,...: the
+                       Nth measuring run (counted in FAKE_ENGINE_ARGS,
+                       then required) takes the Nth id
   FAKE_ENGINE_ARGS     if set, append the arguments received to this file
 """
 
@@ -32,14 +34,27 @@ def on_sigint(signum, frame):
     interrupted = True
 
 
+def run_id():
+    """FAKE_ENGINE_RUN_ID's id for this call: of several, the one whose
+    place is this measuring run's among those FAKE_ENGINE_ARGS logged."""
+    ids = os.environ.get("FAKE_ENGINE_RUN_ID", "").split(",")
+    if len(ids) == 1:
+        return ids[0]
+    with open(os.environ["FAKE_ENGINE_ARGS"], encoding="utf-8") as handle:
+        calls = [json.loads(line) for line in handle if line.strip()]
+    measuring = [args for args in calls if args[:1] == ["run"] and "--dry-run" not in args]
+    return ids[min(len(measuring), len(ids)) - 1]
+
+
 def load():
     records = []
+    replaced = run_id()
     with open(os.environ["FAKE_ENGINE_RECORDS"], encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
                 record = json.loads(line)
-                if os.environ.get("FAKE_ENGINE_RUN_ID"):
-                    record["run_id"] = os.environ["FAKE_ENGINE_RUN_ID"]
+                if replaced:
+                    record["run_id"] = replaced
                 records.append(record)
     return records
 

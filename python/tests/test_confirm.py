@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from conftest import REPO, invoke, real_run
 from ctxbench.analysis.compare import compare_runs
@@ -27,6 +29,7 @@ from ctxbench.analysis.gate import (
     SLOWER,
     Gate,
     confirm,
+    decide,
     gate,
 )
 from ctxbench.records.naming import params_key
@@ -108,6 +111,56 @@ def test_a_row_not_measured_again_stays_slower(tmp_path):
     assert any("not measured again" in line for line in gate_lines(comparison, kept))
 
 
+def test_two_of_three_runs_decide_a_row_not_repeated(tmp_path):
+    comparison, first = _judged(tmp_path / "first", 130.0)
+    _, same_again = _judged(tmp_path / "same", 100.5)
+    not_repeated = confirm(first, same_again, "again")
+    _, slower_third = _judged(tmp_path / "slower-third", 128.0)
+    twice = decide(not_repeated, slower_third, "third-1")
+    (row,) = twice.rows
+    assert (row.outcome, row.why, row.third.outcome, twice.outcome) == (
+        SLOWER,
+        None,
+        SLOWER,
+        FAILED,
+    )
+    assert twice.third_by == "third-1"
+    assert any("slower in two of three" in line for line in gate_lines(comparison, twice))
+
+    _, same_third = _judged(tmp_path / "same-third", 99.5)
+    passed = decide(not_repeated, same_third, "third-2")
+    (row,) = passed.rows
+    assert (row.outcome, row.why, row.third.outcome, passed.outcome) == (
+        NOT_SLOWER, None, NOT_SLOWER, PASSED
+    )  # fmt: skip
+    lines = gate_lines(comparison, passed)
+    assert any(line.startswith("not slower by 15% in two of three") for line in lines), lines
+    document = comparison_dict(comparison, passed)
+    jsonschema.validate(document, COMPARE_SCHEMA)
+    assert document["fail_above"]["third_by"] == "third-2"
+    assert document["fail_above"]["rows"][0]["third"]["outcome"] == NOT_SLOWER
+
+
+def test_a_third_run_that_is_not_clear_leaves_the_row_not_repeated(tmp_path):
+    """Slower, then not slower, then inconclusive (B's third run within-run
+    only, wide): no two runs agree, so the row stays inconclusive."""
+    _, first = _judged(tmp_path / "first", 130.0)
+    _, same_again = _judged(tmp_path / "same", 100.5)
+    not_repeated = confirm(first, same_again, "again")
+    _, unclear = _judged(tmp_path / "unclear", 112.0)
+    assert unclear.rows[0].outcome != SLOWER
+    kept = decide(not_repeated, replace(unclear, rows=[replace(unclear.rows[0],
+                  outcome=INCONCLUSIVE)]), "third")  # fmt: skip
+    (row,) = kept.rows
+    assert (row.outcome, row.why, row.third.outcome) == (INCONCLUSIVE, NOT_REPEATED, INCONCLUSIVE)
+
+
+def test_only_a_confirmed_gate_is_decided_by_a_third_run(tmp_path):
+    _, first = _judged(tmp_path / "first", 130.0)
+    with pytest.raises(ValueError):
+        decide(first, first, "third")
+
+
 # ---- the command, on recorded runs ---------------------------------------------------
 def _import(db: str, name: str, run_id: str | None = None) -> str:
     """Fixture NAME into the store, under RUN_ID where given (a second copy)."""
@@ -177,8 +230,8 @@ def test_confirm_and_confirm_with_need_a_gate_of_two_runs(db):
         assert done.exit_code == 2, (args, done.stderr)
 
 
-def _stored_with_getpid(db: str, run_id: str, median: float) -> str:
-    """run_a.jsonl as RUN_ID, its getpid samples tight around MEDIAN."""
+def _with_tight_getpid(run_id: str, median: float) -> list[dict]:
+    """run_a.jsonl's records as RUN_ID, its getpid samples tight around MEDIAN."""
     records = copy.deepcopy(real_run("run_a.jsonl").all())
     for record in records:
         record["run_id"] = run_id
@@ -186,33 +239,76 @@ def _stored_with_getpid(db: str, run_id: str, median: float) -> str:
             record["samples"] = [median * f for f in TIGHT]
             summary = record["summary"]
             summary.update(median=median, mean=median, min=median * 0.999, max=median * 1.001)
+            summary.update(p90=median * 1.001, p99=median * 1.001, stddev=median * 0.0008)
             summary["median_ci"].update(low=median * 0.999, high=median * 1.001)
+    return records
+
+
+def _stored_with_getpid(db: str, run_id: str, median: float) -> str:
     with Store.open(db) as store:
-        return store.add_run(group_run(records), origin="import")
+        return store.add_run(group_run(_with_tight_getpid(run_id, median)), origin="import")
 
 
-def test_confirm_measures_the_slower_rows_again_with_b_s_options(db, fake_engine, monkeypatch):
-    """A and B are run_a.jsonl with getpid's samples tight at 150 and 450 ns;
-    --confirm runs `ctxbench run` for getpid alone with run_a's options, and
-    the fake engine replays run_a (getpid's median 154 ns): getpid is not
-    slower again, so the gate does not fail."""
+def _confirmed_by_replays(db: str, monkeypatch) -> tuple[object, dict, dict, str]:
+    """A and B are run_a.jsonl with getpid's samples tight at 150 and 450
+    ns; `compare --confirm --json` with the fake engine replaying its
+    FAKE_ENGINE_RECORDS for the runs it takes: its result, its JSON, the
+    getpid gate row, and B's run id."""
     a = _stored_with_getpid(db, "20260101T000000Z-tighta", 150.0)
     b = _stored_with_getpid(db, "20260101T000001Z-slowb", 450.0)
-    again_id = "20260101T000002Z-again"
-    monkeypatch.setenv("FAKE_ENGINE_RUN_ID", again_id)
+    monkeypatch.setenv("FAKE_ENGINE_RUN_ID", f"{AGAIN_ID},{THIRD_ID}")
     monkeypatch.setenv("PYTHONPATH", str(REPO / "python" / "src"))
     monkeypatch.setattr("ctxbench.cli.confirm_run.platform.node", lambda: "vm")
     first = invoke("compare", a, b, "--fail-above", "15", "--db", db)
     assert first.exit_code == 1, first.stdout
     done = invoke("compare", a, b, "--fail-above", "15", "--confirm", "--json", "--db", db)
-    assert done.exit_code == 4, (done.exit_code, done.stderr)
     data = json.loads(done.stdout)
-    assert data["fail_above"]["confirmed_by"] == again_id
+    jsonschema.validate(data, COMPARE_SCHEMA)
+    assert data["fail_above"]["confirmed_by"] == AGAIN_ID
     row = next(r for r in data["fail_above"]["rows"] if r["variant"] == "syscall.getpid")
+    return done, data, row, b
+
+
+AGAIN_ID, THIRD_ID = "20260101T000002Z-again", "20260101T000003Z-third"
+
+
+def test_confirm_measures_the_slower_rows_again_with_b_s_options(db, fake_engine, monkeypatch):
+    """--confirm runs `ctxbench run` for getpid alone with run_a's options;
+    the fake engine replays run_a (getpid's median 154 ns, its interval
+    wide): getpid is not slower again, so it is measured a third time (the
+    same replay); neither run decides it, so it stays not repeated and the
+    gate is inconclusive (4), not failed."""
+    done, data, row, b = _confirmed_by_replays(db, monkeypatch)
+    assert done.exit_code == 4, (done.exit_code, done.stderr)
+    assert data["fail_above"]["third_by"] == THIRD_ID
     assert row["why"] == NOT_REPEATED and row["again"]["time_ratio"] < 1.05
+    assert row["third"]["outcome"] != SLOWER
     runs = [json.loads(line) for line in fake_engine.read_text().splitlines()]
-    measured = [args for args in runs if args[0] == "run" and "--dry-run" not in args][-1]
-    assert measured[1 : measured.index("--quick")] == ["syscall.getpid"]
+    measured = [args for args in runs if args[0] == "run" and "--dry-run" not in args]
+    assert len(measured) == 2
+    for args in measured:
+        assert args[1 : args.index("--quick")] == ["syscall.getpid"]
     with Store.open(db) as store:
         stored = {info.run_id: info.label for info in store.runs()}
-    assert stored[again_id] == f"again: {b}"
+    assert (stored[AGAIN_ID], stored[THIRD_ID]) == (f"again: {b}", f"third: {b}")
+
+
+def test_a_row_not_slower_in_its_second_and_third_runs_is_not_slower(
+    db, fake_engine, monkeypatch, tmp_path
+):
+    """The fake engine replays run_a with getpid tight at 151 ns: not slower
+    than A's 150 in the run again nor in the third: not slower in two of
+    three, and the gate no longer fails."""
+    replay = tmp_path / "tight.jsonl"
+    replay.write_text("".join(json.dumps(r) + "\n" for r in _with_tight_getpid("x", 151.0)))
+    monkeypatch.setenv("FAKE_ENGINE_RECORDS", str(replay))
+    for k, median in enumerate([149.0, 150.5, 151.0, 149.5, 150.0]):  # the machine's history
+        _stored_with_getpid(db, f"20251231T00000{k}Z-earlier", median)
+    done, data, row, _ = _confirmed_by_replays(db, monkeypatch)
+    assert done.exit_code != 1, (done.exit_code, done.stderr)
+    assert data["fail_above"]["third_by"] == THIRD_ID
+    assert (row["outcome"], row["why"]) == (NOT_SLOWER, None), done.stderr
+    assert row["again"]["outcome"] == row["third"]["outcome"] == NOT_SLOWER
+    assert "1 measured a third time" in done.stderr
+    assert "0 slower and 1 not slower in two of three, 0 not repeated" in done.stderr
+    assert "not slower by 15% in two of three: syscall.getpid" in done.stderr

@@ -43,10 +43,20 @@ se its standard error and df its degrees of freedom:
    run), a row stays ``slower`` only when its confirmation against the
    same reference is ``slower`` too (or was not measured again); where it
    is not, the row is ``inconclusive`` (``not repeated``): one run's
-   excursion, or a change close to the threshold, which a second run
-   decides. A real slowdown repeats; a single run in a slow spell of the
-   host, or a row that sits at one of two levels, seldom does twice. The
-   other rows keep the first run's outcome: only a failure is re-examined.
+   excursion, or a change close to the threshold, which a third run
+   decides (rule 6). A real slowdown repeats; a single run in a slow spell
+   of the host, or a row that sits at one of two levels, seldom does twice.
+   The other rows keep the first run's outcome: only a failure is
+   re-examined.
+6. Two of three (``decide``): a row not repeated is measured a third time
+   (`compare --confirm` does so at once; `--confirm-with` takes a second
+   RUN). It is ``slower`` when the third run calls it slower (slower in two
+   of three), ``not slower`` when the second and the third both call it
+   not slower (not slower in two of three: the first was the excursion),
+   and stays ``inconclusive`` (``not repeated``) otherwise. A true slowdown
+   of PCT, called slower with probability GATE_POWER in each run, so stays
+   slower with about 1 - (1 - GATE_POWER)**2 once called; a single run's
+   excursion of probability p becomes a failure with about 2p once called.
 
 The gate fails when any row is slower; passes only when no row is slower,
 at least one row is ``not slower`` and the share of inconclusive rows is
@@ -59,6 +69,7 @@ it (``Decider``): repeats, earlier runs of the machine, or a quieter moment.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ctxbench import stats
@@ -107,6 +118,8 @@ class GateRow:
     # Where the row was called slower and measured again (``confirm``): the
     # confirmation run's row against the same reference, as the gate judged it.
     again: GateRow | None = None
+    # Where it was not slower again and measured a third time (``decide``).
+    third: GateRow | None = None
 
     @property
     def cell(self) -> Cell:
@@ -125,6 +138,8 @@ class Gate:
     level: float = stats.DEFAULT_LEVEL
     # The run that measured the slower rows again (``confirm``); None: none did.
     confirmed_by: str | None = None
+    # The run that measured the rows not repeated a third time (``decide``).
+    third_by: str | None = None
 
     def of(self, outcome: str) -> list[GateRow]:
         return [row for row in self.rows if row.outcome == outcome]
@@ -176,25 +191,67 @@ def confirm(first: Gate, again: Gate, run_id: str) -> Gate:
     """FIRST with its slower rows judged again by AGAIN, the gate of a run
     measured after it against the same reference (rule 5 of the module's
     docstring). RUN_ID names that run."""
-    if again.percent != first.percent:
-        raise ValueError("a confirmation is judged at the first gate's threshold")
-    judged_again = {_row_key(verdict): verdict for verdict in again.rows}
-    rows = []
-    for verdict in first.rows:
-        second = judged_again.get(_row_key(verdict)) if verdict.outcome == SLOWER else None
-        if second is None:
-            rows.append(verdict)
-        elif second.outcome == SLOWER:
-            rows.append(replace(verdict, again=second))
-        else:
-            rows.append(replace(verdict, outcome=INCONCLUSIVE, why=NOT_REPEATED, again=second))
+
+    def judged(verdict: GateRow, second: GateRow) -> GateRow:
+        if second.outcome == SLOWER:
+            return replace(verdict, again=second)
+        return replace(verdict, outcome=INCONCLUSIVE, why=NOT_REPEATED, again=second)
+
+    rows = _judged_by(first, again, lambda verdict: verdict.outcome == SLOWER, judged)
     return replace(first, rows=rows, confirmed_by=run_id)
+
+
+def decide(confirmed: Gate, third: Gate, run_id: str) -> Gate:
+    """CONFIRMED (``confirm``'s gate) with its rows not repeated judged by
+    THIRD, the gate of a third run against the same reference: two of the
+    three runs decide (rule 6 of the module's docstring). RUN_ID names it."""
+    if confirmed.confirmed_by is None:
+        raise ValueError("a third run decides a confirmed gate's rows not repeated")
+
+    def judged(verdict: GateRow, last: GateRow) -> GateRow:
+        if last.outcome == SLOWER:
+            return replace(verdict, outcome=SLOWER, why=None, third=last)
+        if verdict.again is not None and NOT_SLOWER == verdict.again.outcome == last.outcome:
+            return replace(verdict, outcome=NOT_SLOWER, why=None, third=last)
+        return replace(verdict, third=last)
+
+    rows = _judged_by(confirmed, third, lambda verdict: verdict.why == NOT_REPEATED, judged)
+    return replace(confirmed, rows=rows, third_by=run_id)
+
+
+def _judged_by(
+    earlier: Gate,
+    later: Gate,
+    looked_at: Callable[[GateRow], bool],
+    judged: Callable[[GateRow, GateRow], GateRow],
+) -> list[GateRow]:
+    """EARLIER's rows, those LOOKED_AT judged with LATER's row of the same
+    variant (a later run against the same reference, at the same threshold);
+    a row LATER did not measure keeps its outcome."""
+    if later.percent != earlier.percent:
+        raise ValueError("a run measured again is judged at the first gate's threshold")
+    by_variant = {_row_key(verdict): verdict for verdict in later.rows}
+    rows = []
+    for verdict in earlier.rows:
+        second = by_variant.get(_row_key(verdict)) if looked_at(verdict) else None
+        rows.append(verdict if second is None else judged(verdict, second))
+    return rows
 
 
 def slower_variants(judged: Gate) -> list[tuple[str, dict]]:
     """The (probe, params) of the rows JUDGED called slower: what a
     confirmation measures again."""
     return [(verdict.row.probe, verdict.row.params) for verdict in judged.of(SLOWER)]
+
+
+def not_repeated_variants(confirmed: Gate) -> list[tuple[str, dict]]:
+    """The (probe, params) of CONFIRMED's rows not repeated: what a third
+    run measures."""
+    return [
+        (verdict.row.probe, verdict.row.params)
+        for verdict in confirmed.rows
+        if verdict.why == NOT_REPEATED
+    ]
 
 
 def _row_key(verdict: GateRow) -> tuple[str, str]:

@@ -5,7 +5,8 @@ it: the slower rows' probes, their placements, task kinds and other
 parameters (the variants they select include those rows; others they
 select too are measured and not judged), B's options (quick or not,
 samples, time per sample, retries, rounds, host reference, shield), stored
-in the same store with a label naming B. Its output goes to stderr, so that
+in the same store with a label naming B. A third run (rows that were not
+slower again: two of three decide them) is taken the same way. Its output goes to stderr, so that
 ``compare --json`` keeps stdout for its data. It runs with this machine's
 engine, so only a run measured on this machine can be confirmed here.
 """
@@ -82,19 +83,22 @@ def _stderr_fd() -> int:
 
 
 def measure_again(
-    first: StoredRun, variants: list[tuple[str, dict[str, Any]]], db: str | None
+    first: StoredRun,
+    variants: list[tuple[str, dict[str, Any]]],
+    db: str | None,
+    third: bool = False,
 ) -> str:
-    """Measure VARIANTS again as FIRST measured them; store the run; its id."""
+    """Measure VARIANTS again as FIRST measured them; store the run; its id.
+    THIRD: the run that measures the rows not repeated a third time."""
     check_here(first)
     words = run_words(first, variants)
     with tempfile.TemporaryDirectory(prefix="ctxbench-confirm-") as directory:
         out = os.path.join(directory, "again.jsonl")
         command = [sys.executable, "-m", "ctxbench", "run", *words, "--json", out]
-        command += ["--label", f"again: {first.run_id}"] + (["--db", db] if db else [])
-        print(
-            f"measuring {len(variants)} slower row(s) again: ctxbench {' '.join(words)}",
-            file=sys.stderr,
-        )
+        label = f"{'third' if third else 'again'}: {first.run_id}"
+        command += ["--label", label] + (["--db", db] if db else [])
+        what = "row(s) not repeated a third time" if third else "slower row(s) again"
+        print(f"measuring {len(variants)} {what}: ctxbench {' '.join(words)}", file=sys.stderr)
         status = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=_stderr_fd(), check=False)
         if status.returncode != 0:
             raise EngineError(

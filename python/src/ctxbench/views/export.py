@@ -219,6 +219,7 @@ def _gate_row_dict(verdict: GateRow) -> dict[str, Any]:
             "two_levels": decider.two_levels,
         },
         "again": None if verdict.again is None else _gate_judgment(verdict.again),
+        "third": None if verdict.third is None else _gate_judgment(verdict.third),
     }
 
 
@@ -341,6 +342,7 @@ def _gate_dict(judged: Gate) -> dict[str, Any]:
         "outcome": judged.outcome,
         "failed": judged.failed,
         "confirmed_by": judged.confirmed_by,
+        "third_by": judged.third_by,
         "counts": {
             "slower": judged.counts["slower"],
             "not_slower": judged.counts["not slower"],

@@ -47,6 +47,13 @@ def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str
             + noise_words(cell.noise)
             + (f"; {again_words(verdict, judged)}" if judged.confirmed_by else "")
         )
+    for verdict in judged.of(NOT_SLOWER):
+        if verdict.third is not None:  # slower once, then not slower twice
+            lines.append(
+                f"not slower by {percent} in two of three: {_name(verdict)}: "
+                f"{ratio_words(verdict)} slower in {units.run_letter(verdict.index)}, "
+                + again_words(verdict, judged)
+            )
     inconclusive = judged.of(INCONCLUSIVE)
     for verdict in inconclusive[:shown]:
         lines.append(f"inconclusive at {percent}: {_name(verdict)}: {inconclusive_words(verdict)}")
@@ -72,7 +79,8 @@ def inconclusive_words(verdict: GateRow) -> str:
         return (
             f"{ratio_words(verdict)} slower in {units.run_letter(verdict.index)}, "
             f"{again_words(verdict, None)}: one run's excursion or a change near the "
-            "threshold; would decide it: another run"
+            "threshold; would decide it: "
+            + ("another run" if verdict.third is None else "more runs, at a quieter moment")
         )
     cell = verdict.cell
     shown = ratio_words(verdict) + ", " if verdict.time_ratio is not None else ""
@@ -111,7 +119,13 @@ def again_words(verdict: GateRow, judged: Gate | None) -> str:
     if again is None:
         return "not measured again" if judged is None or judged.confirmed_by else ""
     said = "confirmed by" if again.outcome == SLOWER else "not in"
-    return f"{said} its run again ({ratio_words(again)}, {again.outcome})"
+    text = f"{said} its run again ({ratio_words(again)}, {again.outcome})"
+    third = verdict.third
+    if third is not None:
+        text += f", its third run {ratio_words(third)}, {third.outcome}"
+        if verdict.outcome != INCONCLUSIVE:
+            text += f": {verdict.outcome} in two of three"
+    return text
 
 
 SOURCE_WORDS = SHORT_WORDS
@@ -176,10 +190,17 @@ def outcome_line(judged: Gate) -> str:
     if judged.confirmed_by:
         repeated = sum(1 for verdict in judged.of(SLOWER) if verdict.again is not None)
         not_repeated = sum(1 for verdict in judged.rows if verdict.why == NOT_REPEATED)
-        text += (
-            f"; measured again ({judged.confirmed_by}): {repeated} slower again, "
-            f"{not_repeated} not repeated"
-        )
+        text += f"; measured again ({judged.confirmed_by}): {repeated} slower again, "
+        if judged.third_by:
+            thirds = [verdict for verdict in judged.rows if verdict.third is not None]
+            twice = sum(1 for verdict in thirds if verdict.outcome == SLOWER)
+            passed = sum(1 for verdict in thirds if verdict.outcome == NOT_SLOWER)
+            text += (
+                f"{len(thirds)} measured a third time ({judged.third_by}): {twice} slower and "
+                f"{passed} not slower in two of three, {not_repeated} not repeated"
+            )
+        else:
+            text += f"{not_repeated} not repeated"
     if judged.outcome == INCONCLUSIVE and not counts[NOT_SLOWER]:
         text += "; no row was judged, so the gate cannot pass"
     inconclusive = judged.of(INCONCLUSIVE)

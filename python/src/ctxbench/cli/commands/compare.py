@@ -114,15 +114,17 @@ from ctxbench.views.comparison import summary_lines
     is_flag=True,
     help="With --fail-above and two runs, where a row is slower: measure those rows again, "
     "here and now (a `ctxbench run` of just those variants with B's options, stored in the "
-    "same store), and keep a row slower only when it is slower again; one slower only once is "
-    "inconclusive (not repeated). docs/accuracy.md#confirming-a-failure",
+    "same store): a row slower again stays slower; a row not slower again is measured a third "
+    "time, and two of the three runs decide it (else it is inconclusive, not repeated). "
+    "docs/accuracy.md#confirming-a-failure",
 )
 @click.option(
     "--confirm-with",
     "confirm_with",
     metavar="RUN",
+    multiple=True,
     help="Like --confirm, with RUN (taken after B, as B was) as the run that measures the "
-    "slower rows again.",
+    "slower rows again; given twice, the second RUN is the third run.",
 )
 def compare(
     run_refs: tuple[str, ...],
@@ -139,7 +141,7 @@ def compare(
     pair: str | None,
     ab: str | None,
     confirm: bool,
-    confirm_with: str | None,
+    confirm_with: tuple[str, ...],
 ) -> int:
     """Runs side by side, answers first: each key figure's ratio with its
     interval, judged against the row's run-to-run noise (the runs' repeats,
@@ -155,9 +157,13 @@ def compare(
 
     if allow_inconclusive is not None and fail_above is None:
         raise click.UsageError("--allow-inconclusive goes with --fail-above PCT")
-    if confirm and confirm_with is not None:
+    if confirm and confirm_with:
         raise click.UsageError("give --confirm (measure again now) or --confirm-with RUN, not both")
-    if (confirm or confirm_with is not None) and (
+    if len(confirm_with) > 2:
+        raise click.UsageError(
+            "--confirm-with takes at most two runs: the run again and the third run"
+        )
+    if (confirm or confirm_with) and (
         fail_above is None or ab is not None or len(run_refs) != 2 or pair or split or baseline
     ):
         raise click.UsageError(
@@ -190,7 +196,7 @@ def compare(
         print_profile_comparison(profiles[0], profiles[1], db, as_json)
         return 0
     judged = None if fail_above is None else gate(comparison, fail_above, allow_inconclusive or 0.0)
-    if judged is not None and judged.failed and (confirm or confirm_with is not None):
+    if judged is not None and judged.failed and (confirm or confirm_with):
         judged = _confirmed(judged, runs, db, confirm_with, alpha, min_effect)
     if pairing is not None or split:
         _print_why_or_pairs(runs, pairing, split, as_json, comparison, judged)
@@ -270,33 +276,61 @@ def _confirmed(
     judged: Any,
     runs: list[StoredRun],
     db: str | None,
-    confirm_with: str | None,
+    confirm_with: tuple[str, ...],
     alpha: float,
     min_effect: float,
 ) -> Any:
     """JUDGED with its slower rows judged again (``analysis.gate.confirm``)
-    by CONFIRM_WITH, or by a run that measures them again now."""
-    from ctxbench.analysis.gate import confirm, slower_variants
+    and those not repeated a third time (``analysis.gate.decide``): by the
+    runs CONFIRM_WITH names, or by runs that measure them now."""
+    from ctxbench.analysis.gate import confirm, decide, not_repeated_variants, slower_variants
 
-    reference, first = runs
-    if confirm_with is None:
+    first = runs[1]
+    again_id = confirm_with[0] if confirm_with else None
+    if again_id is None:
         from ctxbench.cli.confirm_run import measure_again
 
-        confirm_with = measure_again(first, slower_variants(judged), db)
-    with open_store(db, create=False) as store:
-        again = store.load(confirm_with)
-        if again.run_id in (reference.run_id, first.run_id):
-            raise BadInput(
-                f"--confirm-with {confirm_with} is one of the runs compared; give a run "
-                "taken after B"
-            )
-        comparison = build_comparison(
-            store, [reference, again], alpha=alpha, min_effect=min_effect, leave_out=(first,)
-        )
+        again_id = measure_again(first, slower_variants(judged), db)
+    second, again_id = _judged_again(judged, runs, db, again_id, (), alpha, min_effect)
+    judged = confirm(judged, second, again_id)
+    variants = not_repeated_variants(judged)
+    if not variants or len(confirm_with) == 1:
+        return judged
+    third_id = confirm_with[1] if confirm_with else None
+    if third_id is None:
+        from ctxbench.cli.confirm_run import measure_again
+
+        third_id = measure_again(first, variants, db, third=True)
+    third, third_id = _judged_again(judged, runs, db, third_id, (again_id,), alpha, min_effect)
+    return decide(judged, third, third_id)
+
+
+def _judged_again(
+    judged: Any,
+    runs: list[StoredRun],
+    db: str | None,
+    ref: str,
+    taken: tuple[str, ...],
+    alpha: float,
+    min_effect: float,
+) -> tuple[Any, str]:
+    """The gate of run REF against A, at JUDGED's settings, with B and the
+    runs TAKEN after it kept out of the history; REF's run id."""
     from ctxbench.analysis.gate import gate
 
-    second = gate(comparison, judged.percent, judged.allow_inconclusive, judged.power)
-    return confirm(judged, second, again.run_id)
+    reference, first = runs
+    with open_store(db, create=False) as store:
+        again = store.load(ref)
+        if again.run_id in (reference.run_id, first.run_id, *taken):
+            raise BadInput(
+                f"--confirm-with {ref} is one of the runs compared or already taken; give "
+                "runs taken after B, each once"
+            )
+        kept_out = (first, *(store.load(run_id) for run_id in taken))
+        comparison = build_comparison(
+            store, [reference, again], alpha=alpha, min_effect=min_effect, leave_out=kept_out
+        )
+    return gate(comparison, judged.percent, judged.allow_inconclusive, judged.power), again.run_id
 
 
 def gate_exit(comparison: Comparison, judged: Any, as_json: bool) -> int:
