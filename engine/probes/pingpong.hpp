@@ -322,6 +322,9 @@ struct SwitchProbe {
   // The system calls a switch makes, by name and number; set: the probe has
   // the seccomp axis (registry.hpp seccomp_param).
   std::vector<std::pair<std::string, long>> syscalls = {};
+  // Under policy=normal a side the woken task preempted still sleeps in
+  // `wait` for the answer (switch_expectation).
+  bool sleeps_after_preemption = false;
 };
 
 template <class Channel>
@@ -347,8 +350,8 @@ ProbeDescriptor switch_descriptor(const SwitchProbe& probe, ChannelFactory<Chann
       .make_baseline = [make_channel](Context& ctx) -> std::unique_ptr<Workload> {
         return std::make_unique<SelfHandoff<Channel>>(make_channel(parse_between(ctx.param("between"))));
       },
-      .expects = [wait =
-                      probe.wait](const Params& p) { return std::optional<Expectation>(switch_expectation(p, wait)); },
+      .expects = [wait = probe.wait, both = probe.sleeps_after_preemption](
+                     const Params& p) { return std::optional<Expectation>(switch_expectation(p, wait, both)); },
       .tasks = [](const Params&) { return 2; },
       .method = probe.method,
       .syscalls_per_op =

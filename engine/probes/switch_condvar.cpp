@@ -109,6 +109,7 @@ const Registrar registrar(switch_descriptor<CondvarChannel>(
         .wait = "pthread_cond_wait",
         .method = "eliben thread-switch-condvar and rt-tests ptsematest; PTHREAD_PROCESS_SHARED (and a robust "
                   "mutex) in shared memory between processes",
+        .sleeps_after_preemption = true,
     },
     [](Between between) { return std::make_unique<CondvarChannel>(between); }));
 

@@ -21,6 +21,7 @@ const Registrar registrar(switch_descriptor<FdChannel>(
         .wait = "read of a socket",
         .method = "lmbench lat_unix and libMicro pipe -x sock, with the task kinds and placements of switch.pipe",
         .syscalls_per_switch = 2,  // one write (post) and one read (wait) per switch
+        .sleeps_after_preemption = true,
     },
     [](Between) { return FdChannel::socketpair(1); }));
 

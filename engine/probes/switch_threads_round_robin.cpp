@@ -92,13 +92,16 @@ const Registrar registrar({
           const double n = thread_count(p);
           const bool normal = p.at("policy") == "normal";
           // Both counters, under either policy: see switch_expectation.
-          return std::optional<Expectation>(Expectation{
-              Counter::any, 1.0 / n, 1,
-              fmt::format("each of the {} threads leaves the CPU once per lap of {} hand-offs: a sleep in FUTEX_WAIT",
-                          n, n) +
-                  (normal ? " or a preemption by the thread it woke"
-                          : ", or, while another task wants the CPU, a preemption after which it finds the baton "
-                            "back")});
+          Expectation e{Counter::any, 1.0 / n, 1,
+                        fmt::format("each of the {} threads leaves the CPU once per lap of {} hand-offs: a sleep in "
+                                    "FUTEX_WAIT",
+                                    n, n) +
+                            (normal ? " or a preemption by the thread it woke"
+                                    : ", or, while another task wants the CPU, a preemption after which it finds the "
+                                      "baton back")};
+          // With three or more, the baton is back only after the others' turns.
+          if (normal && n > 2) allow_preemption_then_sleep(e, "FUTEX_WAIT");
+          return std::optional<Expectation>(e);
         },
     .supported =
         [](const Params& p) {

@@ -38,7 +38,7 @@ std::optional<std::pair<Reason, std::string>> judge_switches(double expected, do
   check.expected = expected;
   check.observed = observed;
   check.ratio = expected > 0 ? std::optional<double>(observed / expected) : std::nullopt;
-  check.ok = expected > 0 && observed >= 0.9 * expected && observed <= 1.1 * expected;
+  check.ok = expected > 0 && observed >= 0.9 * expected && observed <= 1.1 * check.most * expected;
   if (check.ok) return std::nullopt;
   if (expected <= 0) return std::make_pair(Reason::error, no_switches_were_expected());
   if (observed < 0.9 * expected)
@@ -81,6 +81,7 @@ void add_switch_checks(const Expectation& expectation, double ops_total, double 
   Check main_check;
   main_check.name = fmt::format("{}_switches.measuring_task", counter_name(expectation.counter));
   main_check.detail = expectation.why;
+  main_check.most = expectation.most;
   if (auto problem = judge_switches(expected_main, observed_main, main_check))
     r.verdict.add(Status::suspect, problem->first, problem->second);
   r.checks.push_back(main_check);
@@ -93,6 +94,7 @@ void add_switch_checks(const Expectation& expectation, double ops_total, double 
     Check partner_check;
     partner_check.name = fmt::format("{}_switches.partners", counter_name(expectation.counter));
     partner_check.detail = partner_switches_detail(partners.size());
+    partner_check.most = expectation.most;
     if (partner_runs_kept && expectation.counter == Counter::any && ops_all > 0) {
       // A count: the hand-offs the kept samples hold, to the nearest whole one
       // (a partner's few start-up hand-offs spread over every op otherwise

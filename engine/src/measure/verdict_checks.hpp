@@ -27,7 +27,7 @@ void add_to_totals(std::vector<Check>& totals, const Check& check);
 long counted_switches(const SwitchCount& c, Counter counter);
 
 // Verdict from observed vs expected switches (pure, tested on known counts).
-// Fills `check`; returns the reason when outside 90%..110%.
+// Fills `check`; returns the reason when outside 90% .. 110% x check.most.
 std::optional<std::pair<Reason, std::string>> judge_switches(double expected, double observed, Check& check);
 
 // Verdict where no switch is expected (Expectation::none): the kernel may

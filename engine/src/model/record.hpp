@@ -66,6 +66,7 @@ struct Check {
   bool ok = true;
   std::string detail;
   CheckKind kind = CheckKind::switches;
+  double most = 1;  // switches: the most per expected one that are the mechanism's (Expectation::most)
 };
 
 struct Baseline {

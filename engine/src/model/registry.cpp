@@ -135,15 +135,24 @@ ParamSpec max_pairs_param() {
           true};
 }
 
-Expectation switch_expectation(const Params& params, const std::string& wait) {
+Expectation switch_expectation(const Params& params, const std::string& wait, bool sleeps_after_preemption) {
   const auto policy = params.find("policy");
-  if (policy != params.end() && policy->second == "normal")
-    return {Counter::any, 0.5, 1,
-            "each side switches out once per round trip (two switches): a sleep in " + wait +
-                " or a preemption by the task it woke"};
+  if (policy != params.end() && policy->second == "normal") {
+    Expectation e{Counter::any, 0.5, 1,
+                  "each side switches out once per round trip (two switches): a sleep in " + wait +
+                      " or a preemption by the task it woke"};
+    if (sleeps_after_preemption) allow_preemption_then_sleep(e, wait);
+    return e;
+  }
   return {Counter::any, 0.5, 1,
           "each side switches out once per round trip (two switches): a sleep in " + wait +
               ", or, while another task wants the CPU, a preemption after which " + wait + " finds the token waiting"};
+}
+
+void allow_preemption_then_sleep(Expectation& e, const std::string& wait) {
+  e.most = 2;
+  e.why += ", or both: preempted by the task it woke, it runs again before its token is back and sleeps in " + wait +
+           " too (up to twice as many switches)";
 }
 
 Aggregation aggregation_of(const ProbeDescriptor* probe, const std::string& name) {

@@ -68,6 +68,10 @@ struct Expectation {
   double main_per_op = 0;          // switches the measuring task makes per op
   double partner_per_handoff = 0;  // switches a partner makes per hand-off it serves
   std::string why;                 // one sentence: where the switches come from, or why none
+  // The most switches per expected one the mechanism itself makes: 2 where a
+  // side preempted by the task it woke (policy=normal) must still sleep for
+  // the token, which another task holds until its turn (a ring, a mutex).
+  double most = 1;
   // No switch at all: the kernel leaves the measuring task alone, counted
   // over every batch it runs (calibration and warm-up included).
   bool none() const { return main_per_op == 0 && partner_per_handoff == 0; }
@@ -231,8 +235,16 @@ ParamSpec seccomp_param();  // how many CPU pairs a matrix probe measures before
 // a voluntary sleep in `wait`; but while another task wants the CPU a tick may
 // preempt a task between its post and its wait, and the wait then finds the
 // token without sleeping: the switch is involuntary, still one per round trip
-// (the split is in derived.*_switches_per_round_trip).
-Expectation switch_expectation(const Params& params, const std::string& wait);
+// (the split is in derived.*_switches_per_round_trip). SLEEPS_AFTER_PREEMPTION:
+// under normal, a waker the wakee preempted still sleeps in `wait` afterwards
+// (the answer is not there when it runs again: measured for a condition
+// variable and a socketpair), so each task leaves the CPU once or twice per
+// round trip (Expectation::most 2).
+Expectation switch_expectation(const Params& params, const std::string& wait, bool sleeps_after_preemption = false);
+
+// Under policy=normal, a task preempted by the task it woke that must then
+// sleep for the token too: `most` 2 and the sentence that says so.
+void allow_preemption_then_sleep(Expectation& e, const std::string& wait);
 
 // How a variant's rounds combine `probe`'s derived figure `name`: the
 // probe's definition, else the harness's (derived.hpp), else mean. `probe`
