@@ -59,6 +59,10 @@ def load():
     return records
 
 
+def selected(probe, selector):
+    return fnmatch.fnmatch(probe, selector) or probe.split(".")[0] == selector
+
+
 def emit(record):
     sys.stdout.write(json.dumps(record) + "\n")
     sys.stdout.flush()
@@ -118,7 +122,15 @@ def main(argv):
     if "--preset" in rest:  # the fake knows no preset's probes: it replays what the name matches
         selectors = [rest[rest.index("--preset") + 1]]
     if selectors:
-        results = [r for r in results if any(fnmatch.fnmatch(r["probe"], s) for s in selectors)]
+        for selector in selectors:  # the engine's rule: a name, a family or a glob
+            if "--preset" not in rest and not any(selected(r["probe"], selector) for r in results):
+                print(
+                    f"ctxbench-engine: error: unknown probe '{selector}'; "
+                    "run 'ctxbench-engine list' to see the probe names",
+                    file=sys.stderr,
+                )
+                return 2
+        results = [r for r in results if any(selected(r["probe"], s) for s in selectors)]
     if "--dry-run" in rest:  # the variants it would run, as the engine prints them
         for result in results:
             emit({"probe": result["probe"], "params": result["params"]})

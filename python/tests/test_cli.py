@@ -13,11 +13,14 @@ import inspect
 import io
 import itertools
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import fixture_path, invoke, lab_run, real_run
+from conftest import REPO, built_engine, error_line, fixture_path, invoke, lab_run, real_run
 from ctxbench import riscv as riscv_lab
 from ctxbench.errors import StoreError
 from ctxbench.records.schema import record_problem
@@ -275,25 +278,40 @@ def test_run_all_adds_the_table_of_every_result(db, fake_engine):
     assert "between=threads cpus=any" in out.split("every result")[1]
 
 
-def test_run_family_name_becomes_a_glob(db, fake_engine):
+def test_run_passes_a_family_name_to_the_engine_as_given(db, fake_engine):
     result = invoke("run", "syscall", "--db", db)
     assert result.exit_code == 0, result.stderr
-    assert json.loads(fake_engine.read_text().splitlines()[-1])[1] == "syscall.*"
+    assert json.loads(fake_engine.read_text().splitlines()[-1])[1] == "syscall"
 
 
-def test_run_unknown_probe(db, fake_engine):
+def test_run_unknown_probe_is_the_engine_s_refusal_in_ctxbench_s_words(db, fake_engine):
+    """What a selector means is the engine's to say: ctxbench passes the
+    words on and words the engine's refusal, one line, exit 2, the engine
+    asked once (its dry run) and nothing stored."""
     result = invoke("run", "switch.pipes", "--db", db)
     assert result.exit_code == 2
     line = one_error_line(result)
-    assert "unknown probe 'switch.pipes'" in line and "switch.pipe" in line
+    assert "unknown probe 'switch.pipes'" in line and "`ctxbench list`" in line, line
+    assert "ctxbench-engine" not in line
+    calls = [json.loads(call) for call in fake_engine.read_text().splitlines()]
+    assert calls == [["run", "switch.pipes", "--dry-run"]], calls
     assert not Path(db).exists() or Store.open(db).runs() == []
 
 
-def test_run_misspelled_family_suggests_the_family_first(db, fake_engine):
-    result = invoke("run", "syscal", "--db", db)
-    assert result.exit_code == 2
-    line = one_error_line(result)
-    assert "unknown probe 'syscal'; did you mean syscall," in line, line
+def test_run_misspelled_family_suggests_the_family_first(db):
+    """The real engine's suggestions come through as it words them."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxbench", "run", "syscal", "--db", db],
+        capture_output=True,
+        env=dict(
+            os.environ, CTXBENCH_ENGINE=str(built_engine()), PYTHONPATH=str(REPO / "python" / "src")
+        ),
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    line = error_line(done)
+    assert "unknown probe 'syscal'; did you mean syscall" in line, line
+    assert "run `ctxbench list` to see the probe names" in line, line
 
 
 def test_run_bad_output_paths(db, fake_engine, tmp_path):

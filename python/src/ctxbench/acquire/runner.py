@@ -72,13 +72,24 @@ def find_engine() -> Path:
     )
 
 
+# An engine command a usage error names, as the ctxbench command that does it.
+ENGINE_COMMAND = re.compile(r"'ctxbench-engine (list|env)'")
+
+
+def engine_refusal(message: str) -> str:
+    """The engine's usage error in ctxbench's words: its message as it is
+    (the engine alone decides what a selector, parameter or preset means),
+    the commands it names as ctxbench's."""
+    return ENGINE_COMMAND.sub(lambda found: f"`ctxbench {found.group(1)}`", message)
+
+
 def _engine_failure(command: str, returncode: int, stderr: str) -> EngineError | BadInput:
     lines = [line for line in stderr.splitlines() if line.strip()]
     for line in lines:
         if line.startswith(ENGINE_ERROR_PREFIX):
             message = line[len(ENGINE_ERROR_PREFIX) :].strip()
             if returncode == EXIT_USAGE:
-                return BadInput(message)
+                return BadInput(engine_refusal(message))
             return EngineError(f"engine {command} failed: {message}")
     tail = lines[-1] if lines else "no message"
     if returncode < 0:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import errno
-import fnmatch
 import shlex
 import sqlite3
 import sys
 from dataclasses import dataclass, replace
-from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,6 @@ from ctxbench.acquire.runner import (
     EngineRun,
     RunOptions,
     find_engine,
-    list_probes,
     param_problem,
     plan_variants,
 )
@@ -49,30 +46,6 @@ from ctxbench.errors import EXIT_BROKEN_PIPE, BadInput, CtxbenchError, EngineErr
 from ctxbench.records.runs import RunRecords, group_run, shared_unsupported_reason
 from ctxbench.store.db import Store
 from ctxbench.store.schema import StoredRun
-
-
-def _resolve_selectors(selectors: tuple[str, ...], probes: list[dict[str, Any]]) -> list[str]:
-    names = [str(p.get("name")) for p in probes]
-    families = {name.split(".", 1)[0] for name in names}
-    resolved = []
-    for selector in selectors:
-        if selector in names:
-            resolved.append(selector)
-            continue
-        if selector in families:
-            resolved.append(f"{selector}.*")
-            continue
-        if any(ch in selector for ch in "*?[") and fnmatch.filter(names, selector):
-            resolved.append(selector)
-            continue
-        # A family is a selector too ('syscal' means the family 'syscall'):
-        # the families come first among the suggestions, then the probes.
-        close = get_close_matches(selector, sorted(families), n=1, cutoff=0.6)
-        close += [n for n in get_close_matches(selector, names, n=3, cutoff=0.6) if n not in close]
-        close = close[:3]
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise BadInput(f"unknown probe '{selector}'{hint} (`ctxbench list` shows the probes)")
-    return resolved
 
 
 def _command(words: list[str], db: str | None, store: Store) -> str:
@@ -277,9 +250,8 @@ def run(
         check_output_path(json_path, "--json", stdout=False)  # not the store, nor beside it
         check_output_path(report_path, "--report", stdout=False)
         engine = find_engine()
-        selectors = _resolve_selectors(probes, list_probes(engine)) if probes else []
         options = RunOptions(
-            selectors=selectors,
+            selectors=list(probes),  # what they select is the engine's to say (plan_variants)
             quick=quick,
             samples=samples,
             min_time=min_time,
