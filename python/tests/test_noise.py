@@ -18,10 +18,12 @@ from ctxbench.analysis import noise
 from ctxbench.analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
 from ctxbench.analysis.gate import INCONCLUSIVE, decide_by, gate
 from ctxbench.analysis.gate import SLOWER as GATE_SLOWER
-from ctxbench.analysis.machine_history import history_runs, machine_key, variant_history
+from ctxbench.analysis.machine_history import variant_figures
+from ctxbench.records.machines import machine_key
 from ctxbench.records.naming import params_key
 from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
+from ctxbench.store.earlier_runs import history_runs
 from ctxbench.views.comparison import noise_words
 from ctxbench.views.export import comparison_dict
 from ctxbench.views.gate import gate_lines
@@ -429,7 +431,7 @@ def test_history_takes_earlier_runs_of_the_same_machine_only(store):
     # A full run of the same machine is part of its history: options change
     # how sure a figure is, not what it measures.
     assert [run.run_id for run in history_runs(store, compared)] == ["full", "old2", "old1"]
-    figures = variant_history(store, compared)
+    figures = variant_figures(history_runs(store, compared))
     getpid = next(r for r in base.results if r["probe"] == "syscall.getpid")
     assert getpid["verdict"]["status"] == "ok"
     # Each earlier run gives its p10 (the history judges p10s), not its median.
@@ -538,7 +540,7 @@ def test_the_store_marks_what_the_kernel_said_and_the_gate_decides_on_the_clean_
         run = _run(base, {"syscall.getuid": (figure, None)})
         ids.append(store.add_run(_relabel(run, name, stamp.format(1, 0)), origin="import"))
     runs = [store.load(run_id) for run_id in ids]
-    history = variant_history(store, runs)
+    history = variant_figures(history_runs(store, runs))
     [figures] = history.values()
     assert sum(1 for _, _, interfered in figures if interfered) == len(LOADED)
     comparison = compare_runs(runs, history=history)

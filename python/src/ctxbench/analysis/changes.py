@@ -48,7 +48,7 @@ from ctxbench.analysis import envparts
 from ctxbench.analysis.compare import MEASUREMENT_OPTIONS, run_options
 from ctxbench.records.envdiff import env_diff
 from ctxbench.records.naming import params_key
-from ctxbench.store.schema import RunInfo, StoredRun
+from ctxbench.records.runs import RunInfo, StoredRun
 
 METHOD = (
     "ruptures PELT, rank cost, penalty 3 log n, at least 4 runs a segment; each change kept "

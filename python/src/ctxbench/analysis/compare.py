@@ -49,7 +49,7 @@ from ctxbench.analysis.noise import (
 from ctxbench.records import matrix
 from ctxbench.records.envdiff import EnvDiff, env_diff
 from ctxbench.records.naming import params_key
-from ctxbench.store.db import StoredRun
+from ctxbench.records.runs import StoredRun
 
 COMPARABLE = ("ok", "suspect")
 DEFAULT_MIN_EFFECT = 0.05
@@ -143,7 +143,7 @@ class MatrixComparison:
 @dataclass(frozen=True)
 class Judging:
     """How every cell of one comparison is judged: the test's settings, the
-    machine's history per variant key (``machine_history.variant_history``),
+    machine's history per variant key (``machine_history.variant_figures``),
     and per run its host state, the CPUs it was allowed and its CPU's speed
     against the machine's history (``noise.cpu_speed``). ``judge_cell``
     judges a pair of results with it; ``compare_runs`` every row, and the key
@@ -238,7 +238,7 @@ def compare_runs(
 ) -> Comparison:
     """Every variant of the runs, matched, each other run against the first.
     ``history``: per variant key, the figures of the store's earlier runs of
-    the runs' machine (``machine_history.variant_history``), for rows
+    the runs' machine (``machine_history.variant_figures``), for rows
     without repeats; ``loop_history``: those runs' plain loops
     (``machine_history.loop_history``), for each run's CPU speed. Every
     format (the key figures, --all, --json, the gate) renders the

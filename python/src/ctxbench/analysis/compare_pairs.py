@@ -22,7 +22,7 @@ from typing import Any
 
 from ctxbench.analysis.compare import Comparison, summarize
 from ctxbench.records.naming import params_key
-from ctxbench.store.schema import StoredRun
+from ctxbench.records.runs import StoredRun
 
 ORIGINAL = "_ctxbench_paired_from"  # a paired copy's own record, never stored
 

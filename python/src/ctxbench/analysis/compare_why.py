@@ -67,7 +67,7 @@ from ctxbench.analysis.explain import (
 from ctxbench.analysis.interference import RunLoad, run_load
 from ctxbench.analysis.phases import traced_view
 from ctxbench.records.naming import params_key
-from ctxbench.store.schema import StoredRun
+from ctxbench.records.runs import StoredRun
 
 CALL_WORK = "the call's own work"
 KERNEL_ENTRY_PART = "kernel entry/exit"  # explain's part names

@@ -99,9 +99,8 @@ from ctxbench.analysis.summary_rules import (
 )
 from ctxbench.records import sandbox
 from ctxbench.records.naming import params_key, variant_name
-from ctxbench.records.runs import summary_value
+from ctxbench.records.runs import StoredRun, summary_value
 from ctxbench.records.schema import STATUSES
-from ctxbench.store.schema import StoredRun
 
 _NONE = object()
 

@@ -6,9 +6,9 @@ import textwrap
 
 from ctxbench import units
 from ctxbench.cli.console import new_console
+from ctxbench.records.runs import StoredRun
 from ctxbench.riscv.answer import is_lab_run
 from ctxbench.riscv.report import format_report
-from ctxbench.store.schema import StoredRun
 from ctxbench.views import tables
 
 

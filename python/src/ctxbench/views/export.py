@@ -28,8 +28,8 @@ from ctxbench.analysis.compare import Comparison, MatrixComparison, time_ratio
 from ctxbench.analysis.gate import Gate, GateRow, not_judged_reason
 from ctxbench.analysis.noise import Noise, detectable
 from ctxbench.records.naming import variant_name
+from ctxbench.records.runs import StoredRun
 from ctxbench.records.strict_json import dumps
-from ctxbench.store.db import StoredRun
 from ctxbench.views.comparison import summary_line, summary_lines
 
 FORMATS = ("json", "csv", "bmf")

@@ -17,7 +17,7 @@ from ctxbench.analysis.compare import FASTER, SLOWER
 from ctxbench.analysis.compare_pairs import original
 from ctxbench.analysis.summary_data import Machines, Summary
 from ctxbench.records.naming import params_key, variant_name
-from ctxbench.store.schema import StoredRun
+from ctxbench.records.runs import StoredRun
 from ctxbench.views.comparison import cell_words, describe, noise_words
 from ctxbench.views.comparison import summary_lines as comparison_summary_lines
 from ctxbench.views.summary import (

@@ -12,7 +12,7 @@ from ctxbench import units
 from ctxbench.analysis.summary import run_name
 from ctxbench.records import matrix
 from ctxbench.records.roles import has_role
-from ctxbench.store.schema import StoredRun
+from ctxbench.records.runs import StoredRun
 from ctxbench.units import param_value, params_text
 from ctxbench.views.report_figures import (
     PALETTE,

@@ -10,7 +10,7 @@ from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import new_console, say
 from ctxbench.cli.option_types import FiniteFloat, check_probe_glob
 from ctxbench.errors import BadInput
-from ctxbench.store.schema import RunInfo
+from ctxbench.records.runs import RunInfo
 from ctxbench.views import tables
 
 

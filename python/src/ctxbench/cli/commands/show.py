@@ -10,9 +10,9 @@ import click
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import say
 from ctxbench.cli.run_output import print_run
+from ctxbench.records.runs import StoredRun
 from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.store import choice as run_choice
-from ctxbench.store.schema import StoredRun
 from ctxbench.views import explain as explain_view
 from ctxbench.views.traced import render_trace_detail
 
