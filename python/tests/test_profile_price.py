@@ -260,5 +260,5 @@ def test_measure_fills_the_missing_figures_then_prices(tmp_path):
         measured = store.load(runs[0].run_id)
     assert syscalls["figure"]["run_id"] == measured.run_id
     assert {w["probe"] for w in data["price"]["missing"]}.isdisjoint(
-        r["probe"] for r in measured.results
+        r.probe for r in measured.results
     )

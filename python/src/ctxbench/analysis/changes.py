@@ -180,7 +180,7 @@ def find_changes(
     first: dict[tuple[str, str], dict[str, Any]] = {}
     present: dict[tuple[str, str], int] = {}  # runs that measured or tried each variant
     for position, run in enumerate(runs, start=1):
-        for result in run.results:
+        for result in run.records.results:
             if probe and not fnmatch.fnmatchcase(result["probe"], probe):
                 continue
             variant = (result["probe"], params_key(result.get("params", {})))
@@ -213,7 +213,7 @@ def find_changes(
                 after=points[start:],
                 difference=difference,
             )
-            parts = [RunParts(before_run.results), RunParts(after_run.results)]
+            parts = [RunParts(before_run.records.results), RunParts(after_run.records.results)]
             a, b = parts[0].by_key.get(key), parts[1].by_key.get(key)
             group = None
             if a is not None and b is not None:

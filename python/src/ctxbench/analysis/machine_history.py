@@ -34,12 +34,12 @@ def variant_figures(runs: list[StoredRun]) -> Figures:
     for run in runs:
         whole = run_carried_interference(run.results)
         for result in run.results:
-            if result["verdict"]["status"] not in ("ok", "suspect"):
+            if not result.verdict.measured:
                 continue
             value = p10(result)
             if not value or value <= 0:
                 continue
-            key = (result["probe"], params_key(result["params"]))
+            key = (result.probe, params_key(result.params))
             figures.setdefault(key, []).append(
                 (
                     value,

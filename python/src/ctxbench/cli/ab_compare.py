@@ -43,8 +43,8 @@ def compare_ab(
         )
     with open_store(db, create=False) as store:
         run = store.load(run_refs[0])
-    axis = _axis(axis_text, run.results, run.run_id)
-    pairs, alone = pair_records(run.results, axis)
+    axis = _axis(axis_text, run.records.results, run.run_id)
+    pairs, alone = pair_records(run.records.results, axis)
     if not pairs:
         raise BadInput(
             f"run {run.run_id} has no variant measured with both {axis.name}={axis.a} and "
@@ -52,7 +52,7 @@ def compare_ab(
         )
     judged = None
     if fail_above is not None:
-        judged = paired_gate(run.results, axis, fail_above, allow_inconclusive or 0.0)
+        judged = paired_gate(run.records.results, axis, fail_above, allow_inconclusive or 0.0)
         pairs = [verdict.paired for verdict in judged.rows]
     lines = paired_lines(run.run_id, axis, run.env, pairs, judged)
     extra = alone_line(alone, axis)

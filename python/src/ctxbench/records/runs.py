@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ctxbench.errors import RecordError
+from ctxbench.records.result import Result, results_of
 
 
 def summary_value(result: dict[str, Any], name: str) -> float | None:
@@ -124,6 +126,9 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class StoredRun:
+    """A run as the store hands it out: what it knows of the run, its records
+    verbatim (the edge: rows, export) and its results as types, read once."""
+
     info: RunInfo
     records: RunRecords
 
@@ -135,6 +140,6 @@ class StoredRun:
     def env(self) -> dict[str, Any]:
         return self.records.env
 
-    @property
-    def results(self) -> list[dict[str, Any]]:
-        return self.records.results
+    @cached_property
+    def results(self) -> tuple[Result, ...]:
+        return results_of(self.records.results)
