@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from collections.abc import Sequence
 
 import click
 
@@ -26,6 +27,7 @@ from ctxbench.cli.commands.db import open_store
 from ctxbench.cli.console import QuietStream, new_console
 from ctxbench.cli.gate_status import gate_status
 from ctxbench.errors import BadInput
+from ctxbench.records.result import Result
 from ctxbench.views.paired import alone_line, paired_dict, paired_lines
 
 
@@ -43,8 +45,8 @@ def compare_ab(
         )
     with open_store(db, create=False) as store:
         run = store.load(run_refs[0])
-    axis = _axis(axis_text, run.records.results, run.run_id)
-    pairs, alone = pair_records(run.records.results, axis)
+    axis = _axis(axis_text, run.results, run.run_id)
+    pairs, alone = pair_records(run.results, axis)
     if not pairs:
         raise BadInput(
             f"run {run.run_id} has no variant measured with both {axis.name}={axis.a} and "
@@ -52,7 +54,7 @@ def compare_ab(
         )
     judged = None
     if fail_above is not None:
-        judged = paired_gate(run.records.results, axis, fail_above, allow_inconclusive or 0.0)
+        judged = paired_gate(run.results, axis, fail_above, allow_inconclusive or 0.0)
         pairs = [verdict.paired for verdict in judged.rows]
     lines = paired_lines(run.run_id, axis, run.env, pairs, judged)
     extra = alone_line(alone, axis)
@@ -77,7 +79,7 @@ def compare_ab(
     return gate_status(judged.outcome)
 
 
-def _axis(text: str, results: list[dict], run_id: str) -> Axis:
+def _axis(text: str, results: Sequence[Result], run_id: str) -> Axis:
     """--ab's axis: as given, or arm=A:B for a run --ab-wrapper run."""
     if text.strip():
         try:
