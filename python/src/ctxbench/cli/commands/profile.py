@@ -46,7 +46,7 @@ def store_lookup(db: str | None, env: dict[str, Any]):
                 for info in infos:
                     stored = store.load(info.run_id)
                     if profile_price.same_machine(stored.env, env):
-                        yield stored.run_id, stored.records.results
+                        yield stored.run_id, stored.results
 
             return profile_price.find_figures(wanted, runs())
 
