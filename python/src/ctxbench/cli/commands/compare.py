@@ -356,9 +356,7 @@ def _pairing(runs: list[StoredRun], pair: str) -> Any:
         )
     unknown = unknown_names(runs, names)
     if unknown:
-        known = sorted(
-            {n for run in runs for r in run.records.results for n in r.get("params", {})}
-        )
+        known = sorted({n for run in runs for r in run.results for n in r.params})
         raise BadInput(
             f"no variant of either run has the parameter {', '.join(unknown)}; "
             f"the runs' parameters are {', '.join(known) or 'none'}"
