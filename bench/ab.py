@@ -67,6 +67,7 @@ sys.path.insert(0, os.path.join(ROOT, "python", "src"))
 from ctxbench.analysis.gate import FAILED, INCONCLUSIVE, PASSED, SLOWER  # noqa: E402
 from ctxbench.analysis.paired import Axis, paired_gate  # noqa: E402
 from ctxbench.records.naming import variant_name  # noqa: E402
+from ctxbench.records.result import results_of  # noqa: E402
 
 SYSCALLS = ["syscall.getppid", "syscall.read", "syscall.clock_gettime_syscall"]
 UNTOUCHED = "syscall.clock_gettime_vdso"
@@ -187,7 +188,8 @@ def report(directory: str, manifest: dict, percent: float) -> None:
         _, axis = scenario(name, opts["rounds"], "", opts["spins"], opts.get("samples", 10))
         with open(os.path.join(directory, entry["file"]), encoding="utf-8") as handle:
             records = [json.loads(line) for line in handle if line.strip()]
-        judged = paired_gate(records, axis, percent)
+        results = results_of(r for r in records if r["kind"] == "result")
+        judged = paired_gate(results, axis, percent)
         key = (load, name)
         runs[key] += 1
         if entry.get("seconds") is not None:

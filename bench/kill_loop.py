@@ -161,7 +161,7 @@ def recovered(env: dict[str, str], directory: Path) -> tuple[dict[int, dict[str,
             return {}, spools
         with Store.open(directory / "store.db", create=False) as store:
             runs = store.runs()
-            stored = store.load(runs[-1].run_id).results if runs else []
+            stored = store.load(runs[-1].run_id).records.results if runs else []
         return {r["variant_index"]: r for r in stored}, spools
     done = subprocess.run(
         [sys.executable, "-m", "ctxbench", "import", str(spools[0]), "--db", f"{directory}/r.db"],
@@ -175,7 +175,7 @@ def recovered(env: dict[str, str], directory: Path) -> tuple[dict[int, dict[str,
         raise RuntimeError(f"import failed: {done.stderr.strip()}")
     with Store.open(directory / "r.db", create=False) as store:
         stored = store.load("latest")
-    return {r["variant_index"]: r for r in stored.results}, spools
+    return {r["variant_index"]: r for r in stored.records.results}, spools
 
 
 def one_try(number: int, visits: int, base: dict[str, str], keep: Path | None) -> bool | None:

@@ -99,7 +99,7 @@ def table(db):
     with Store.open(db) as s:
         for info in s.runs():
             cond = "-".join(info.label.split("-")[:2])
-            for r in s.load(info.run_id).results:
+            for r in s.load(info.run_id).records.results:
                 if not r.get("summary"):
                     continue
                 key = (

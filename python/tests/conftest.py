@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from ctxbench.records.reading import read_run_file
+from ctxbench.records.result import Result, result_of
 from ctxbench.records.runs import RunRecords, group_run
 from servers import PostgresServer, SSHServer, postgres_bindir, sshd_binary
 
@@ -208,6 +209,23 @@ def tight_getpid(median: float) -> dict[str, Any]:
     record["samples"] = [median * f for f in TIGHT]
     record["summary"].update(median=median, min=median * 0.999, max=median * 1.001)
     return record
+
+
+def a_result(probe: str, params: dict[str, Any], **rest: Any) -> Result:
+    """A result of PROBE with PARAMS as the type analysis takes, the rest of
+    its record made up (ok, no figure) unless REST gives it: for tests of
+    which record is chosen, where no figure matters."""
+    record = {
+        "probe": probe,
+        "family": probe.split(".", 1)[0],
+        "params": params,
+        "unit": "ns",
+        "verdict": {"status": "ok", "reasons": []},
+        "summary": None,
+        "samples": [],
+        **rest,
+    }
+    return result_of(record)
 
 
 def synthetic_run(run_id: str, n_results: int = 3, interrupted: bool = False) -> RunRecords:

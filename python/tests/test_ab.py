@@ -34,6 +34,7 @@ from ctxbench.analysis.paired import (
     resolution_floor,
     signed_rank_interval,
 )
+from ctxbench.records.result import Result, result_of
 from ctxbench.records.schema import record_problem
 
 # How the host moved each round: 15 % up and down, both arms alike.
@@ -91,6 +92,11 @@ def results_of(records: list[dict]) -> list[dict]:
     return [r for r in records if r["kind"] == "result"]
 
 
+def typed(records: list[dict]) -> list[Result]:
+    """The result records among RECORDS, read into the type analysis takes."""
+    return [result_of(r) for r in results_of(records)]
+
+
 # ---- the paired ratio -----------------------------------------------------------------------
 def test_paired_ratio_is_the_hodges_lehmann_estimate_with_the_signed_rank_interval():
     logs = [0.01, 0.03, 0.02, 0.025, 0.015, 0.02]
@@ -145,8 +151,8 @@ def test_identical_rounds_are_not_judged_with_certainty():
         record["samples"] = [27.0 * factor] * len(record["samples"])
         for entry in record["schedule"]["round_figures"]:
             entry["median"] = 27.0 * factor - _baseline_of(record)
-    assert resolution_floor(records[0]) == pytest.approx(20.0 / 27000.0)
-    paired, _ = pair_records(records, Axis("arm", "A", "B"))
+    assert resolution_floor(result_of(records[0])) == pytest.approx(20.0 / 27000.0)
+    paired, _ = pair_records(typed(records), Axis("arm", "A", "B"))
     assert paired[0].low < 1.01 < 1.011 < paired[0].high
     assert judge(paired[0], 1.0).outcome == INCONCLUSIVE
     assert paired_ratio([(27.0, 27.0 * 1.011)] * 8)[1:3] == pytest.approx((1.011, 1.011))
@@ -170,7 +176,7 @@ def test_three_percent_slower_in_every_round_is_slower_though_rounds_move_15_per
     # The rounds' own figures move by 15 % or more: unpaired, 3 % would hide in them.
     medians = [f["median"] for f in a["syscall.getppid"]["schedule"]["round_figures"]]
     assert max(medians) / min(medians) > 1.30
-    judged = paired_gate(results_of(records), Axis("arm", "A", "B"), 2.0)
+    judged = paired_gate(typed(records), Axis("arm", "A", "B"), 2.0)
     assert [v.outcome for v in judged.rows] == [SLOWER, SLOWER]
     assert judged.outcome == FAILED
     for verdict in judged.rows:
@@ -179,13 +185,13 @@ def test_three_percent_slower_in_every_round_is_slower_though_rounds_move_15_per
 
 
 def test_identical_arms_are_not_slower():
-    judged = paired_gate(results_of(ab_run(effect=1.0)), Axis("arm", "A", "B"), 2.0)
+    judged = paired_gate(typed(ab_run(effect=1.0)), Axis("arm", "A", "B"), 2.0)
     assert [v.outcome for v in judged.rows] == [NOT_SLOWER, NOT_SLOWER]
     assert judged.outcome == PASSED
 
 
 def test_too_few_rounds_is_inconclusive_and_says_why():
-    judged = paired_gate(results_of(ab_run(effect=1.03, rounds=3)), Axis("arm", "A", "B"), 2.0)
+    judged = paired_gate(typed(ab_run(effect=1.03, rounds=3)), Axis("arm", "A", "B"), 2.0)
     assert {v.outcome for v in judged.rows} == {INCONCLUSIVE}
     assert {v.why for v in judged.rows} == {FEW_ROUNDS}
     assert judged.outcome == INCONCLUSIVE
@@ -193,7 +199,7 @@ def test_too_few_rounds_is_inconclusive_and_says_why():
 
 def test_an_interval_across_the_threshold_is_inconclusive():
     # B 2 % slower with 3 % of its own noise per round: the interval spans 2 %.
-    paired, _ = pair_records(results_of(ab_run(1.02, noise=0.03)), Axis("arm", "A", "B"))
+    paired, _ = pair_records(typed(ab_run(1.02, noise=0.03)), Axis("arm", "A", "B"))
     verdict = judge(paired[0], 2.0)
     assert verdict.outcome == INCONCLUSIVE and verdict.why == "noise"
     assert paired[0].low < 1.02 < paired[0].high
@@ -201,12 +207,12 @@ def test_an_interval_across_the_threshold_is_inconclusive():
 
 def test_each_round_is_judged_by_its_fastest_sample_where_the_samples_say_their_round():
     records = results_of(ab_run(1.03, rounds=6))
-    paired, _ = pair_records(records, Axis("arm", "A", "B"))
+    paired, _ = pair_records(typed(records), Axis("arm", "A", "B"))
     assert {p.statistic for p in paired} == {FASTEST}
     # Samples that do not add up to the rounds' counts: the rounds' medians stand in.
     for record in records:
         record["samples"] = record["samples"][1:]
-    paired, _ = pair_records(records, Axis("arm", "A", "B"))
+    paired, _ = pair_records(typed(records), Axis("arm", "A", "B"))
     assert {p.statistic for p in paired} == {MEDIAN}
     assert all(p.rounds == 6 for p in paired)
 
@@ -215,9 +221,9 @@ def test_pairs_need_every_other_parameter_equal():
     records = results_of(ab_run(1.0))
     lonely = copy.deepcopy(records[0])
     lonely["probe"] = "syscall.getsid"
-    paired, alone = pair_records([*records, lonely], Axis("arm", "A", "B"))
+    paired, alone = pair_records(typed([*records, lonely]), Axis("arm", "A", "B"))
     assert sorted(p.probe for p in paired) == sorted(PROBES)
-    assert [r["probe"] for r in alone] == ["syscall.getsid"]
+    assert [r.probe for r in alone] == ["syscall.getsid"]
 
 
 @pytest.mark.parametrize(

@@ -50,10 +50,10 @@ def test_a_stop_signal_keeps_the_whole_rounds_and_leaves_no_engine(env):
     assert stored.info.interrupted
     assert stored.env["options"]["ab_wrapper"] == "env AB_ARM=B"
     # Rounds 1 and 2 were whole; round 3, stopped, is left out of both arms.
-    assert sorted((r["probe"], r["params"]["arm"]) for r in stored.results) == [
+    assert sorted((r["probe"], r["params"]["arm"]) for r in stored.records.results) == [
         (probe, arm) for probe in ("syscall.getpid", "syscall.getppid") for arm in "AB"
     ]
-    for result in stored.results:
+    for result in stored.records.results:
         assert [f["round"] for f in result["schedule"]["round_figures"]] == [0, 1]
     assert our_engines(env) == []
     assert not list(Path(env["CTXBENCH_DB"]).parent.glob(".ctxbench-unstored-*"))  # no spool left

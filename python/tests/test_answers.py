@@ -15,6 +15,7 @@ from conftest import invoke
 from ctxbench.analysis.answers import answers
 from ctxbench.cli.main import cli
 from ctxbench.records.reading import read_run_file
+from ctxbench.records.result import results_of
 from ctxbench.store.db import Store
 from ctxbench.views.report import render
 
@@ -53,14 +54,15 @@ def test_every_seed_question_is_answered_in_the_first_25_lines_of_show(shown):
 def test_a_question_the_run_cannot_answer_is_left_out():
     run = read_run_file(REFERENCE)
     only = [r for r in run.results if r["probe"] in ("uswitch.coroutine", "syscall.enosys")]
-    assert answers(only) == []  # one figure of each question: no answer, no made-up ratio
+    # One figure of each question: no answer, no made-up ratio.
+    assert answers(results_of(only)) == []
     preset = [
         r
         for r in run.results
         if r["probe"] in ("uswitch.boost_fiber", "switch.threads_round_robin")
         and r["params"].get("policy", "batch") == "batch"
     ]
-    (fibers,) = answers(preset)
+    (fibers,) = answers(results_of(preset))
     assert [label for label, _ in fibers.figures] == ["fiber (Boost.Fiber)", "4-thread round robin"]
     assert fibers.missing == ["coroutine (C++20)", "thread hand-off (futex, one CPU)"]
     (ratio,) = fibers.ratios

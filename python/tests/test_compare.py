@@ -53,7 +53,7 @@ def test_every_shared_variant_gets_ratio_test_and_decision(store):
             next(r for r in a.results if r["probe"] == row.probe and r["params"] == row.params)[
                 "samples"
             ],
-            other.result["samples"],
+            list(other.result.samples),
         )
         if "suspect" in (reference.status, other.status):
             # The suspect side's spread widens the bootstrap's interval.

@@ -180,8 +180,8 @@ def test_a_part_measured_in_one_run_only_has_its_share(store):
 def test_pairing_idle_pairs_every_cross_cpu_row_and_says_whether_holding_helped(store, tmp_path):
     runs = load(store, "idle_free.jsonl", "idle_held.jsonl")
     pairing = pair_runs(runs[0], runs[1], ("idle",))
-    held = [r for r in runs[1].results if r.get("params", {}).get("idle") == "held"]
-    free = [r for r in runs[0].results if r.get("params", {}).get("idle") == "free"]
+    held = [r for r in runs[1].records.results if r.get("params", {}).get("idle") == "held"]
+    free = [r for r in runs[0].records.results if r.get("params", {}).get("idle") == "free"]
     assert all(r["params"]["cpus"] == "cross" for r in free + held)
     assert pairing.paired == len(held) == len(free) > 0  # every cross-CPU row of A paired
     result = cli(store.location, "compare", runs[0].run_id, runs[1].run_id, "--pair", "idle")

@@ -66,7 +66,7 @@ def _judged(directory: Path, b_median: float, percent: float = 15) -> tuple[obje
             store.load(store.add_run(_getpid_run(name, median), origin="import"))
             for name, median in (("a", 100.0), ("b", b_median))
         ]
-    key = ("syscall.getpid", params_key(runs[0].results[0]["params"]))
+    key = ("syscall.getpid", params_key(runs[0].results[0].params))
     comparison = compare_runs(runs, history={key: HISTORY})
     return comparison, gate(comparison, percent)
 

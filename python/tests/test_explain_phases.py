@@ -336,7 +336,7 @@ def traced_report(tmp_path):
 def test_the_report_shows_the_traced_phases(tmp_path):
     page, stored = traced_report(tmp_path)
     section = page[page.index('<section id="explain">') :]
-    same = next(r for r in stored.results if r["params"].get("cpus") == "same")
+    same = next(r for r in stored.records.results if r["params"].get("cpus") == "same")
     assert f"kernel events ({same['trace']['switches']['matched']} switches followed)" in section
     assert "call entry → waking" in section
 

@@ -36,6 +36,7 @@ from ctxbench.analysis.gate import (
     gate,
 )
 from ctxbench.records.naming import params_key
+from ctxbench.records.result import result_of
 from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 from ctxbench.views.export import comparison_dict
@@ -98,7 +99,7 @@ def _compare(tmp_path, a, b, history):
     tmp_path.mkdir(parents=True, exist_ok=True)
     with Store.open(tmp_path / "rules.db") as store:
         runs = [store.load(store.add_run(run, origin="import")) for run in (a, b)]
-    key = ("syscall.getpid", params_key(runs[0].results[0]["params"]))
+    key = ("syscall.getpid", params_key(runs[0].results[0].params))
     return compare_runs(runs, history={key: history})
 
 
@@ -238,7 +239,8 @@ def test_a_side_whose_cpu_others_took_widens_by_what_they_may_have_added(tmp_pat
 
 def test_the_machines_history_counts_a_suspect_run_as_half():
     figures = [(100.0, 1.0), (104.0, 1.0), (96.0, noise.SUSPECT_WEIGHT), (100.0, 1.0)]
-    _, judged_by = noise.judge(getpid(100.0), getpid(100.0), history=figures)
+    a, b = result_of(getpid(100.0)), result_of(getpid(100.0))
+    _, judged_by = noise.judge(a, b, history=figures)
     assert judged_by.source == noise.HISTORY and judged_by.n == 4
     assert judged_by.df == pytest.approx(3.5 - 1.0)
     # Weighted median of the logs: log 100; of the deviations (0, 0, 0.039 at
@@ -246,9 +248,9 @@ def test_the_machines_history_counts_a_suspect_run_as_half():
     assert judged_by.spread == pytest.approx(0.0)
     # Two ok runs and two suspect ones make 3 runs' worth: enough. One fewer is not.
     enough = [(100.0, 1.0), (101.0, 1.0), (99.0, 0.5), (100.0, 0.5)]
-    assert noise.judge(getpid(100.0), getpid(100.0), history=enough)[1].source == noise.HISTORY
+    assert noise.judge(a, b, history=enough)[1].source == noise.HISTORY
     short = enough[:3]
-    assert noise.judge(getpid(100.0), getpid(100.0), history=short)[1].source == noise.WITHIN_RUN
+    assert noise.judge(a, b, history=short)[1].source == noise.WITHIN_RUN
 
 
 def test_one_run_in_a_slow_spell_does_not_make_the_machines_spread():
@@ -417,7 +419,7 @@ def _three(tmp_path, history):
             store.load(store.add_run(run, origin="import"))
             for run in (_run("a", 100.0), _run("b", 100.0), _run("c", 200.0))
         ]
-    key = ("syscall.getpid", params_key(runs[0].results[0]["params"]))
+    key = ("syscall.getpid", params_key(runs[0].results[0].params))
     return compare_runs(runs, history={key: history})
 
 

@@ -101,7 +101,7 @@ def test_a_step_is_found_where_it_is_and_flat_noise_gives_none():
 def test_every_variant_is_counted_as_looked_at_or_too_short(tmp_path, history):
     _, runs = stored(tmp_path, history)
     found = find_changes(runs)
-    variants = {(r["probe"], json.dumps(r["params"], sort_keys=True)) for r in runs[0].results}
+    variants = {(r.probe, json.dumps(r.params, sort_keys=True)) for r in runs[0].results}
     assert found.examined + found.too_short == found.variants == len(variants)
     assert found.too_short == found.few_runs + found.few_figures
 

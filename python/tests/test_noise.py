@@ -12,16 +12,19 @@ import math
 import jsonschema
 import pytest
 
-from conftest import REPO, TIGHT, real_run, tight_getpid
+from conftest import REPO, TIGHT, a_result, real_run, tight_getpid
 from ctxbench import stats, units
 from ctxbench.analysis import noise
 from ctxbench.analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
 from ctxbench.analysis.gate import INCONCLUSIVE, decide_by, gate
 from ctxbench.analysis.gate import SLOWER as GATE_SLOWER
-from ctxbench.analysis.machine_history import history_runs, machine_key, variant_history
+from ctxbench.analysis.machine_history import variant_figures
+from ctxbench.records.machines import machine_key
 from ctxbench.records.naming import params_key
+from ctxbench.records.result import Result, result_of
 from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
+from ctxbench.store.earlier_runs import history_runs
 from ctxbench.views.comparison import noise_words
 from ctxbench.views.export import comparison_dict
 from ctxbench.views.gate import gate_lines
@@ -29,13 +32,18 @@ from ctxbench.views.gate import gate_lines
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
 
 
-def result(median: float, repeats: list[float] | None = None) -> dict:
-    """A getpid result of run_a.jsonl with tight samples around ``median`` and,
-    when given, a repeats block with those figures."""
+def record_of(median: float, repeats: list[float] | None = None) -> dict:
+    """A getpid result record of run_a.jsonl with tight samples around
+    ``median`` and, when given, a repeats block with those figures."""
     record = tight_getpid(median)
     if repeats is not None:
         record["repeats"] = {"runs": [{"median": m, "n": 10} for m in repeats]}
     return record
+
+
+def result(median: float, repeats: list[float] | None = None) -> Result:
+    """``record_of``'s record, read into the type analysis takes."""
+    return result_of(record_of(median, repeats))
 
 
 # ---- which source judges a row ---------------------------------------------------
@@ -116,12 +124,12 @@ def test_a_history_whose_runs_fill_the_gap_between_two_levels_is_still_two_level
     assert not stats.two_levels(one_slow, noise.HISTORY_LEVEL_GAP, noise.HISTORY_LEVEL_RUNS)
 
 
-def _shifted(fast: float, rest: float) -> dict:
+def _shifted(fast: float, rest: float) -> Result:
     """A result whose fastest sample is FAST and whose nine others sit at REST
     (interference added to most samples, not to the fastest tenth)."""
-    record = result(rest)
+    record = record_of(rest)
     record["samples"] = [fast] + [rest * f for f in TIGHT[1:]]
-    return record
+    return result_of(record)
 
 
 def test_by_history_a_row_compares_the_runs_p10s_not_their_medians():
@@ -132,7 +140,7 @@ def test_by_history_a_row_compares_the_runs_p10s_not_their_medians():
     history = [100.0, 101.0, 99.0, 100.5, 99.5]
     difference, judged_by = noise.judge(a, b, history=history)
     assert judged_by.source == noise.HISTORY and judged_by.statistic == noise.P10
-    assert difference.reference_median == pytest.approx(stats.low_quantile(a["samples"]))
+    assert difference.reference_median == pytest.approx(stats.low_quantile(list(a.samples)))
     assert difference.other_median == pytest.approx(100.1)
     assert difference.ratio.ratio == pytest.approx(100.1 / (100.0 * 0.999))
     assert decide(difference, "ns", 0.05, judged_by) != SLOWER
@@ -148,9 +156,9 @@ def test_by_history_a_row_compares_the_runs_p10s_not_their_medians():
     difference, judged_by = noise.judge(a, _shifted(115.0, 130.0), history=history)
     assert difference.significant and decide(difference, "ns", 0.05, judged_by) == SLOWER
     # A run of too few samples has no p10: its row is not judged by history.
-    few = result(100.0)
+    few = record_of(100.0)
     few["samples"] = few["samples"][:4]
-    _, judged_by = noise.judge(few, b, history=history)
+    _, judged_by = noise.judge(result_of(few), b, history=history)
     assert judged_by.source == noise.WITHIN_RUN
 
 
@@ -179,7 +187,7 @@ def test_too_short_a_history_leaves_the_within_run_samples():
     difference, judged_by = noise.judge(a, b, history=[100.0, 101.0])
     assert judged_by.source == noise.WITHIN_RUN
     assert judged_by.floor == noise.WITHIN_RUN_FLOOR and judged_by.n == 20
-    assert difference == stats.compare_samples(a["samples"], b["samples"])
+    assert difference == stats.compare_samples(list(a.samples), list(b.samples))
 
 
 # ---- the floor and the whole-interval rule ---------------------------------------
@@ -252,7 +260,7 @@ def _run(name: str, figures: dict[str, tuple[float, list[float] | None]], edit_e
             kept.append(record)
         elif record["probe"] in figures:
             median, repeats = figures[record["probe"]]
-            replaced = result(median, repeats)
+            replaced = record_of(median, repeats)
             replaced.update(run_id=record["run_id"], probe=record["probe"])
             replaced["params"] = record["params"]
             kept.append(replaced)
@@ -302,7 +310,7 @@ def test_the_gate_judges_a_row_by_its_history(store):
     a = _run("run_a.jsonl", {"syscall.getuid": (100.0, None)})
     b = _run("run_b.jsonl", {"syscall.getuid": (115.0, None)})
     runs = [store.load(store.add_run(run, origin="import")) for run in (a, b)]
-    key = ("syscall.getuid", params_key(runs[0].results[0]["params"]))
+    key = ("syscall.getuid", params_key(runs[0].results[0].params))
     quiet = compare_runs(runs, history={key: [100.0, 101.0, 99.0, 100.5]})
     assert quiet.rows[0].cells[1].noise.source == noise.HISTORY
     assert [v.row.probe for v in gate(quiet, 10).of(GATE_SLOWER)] == ["syscall.getuid"]
@@ -327,10 +335,12 @@ def _with_loop(run_records, loop: float):
 
 
 def test_a_runs_cpu_speed_is_its_plain_loop_against_the_history():
-    results = [{"derived": {"cpu_loop_ns": v}} for v in (3860.0, 3867.0, 3869.5)]
-    results.append({"derived": {}})  # an older record: no loop
+    results = [
+        a_result("cpu.loop", {}, derived={"cpu_loop_ns": v}) for v in (3860.0, 3867.0, 3869.5)
+    ]
+    results.append(a_result("cpu.loop", {}, derived={}))  # an older record: no loop
     assert noise.run_cpu_loop(results) == 3867.0
-    assert noise.run_cpu_loop([{"derived": {}}]) is None
+    assert noise.run_cpu_loop([a_result("cpu.loop", {}, derived={})]) is None
     assert noise.cpu_speed(SLOWED_LOOP, LOOPS[:2]) is None  # too short a history
     speed = noise.cpu_speed(SLOWED_LOOP, LOOPS)
     assert speed.runs == 8 and speed.ratio == pytest.approx(3867.0 / 3821.15)
@@ -354,7 +364,7 @@ def test_a_run_whose_cpu_ran_slowed_is_not_called_slower_on_that_alone(tmp_path)
         b = _with_loop(_run("run_b.jsonl", {"syscall.getuid": (figure, None)}), SLOWED_LOOP)
         with Store.open(tmp_path / f"{figure}.db") as store:
             runs = [store.load(store.add_run(run, origin="import")) for run in (a, b)]
-        key = ("syscall.getuid", params_key(runs[0].results[0]["params"]))
+        key = ("syscall.getuid", params_key(runs[0].results[0].params))
         plain = compare_runs(runs, history={key: history})
         assert gate(plain, 15).rows[0].outcome == GATE_SLOWER
         slowed = compare_runs(runs, history={key: history}, loop_history=LOOPS)
@@ -429,7 +439,7 @@ def test_history_takes_earlier_runs_of_the_same_machine_only(store):
     # A full run of the same machine is part of its history: options change
     # how sure a figure is, not what it measures.
     assert [run.run_id for run in history_runs(store, compared)] == ["full", "old2", "old1"]
-    figures = variant_history(store, compared)
+    figures = variant_figures(history_runs(store, compared))
     getpid = next(r for r in base.results if r["probe"] == "syscall.getpid")
     assert getpid["verdict"]["status"] == "ok"
     # Each earlier run gives its p10 (the history judges p10s), not its median.
@@ -538,7 +548,7 @@ def test_the_store_marks_what_the_kernel_said_and_the_gate_decides_on_the_clean_
         run = _run(base, {"syscall.getuid": (figure, None)})
         ids.append(store.add_run(_relabel(run, name, stamp.format(1, 0)), origin="import"))
     runs = [store.load(run_id) for run_id in ids]
-    history = variant_history(store, runs)
+    history = variant_figures(history_runs(store, runs))
     [figures] = history.values()
     assert sum(1 for _, _, interfered in figures if interfered) == len(LOADED)
     comparison = compare_runs(runs, history=history)
@@ -564,7 +574,7 @@ def test_a_run_most_of_whose_figures_carried_interference_carried_it_as_a_whole(
     def three(flagged: int, reference_ratio: float = 1.0) -> SimpleNamespace:
         results = []
         for number, probe in enumerate(("syscall.getpid", "syscall.getuid", "syscall.getppid")):
-            record = result(100.0)
+            record = record_of(100.0)
             record["probe"] = probe
             record["interference"] = {
                 "reference": "test", "best_ns": 1000.0, "slowed_ratio": 1.2, "retries": 1,
@@ -574,7 +584,7 @@ def test_a_run_most_of_whose_figures_carried_interference_carried_it_as_a_whole(
             }  # fmt: skip
             if number < flagged:
                 _interfered(record)
-            results.append(record)
+            results.append(result_of(record))
         return SimpleNamespace(results=results)
 
     assert not noise.run_carried_interference(three(1).results)

@@ -133,7 +133,7 @@ def test_a_run_of_an_older_engine_without_the_idle_knob_is_judged_by_the_same_hi
     [cell] = pipe.cells
     assert pipe.row is not None
     other = pipe.row.cells[1].result
-    assert other is not None and "idle" not in other["params"]
+    assert other is not None and "idle" not in other.params
     assert cell.noise is not None and cell.noise.source == "history" and cell.noise.n == 10
     text = invoke("compare", *ids, "--db", path).stdout
     line = next(li for li in text.splitlines() if li.strip().startswith(pipe.label))

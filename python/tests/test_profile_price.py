@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import import_runs, invoke
+from conftest import a_result, import_runs, invoke
 from ctxbench.analysis.profile_price import (
     Figure,
     Wanted,
@@ -105,13 +105,11 @@ def test_the_newest_run_with_a_figure_wins_and_ok_before_suspect():
 
     def result(status, median, seccomp=None):
         params = {"seccomp": seccomp} if seccomp else {}
-        summary = {"median": median, "median_ci": {"low": median - 1, "high": median + 1}}
-        return {
-            "probe": "syscall.getppid",
-            "params": params,
-            "summary": summary,
-            "verdict": {"status": status},
-        }
+        figures = dict.fromkeys(("min", "median", "mean", "p90", "p99", "max"), median)
+        ci = {"low": median - 1, "high": median + 1}
+        summary = {"n": 10, "stddev": 0.0, **figures, "median_ci": ci}
+        verdict = {"status": status, "reasons": []}
+        return a_result("syscall.getppid", params, summary=summary, verdict=verdict)
 
     runs = [
         ("new", [result("suspect", 90), result("ok", 80), result("ok", 300, "profile")]),
@@ -260,5 +258,5 @@ def test_measure_fills_the_missing_figures_then_prices(tmp_path):
         measured = store.load(runs[0].run_id)
     assert syscalls["figure"]["run_id"] == measured.run_id
     assert {w["probe"] for w in data["price"]["missing"]}.isdisjoint(
-        r["probe"] for r in measured.results
+        r.probe for r in measured.results
     )

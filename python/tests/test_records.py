@@ -41,6 +41,42 @@ def test_a_record_missing_a_field_is_named():
     assert "'unit' is a required property" in record_problem(broken)
 
 
+@pytest.mark.parametrize("name", ["run_a.jsonl", "default_quick.jsonl", "matrix_a.jsonl"])
+def test_a_result_is_read_into_its_type_once_and_says_what_the_record_says(tmp_path, name):
+    from ctxbench.store.db import Store
+
+    records = real_run(name)
+    with Store.open(tmp_path / "types.db") as store:
+        run = store.load(store.add_run(records, origin="import"))
+    assert run.results is run.results  # read once
+    assert len(run.results) == len(records.results)
+    for result, record in zip(run.results, records.results, strict=True):
+        assert (result.probe, result.family, result.unit) == (
+            record["probe"],
+            record["family"],
+            record["unit"],
+        )
+        assert result.params == record["params"] and result.raw == record
+        assert result.verdict.status == record["verdict"]["status"]
+        assert result.verdict.codes == tuple(r["code"] for r in record["verdict"]["reasons"])
+        assert list(result.samples) == record["samples"]
+        if record.get("summary"):
+            assert result.median == record["summary"]["median"]
+            assert result.figure("p99") == record["summary"]["p99"]
+        else:
+            assert result.summary is None and result.median is None
+        assert result.block("interference") == (record.get("interference") or {})
+
+
+def test_a_result_record_missing_a_key_is_refused_where_it_is_read():
+    from ctxbench.records.result import result_of
+
+    record = dict(next(r for r in real_run().results if r["probe"] == "switch.pipe"))
+    record["verdcit"] = record.pop("verdict")  # misspelt: an error here, not a None later
+    with pytest.raises(RecordError, match=r"switch\.pipe: missing or malformed 'verdict'"):
+        result_of(record)
+
+
 def test_the_kernel_counters_and_each_set_aside_reason_are_read():
     result = next(r for r in real_run().results if r["probe"] == "switch.pipe")
     kept = result["summary"]

@@ -164,8 +164,8 @@ def test_a_hard_kill_in_rounds_keeps_the_rounds_taken(tmp_path):
     with Store.open(Path(environ["CTXBENCH_DB"])) as store:
         stored = store.load("latest")
     assert stored.info.interrupted
-    assert {r["probe"] for r in stored.results} == {"syscall.getppid", "syscall.getpid"}
-    for result in stored.results:
+    assert {r["probe"] for r in stored.records.results} == {"syscall.getppid", "syscall.getpid"}
+    for result in stored.records.results:
         assert any(
             note.startswith("the run ended after 2 of this variant's 4 rounds")
             for note in result["notes"]

@@ -80,9 +80,9 @@ def test_two_hosts_in_parallel_give_two_runs(ssh_server, tmp_path):
             run = store.load(info.run_id)
             assert info.complete and not info.interrupted
             # A variant re-measured after host interference is written last.
-            probes = sorted(r["probe"] for r in run.results)
+            probes = sorted(r.probe for r in run.results)
             assert probes == ["create.posix_spawn", "syscall.getpid"]
-            assert {r["verdict"]["status"] for r in run.results} <= {"ok", "suspect"}
+            assert {r.verdict.status for r in run.results} <= {"ok", "suspect"}
             assert run.env["hostname"] == os.uname().nodename  # the remote's env
             assert info.run_id in report.read_text()  # one report of the fleet
     assert "alpha: stored run" in done.stderr and "beta: stored run" in done.stderr

@@ -299,7 +299,7 @@ def test_report_in_chromium(store_with_runs, tmp_path):
             trace["error_x"]["arrayminus"],
             strict=True,
         ):
-            record = runs[run_id].results[index]
+            record = runs[run_id].records.results[index]
             key = params_key(record["params"])
             assert record["probe"] == probe
             assert x == record["summary"]["median"]

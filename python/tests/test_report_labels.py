@@ -208,7 +208,7 @@ def test_run_vs_run_never_says_not_in_this_run_for_a_figure_it_plots(runs, tmp_p
     # Run vs run table compares it (and says B ran another variant), never "not in this run".
     reference = runs["reference"]
     results = []
-    for result in reference.results:
+    for result in reference.records.results:
         if result["probe"] == "uswitch.boost_fiber":
             result = {**result, "params": {**result["params"], "laps": 100000}}
         results.append(result)

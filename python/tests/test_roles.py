@@ -20,6 +20,7 @@ from ctxbench.analysis.answers import QUESTIONS
 from ctxbench.analysis.summary import ladder
 from ctxbench.analysis.summary_rules import LADDER
 from ctxbench.records import roles
+from ctxbench.records.result import results_of
 
 PROBE_NAME = re.compile(r'"(switch|syscall|create|trap|uswitch|timer|msgrate|matrix)\.[a-z_]+"')
 # The roles Python asks for by name (the ladder's and the answers' come from
@@ -76,8 +77,9 @@ def test_roles_are_ranked_as_the_engine_says():
     assert len(syscall.candidates) >= 2
 
 
-def _syscall_rung(results) -> str:
-    return next(rung.point.probe for rung in ladder(results) if rung.key == "syscall")
+def _syscall_rung(records) -> str:
+    rungs = ladder(results_of(records))
+    return next(rung.point.probe for rung in rungs if rung.key == "syscall")
 
 
 @pytest.fixture
@@ -112,7 +114,7 @@ def test_a_probe_renamed_in_the_engine_keeps_its_rung(engine_roles):
     # A rung the engine takes away from every probe is not on the ladder.
     for probe in list(engine_roles):
         engine_roles[probe] = [(ro, k) for ro, k in engine_roles[probe] if ro != "ladder:syscall"]
-    assert "syscall" not in [rung.key for rung in ladder(renamed)]
+    assert "syscall" not in [rung.key for rung in ladder(results_of(renamed))]
 
 
 def test_the_roles_file_is_what_the_engine_lists():

@@ -125,7 +125,7 @@ def test_the_terminal_summary_and_the_table_say_it(store, samples_kept):
     assert any(line.strip().startswith("set aside: n/m of the samples") for line in ladder)
     assert "set aside, verdict" in ladder[0]
     for width in (200, 80):  # the wide table and the narrow one
-        table = tables.results_table(run.results, width=width)
+        table = tables.results_table(run.records.results, width=width)
         shown = _rendered(table, width)
         assert "4 of 14 samples set aside" in " ".join(shown.split())
 

@@ -411,7 +411,7 @@ def test_a_repeat_runs_spool_is_imported_as_one_run_with_its_repeats(env, tmp_pa
     assert stored.info.interrupted
     assert stored.records.env["options"]["repeat"] == 3
     assert "2 of 3 repeats" in " ".join(stored.records.env["notes"])
-    counts = {r.get("repeats", {}).get("count", 1) for r in stored.results}
+    counts = {r.get("repeats", {}).get("count", 1) for r in stored.records.results}
     assert 2 in counts  # the variants the second repeat measured carry both
 
 
@@ -464,7 +464,7 @@ def test_a_partial_is_superseded_by_its_variants_record(env, tmp_path):
     assert done.returncode == 0, done.stderr
     with Store.open(Path(env["CTXBENCH_DB"])) as store:
         stored = store.load(run.run_id)
-    assert [r["samples"] for r in stored.results] == [first["samples"], late["samples"]]
+    assert [r["samples"] for r in stored.records.results] == [first["samples"], late["samples"]]
     assert stored.info.interrupted
 
 

@@ -11,7 +11,7 @@ import copy
 
 import pytest
 
-from conftest import REPO, real_run
+from conftest import REPO, a_result, real_run
 from ctxbench.analysis.explain import REST
 from ctxbench.analysis.summary import is_remainder, pick, section_id, summarize, variant_key
 from ctxbench.analysis.summary_rules import LADDER, REASON_SENTENCES, reason_sentence
@@ -37,7 +37,7 @@ def stored(store, records, label=None):
 
 
 def _by_key(results):
-    return {(r["probe"], params_key(r["params"])): r for r in results}
+    return {(r.probe, params_key(r.params)): r for r in results}
 
 
 def test_ladder_rungs_are_records_present(store):
@@ -54,11 +54,11 @@ def test_ladder_rungs_are_records_present(store):
     for rung in summary.ladder:
         record = records[(rung.point.probe, params_key(rung.point.params))]
         assert rung.point.result is record
-        assert rung.point.median == record["summary"]["median"]
-        assert rung.point.ci_low == record["summary"]["median_ci"]["low"]
-        assert rung.point.ci_high == record["summary"]["median_ci"]["high"]
-        assert rung.point.status == record["verdict"]["status"]
-        assert rung.point.anchor == section_id(record["family"])
+        assert rung.point.median == record.summary.median
+        assert rung.point.ci_low == record.summary.median_ci["low"]
+        assert rung.point.ci_high == record.summary.median_ci["high"]
+        assert rung.point.status == record.verdict.status
+        assert rung.point.anchor == section_id(record.family)
     # vDSO: timer.clock_gettime_monotonic is not in run_a, the syscall family's is.
     assert summary.ladder[0].point.probe == "syscall.clock_gettime_vdso"
     assert summary.ladder[1].point.probe == "syscall.enosys"
@@ -77,7 +77,7 @@ def test_ladder_of_the_whole_catalogue(store):
     assert medians == sorted(medians)  # cheapest first
     for rung in summary.ladder:
         record = records[(rung.point.probe, params_key(rung.point.params))]
-        assert rung.point.median == record["summary"]["median"]
+        assert rung.point.median == record.summary.median
     by_key = {rung.key: rung.point for rung in summary.ladder}
     assert by_key["asm"].params == {"fpcontrol": "same", "fpstate": "abi"}
     assert by_key["vdso"].probe == "timer.clock_gettime_monotonic"
@@ -118,9 +118,7 @@ def test_same_vs_cross(store):
         assert row.same.params["cpus"] == "same" and row.cross.params["cpus"] == "cross"
         assert row.same.params.get("between") == row.between == row.cross.params.get("between")
         for side in (row.same, row.cross):
-            assert (
-                side.median == records[(side.probe, params_key(side.params))]["summary"]["median"]
-            )
+            assert side.median == records[(side.probe, params_key(side.params))].summary.median
         if row.primitive == "yield":  # across CPUs a yield does not switch: no ratio
             assert row.ratio is None and row.no_ratio
             assert "too few switches" in why.no_ratio_words(row.same, row.cross)
@@ -257,7 +255,7 @@ def _spec(key):
 def test_pick_prefers_the_default_policy_and_keeps_idle_held_apart():
     """Selection only (no figures): which of several variants stands for a rung."""
     variants = [
-        {"probe": "switch.pipe", "params": {"between": "threads", "cpus": cpus, **extra}}
+        a_result("switch.pipe", {"between": "threads", "cpus": cpus, **extra})
         for cpus, extra in (
             ("same", {"policy": "batch", "idle": "free"}),
             ("same", {"policy": "normal", "idle": "free"}),
@@ -275,18 +273,15 @@ def test_pick_prefers_the_default_policy_and_keeps_idle_held_apart():
         spec = _spec(key)
         assert pick(variants, spec.candidates[0], spec.match) is expected, key
     # A record without the knob (an older engine) still stands for the default.
-    old = [{"probe": "switch.pipe", "params": {"between": "threads", "cpus": "cross"}}]
+    old = [a_result("switch.pipe", {"between": "threads", "cpus": "cross"})]
     assert pick(old, "switch.pipe", _spec("cross_switch").match) is old[0]
     assert pick(old, "switch.pipe", _spec("cross_switch_held").match) is None
 
 
 def test_variant_key_matches_a_record_without_the_idle_knob():
-    old = {"probe": "switch.pipe", "params": {"between": "threads", "cpus": "same"}}
-    new = {"probe": "switch.pipe", "params": {"between": "threads", "cpus": "same", "idle": "free"}}
-    held = {
-        "probe": "switch.pipe",
-        "params": {"between": "threads", "cpus": "same", "idle": "held"},
-    }
+    old = a_result("switch.pipe", {"between": "threads", "cpus": "same"})
+    new = a_result("switch.pipe", {"between": "threads", "cpus": "same", "idle": "free"})
+    held = a_result("switch.pipe", {"between": "threads", "cpus": "same", "idle": "held"})
     assert variant_key(old) == variant_key(new) != variant_key(held)
 
 
@@ -304,7 +299,7 @@ def test_a_compared_run_shows_run_a_variant_on_its_ladder(store):
         "idle": "free",
         "policy": "batch",
     }
-    assert beside["thread_switch"].median == beside["thread_switch"].result["summary"]["median"]
+    assert beside["thread_switch"].median == beside["thread_switch"].result.summary.median
     # Rungs run_a does not have keep the run's own choice.
     assert beside["vdso"].probe == alone["vdso"].probe
 

@@ -18,11 +18,13 @@ them first.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench.analysis.summary_data import Point, point, ratio
 from ctxbench.analysis.summary_rules import BATCH_FIRST, pick  # the ladder's own matching
+from ctxbench.records.result import Result
 from ctxbench.records.roles import probes_with
 from ctxbench.stats import RatioInterval
 
@@ -201,9 +203,9 @@ QUESTIONS: tuple[Question, ...] = (
 )
 
 
-def answers(results: list[dict[str, Any]]) -> list[Answer]:
+def answers(results: Sequence[Result]) -> list[Answer]:
     """The QUESTIONS this run answers (two or more of their figures measured)."""
-    measured = [r for r in results if (r.get("summary") or {}).get("median") is not None]
+    measured = [r for r in results if r.median is not None]
     out = []
     for question in QUESTIONS:
         found: dict[str, Point] = {}

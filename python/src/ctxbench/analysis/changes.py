@@ -48,7 +48,8 @@ from ctxbench.analysis import envparts
 from ctxbench.analysis.compare import MEASUREMENT_OPTIONS, run_options
 from ctxbench.records.envdiff import env_diff
 from ctxbench.records.naming import params_key
-from ctxbench.store.schema import RunInfo, StoredRun
+from ctxbench.records.result import Result
+from ctxbench.records.runs import RunInfo, StoredRun
 
 METHOD = (
     "ruptures PELT, rank cost, penalty 3 log n, at least 4 runs a segment; each change kept "
@@ -61,15 +62,15 @@ DEFAULT_MIN_EFFECT = 0.05
 NOISY = ("unstable", "high_spread")  # suspect reasons that leave a figure in the series
 
 
-def counts(result: dict[str, Any]) -> bool:
+def counts(result: Result) -> bool:
     """A figure of the series: ok, or suspect for its spread alone."""
-    verdict = result["verdict"]
-    if not result.get("summary"):
+    verdict = result.verdict
+    if result.summary is None:
         return False
-    if verdict["status"] == "ok":
+    if verdict.status == "ok":
         return True
-    codes = {reason["code"] for reason in verdict.get("reasons", [])}
-    return verdict["status"] == "suspect" and bool(codes) and codes <= set(NOISY)
+    codes = set(verdict.codes)
+    return verdict.status == "suspect" and bool(codes) and codes <= set(NOISY)
 
 
 @dataclass(frozen=True)
@@ -177,20 +178,18 @@ def find_changes(
     from ctxbench.analysis.compare_why import Resampler, RunParts, split_row
 
     series: dict[tuple[str, str], list[Point]] = {}
-    first: dict[tuple[str, str], dict[str, Any]] = {}
+    first: dict[tuple[str, str], Result] = {}
     present: dict[tuple[str, str], int] = {}  # runs that measured or tried each variant
     for position, run in enumerate(runs, start=1):
         for result in run.results:
-            if probe and not fnmatch.fnmatchcase(result["probe"], probe):
+            if probe and not fnmatch.fnmatchcase(result.probe, probe):
                 continue
-            variant = (result["probe"], params_key(result.get("params", {})))
+            variant = (result.probe, params_key(result.params))
             present[variant] = present.get(variant, 0) + 1
-            summary = result.get("summary")
-            if not counts(result):
+            if not counts(result) or result.median is None:
                 continue
-            key = (result["probe"], params_key(result.get("params", {})))
-            series.setdefault(key, []).append(Point(run.run_id, position, float(summary["median"])))
-            first.setdefault(key, result)
+            series.setdefault(variant, []).append(Point(run.run_id, position, result.median))
+            first.setdefault(variant, result)
     by_id = {run.run_id: run for run in runs}
     changes, examined, proposed = [], 0, 0
     for key, points in series.items():
@@ -203,9 +202,9 @@ def find_changes(
             record = first[key]
             before_run, after_run = by_id[points[start - 1].run_id], by_id[points[start].run_id]
             change = Change(
-                probe=record["probe"],
-                params=dict(record.get("params", {})),
-                unit=record["unit"],
+                probe=record.probe,
+                params=dict(record.params),
+                unit=record.unit,
                 position=points[start].position,
                 run_id=after_run.run_id,
                 before_run_id=before_run.run_id,
@@ -213,7 +212,8 @@ def find_changes(
                 after=points[start:],
                 difference=difference,
             )
-            parts = [RunParts(before_run.results), RunParts(after_run.results)]
+            # compare_why splits the records as written.
+            parts = [RunParts(before_run.records.results), RunParts(after_run.records.results)]
             a, b = parts[0].by_key.get(key), parts[1].by_key.get(key)
             group = None
             if a is not None and b is not None:

@@ -49,7 +49,8 @@ from ctxbench.analysis.noise import (
 from ctxbench.records import matrix
 from ctxbench.records.envdiff import EnvDiff, env_diff
 from ctxbench.records.naming import params_key
-from ctxbench.store.db import StoredRun
+from ctxbench.records.result import ParamValue, Result
+from ctxbench.records.runs import StoredRun
 
 COMPARABLE = ("ok", "suspect")
 DEFAULT_MIN_EFFECT = 0.05
@@ -72,7 +73,7 @@ SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE = "slower", "faster", "no difference", "
 class Cell:
     """One run's side of a row."""
 
-    result: dict[str, Any] | None  # None: the run has no such variant
+    result: Result | None  # None: the run has no such variant
     difference: stats.Difference | None  # vs the reference; None for it or when not comparable
     note: str | None  # why no comparison (missing, unsupported, failed)
     # Why this cell is left out of the summary (verdicts, placement, options); empty: comparable.
@@ -82,20 +83,18 @@ class Cell:
 
     @property
     def median(self) -> float | None:
-        if self.result is None or not self.result.get("summary"):
-            return None
-        return float(self.result["summary"]["median"])
+        return None if self.result is None else self.result.median
 
     @property
     def status(self) -> str | None:
-        return None if self.result is None else self.result["verdict"]["status"]
+        return None if self.result is None else self.result.verdict.status
 
 
 @dataclass(frozen=True)
 class Row:
     probe: str
     family: str
-    params: dict[str, Any]
+    params: Mapping[str, ParamValue]
     unit: str
     cells: list[Cell]  # one per run, reference first
 
@@ -135,7 +134,7 @@ class MatrixComparison:
     same LLC...): the samples of all the class's cells, pooled, per run."""
 
     probe: str
-    params: dict[str, Any]
+    params: Mapping[str, ParamValue]
     unit: str
     rows: list[ClassRow]
 
@@ -143,7 +142,7 @@ class MatrixComparison:
 @dataclass(frozen=True)
 class Judging:
     """How every cell of one comparison is judged: the test's settings, the
-    machine's history per variant key (``machine_history.variant_history``),
+    machine's history per variant key (``machine_history.variant_figures``),
     and per run its host state, the CPUs it was allowed and its CPU's speed
     against the machine's history (``noise.cpu_speed``). ``judge_cell``
     judges a pair of results with it; ``compare_runs`` every row, and the key
@@ -173,7 +172,7 @@ class Comparison:
     matrices: list[MatrixComparison] = field(default_factory=list)
     judging: Judging | None = None  # how its cells were judged (``judge_cell``)
 
-    def row(self, probe: str, params: dict[str, Any]) -> Row | None:
+    def row(self, probe: str, params: Mapping[str, ParamValue]) -> Row | None:
         """The row of this variant (matched as the rows are: probe and params)."""
         key = (probe, params_key(params))
         return next((r for r in self.rows if (r.probe, params_key(r.params)) == key), None)
@@ -181,8 +180,8 @@ class Comparison:
 
 def judge_cell(
     judging: Judging,
-    reference: dict[str, Any] | None,
-    other: dict[str, Any] | None,
+    reference: Result | None,
+    other: Result | None,
     index: int,
 ) -> Cell:
     """Run INDEX's side of a row against the reference's: the one place a
@@ -194,7 +193,7 @@ def judge_cell(
     cpus = list(judging.cpu_counts) or [None] * (index + 1)
     speeds = list(judging.speeds) or [None] * (index + 1)
     if note is None and reference is not None and other is not None:
-        key = (reference["probe"], params_key(reference["params"]))
+        key = (reference.probe, params_key(reference.params))
         difference, judged_by = judge(
             reference,
             other,
@@ -216,7 +215,7 @@ def judge_cell(
             units.run_letter(0),
             units.run_letter(index),
         )
-        decision = decide(difference, reference["unit"], judging.min_effect, judged_by)
+        decision = decide(difference, reference.unit, judging.min_effect, judged_by)
     return Cell(
         result=other,
         difference=difference,
@@ -238,7 +237,7 @@ def compare_runs(
 ) -> Comparison:
     """Every variant of the runs, matched, each other run against the first.
     ``history``: per variant key, the figures of the store's earlier runs of
-    the runs' machine (``machine_history.variant_history``), for rows
+    the runs' machine (``machine_history.variant_figures``), for rows
     without repeats; ``loop_history``: those runs' plain loops
     (``machine_history.loop_history``), for each run's CPU speed. Every
     format (the key figures, --all, --json, the gate) renders the
@@ -257,12 +256,12 @@ def compare_runs(
         cpu_counts=[allowed_cpus(run.env) for run in runs],
         speeds=[cpu_speed(run_cpu_loop(run.results), loop_history) for run in runs],
     )
-    indexed: list[dict[tuple[str, str], dict[str, Any]]] = []
-    order: dict[tuple[str, str], dict[str, Any]] = {}
+    indexed: list[dict[tuple[str, str], Result]] = []
+    order: dict[tuple[str, str], Result] = {}
     for run in runs:
         by_key = {}
         for result in run.results:
-            key = (result["probe"], params_key(result["params"]))
+            key = (result.probe, params_key(result.params))
             by_key[key] = result
             order.setdefault(key, result)
         indexed.append(by_key)
@@ -277,10 +276,10 @@ def compare_runs(
         ]
         rows.append(
             Row(
-                probe=first_seen["probe"],
-                family=first_seen["family"],
-                params=first_seen["params"],
-                unit=first_seen["unit"],
+                probe=first_seen.probe,
+                family=first_seen.family,
+                params=first_seen.params,
+                unit=first_seen.unit,
                 cells=cells,
             )
         )
@@ -304,9 +303,9 @@ def run_options(env: dict[str, Any]) -> dict[str, Any]:
     return {name: options[name] for name in SHOWN_OPTIONS if name in options}
 
 
-def observed_placement(result: dict[str, Any]) -> str | None:
+def observed_placement(result: Result) -> str | None:
     """Where the tasks actually ran, as a class: 'one CPU' or 'N CPUs'."""
-    placement = result.get("placement") or {}
+    placement = result.block("placement")
     seen = [
         cpu
         for cpu in [
@@ -328,8 +327,8 @@ def allowed_cpus(env: dict[str, Any]) -> int | None:
 
 
 def exclusions(
-    reference: dict[str, Any],
-    other: dict[str, Any],
+    reference: Result,
+    other: Result,
     cpu_counts: tuple[int | None, int | None] = (None, None),
     reference_name: str = "A",
     other_name: str = "B",
@@ -340,19 +339,19 @@ def exclusions(
     (NOT_THE_OPERATION: fewer switches per operation than it makes)."""
     why = []
     for name, result in ((reference_name, reference), (other_name, other)):
-        codes = {reason["code"] for reason in result["verdict"].get("reasons") or []}
+        codes = set(result.verdict.codes)
         if codes & set(NOT_THE_OPERATION):
             why.append(
                 f"{name} made too few switches per operation: not the operation "
                 f"({', '.join(sorted(codes & set(NOT_THE_OPERATION)))})"
             )
-    requested = (reference.get("placement") or {}).get("requested")
+    requested = reference.block("placement").get("requested")
     placements = observed_placement(reference), observed_placement(other)
     if requested == "any" and None not in placements and placements[0] != placements[1]:
         why.append(
             f"placement: {reference_name} ran on {placements[0]}, {other_name} on {placements[1]}"
         )
-    requested = (reference.get("placement") or {}).get("requested")
+    requested = reference.block("placement").get("requested")
     if requested in CHOSEN_PLACEMENTS and None not in cpu_counts and cpu_counts[0] != cpu_counts[1]:
         why.append(
             f"CPU count: {reference_name} was allowed {cpu_counts[0]} CPUs, "
@@ -441,7 +440,8 @@ def compare_matrices(
     samples, compared with the reference run's like any variant's samples."""
     compared = []
     for row in rows:
-        results = [cell.result for cell in row.cells]
+        # The matrix blocks as written (records.matrix reads them).
+        results = [None if cell.result is None else cell.result.raw for cell in row.cells]
         with_matrix = [r for r in results if r is not None and matrix.has_matrix(r)]
         if len(with_matrix) < 2:
             continue
@@ -475,12 +475,12 @@ def compare_matrices(
     return compared
 
 
-def _note(result: dict[str, Any] | None) -> str | None:
+def _note(result: Result | None) -> str | None:
     if result is None:
         return "not in this run"
-    status = result["verdict"]["status"]
+    status = result.verdict.status
     if status not in COMPARABLE:
         return status
-    if not result.get("samples"):
+    if not result.samples:
         return "no samples"
     return None

@@ -22,7 +22,7 @@ from typing import Any
 
 from ctxbench.analysis.compare import Comparison, summarize
 from ctxbench.records.naming import params_key
-from ctxbench.store.schema import StoredRun
+from ctxbench.records.runs import StoredRun
 
 ORIGINAL = "_ctxbench_paired_from"  # a paired copy's own record, never stored
 
@@ -52,7 +52,7 @@ def _differs(a: dict[str, Any], b: dict[str, Any], names: tuple[str, ...]) -> bo
 
 def unknown_names(runs: list[StoredRun], names: tuple[str, ...]) -> list[str]:
     """The named parameters that no variant of either run has."""
-    seen = {name for run in runs for r in run.results for name in r.get("params", {})}
+    seen = {name for run in runs for r in run.results for name in r.params}
     return [name for name in names if name not in seen]
 
 
@@ -70,7 +70,9 @@ def pair_runs(reference: StoredRun, other: StoredRun, names: tuple[str, ...]) ->
             and _differs(r.get("params", {}), params, names)
         ]
 
-    a_results, b_results = reference.results, other.results
+    # Pairing writes records (B's renamed copies), so it reads them as written;
+    # the paired runs read them into their types again (StoredRun.results).
+    a_results, b_results = reference.records.results, other.records.results
     renamed: list[dict[str, Any]] = []
     paired_a: set[int] = set()
     ambiguous: list[str] = []

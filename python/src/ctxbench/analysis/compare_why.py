@@ -67,7 +67,7 @@ from ctxbench.analysis.explain import (
 from ctxbench.analysis.interference import RunLoad, run_load
 from ctxbench.analysis.phases import traced_view
 from ctxbench.records.naming import params_key
-from ctxbench.store.schema import StoredRun
+from ctxbench.records.runs import StoredRun
 
 CALL_WORK = "the call's own work"
 KERNEL_ENTRY_PART = "kernel entry/exit"  # explain's part names
@@ -627,7 +627,7 @@ def why(
     (``compare_pairs``): parts come from every record of a run."""
     whole = measured or comparison.runs
     pair = [whole[0], whole[index]]
-    runs = [RunParts([original(r) for r in run.results]) for run in pair]
+    runs = [RunParts([original(r) for r in run.records.results]) for run in pair]
     resampler = Resampler(runs, comparison.level)
     pairs = [(row, _pair(row, index)) for row in comparison.rows]
     measured_rows = [(row, found) for row, found in pairs if found is not None]
@@ -703,8 +703,10 @@ def _variant(split: RowWhy) -> str:
 
 
 def _pair(row: Row, index: int) -> tuple[dict[str, Any], dict[str, Any], str | None] | None:
-    reference, cell = row.cells[0].result, row.cells[index]
-    other = None if cell.result is None else original(cell.result)
+    # The records as written: compare_why splits them part by part.
+    cell = row.cells[index]
+    reference = None if row.cells[0].result is None else row.cells[0].result.raw
+    other = None if cell.result is None else original(cell.result.raw)
     if reference is None or other is None or cell.note:
         return None
     if not reference.get("summary") or not other.get("summary"):

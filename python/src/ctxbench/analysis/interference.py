@@ -13,8 +13,10 @@ count them here; the views word them.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+
+from ctxbench.records.result import Result
 
 # Verdict reasons that a load on the machine gives a figure (its spread);
 # the others say it measured something else (too few switches, a migration).
@@ -44,18 +46,18 @@ class RunLoad:
         return bool(self.suspect or self.set_aside_samples or self.slowed or self.steal_results)
 
 
-def _set_aside(result: dict[str, Any]) -> int:
-    count = len((result.get("set_aside") or {}).get("samples") or [])
+def _set_aside(result: Result) -> int:
+    count = len(result.block("set_aside").get("samples") or [])
     if count:
         return count
-    block = result.get("interference") or {}
+    block = result.block("interference")
     attempts = block.get("attempts") or []
     kept = block.get("kept", 0)
     return int((attempts[kept] if 0 <= kept < len(attempts) else {}).get("set_aside") or 0)
 
 
-def _reference_ratio(result: dict[str, Any]) -> float | None:
-    block = result.get("interference") or {}
+def _reference_ratio(result: Result) -> float | None:
+    block = result.block("interference")
     attempts = block.get("attempts") or []
     kept = block.get("kept", 0)
     if not 0 <= kept < len(attempts):
@@ -64,27 +66,26 @@ def _reference_ratio(result: dict[str, Any]) -> float | None:
     return float(ratio) if ratio is not None else None
 
 
-def run_load(results: list[dict[str, Any]]) -> RunLoad:
+def run_load(results: Sequence[Result]) -> RunLoad:
     """The counts of RESULTS (one run's result records)."""
-    measured = [r for r in results if r.get("verdict", {}).get("status") in MEASURED]
+    measured = [r for r in results if r.verdict.status in MEASURED]
     reasons: Counter[str] = Counter()
     suspect = aside_results = aside = slowed = steal_results = counted = 0
     steal = 0.0
     ratios = []
     for r in measured:
-        codes = {reason["code"] for reason in r["verdict"].get("reasons", [])}
-        load_codes = codes.intersection(LOAD_REASONS)
-        if r["verdict"]["status"] == "suspect" and load_codes:
+        load_codes = set(r.verdict.codes).intersection(LOAD_REASONS)
+        if r.verdict.status == "suspect" and load_codes:
             suspect += 1
             reasons.update(load_codes)
         count = _set_aside(r)
         aside += count
         aside_results += bool(count)
-        slowed += bool((r.get("interference") or {}).get("slowed"))
+        slowed += bool(r.block("interference").get("slowed"))
         ratio = _reference_ratio(r)
         if ratio is not None:
             ratios.append(ratio)
-        kept = (r.get("counters") or {}).get("kept") or {}
+        kept = r.block("counters").get("kept") or {}
         counted += bool(kept)
         if kept.get("steal_ns"):
             steal += float(kept["steal_ns"])

@@ -64,9 +64,9 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ctxbench import stats
+from ctxbench.records.result import Result
 
 REPEATS, HISTORY, WITHIN_RUN = "repeats", "history", "within-run"
 SOURCES = (REPEATS, HISTORY, WITHIN_RUN)
@@ -247,42 +247,40 @@ def pass_detectable(
     return math.expm1(stats.detectable_log_effect(parts[0], parts[1], level, power))
 
 
-def figure(result: dict[str, Any]) -> float | None:
+def figure(result: Result) -> float | None:
     """A result's median (what repeats and within-run judge)."""
-    summary = result.get("summary")
-    return float(summary["median"]) if summary else None
+    return result.median
 
 
-def p10(result: dict[str, Any]) -> float | None:
+def p10(result: Result) -> float | None:
     """A result's p10 (what the history judges): ``stats.low_quantile`` of
     its kept samples; None where it keeps too few."""
-    return stats.low_quantile(result.get("samples") or [], result.get("unit", "ns"))
+    return stats.low_quantile(list(result.samples), result.unit)
 
 
-def repeat_figures(result: dict[str, Any]) -> list[float]:
+def repeat_figures(result: Result) -> list[float]:
     """The figure of each repeat of a ``run --repeat`` record (empty without repeats)."""
-    block = result.get("repeats") or {}
+    block = result.block("repeats")
     return [float(each["median"]) for each in block.get("runs", []) if each.get("median")]
 
 
-def history_weight(result: dict[str, Any]) -> float:
+def history_weight(result: Result) -> float:
     """How much an earlier run's figure counts in the machine's history."""
-    return 1.0 if result["verdict"]["status"] == "ok" else SUSPECT_WEIGHT
+    return 1.0 if result.verdict.status == "ok" else SUSPECT_WEIGHT
 
 
-def carried_interference(result: dict[str, Any]) -> bool:
+def carried_interference(result: Result) -> bool:
     """Whether a figure carried interference the engine could not clear, by
     what its record says: the verdict's ``interference`` reason (the kernel
     saw over its limit of kept samples interfered with), or its host
     reference still slowed, or as many samples set aside as kept (the
     engine's ``interference.slowed``)."""
-    reasons = result.get("verdict", {}).get("reasons") or []
-    if any(reason.get("code") == "interference" for reason in reasons):
+    if result.verdict.has("interference"):
         return True
-    return bool((result.get("interference") or {}).get("slowed"))
+    return bool(result.block("interference").get("slowed"))
 
 
-def run_carried_interference(results: Sequence[dict[str, Any]]) -> bool:
+def run_carried_interference(results: Sequence[Result]) -> bool:
     """Whether a whole run carried interference: its host reference ran
     slowed as a whole, or more than half of its measured figures carried
     interference (``carried_interference``): the run sat in a loaded spell,
@@ -291,16 +289,16 @@ def run_carried_interference(results: Sequence[dict[str, Any]]) -> bool:
     host = host_state(results)
     if host is not None and host.slowed_as_a_whole:
         return True
-    measured = [r for r in results if r.get("verdict", {}).get("status") in ("ok", "suspect")]
+    measured = [r for r in results if r.verdict.measured]
     flagged = sum(1 for r in measured if carried_interference(r))
     return 2 * flagged > len(measured)
 
 
-def host_state(results: Sequence[dict[str, Any]]) -> HostState | None:
+def host_state(results: Sequence[Result]) -> HostState | None:
     """The run's host reference over its variants (None: no variant had one)."""
     ratios, slowed, slowed_ratio = [], 0, None
     for result in results:
-        block = result.get("interference") or {}
+        block = result.block("interference")
         attempts = block.get("attempts") or []
         kept = block.get("kept")
         if not isinstance(kept, int) or not 0 <= kept < len(attempts):
@@ -316,25 +314,25 @@ def host_state(results: Sequence[dict[str, Any]]) -> HostState | None:
     return HostState(stats.median(ratios), slowed_ratio, len(ratios), slowed)
 
 
-def side_widenings(result: dict[str, Any], side: int) -> list[Widening]:
+def side_widenings(result: Result, side: int) -> list[Widening]:
     """What makes one side's figure less sure than the machine's usual: its
     verdict (suspect: its own sample spread) and a reference still slowed."""
     widened = []
-    samples = result.get("samples") or []
-    if result["verdict"]["status"] == "suspect":
+    samples = list(result.samples)
+    if result.verdict.status == "suspect":
         spread = stats.sample_log_spread(samples)
         if spread:
             # The standard error of the side's median from its samples' robust
             # spread (sqrt(pi/2) * sigma / sqrt(n), normal asymptotics).
             se = math.sqrt(math.pi / 2.0) * spread / math.sqrt(len(samples))
             widened.append(Widening(side, SUSPECT, se, len(samples) - 1.0))
-    taken = ((result.get("counters") or {}).get("kept") or {}).get("other_share")
-    suspect = result["verdict"]["status"] == "suspect"
+    taken = (result.block("counters").get("kept") or {}).get("other_share")
+    suspect = result.verdict.status == "suspect"
     if suspect and isinstance(taken, (int, float)) and 0.0 < taken < 1.0:
         # The kernel saw others take this share of the kept samples' time:
         # the figure may be inflated by up to 1 / (1 - share).
         widened.append(Widening(side, TAKEN, -math.log1p(-taken)))
-    block = result.get("interference") or {}
+    block = result.block("interference")
     attempts = block.get("attempts") or []
     kept = block.get("kept")
     if block.get("slowed") and isinstance(kept, int) and 0 <= kept < len(attempts):
@@ -359,13 +357,13 @@ class CpuSpeed:
         return self.ratio > self.limit
 
 
-def run_cpu_loop(results: Sequence[dict[str, Any]]) -> float | None:
+def run_cpu_loop(results: Sequence[Result]) -> float | None:
     """A run's plain loop: the median over its variants of ``derived.cpu_loop_ns``
     (None where no variant has one: older runs, or none measured)."""
     loops = [
         float(value)
         for result in results
-        if isinstance(value := (result.get("derived") or {}).get("cpu_loop_ns"), (int, float))
+        if isinstance(value := result.block("derived").get("cpu_loop_ns"), (int, float))
         and value > 0
     ]
     return float(stats.median(loops) or 0.0) if loops else None
@@ -452,8 +450,8 @@ def _history_spread(history: HistoryFigures) -> History:
 
 
 def judge(
-    reference: dict[str, Any],
-    other: dict[str, Any],
+    reference: Result,
+    other: Result,
     history: HistoryFigures = (),
     alpha: float = stats.DEFAULT_ALPHA,
     level: float = stats.DEFAULT_LEVEL,
@@ -513,8 +511,8 @@ def judge(
 
 
 def _judge_within_run(
-    reference: dict[str, Any],
-    other: dict[str, Any],
+    reference: Result,
+    other: Result,
     alpha: float,
     level: float,
     resamples: int,
@@ -523,7 +521,7 @@ def _judge_within_run(
 ) -> tuple[stats.Difference, Noise]:
     """``judge`` where neither repeats nor the history can judge: the two
     runs' samples, the bootstrap's interval widened where a side asks for it."""
-    samples_a, samples_b = reference["samples"], other["samples"]
+    samples_a, samples_b = list(reference.samples), list(other.samples)
     pooled = stats.pooled_log_spread([samples_a, samples_b])
     difference = stats.compare_samples(samples_a, samples_b, alpha, level, resamples)
     se, widened = None, ()

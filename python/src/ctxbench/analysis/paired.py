@@ -67,6 +67,7 @@ from ctxbench import stats
 from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, Gate
 from ctxbench.analysis.noise import GATE_POWER
 from ctxbench.records.naming import params_key
+from ctxbench.records.result import Result
 
 MIN_ROUNDS = (
     6  # paired rounds below which the signed-rank interval has no 95 % form (n = 6: 96.9 %)
@@ -111,16 +112,16 @@ def parse_axis(text: str) -> Axis:
     return Axis(name, a, b)
 
 
-def _baseline(record: dict[str, Any]) -> float:
+def _baseline(record: Result) -> float:
     """What the record's ``corrected`` figures (and round_figures' medians) subtract."""
     baseline = record.get("baseline") if record.get("corrected") is not None else None
     return float(baseline["value"]) if baseline else 0.0
 
 
-def round_figures(record: dict[str, Any]) -> dict[int, float]:
+def round_figures(record: Result) -> dict[int, float]:
     """A record's median per round (schedule.round_figures), as measured (the
     entries' baseline added back): round -> median, where there is one."""
-    entries = (record.get("schedule") or {}).get("round_figures") or []
+    entries = record.block("schedule").get("round_figures") or []
     value = _baseline(record)
     figures = {}
     for entry in entries:
@@ -130,18 +131,18 @@ def round_figures(record: dict[str, Any]) -> dict[int, float]:
     return figures
 
 
-def round_fastest(record: dict[str, Any]) -> dict[int, float] | None:
+def round_fastest(record: Result) -> dict[int, float] | None:
     """Each round's fastest kept sample (the largest, for a rate), as
     measured: round -> figure. The record's samples are its rounds' in
     order (each entry's ``n`` of them); None where they do not read so
     (their count, or a round's median less the baseline, disagrees with the
     entries)."""
-    entries = (record.get("schedule") or {}).get("round_figures") or []
-    samples = record.get("samples") or []
+    entries = record.block("schedule").get("round_figures") or []
+    samples = record.samples
     if not entries or sum(int(e["n"]) for e in entries) != len(samples):
         return None
     value = _baseline(record)
-    lower = stats.lower_is_better(record.get("unit", "ns"))
+    lower = stats.lower_is_better(record.unit)
     fastest, start = {}, 0
     for entry in entries:
         taken = samples[start : start + int(entry["n"])]
@@ -210,17 +211,16 @@ def signed_rank_interval(
     return statistics.median(walsh), walsh[k - 1], walsh[len(walsh) - k]
 
 
-def resolution_floor(record: dict[str, Any]) -> float:
+def resolution_floor(record: Result) -> float:
     """The relative step of one round's figure: the timer's resolution over
     the time a sample took (ops_per_sample operations of the median's
     length); 0 where the record does not say."""
-    timer = record.get("timer") or {}
-    resolution = timer.get("resolution_ns")
+    resolution = record.block("timer").get("resolution_ns")
     ops = record.get("ops_per_sample")
-    median = (record.get("summary") or {}).get("median")
+    median = record.median
     if not resolution or not ops or not median or median <= 0:
         return 0.0
-    per_op_ns = median if stats.lower_is_better(record.get("unit", "ns")) else 1e9 / median
+    per_op_ns = median if stats.lower_is_better(record.unit) else 1e9 / median
     return float(resolution) / (float(ops) * per_op_ns)
 
 
@@ -254,19 +254,19 @@ def paired_ratio(
 
 
 def pair_records(
-    records: Iterable[dict[str, Any]], axis: Axis, level: float = stats.DEFAULT_LEVEL
-) -> tuple[list[Paired], list[dict[str, Any]]]:
+    records: Iterable[Result], axis: Axis, level: float = stats.DEFAULT_LEVEL
+) -> tuple[list[Paired], list[Result]]:
     """Every variant of A (axis = A's value) with its B twin (every other
     parameter equal): the paired figures; and the results of either arm left
     without a twin."""
-    by_key: dict[tuple[str, str, str], dict[str, Any]] = {}
+    by_key: dict[tuple[str, str, str], Result] = {}
     for record in records:
-        params = record.get("params") or {}
+        params = record.params
         value = params.get(axis.name)
-        if record.get("kind") != "result" or value is None or str(value) not in (axis.a, axis.b):
+        if value is None or str(value) not in (axis.a, axis.b):
             continue
         rest = {k: v for k, v in params.items() if k != axis.name}
-        by_key[(str(value), record["probe"], params_key(rest))] = record
+        by_key[(str(value), record.probe, params_key(rest))] = record
     paired, alone = [], []
     for (value, probe, rest_key), record in by_key.items():
         twin_value = axis.b if value == axis.a else axis.a
@@ -280,12 +280,12 @@ def pair_records(
     return paired, alone
 
 
-def _paired(a: dict[str, Any], b: dict[str, Any], axis: Axis, level: float) -> Paired:
+def _paired(a: Result, b: Result, axis: Axis, level: float) -> Paired:
     figures_a, figures_b = round_fastest(a), round_fastest(b)
     statistic = FASTEST
     if figures_a is None or figures_b is None:
         figures_a, figures_b, statistic = round_figures(a), round_figures(b), MEDIAN
-    unit = a.get("unit", "ns")
+    unit = a.unit
     common = sorted(set(figures_a) & set(figures_b))
     clean = clean_rounds(figures_a, figures_b, common)
     pairs = [(figures_a[k], figures_b[k]) for k in clean]
@@ -294,9 +294,9 @@ def _paired(a: dict[str, Any], b: dict[str, Any], axis: Axis, level: float) -> P
     ratio = low = high = se = detectable = None
     if found is not None:
         ratio, low, high, se, detectable = found
-    params = {k: v for k, v in (a.get("params") or {}).items() if k != axis.name}
+    params = {k: v for k, v in a.params.items() if k != axis.name}
     return Paired(
-        a["probe"],
+        a.probe,
         params,
         unit,
         statistic,
@@ -343,7 +343,7 @@ class PairedGate:
     axis: Axis
     percent: float
     rows: list[PairedVerdict]
-    alone: list[dict[str, Any]]  # results of one arm without a twin: not judged
+    alone: list[Result]  # results of one arm without a twin: not judged
     allow_inconclusive: float = 0.0
     power: float = GATE_POWER
 
@@ -365,7 +365,7 @@ def judge(paired: Paired, percent: float, min_rounds: int = MIN_ROUNDS) -> Paire
 
 
 def paired_gate(
-    records: Iterable[dict[str, Any]],
+    records: Iterable[Result],
     axis: Axis,
     percent: float,
     allow_inconclusive: float = 0.0,
@@ -379,14 +379,12 @@ def paired_gate(
     return PairedGate(axis, percent, verdicts, alone, allow_inconclusive)
 
 
-def axes_of(records: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+def axes_of(records: Iterable[Result]) -> dict[str, list[str]]:
     """Each parameter with more than one value among the results, its values
     in order of first appearance (to name what --ab could pair)."""
     values: dict[str, list[str]] = {}
     for record in records:
-        if record.get("kind") != "result":
-            continue
-        for name, value in (record.get("params") or {}).items():
+        for name, value in record.params.items():
             seen = values.setdefault(name, [])
             if str(value) not in seen:
                 seen.append(str(value))

@@ -25,11 +25,12 @@ alone. What caches lose is not included (ring probe: the bound where stored).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench.records.machines import machine_name
+from ctxbench.records.result import Result
 from ctxbench.records.roles import probe_with
 
 # The calls that show which primitive a hand-off goes through.
@@ -198,25 +199,24 @@ def same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
     ).get("release")
 
 
-def figure_of(result: dict[str, Any], run_id: str) -> Figure | None:
-    summary = result.get("summary") or {}
-    median = summary.get("median")
-    if median is None or result["verdict"]["status"] not in ("ok", "suspect"):
+def figure_of(result: Result, run_id: str) -> Figure | None:
+    median = result.median
+    if median is None or not result.verdict.measured:
         return None
-    ci = summary.get("median_ci") or {}
+    ci = (result.summary.median_ci if result.summary else None) or {}
     return Figure(
-        probe=result["probe"],
-        params=result["params"],
-        median_ns=float(median),
+        probe=result.probe,
+        params=dict(result.params),
+        median_ns=median,
         low_ns=float(ci.get("low", median)),
         high_ns=float(ci.get("high", median)),
         run_id=run_id,
-        status=result["verdict"]["status"],
+        status=result.verdict.status,
     )
 
 
 def find_figures(
-    wanted: Iterable[Wanted], runs: Iterable[tuple[str, list[dict[str, Any]]]]
+    wanted: Iterable[Wanted], runs: Iterable[tuple[str, Sequence[Result]]]
 ) -> dict[Wanted, Figure]:
     """The newest figure for each wanted one: ``runs`` newest first, each
     (run_id, results); an ok figure before a suspect one of the same run."""
@@ -224,9 +224,7 @@ def find_figures(
     todo = list(wanted)
     for run_id, results in runs:
         for w in list(todo):
-            candidates = [
-                figure_of(r, run_id) for r in results if w.matches(r["probe"], r["params"])
-            ]
+            candidates = [figure_of(r, run_id) for r in results if w.matches(r.probe, r.params)]
             figures = sorted((f for f in candidates if f), key=lambda f: f.status != "ok")
             if figures:
                 found[w] = figures[0]

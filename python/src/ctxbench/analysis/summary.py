@@ -26,7 +26,7 @@ API (stable; later changes only add)::
       .timer: list[str]                the timer the ladder's figures were corrected for
       .answers: list[Answer]           the seed questions the run answers (analysis.answers)
       .same_vs_cross: list[SameVsCross]
-      .explained: Explained | None     explain(run.results) when it explains anything
+      .explained: Explained | None     explain(run.records.results) when it explains anything
       .explanation: Explanation | None the switch drawn as a waterfall (WATERFALL_PREFERENCE)
       .verdicts: Verdicts
       .sandbox: list[str]              what sat on every system call (ctxbench.sandbox.warnings)
@@ -99,9 +99,9 @@ from ctxbench.analysis.summary_rules import (
 )
 from ctxbench.records import sandbox
 from ctxbench.records.naming import params_key, variant_name
-from ctxbench.records.runs import summary_value
+from ctxbench.records.result import Result
+from ctxbench.records.runs import StoredRun
 from ctxbench.records.schema import STATUSES
-from ctxbench.store.schema import StoredRun
 
 _NONE = object()
 
@@ -111,11 +111,11 @@ def run_name(index: int, run: StoredRun) -> str:
     return f"{units.run_letter(index)}: {run.info.label or run.run_id} ({run.info.machine})"
 
 
-def _measured(result: dict[str, Any] | None) -> bool:
-    return result is not None and summary_value(result, "median") is not None
+def _measured(result: Result | None) -> bool:
+    return result is not None and result.median is not None
 
 
-def ladder(results: list[dict[str, Any]], like: list[Rung] | None = None) -> list[Rung]:
+def ladder(results: Sequence[Result], like: list[Rung] | None = None) -> list[Rung]:
     """The rungs of LADDER the run measured, in the ladder's order. LIKE: another
     run's rungs (run A's); where this run measured the same variant (variant_key),
     that variant stands for the rung, so that runs side by side show like with like."""
@@ -155,24 +155,23 @@ def not_a_switch(point: Point | None) -> bool:
     (a yield with no other task on its CPU returns at once)."""
     if point is None:
         return False
-    codes = {reason["code"] for reason in point.result["verdict"].get("reasons", [])}
-    return "too_few_switches" in codes
+    return point.result.verdict.has("too_few_switches")
 
 
-def same_vs_cross(results: list[dict[str, Any]]) -> list[SameVsCross]:
+def same_vs_cross(results: Sequence[Result]) -> list[SameVsCross]:
     """Per switch primitive and 'between': the same-CPU and the cross-CPU figure.
     None at all when no primitive has both (a run of one CPU's variants, as the
     fibers-vs-threads preset): a comparison with one side is no comparison,
     and the views leave the section and its chart out."""
-    groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str | None], list[Result]] = {}
     for result in results:
-        params = result["params"]
-        if result["family"] != SWITCH_FAMILY or "cpus" not in params:
+        params = result.params
+        if result.family != SWITCH_FAMILY or "cpus" not in params:
             continue
         if not set(params) <= SWITCH_KNOBS:
             continue
         between = params.get("between")
-        groups.setdefault((result["probe"], None if between is None else str(between)), []).append(
+        groups.setdefault((result.probe, None if between is None else str(between)), []).append(
             result
         )
     rows = []
@@ -208,11 +207,11 @@ def same_vs_cross(results: list[dict[str, Any]]) -> list[SameVsCross]:
     return rows
 
 
-def verdicts(results: list[dict[str, Any]]) -> Verdicts:
+def verdicts(results: Sequence[Result]) -> Verdicts:
     counts = dict.fromkeys(STATUSES, 0)
     notes = []
     for result in results:
-        status = result["verdict"]["status"]
+        status = result.verdict.status
         counts[status] = counts.get(status, 0) + 1
         if status != "ok":
             shown = point(result)
@@ -244,8 +243,8 @@ def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) ->
     results = run.results
     rungs = ladder(results, like)
     explained = explain(
-        results, run.run_id, fork=False
-    )  # the fork fit: explain's, not the summary's
+        run.records.results, run.run_id, fork=False
+    )  # the fork fit: explain's, not the summary's (explain reads the records as written)
     has_any = bool(explained.explanations) or explained.fork is not None
     return RunSummary(
         name=run_name(index, run),
@@ -257,7 +256,7 @@ def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) ->
         explanation=_featured(explained, rungs),
         verdicts=verdicts(results),
         sandbox=sandbox.warnings(run.env),
-        timer=units.timer([rung.point.result for rung in rungs]),
+        timer=units.timer([rung.point.result.raw for rung in rungs]),  # units reads the records
         answers=answers(results),
         load=run_load(results),
         guest=guest_of(run.env),
@@ -273,20 +272,20 @@ def _env_label(key: str) -> str | None:
     return None
 
 
-def variant_key(result: dict[str, Any]) -> tuple[str, str]:
+def variant_key(result: Result) -> tuple[str, str]:
     """(probe, params) with the knobs of ABSENT_MEANS left out where they have that
     value, so a record of an older engine matches its variant in a newer one."""
-    params = {k: v for k, v in result["params"].items() if ABSENT_MEANS.get(k, _NONE) != v}
-    return result["probe"], params_key(params)
+    params = {k: v for k, v in result.params.items() if ABSENT_MEANS.get(k, _NONE) != v}
+    return result.probe, params_key(params)
 
 
 def _stand_ins(
     runs: list[StoredRun], summaries: list[RunSummary]
-) -> list[dict[tuple[str, str], Any]]:
+) -> list[dict[tuple[str, str], Result]]:
     """Per run: run A's key figures this run did not measure in A's variant but
     drew in its own (its ladder's rung of the same figure), keyed by A's variant."""
     reference = {rung.key: variant_key(rung.point.result) for rung in summaries[0].ladder}
-    out: list[dict[tuple[str, str], Any]] = []
+    out: list[dict[tuple[str, str], Result]] = []
     for run, summary in zip(runs, summaries, strict=True):
         have = {variant_key(result) for result in run.results if _measured(result)}
         found = {}
@@ -299,14 +298,17 @@ def _stand_ins(
 
 
 def _key_row(
-    comparison: Comparison, runs: list[StoredRun], reference: dict[str, Any], stand_ins: list[Any]
+    comparison: Comparison,
+    runs: list[StoredRun],
+    reference: Result,
+    stand_ins: list[dict[tuple[str, str], Result]],
 ) -> Row:
     """The comparison's own row of a key figure (run A's variant), each other
     run's cell as the comparison judged it; where a run did not measure A's
     variant as it is written (an older engine without a knob of
     ABSENT_MEANS, or a stand-in of its own ladder), its cell is judged by the
     comparison's ``judge_cell``, with the history of A's variant."""
-    row = comparison.row(reference["probe"], reference["params"])
+    row = comparison.row(reference.probe, reference.params)
     key = variant_key(reference)
     cells = [row.cells[0] if row else Cell(reference, None, None)]
     judging = comparison.judging or Judging()
@@ -320,16 +322,16 @@ def _key_row(
             cell = judge_cell(judging, reference, other, index)
         cells.append(cell)
     return Row(
-        probe=reference["probe"],
-        family=reference["family"],
-        params=reference["params"],
-        unit=reference["unit"],
+        probe=reference.probe,
+        family=reference.family,
+        params=reference.params,
+        unit=reference.unit,
         cells=cells,
     )
 
 
-def _variant_of(result: dict[str, Any] | None) -> str | None:
-    return None if result is None else variant_name(result["probe"], result["params"])
+def _variant_of(result: Result | None) -> str | None:
+    return None if result is None else variant_name(result.probe, result.params)
 
 
 def machines(

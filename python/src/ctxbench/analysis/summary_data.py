@@ -11,7 +11,7 @@ from ctxbench.analysis.compare import Comparison, Row
 from ctxbench.analysis.explain import Explained, Explanation
 from ctxbench.analysis.noise import Noise
 from ctxbench.analysis.summary_rules import reason_sentence
-from ctxbench.records.runs import summary_value
+from ctxbench.records.result import Result
 from ctxbench.stats import RatioInterval, bootstrap_ratio_of_medians
 
 
@@ -30,7 +30,7 @@ class Point:
     reasons: tuple[str, ...]  # sentences, one per distinct reason code
     details: tuple[str, ...]  # the record's own words, one per reason
     anchor: str  # id of the family section it belongs to
-    result: dict[str, Any]
+    result: Result
 
     @property
     def params_text(self) -> str:
@@ -42,7 +42,7 @@ def ratio(reference: Point | None, other: Point | None) -> RatioInterval | None:
     their samples (ctxbench.stats); None unless both have samples to resample."""
     if reference is None or other is None:
         return None
-    first, second = reference.result.get("samples"), other.result.get("samples")
+    first, second = list(reference.result.samples), list(other.result.samples)
     if not first or not second:
         return None
     return bootstrap_ratio_of_medians(first, second)
@@ -60,23 +60,22 @@ def section_id(family: str) -> str:
     return "family-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", family).strip("-") or "x")
 
 
-def point(result: dict[str, Any]) -> Point:
-    summary = result.get("summary") or {}
-    ci = summary.get("median_ci") or {}
-    reasons = result["verdict"]["reasons"]
-    codes = list(dict.fromkeys(reason["code"] for reason in reasons))
+def point(result: Result) -> Point:
+    ci = (result.summary.median_ci if result.summary else None) or {}
+    reasons = result.verdict.reasons
+    codes = list(dict.fromkeys(result.verdict.codes))
     return Point(
-        probe=result["probe"],
-        params=dict(result["params"]),
-        family=result["family"],
-        unit=result["unit"],
-        median=summary_value(result, "median"),
+        probe=result.probe,
+        params=dict(result.params),
+        family=result.family,
+        unit=result.unit,
+        median=result.median,
         ci_low=float(ci["low"]) if ci.get("low") is not None else None,
         ci_high=float(ci["high"]) if ci.get("high") is not None else None,
-        status=result["verdict"]["status"],
+        status=result.verdict.status,
         reasons=tuple(reason_sentence(code) for code in codes),
-        details=tuple(reason["detail"] for reason in reasons),
-        anchor=section_id(result["family"]),
+        details=tuple(reason.detail for reason in reasons),
+        anchor=section_id(result.family),
         result=result,
     )
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxbench.records.result import Result
 from ctxbench.records.roles import probes_with
 
 # Which record stands for a rung: the first candidate probe the run measured
@@ -203,11 +205,11 @@ def reason_sentence(code: str) -> str:
     return REASON_SENTENCES.get(code, f"Reason '{code}' (not known to this version of ctxbench).")
 
 
-def _rank(result: dict[str, Any], match: dict[str, tuple[Any, ...]]) -> tuple[int, ...] | None:
+def _rank(result: Result, match: dict[str, tuple[Any, ...]]) -> tuple[int, ...] | None:
     """Preference of a record under a match (lower is better); None: it does not match."""
     rank = []
     for name, accepted in match.items():
-        value = result["params"].get(name)
+        value = result.params.get(name)
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if value not in accepted:
@@ -216,14 +218,12 @@ def _rank(result: dict[str, Any], match: dict[str, tuple[Any, ...]]) -> tuple[in
     return tuple(rank)
 
 
-def pick(
-    results: list[dict[str, Any]], probe: str, match: dict[str, tuple[Any, ...]]
-) -> dict[str, Any] | None:
+def pick(results: Sequence[Result], probe: str, match: dict[str, tuple[Any, ...]]) -> Result | None:
     """The record of PROBE that best fits MATCH (first in the run among equals), or None."""
     best = None
     best_rank = None
     for result in results:
-        if result["probe"] != probe:
+        if result.probe != probe:
             continue
         rank = _rank(result, match)
         if rank is not None and (best_rank is None or rank < best_rank):

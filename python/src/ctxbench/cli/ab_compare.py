@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from collections.abc import Sequence
 
 import click
 
@@ -26,6 +27,7 @@ from ctxbench.cli.commands.db import open_store
 from ctxbench.cli.console import QuietStream, new_console
 from ctxbench.cli.gate_status import gate_status
 from ctxbench.errors import BadInput
+from ctxbench.records.result import Result
 from ctxbench.views.paired import alone_line, paired_dict, paired_lines
 
 
@@ -77,7 +79,7 @@ def compare_ab(
     return gate_status(judged.outcome)
 
 
-def _axis(text: str, results: list[dict], run_id: str) -> Axis:
+def _axis(text: str, results: Sequence[Result], run_id: str) -> Axis:
     """--ab's axis: as given, or arm=A:B for a run --ab-wrapper run."""
     if text.strip():
         try:

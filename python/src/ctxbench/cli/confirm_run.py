@@ -22,7 +22,7 @@ import tempfile
 from typing import Any
 
 from ctxbench.errors import BadInput, EngineError
-from ctxbench.store.schema import StoredRun
+from ctxbench.records.runs import StoredRun
 
 # Parameters that have an option of their own in `ctxbench run`.
 OWN_OPTIONS = {"cpus": "--cpus", "between": "--between"}

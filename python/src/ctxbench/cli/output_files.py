@@ -11,7 +11,7 @@ from typing import Any
 
 from ctxbench.cli.console import say
 from ctxbench.errors import BadInput, OutputError
-from ctxbench.store.schema import StoredRun
+from ctxbench.records.runs import StoredRun
 
 # The files this process keeps, that no output may land on: the store, the
 # files SQLite keeps beside it, the run's spool (path -> what it is).

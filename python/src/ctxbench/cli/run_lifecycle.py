@@ -29,10 +29,9 @@ from ctxbench.cli import spool_records
 from ctxbench.cli.console import new_console, say
 from ctxbench.cli.output_files import check_output_path, keep_apart
 from ctxbench.errors import BadInput
-from ctxbench.records.runs import RunRecords
+from ctxbench.records.runs import RunRecords, StoredRun
 from ctxbench.records.strict_json import dumps
 from ctxbench.store.db import Store
-from ctxbench.store.schema import StoredRun
 
 # Ctrl-C, and what `timeout`, CI cancellation and a closed terminal send.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

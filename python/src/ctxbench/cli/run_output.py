@@ -6,9 +6,9 @@ import textwrap
 
 from ctxbench import units
 from ctxbench.cli.console import new_console
+from ctxbench.records.runs import StoredRun
 from ctxbench.riscv.answer import is_lab_run
 from ctxbench.riscv.report import format_report
-from ctxbench.store.schema import StoredRun
 from ctxbench.views import tables
 
 
@@ -35,15 +35,15 @@ def print_run(stored: StoredRun, show_all: bool = False, title: str | None = Non
     console = new_console()
     console.print(title or _run_header(stored), markup=False)
     console.print()
-    if is_lab_run(stored.results):
-        console.print(format_report(stored.results), markup=False, end="")
+    if is_lab_run(stored.records.results):
+        console.print(format_report(stored.records.results), markup=False, end="")
     else:
         # run_lines are wrapped to the width already: printed as they are,
         # without rich measuring and wrapping each again (most of show's
         # printing time)
         for line in run_lines(summarize([stored]), console.width):
             console.print(line, soft_wrap=True)
-    for part in tables.matrix_sections(stored.results):
+    for part in tables.matrix_sections(stored.records.results):
         console.print(part)
     console.print()
     if not show_all:
@@ -52,11 +52,13 @@ def print_run(stored: StoredRun, show_all: bool = False, title: str | None = Non
             markup=False,
         )
         return
-    console.print(tables.results_table(stored.results, title="every result", width=console.width))
-    for words in units.timer(stored.results):
+    console.print(
+        tables.results_table(stored.records.results, title="every result", width=console.width)
+    )
+    for words in units.timer(stored.records.results):
         indented = textwrap.fill(
             words, console.width - 1, initial_indent="  ", subsequent_indent="  "
         )
         console.print(indented, markup=False)
-    for note in tables.verdict_notes(stored.results):
+    for note in tables.verdict_notes(stored.records.results):
         console.print(f"  {note}", markup=False)

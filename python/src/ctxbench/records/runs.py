@@ -1,17 +1,21 @@
-"""Records grouped into one run: one env record, a result per probe variant, one run_end.
+"""Records grouped into one run (one env, a result per probe variant, one run_end); a stored run.
 
 A run is one ``env`` record, one ``result`` record per probe variant and one
 ``run_end`` record (absent when the producer was killed), all with the same
-``run_id``.
+``run_id``. A stored run (``StoredRun``) is those records with what the
+store knows of the run (``RunInfo``): the run as data, which analysis and
+views take and the store hands out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ctxbench.errors import RecordError
+from ctxbench.records.result import Result, results_of
 
 
 def summary_value(result: dict[str, Any], name: str) -> float | None:
@@ -84,3 +88,58 @@ def group_run(records: Iterable[dict[str, Any]], origin: str = "input") -> RunRe
         # others; the run's results are its selection's variants, in order.
         results.sort(key=lambda r: r["variant_index"])
     return RunRecords(env=env, results=results, end=end)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: str
+    label: str | None
+    origin: str
+    started_at: str | None
+    hostname: str | None
+    arch: str | None
+    complete: bool
+    interrupted: bool
+    stored_at: str
+    counts: dict[str, int]
+    machine: str = "?"  # host · CPU model · virtualization (records.machine_name)
+
+    @property
+    def n_results(self) -> int:
+        return sum(self.counts.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """What the store knows of the run, as ``show --json`` and ``history
+        --json`` give it (``run`` in schema/show.schema.json)."""
+        return {
+            "run_id": self.run_id,
+            "label": self.label,
+            "machine": self.machine,
+            "origin": self.origin,
+            "started_at": self.started_at,
+            "stored_at": self.stored_at,
+            "complete": self.complete,
+            "interrupted": self.interrupted,
+            "counts": self.counts,
+        }
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as the store hands it out: what it knows of the run, its records
+    verbatim (the edge: rows, export) and its results as types, read once."""
+
+    info: RunInfo
+    records: RunRecords
+
+    @property
+    def run_id(self) -> str:
+        return self.info.run_id
+
+    @property
+    def env(self) -> dict[str, Any]:
+        return self.records.env
+
+    @cached_property
+    def results(self) -> tuple[Result, ...]:
+        return results_of(self.records.results)

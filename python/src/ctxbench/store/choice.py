@@ -79,4 +79,4 @@ def _looks_like_a_probe(store: Any, word: str) -> bool:
         results = store.load("latest").results
     except BadInput:
         return False
-    return word in {r["family"] for r in results} | {LAB_FAMILY}
+    return word in {r.family for r in results} | {LAB_FAMILY}

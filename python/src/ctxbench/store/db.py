@@ -35,7 +35,7 @@ from sqlalchemy import exc as sa_exc
 
 from ctxbench.errors import BadInput, StoreError, StoreUnreachable, StoreWriteError
 from ctxbench.records.naming import params_key
-from ctxbench.records.runs import RunRecords, group_run
+from ctxbench.records.runs import RunInfo, RunRecords, StoredRun, group_run
 from ctxbench.store.dialects import (
     Dialect,
     PostgreSQLDialect,
@@ -54,8 +54,6 @@ from ctxbench.store.schema import (
     PROFILES,
     RESULTS,
     RUNS,
-    RunInfo,
-    StoredRun,
     migration_statements,
     run_info,
 )

@@ -1,4 +1,4 @@
-"""The store's schema: its migrations, its tables as queries see them, and a stored run's types.
+"""The store's schema: its migrations, and its tables as queries see them.
 
 Version n is reached by applying migration n to a store at version n - 1; the
 SQL is portable between SQLite and PostgreSQL. The ``sa.Table`` objects
@@ -7,13 +7,12 @@ describe the tables as the migrations leave them, for building queries.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 from ctxbench.records.machines import machine_name
-from ctxbench.records.runs import RunRecords
+from ctxbench.records.runs import RunInfo
 
 APPLICATION_ID = 0x63747862  # "ctxb"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -152,58 +151,6 @@ INFO_COLUMNS = (
     RUNS.c.interrupted,
     RUNS.c.stored_at,
 )
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    run_id: str
-    label: str | None
-    origin: str
-    started_at: str | None
-    hostname: str | None
-    arch: str | None
-    complete: bool
-    interrupted: bool
-    stored_at: str
-    counts: dict[str, int]
-    machine: str = "?"  # host · CPU model · virtualization (records.machine_name)
-
-    @property
-    def n_results(self) -> int:
-        return sum(self.counts.values())
-
-    def as_dict(self) -> dict[str, Any]:
-        """What the store knows of the run, as ``show --json`` and ``history
-        --json`` give it (``run`` in schema/show.schema.json)."""
-        return {
-            "run_id": self.run_id,
-            "label": self.label,
-            "machine": self.machine,
-            "origin": self.origin,
-            "started_at": self.started_at,
-            "stored_at": self.stored_at,
-            "complete": self.complete,
-            "interrupted": self.interrupted,
-            "counts": self.counts,
-        }
-
-
-@dataclass(frozen=True)
-class StoredRun:
-    info: RunInfo
-    records: RunRecords
-
-    @property
-    def run_id(self) -> str:
-        return self.info.run_id
-
-    @property
-    def env(self) -> dict[str, Any]:
-        return self.records.env
-
-    @property
-    def results(self) -> list[dict[str, Any]]:
-        return self.records.results
 
 
 def run_info(row: tuple[Any, ...], counts: dict[str, int], env: dict[str, Any]) -> RunInfo:

@@ -26,6 +26,7 @@ from ctxbench.analysis.envparts import EVERYTHING, KeyDifference
 from ctxbench.analysis.explain import Missing
 from ctxbench.analysis.interference import RunLoad
 from ctxbench.records.naming import variant_name
+from ctxbench.records.result import Result
 from ctxbench.views.comparison import SHORT_WORDS, describe, noise_words
 from ctxbench.views.explain import missing_reason, missing_words
 from ctxbench.views.machines import options_text
@@ -380,14 +381,14 @@ def _pair_words(outcome: str, verdict: Any, change: str, row: Any, comparison: C
     return f"{change} {outcome}: {words}" + (f", {source}" if source else "")
 
 
-def _suspect_sides(reference: dict[str, Any], other: dict[str, Any]) -> list[str]:
+def _suspect_sides(reference: Result, other: Result) -> list[str]:
     """'A suspect (unstable)' for each side whose verdict is not ok."""
     marks = []
     for name, result in (("A", reference), ("B", other)):
-        verdict = result["verdict"]
-        if verdict["status"] != "ok":
-            codes = ", ".join(sorted({reason["code"] for reason in verdict.get("reasons", [])}))
-            marks.append(f"{name} {verdict['status']}" + (f" ({codes})" if codes else ""))
+        verdict = result.verdict
+        if verdict.status != "ok":
+            codes = ", ".join(sorted(set(verdict.codes)))
+            marks.append(f"{name} {verdict.status}" + (f" ({codes})" if codes else ""))
     return marks
 
 
@@ -423,9 +424,9 @@ def pair_lines(
         a, cell = row.cells[0], row.cells[1]
         if a.result is None or cell.result is None:
             continue
-        b = original(cell.result)
+        measured = original(cell.result.raw).get("params", {})  # B's own, as it was measured
         change = " ".join(
-            f"{n}={param_words(a.result['params'], n)}→{param_words(b['params'], n)}"
+            f"{n}={param_words(a.result.params, n)}→{param_words(measured, n)}"
             for n in pairing.names
         )
         rest = {k: v for k, v in row.params.items() if k not in pairing.names}
@@ -526,7 +527,7 @@ def why_dict(result: Why | None, pairing: Pairing | None = None) -> dict[str, An
                     "params": record.get("params", {}),
                     "other_params": original(record).get("params", {}),
                 }
-                for record in pairing.runs[1].results
+                for record in pairing.runs[1].records.results
             ],
         }
     if result is not None:

@@ -28,8 +28,8 @@ from ctxbench.analysis.compare import Comparison, MatrixComparison, time_ratio
 from ctxbench.analysis.gate import Gate, GateRow, not_judged_reason
 from ctxbench.analysis.noise import Noise, detectable
 from ctxbench.records.naming import variant_name
+from ctxbench.records.runs import StoredRun
 from ctxbench.records.strict_json import dumps
-from ctxbench.store.db import StoredRun
 from ctxbench.views.comparison import summary_line, summary_lines
 
 FORMATS = ("json", "csv", "bmf")
@@ -53,7 +53,7 @@ def json_lines(stored: StoredRun) -> str:
 
 
 def _csv_rows(stored: StoredRun) -> Iterator[list[Any]]:
-    for result in stored.results:
+    for result in stored.records.results:
         summary = result.get("summary") or {}
         ci = summary.get("median_ci") or {}
         baseline = result.get("baseline") or {}
@@ -93,7 +93,7 @@ def _has_figures(result: dict[str, Any]) -> bool:
 def bmf(stored: StoredRun) -> dict[str, dict[str, dict[str, float]]]:
     """The run as Bencher Metric Format data (only the results with figures)."""
     data: dict[str, dict[str, dict[str, float]]] = {}
-    for result in stored.results:
+    for result in stored.records.results:
         if not _has_figures(result):
             continue
         summary = result["summary"]
@@ -113,11 +113,11 @@ def notes(stored: StoredRun, form: str) -> list[str]:
     if form != "bmf":
         return []
     left_out = [
-        variant_name(r["probe"], r["params"]) for r in stored.results if not _has_figures(r)
+        variant_name(r["probe"], r["params"]) for r in stored.records.results if not _has_figures(r)
     ]
     suspect = [
         variant_name(r["probe"], r["params"])
-        for r in stored.results
+        for r in stored.records.results
         if _has_figures(r) and r["verdict"]["status"] != "ok"
     ]
     lines = []

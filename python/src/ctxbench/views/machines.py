@@ -17,7 +17,7 @@ from ctxbench.analysis.compare import FASTER, SLOWER
 from ctxbench.analysis.compare_pairs import original
 from ctxbench.analysis.summary_data import Machines, Summary
 from ctxbench.records.naming import params_key, variant_name
-from ctxbench.store.schema import StoredRun
+from ctxbench.records.runs import StoredRun
 from ctxbench.views.comparison import cell_words, describe, noise_words
 from ctxbench.views.comparison import summary_lines as comparison_summary_lines
 from ctxbench.views.summary import (
@@ -94,7 +94,7 @@ def _figure_lines(machines: Machines, width: int) -> list[Text]:
             for text, style in verdicts:
                 lines += wrapped_lines(text, width, 4, style)
         for letter, cell in zip(letters, figure.row.cells if figure.row else [], strict=False):
-            aside = units.set_aside(cell.result) if cell.result else None
+            aside = units.set_aside(cell.result.raw) if cell.result else None  # units reads records
             if aside:
                 lines += wrapped_lines(f"{letter}: {aside}", width, 4, "dim")
     return lines
@@ -200,10 +200,10 @@ def run_flags(run: StoredRun) -> list[str]:
     """The options of a run that its records show but its options block does not:
     --hold-idle (every idle variant held), --trace (a traced pass), a seccomp filter."""
     flags = []
-    idle = {r["params"]["idle"] for r in run.results if "idle" in r.get("params", {})}
+    idle = {r["params"]["idle"] for r in run.records.results if "idle" in r.get("params", {})}
     if idle == {"held"}:
         flags.append("--hold-idle")
-    if any(original(r).get("trace") for r in run.results):
+    if any(original(r).get("trace") for r in run.records.results):
         flags.append("--trace")
     seccomp = ((run.env.get("sandbox") or {}).get("seccomp") or {}).get("mode")
     if seccomp == "filter":

@@ -23,6 +23,7 @@ from ctxbench.analysis.paired import (
     PairedVerdict,
 )
 from ctxbench.records.naming import variant_name
+from ctxbench.records.result import Result
 
 
 def arms_line(run_id: str, axis: Axis, env: dict[str, Any]) -> str:
@@ -100,10 +101,10 @@ def paired_lines(
     return lines
 
 
-def alone_line(alone: list[dict[str, Any]], axis: Axis) -> str | None:
+def alone_line(alone: list[Result], axis: Axis) -> str | None:
     if not alone:
         return None
-    names = ", ".join(variant_name(r["probe"], r.get("params") or {}) for r in alone[:3])
+    names = ", ".join(variant_name(r.probe, r.params) for r in alone[:3])
     more = f" and {len(alone) - 3} more" if len(alone) > 3 else ""
     return f"not paired (no twin with the other value of {axis.name}): {names}{more}"
 

@@ -40,10 +40,10 @@ from ctxbench.analysis.explain import explain
 from ctxbench.analysis.summary import is_remainder, run_name, section_id, summarize
 from ctxbench.records import matrix
 from ctxbench.records.envdiff import flatten_env
+from ctxbench.records.runs import StoredRun
 from ctxbench.riscv.answer import is_lab_run, lab_answer, lab_targets, measured
 from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import parts_rows
-from ctxbench.store.schema import StoredRun
 from ctxbench.views import why
 from ctxbench.views.answers import sentences
 from ctxbench.views.comparison import cell_words, describe, summary_lines
@@ -90,7 +90,7 @@ def build_context(
     notes = [
         (name, result)
         for name, run in zip(names, runs, strict=True)
-        for result in run.results
+        for result in run.records.results
         if result["verdict"]["status"] != "ok"
     ]
     return {
@@ -120,7 +120,8 @@ def build_context(
         "explained": [
             (name, explained)
             for name, run in zip(names, runs, strict=True)
-            if (explained := explain(run.results, run.run_id)).explanations or explained.fork
+            if (explained := explain(run.records.results, run.run_id)).explanations
+            or explained.fork
         ],
         "comparison": comparison,
         "comparison_plot": comparison_figure(figures, comparison) if comparison else None,
@@ -144,7 +145,8 @@ def _family_sections(
     families = families_of(runs)
     for family, unit in families:
         per_run = [
-            [r for r in run.results if r["family"] == family and r["unit"] == unit] for run in runs
+            [r for r in run.records.results if r["family"] == family and r["unit"] == unit]
+            for run in runs
         ]
         # The first section of a family answers to the summary's links (section_id).
         anchor = section_id(family)
@@ -221,13 +223,13 @@ def _labs(names: list[str], runs: list[StoredRun]) -> list[dict[str, Any]]:
     parts per simulator (ctxbench.riscv.answer, as show prints them)."""
     labs = []
     for name, run in zip(names, runs, strict=True):
-        if not is_lab_run(run.results):
+        if not is_lab_run(run.records.results):
             continue
-        targets = measured(lab_targets(run.results))
+        targets = measured(lab_targets(run.records.results))
         labs.append(
             {
                 "name": name,
-                "answer": lab_answer(run.results),
+                "answer": lab_answer(run.records.results),
                 "calls": [(call, *parts_rows(targets, call)) for call in CALLS] if targets else [],
             }
         )

@@ -12,7 +12,7 @@ from ctxbench import units
 from ctxbench.analysis.summary import run_name
 from ctxbench.records import matrix
 from ctxbench.records.roles import has_role
-from ctxbench.store.schema import StoredRun
+from ctxbench.records.runs import StoredRun
 from ctxbench.units import param_value, params_text
 from ctxbench.views.report_figures import (
     PALETTE,
@@ -183,7 +183,9 @@ def ring_figures(figures: Figures, runs: list[StoredRun]) -> list[Figure]:
     out = []
     for index, run in enumerate(runs):
         results = [
-            r for r in run.results if has_role(r["probe"], "explain:ring") and r.get("summary")
+            r
+            for r in run.records.results
+            if has_role(r["probe"], "explain:ring") and r.get("summary")
         ]
         if not results:
             continue
@@ -269,7 +271,7 @@ def _matrix_hover(result: dict[str, Any], cell: dict[str, Any]) -> str:
 def matrix_views(figures: Figures, runs: list[StoredRun]) -> list[MatrixView]:
     views = []
     for index, run in enumerate(runs):
-        for result in run.results:
+        for result in run.records.results:
             if not matrix.has_matrix(result):
                 continue
             shown = result["matrix"]
@@ -339,6 +341,6 @@ def matrix_views(figures: Figures, runs: list[StoredRun]) -> list[MatrixView]:
 def families_of(runs: list[StoredRun]) -> list[tuple[str, str]]:
     seen: dict[tuple[str, str], None] = {}
     for run in runs:
-        for result in run.results:
+        for result in run.records.results:
             seen.setdefault((result["family"], result["unit"]), None)
     return list(seen)

@@ -19,7 +19,7 @@ from ctxbench.analysis.summary import is_remainder, run_name
 from ctxbench.analysis.summary_data import Machines, Point, RunSummary, Summary
 from ctxbench.analysis.summary_rules import LADDER
 from ctxbench.records.naming import params_key
-from ctxbench.store.schema import StoredRun
+from ctxbench.records.runs import StoredRun
 from ctxbench.units import params_text
 from ctxbench.views.comparison import describe, noise_words
 from ctxbench.views.report_figures import (

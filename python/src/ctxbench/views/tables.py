@@ -22,7 +22,7 @@ from rich.text import Text
 from ctxbench import units
 from ctxbench.records import matrix
 from ctxbench.records.envdiff import flatten_env
-from ctxbench.store.schema import RunInfo
+from ctxbench.records.runs import RunInfo
 
 if TYPE_CHECKING:  # the comparison tables' types; compare (numpy) loads with `compare`
     from ctxbench.analysis.compare import Comparison, MatrixComparison

@@ -16,7 +16,7 @@ from ctxbench.cli.console import QuietStream, new_console
 from ctxbench.cli.gate_status import EXIT_INCONCLUSIVE, gate_status
 from ctxbench.cli.option_types import FiniteFloat
 from ctxbench.errors import BadInput
-from ctxbench.store.schema import StoredRun
+from ctxbench.records.runs import StoredRun
 from ctxbench.views import tables
 from ctxbench.views.comparison import summary_lines
 
@@ -259,7 +259,8 @@ def build_comparison(
     runs kept out of the history (a confirmation's B: the run it checks)."""
     from ctxbench.analysis.compare import compare_runs
     from ctxbench.analysis.compare_pairs import waive_placement
-    from ctxbench.analysis.machine_history import history_runs, loop_history, variant_figures
+    from ctxbench.analysis.machine_history import loop_history, variant_figures
+    from ctxbench.store.earlier_runs import history_runs
 
     earlier = history_runs(store, [*runs, *leave_out])
     comparison = compare_runs(
@@ -389,7 +390,7 @@ def _pairing(runs: list[StoredRun], pair: str) -> Any:
         )
     unknown = unknown_names(runs, names)
     if unknown:
-        known = sorted({n for run in runs for r in run.results for n in r.get("params", {})})
+        known = sorted({n for run in runs for r in run.results for n in r.params})
         raise BadInput(
             f"no variant of either run has the parameter {', '.join(unknown)}; "
             f"the runs' parameters are {', '.join(known) or 'none'}"

@@ -10,7 +10,7 @@ from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import new_console, say
 from ctxbench.cli.option_types import FiniteFloat, check_probe_glob
 from ctxbench.errors import BadInput
-from ctxbench.store.schema import RunInfo
+from ctxbench.records.runs import RunInfo
 from ctxbench.views import tables
 
 
@@ -87,7 +87,7 @@ def _print_changes(
                     f"{', '.join(hosts) or 'none'}"
                 )
         groups = machine_groups(infos, store.load)
-        names = (r["probe"] for _, runs in groups for run in runs for r in run.results)
+        names = (r["probe"] for _, runs in groups for run in runs for r in run.records.results)
         check_probe_glob("--probe", probe, names)
         location = store.location
     found = [find_changes(runs, probe, min_effect) for _, runs in groups]

@@ -43,9 +43,8 @@ from ctxbench.cli.run_lifecycle import (
 )
 from ctxbench.cli.run_output import print_run
 from ctxbench.errors import EXIT_BROKEN_PIPE, BadInput, CtxbenchError, EngineError, OutputError
-from ctxbench.records.runs import RunRecords, group_run, shared_unsupported_reason
+from ctxbench.records.runs import RunRecords, StoredRun, group_run, shared_unsupported_reason
 from ctxbench.store.db import Store
-from ctxbench.store.schema import StoredRun
 
 
 def _command(words: list[str], db: str | None, store: Store) -> str:

@@ -21,9 +21,8 @@ from ctxbench.cli.output_files import write_report
 from ctxbench.cli.run_lifecycle import ProgressView, Spool, StopSignals, store_run
 from ctxbench.cli.run_output import print_run
 from ctxbench.errors import EXIT_INTERRUPTED, CtxbenchError
-from ctxbench.records.runs import group_run
+from ctxbench.records.runs import StoredRun, group_run
 from ctxbench.store.db import Store
-from ctxbench.store.schema import StoredRun
 
 
 @dataclass

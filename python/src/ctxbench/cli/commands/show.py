@@ -10,9 +10,9 @@ import click
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import say
 from ctxbench.cli.run_output import print_run
+from ctxbench.records.runs import StoredRun
 from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.store import choice as run_choice
-from ctxbench.store.schema import StoredRun
 from ctxbench.views import explain as explain_view
 from ctxbench.views.traced import render_trace_detail
 
@@ -61,8 +61,8 @@ def _run_json(stored: StoredRun) -> dict[str, Any]:
         "summary": as_dict(summarize([stored]).runs[0]),
         "records": stored.records.all(),
     }
-    if is_lab_run(stored.results):
-        data["lab"] = lab_dict(stored.results)
+    if is_lab_run(stored.records.results):
+        data["lab"] = lab_dict(stored.records.results)
     return data
 
 
@@ -106,11 +106,11 @@ def explain(
     if note:
         say(note)
     if trace_detail and not as_json:
-        click.echo(render_trace_detail(stored.results), nl=False)
+        click.echo(render_trace_detail(stored.records.results), nl=False)
         return
     if as_json:
-        data = explain_view.run_dict(stored.results, stored.run_id, globs, chosen)
+        data = explain_view.run_dict(stored.records.results, stored.run_id, globs, chosen)
         click.echo(json.dumps(data, indent=2, sort_keys=True))
     else:
-        text = explain_view.run_text(stored.results, stored.run_id, globs, chosen, show_all)
+        text = explain_view.run_text(stored.records.results, stored.run_id, globs, chosen, show_all)
         click.echo(text, nl=False)
