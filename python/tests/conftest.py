@@ -12,6 +12,7 @@ Two kinds of test data:
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 import subprocess
@@ -188,12 +189,25 @@ def fixture_path(name: str) -> Path:
 LAB_FIXTURE = FIXTURES / "riscv" / "lab_run.jsonl"
 
 
+@functools.cache
+def _read_fixture(path: Path) -> RunRecords:
+    """A recorded run read (and each record validated) once per test
+    process: validation is most of a read, and the tests read the same few
+    files hundreds of times (module-level parametrizations too)."""
+    return read_run_file(path)
+
+
+def _fixture_run(path: Path) -> RunRecords:
+    """A copy of the recorded run at PATH, the test's own to change."""
+    return copy.deepcopy(_read_fixture(path))
+
+
 def lab_run() -> RunRecords:
-    return read_run_file(LAB_FIXTURE)
+    return _fixture_run(LAB_FIXTURE)
 
 
 def real_run(name: str = "run_a.jsonl") -> RunRecords:
-    return read_run_file(fixture_path(name))
+    return _fixture_run(fixture_path(name))
 
 
 # Ten samples within 0.1% of one another: a figure with no spread to speak of.

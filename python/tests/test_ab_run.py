@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import built_engine, our_engines
 from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
@@ -62,6 +64,7 @@ def test_a_stop_signal_keeps_the_whole_rounds_and_leaves_no_engine(env):
         assert len(handle.readlines()) >= 5
 
 
+@pytest.mark.measures
 def test_a_live_ab_run_has_both_arms_and_each_rounds_figure(tmp_path):
     engine = built_engine()
     out = tmp_path / "ab.jsonl"

@@ -236,6 +236,7 @@ def test_show_compare_and_report_take_a_stored_profiles_id(tmp_path):
         assert len(store.profiles()) == 3
 
 
+@pytest.mark.measures
 def test_measure_fills_the_missing_figures_then_prices(tmp_path):
     """--measure end to end: a profile on an empty store names what is
     missing, measures it (ctxbench run --quick) into the store, and prices

@@ -80,6 +80,7 @@ def test_a_db_that_is_not_a_regular_file_is_one_line_and_exit_2(env, tmp_path, c
 
 
 # ---- 8: an engine killed by a signal ----------------------------------------------------------
+@pytest.mark.measures
 def test_an_engine_killed_by_sigsys_is_named(tmp_path):
     """Under a seccomp filter that kills on getppid(2), the engine dies by
     SIGSYS as it starts: the error said 'exit -31'; it names the signal and
@@ -149,6 +150,7 @@ SELECTION = ("syscall.getppid", "syscall.getpid", "--samples", "400", "--rounds"
 SELECTION += ("--min-time", "0.02")
 
 
+@pytest.mark.measures
 def test_a_hard_kill_in_rounds_keeps_the_rounds_taken(tmp_path):
     """Interleaved rounds (the default) wrote a variant after its last round,
     so a SIGKILL of the engine lost every sample taken, and the message said
@@ -173,6 +175,7 @@ def test_a_hard_kill_in_rounds_keeps_the_rounds_taken(tmp_path):
         assert 0 < len(result["samples"]) < 400
 
 
+@pytest.mark.measures
 def test_a_run_killed_before_its_first_result_is_not_stored(tmp_path):
     """It was stored with 0 results and became `latest`."""
     environ = real_engine_env(tmp_path)

@@ -173,6 +173,7 @@ def test_a_stop_signal_keeps_a_partial_run_and_leaves_no_engine(env, signum):
     assert not list(Path(env["CTXBENCH_DB"]).parent.glob(".ctxbench-unstored-*"))
 
 
+@pytest.mark.measures
 def test_a_killed_ctxbench_takes_the_engine_with_it_and_leaves_the_spool(tmp_path):
     """SIGKILL cannot be handled: the real engine must still stop (it dies
     with its parent), and the spool holds what was measured, importable."""

@@ -66,6 +66,7 @@ def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("ctxbench: error: ")]
 
 
+@pytest.mark.measures
 def test_two_hosts_in_parallel_give_two_runs(ssh_server, tmp_path):
     db = tmp_path / "s.db"
     report = tmp_path / "fleet.html"
@@ -104,6 +105,7 @@ def test_two_hosts_in_parallel_give_two_runs(ssh_server, tmp_path):
     assert "B/A [CI]" in compared.stdout
 
 
+@pytest.mark.measures
 def test_each_failing_host_is_one_line_and_the_others_finish(ssh_server, tmp_path):
     db = tmp_path / "s.db"
     hosts = ["alpha", "unreachable", "changed", "unknownkey", "notmp"]
@@ -139,6 +141,7 @@ def _start_slow_run(ssh_server, db: Path) -> subprocess.Popen[str]:
     pytest.fail("the remote run did not produce a result in 60 s")
 
 
+@pytest.mark.measures
 def test_remote_engine_killed_mid_run_keeps_a_partial_run(ssh_server, tmp_path):
     db = tmp_path / "s.db"
     process = _start_slow_run(ssh_server, db)
@@ -169,6 +172,7 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.measures
 def test_dropped_connection_keeps_a_partial_run_and_stops_the_remote_engine(ssh_server, tmp_path):
     db = tmp_path / "s.db"
     process = _start_slow_run(ssh_server, db)
@@ -188,6 +192,7 @@ def test_dropped_connection_keeps_a_partial_run_and_stops_the_remote_engine(ssh_
     assert_nothing_left(ssh_server)
 
 
+@pytest.mark.measures
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_stops_every_host_and_keeps_what_finished(ssh_server, tmp_path, stop):
     db = tmp_path / "s.db"

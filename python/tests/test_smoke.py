@@ -48,6 +48,7 @@ def user_env(tmp_path):
     return env
 
 
+@pytest.mark.measures
 def test_installed_command_runs_the_packaged_engine(tmp_path, user_env):
     records_path = tmp_path / "smoke.jsonl"
     report_path = tmp_path / "smoke.html"

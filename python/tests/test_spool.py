@@ -285,6 +285,7 @@ def test_a_complete_run_is_never_replaced(env):
 FULL_DISK = Path(__file__).with_name("full_disk.py")
 
 
+@pytest.mark.measures
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root: mounts a small tmpfs")
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="unshare (util-linux) is not installed")
 def test_a_full_store_disk_keeps_the_run_in_a_fallback_spool(tmp_path):
@@ -349,6 +350,7 @@ def test_the_store_replaces_a_cut_copy_with_the_whole_run(store_target):
 KILL_LOOP = Path(__file__).resolve().parents[2] / "bench" / "kill_loop.py"
 
 
+@pytest.mark.measures
 def test_a_sigkill_during_rounds_keeps_every_round_the_engine_reported(tmp_path):
     """The issue's run (4 probes, --quick, interleaved rounds), SIGKILL of
     ctxbench after 8 round visits: the rounds recovered from its spool are
