@@ -37,7 +37,7 @@ counted as judged or inconclusive.
 --confirm takes, right after A' and after each B, a second run of the same
 kind (its "again" run, the whole selection, the same conditions); a gate
 that failed is then judged again as `compare --confirm` judges it
-(analysis.gate.confirm: a row stays slower only when the again run against
+(analysis.compare.gate.confirm: a row stays slower only when the again run against
 A calls it slower too), and the tables give the gates both ways. Again
 runs never join the history. (`compare --confirm` measures only the rows
 called slower, when the compare runs; here the again run is taken
@@ -80,8 +80,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python", "src"))
 
 from ctxbench.acquire.runner import find_engine  # noqa: E402
-from ctxbench.analysis.compare import time_ratio  # noqa: E402
-from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, confirm, gate  # noqa: E402
+from ctxbench.analysis.compare.comparison import time_ratio  # noqa: E402
+from ctxbench.analysis.compare.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, confirm, gate  # noqa: E402
 from ctxbench.cli.commands.compare import build_comparison  # noqa: E402
 from ctxbench.records.reading import read_run_file  # noqa: E402
 from ctxbench.store.db import Store  # noqa: E402

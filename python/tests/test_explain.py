@@ -13,7 +13,7 @@ import markupsafe
 import pytest
 
 from conftest import fixture_path, invoke, real_run
-from ctxbench.analysis.explain import REST, REST_INSIDE, explain
+from ctxbench.analysis.explain.explanation import REST, REST_INSIDE, explain
 from ctxbench.records.reading import read_run_file
 from ctxbench.views.explain import missing_words, narrow, note_words, render_text
 

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from conftest import fixture_path, real_run
 from ctxbench.acquire.runner import RunOptions
-from ctxbench.analysis.explain import explain
-from ctxbench.analysis.phases import (
+from ctxbench.analysis.explain.explanation import explain
+from ctxbench.analysis.explain.phases import (
     compare_idle,
     measured_placement,
     traced_view,
@@ -395,7 +395,7 @@ def test_the_summary_waterfall_draws_the_phases_of_a_traced_figure(tmp_path):
 
 def test_every_traced_phase_has_a_plain_name_with_its_event_pair_beside_it():
     # Issue 30.5: 'run-queue wait (wakeup → switch)', not the event pair alone.
-    from ctxbench.analysis.phases import traced_view
+    from ctxbench.analysis.explain.phases import traced_view
     from ctxbench.views.traced import PHASE_NAMES
 
     seen = 0

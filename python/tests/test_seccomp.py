@@ -15,8 +15,8 @@ import copy
 import pytest
 
 from conftest import real_run
-from ctxbench.analysis.explain import explain
-from ctxbench.analysis.filter_cost import cost_lines, filter_costs
+from ctxbench.analysis.explain.explanation import explain
+from ctxbench.analysis.explain.seccomp_cost import cost_lines, filter_costs
 from ctxbench.views.explain import headline, render_text, run_dict, run_text
 
 

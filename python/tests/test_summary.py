@@ -12,15 +12,15 @@ import copy
 import pytest
 
 from conftest import REPO, real_run
-from ctxbench.analysis.explain import REST
-from ctxbench.analysis.summary import is_remainder, pick, section_id, summarize, variant_key
-from ctxbench.analysis.summary_rules import LADDER, REASON_SENTENCES, reason_sentence
+from ctxbench.analysis.explain.explanation import REST
+from ctxbench.analysis.summary.build import is_remainder, pick, section_id, summarize, variant_key
+from ctxbench.analysis.summary.rules import LADDER, REASON_SENTENCES, reason_sentence
 from ctxbench.records.naming import params_key
 from ctxbench.records.reading import read_run_file
 from ctxbench.records.runs import group_run
 from ctxbench.records.schema import schema
 from ctxbench.store.db import Store
-from ctxbench.views import why
+from ctxbench.views import summary_why as why
 from ctxbench.views.comparison import cell_words, describe
 
 REFERENCE_RUN = REPO / "docs" / "data" / "reference-run.jsonl"

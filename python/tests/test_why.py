@@ -1,4 +1,4 @@
-"""show's answers in words (ctxbench.views.why), on a fresh default run recorded on
+"""show's answers in words (ctxbench.views.summary_why), on a fresh default run recorded on
 the development VM (fixtures/default_quick.jsonl) and on that run with one
 figure changed: why another CPU is slower, in one line with the measured
 share; the words the ladder uses defined where it shows them; the ladder
@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from conftest import real_run
-from ctxbench.analysis.interference import RunLoad
-from ctxbench.analysis.summary import summarize
+from ctxbench.analysis.explain.interference import RunLoad
+from ctxbench.analysis.summary.build import summarize
 from ctxbench.records.reading import read_run_file
 from ctxbench.records.runs import RunRecords
 from ctxbench.store.db import Store
-from ctxbench.views import why
+from ctxbench.views import summary_why as why
 from ctxbench.views.summary import plain, run_lines
 
 DEFAULT_QUICK = "default_quick.jsonl"

@@ -18,19 +18,19 @@ from typing import Any
 from rich.text import Text
 
 from ctxbench import units
-from ctxbench.analysis import compare_why as split_codes
-from ctxbench.analysis.compare import FASTER, SLOWER, Comparison
-from ctxbench.analysis.compare_pairs import Pairing, original
-from ctxbench.analysis.compare_why import PartDifference, RowWhy, Unsplit, Why
-from ctxbench.analysis.envparts import EVERYTHING, KeyDifference
-from ctxbench.analysis.explain import Missing
-from ctxbench.analysis.interference import RunLoad
+from ctxbench.analysis.compare import difference_parts as split_codes
+from ctxbench.analysis.compare.comparison import FASTER, SLOWER, Comparison
+from ctxbench.analysis.compare.difference_parts import PartDifference, RowWhy, Unsplit, Why
+from ctxbench.analysis.compare.envparts import EVERYTHING, KeyDifference
+from ctxbench.analysis.compare.pairs import Pairing, original
+from ctxbench.analysis.explain.explanation import Missing
+from ctxbench.analysis.explain.interference import RunLoad
 from ctxbench.records.naming import variant_name
 from ctxbench.views.comparison import SHORT_WORDS, describe, noise_words
 from ctxbench.views.explain import missing_reason, missing_words
 from ctxbench.views.machines import options_text
 from ctxbench.views.summary import MIN_WIDTH, heading_line, styled_line, wrapped_lines
-from ctxbench.views.why import load_words
+from ctxbench.views.summary_why import load_words
 
 KEYS_SHOWN = 6  # environment differences listed under the rows
 METHOD = (
@@ -336,14 +336,14 @@ HELPED, HURT, NEITHER, UNDECIDED = (
 
 
 def pair_outcome(row: Any, comparison: Comparison, judged: Any = None) -> tuple[str, Any]:
-    """The pair's outcome in the gate's three (``analysis.gate``): HELPED or HURT
+    """The pair's outcome in the gate's three (``analysis.compare.gate``): HELPED or HURT
     where compare's decision says so; NEITHER only where the gate, at the
     effect compare needs (the minimum effect or the within-run floor) or at
     --fail-above, calls it not slower; else UNDECIDED. The gate's row beside it."""
-    from ctxbench.analysis.compare import effect_needed
-    from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, judge_row
-    from ctxbench.analysis.gate import SLOWER as GATE_SLOWER
-    from ctxbench.analysis.noise import GATE_POWER
+    from ctxbench.analysis.compare.comparison import effect_needed
+    from ctxbench.analysis.compare.gate import INCONCLUSIVE, NOT_SLOWER, judge_row
+    from ctxbench.analysis.compare.gate import SLOWER as GATE_SLOWER
+    from ctxbench.analysis.compare.noise import GATE_POWER
 
     verdict = next((v for v in judged.rows if v.row is row), None) if judged else None
     if verdict is None:
@@ -582,7 +582,7 @@ def changes_lines(
     for machine in machines:
         lines += _machine_changes_lines(machine, min_effect, width, probe)
         lines.append(Text(""))
-    from ctxbench.analysis.changes import METHOD
+    from ctxbench.analysis.compare.changes import METHOD
 
     lines += wrapped_lines(f"Method: {METHOD}.", width, 0, "dim")
     return lines
@@ -593,7 +593,7 @@ def _machine_changes_lines(
 ) -> list[Text]:
     """One machine of history --changes: its heading, what was left, each
     change, and the variants with none."""
-    from ctxbench.analysis.changes import MIN_RUNS
+    from ctxbench.analysis.compare.changes import MIN_RUNS
 
     measured = units.run_options(machine.options) or "options not recorded"
     selected = f", probes {probe}" if probe else ""

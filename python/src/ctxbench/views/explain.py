@@ -1,6 +1,6 @@
 """What ``ctxbench explain`` prints of a run's decompositions, in words.
 
-From ``ctxbench.analysis.explain``: the figures a reader asked for (probe globs,
+From ``ctxbench.analysis.explain.explanation``: the figures a reader asked for (probe globs,
 family names, params), the headline switches first, each part with its share
 of the median, and what the run could not separate or explain.
 
@@ -15,8 +15,8 @@ import fnmatch
 from collections.abc import Sequence
 from typing import Any
 
-from ctxbench.analysis import explain as explain_codes
-from ctxbench.analysis.explain import (
+from ctxbench.analysis.explain import explanation as explain_codes
+from ctxbench.analysis.explain.explanation import (
     IDLE_AGREE,
     IDLE_DISAGREE,
     IDLE_EVENTS,
@@ -35,7 +35,7 @@ from ctxbench.analysis.explain import (
     explain,
     time_text,
 )
-from ctxbench.analysis.filter_cost import FilterCost, cost_lines
+from ctxbench.analysis.explain.seccomp_cost import FilterCost, cost_lines
 from ctxbench.errors import BadInput
 from ctxbench.records.roles import probe_with
 from ctxbench.riscv.answer import is_lab_run, lab_dict

@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ctxbench import stats, units
-from ctxbench.analysis.compare import Comparison, MatrixComparison, time_ratio
-from ctxbench.analysis.gate import Gate, GateRow, not_judged_reason
-from ctxbench.analysis.noise import Noise, detectable
+from ctxbench.analysis.compare.comparison import Comparison, MatrixComparison, time_ratio
+from ctxbench.analysis.compare.gate import Gate, GateRow, not_judged_reason
+from ctxbench.analysis.compare.noise import Noise, detectable
 from ctxbench.records.naming import variant_name
 from ctxbench.records.strict_json import dumps
 from ctxbench.store.db import StoredRun

@@ -36,15 +36,15 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from ctxbench import __version__, units
-from ctxbench.analysis.explain import explain
-from ctxbench.analysis.summary import is_remainder, run_name, section_id, summarize
+from ctxbench.analysis.explain.explanation import explain
+from ctxbench.analysis.summary.build import is_remainder, run_name, section_id, summarize
 from ctxbench.records import matrix
 from ctxbench.records.envdiff import flatten_env
 from ctxbench.riscv.answer import is_lab_run, lab_answer, lab_targets, measured
 from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import parts_rows
 from ctxbench.store.schema import StoredRun
-from ctxbench.views import why
+from ctxbench.views import summary_why as why
 from ctxbench.views.answers import sentences
 from ctxbench.views.comparison import cell_words, describe, summary_lines
 from ctxbench.views.explain import missing_words, note_words

@@ -13,11 +13,11 @@ from typing import Any
 import plotly.graph_objects as go
 
 from ctxbench import units
-from ctxbench.analysis.compare import Comparison
-from ctxbench.analysis.explain import Explanation
-from ctxbench.analysis.summary import is_remainder, run_name
-from ctxbench.analysis.summary_data import Machines, Point, RunSummary, Summary
-from ctxbench.analysis.summary_rules import LADDER
+from ctxbench.analysis.compare.comparison import Comparison
+from ctxbench.analysis.explain.explanation import Explanation
+from ctxbench.analysis.summary.build import is_remainder, run_name
+from ctxbench.analysis.summary.data import Machines, Point, RunSummary, Summary
+from ctxbench.analysis.summary.rules import LADDER
 from ctxbench.records.naming import params_key
 from ctxbench.store.schema import StoredRun
 from ctxbench.units import params_text

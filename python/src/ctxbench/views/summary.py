@@ -1,4 +1,4 @@
-"""The summary of a run (``ctxbench.analysis.summary``) as terminal text and as JSON: answers first.
+"""The summary of a run (``analysis.summary.build``) as terminal text and as JSON: answers first.
 
 What the summary holds is decided in ``summary``; this module only lays it
 out in aligned lines for a terminal of WIDTH columns (80 at the least: every
@@ -26,10 +26,10 @@ from typing import Any
 from rich.text import Text
 
 from ctxbench import units
-from ctxbench.analysis.explain import Explanation
-from ctxbench.analysis.summary_data import Point, RunSummary, Summary
+from ctxbench.analysis.explain.explanation import Explanation
+from ctxbench.analysis.summary.data import Point, RunSummary, Summary
 from ctxbench.records.naming import variant_name
-from ctxbench.views import why
+from ctxbench.views import summary_why as why
 from ctxbench.views.answers import sentences as answer_sentences
 from ctxbench.views.explain import missing_words, note_words
 from ctxbench.views.tables import STATUS_STYLE

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench.analysis.summary_data import Point, point, ratio
-from ctxbench.analysis.summary_rules import BATCH_FIRST, pick  # the ladder's own matching
+from ctxbench.analysis.summary.data import Point, point, ratio
+from ctxbench.analysis.summary.rules import BATCH_FIRST, pick  # the ladder's own matching
 from ctxbench.records.roles import probes_with
 from ctxbench.stats import RatioInterval
 

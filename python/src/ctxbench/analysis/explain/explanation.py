@@ -7,14 +7,14 @@ plus what the run could not separate, in ``not_separated``), so the parts add
 up to the median. The parts (docs/cli.md's table says how each is measured):
 kernel entry/exit, the primitive's own work, the address-space switch, waking
 an idle CPU, refilling the cache (a ring hop); a user-level switch is split
-along its chain of figures (``analysis.user_switch``). A part that is the
-difference of two records is a share only where ``analysis.shares`` says it
+along its chain of figures (``analysis.explain.user_switch``). A part that is the
+difference of two records is a share only where ``analysis.explain.shares`` says it
 holds (the one rule); otherwise, and where a difference comes out below zero
 or above the figure, it moves to ``not_explained`` in words naming the two
 figures, and the remainder is taken over the parts that stand.
 
-It also fits how ``create.fork`` grows (``analysis.fork_scaling``) and says
-what a seccomp filter adds (``analysis.filter_cost``); ``views.explain``
+It also fits how ``create.fork`` grows (``analysis.explain.fork_scaling``) and says
+what a seccomp filter adds (``analysis.explain.seccomp_cost``); ``views.explain``
 prints the figures a reader asked for.
 """
 
@@ -25,17 +25,22 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ctxbench import units
-from ctxbench.analysis.filter_cost import FilterCost, filter_costs
-from ctxbench.analysis.fork_scaling import ForkScaling, fit_fork
-from ctxbench.analysis.phases import TracedView, compare_idle, measured_placement, traced_view
-from ctxbench.analysis.shares import (  # noqa: F401 (the codes: why.py imports them here)
+from ctxbench.analysis.explain.fork_scaling import ForkScaling, fit_fork
+from ctxbench.analysis.explain.phases import (
+    TracedView,
+    compare_idle,
+    measured_placement,
+    traced_view,
+)
+from ctxbench.analysis.explain.seccomp_cost import FilterCost, filter_costs
+from ctxbench.analysis.explain.shares import (  # noqa: F401 (the codes: why.py imports them here)
     NO_IDLE_DRIVER,
     OVERLAP,
     SUSPECT,
     share_withheld,
     withheld_words,
 )
-from ctxbench.analysis.user_switch import chain_parts
+from ctxbench.analysis.explain.user_switch import chain_parts
 from ctxbench.records.naming import params_key
 from ctxbench.records.roles import has_role, probe_with
 
@@ -55,7 +60,7 @@ MEASURED = ("ok", "suspect")
 
 # One figure a part is built from: (coefficient, the record's variant key, which
 # figure: MEDIAN or BASELINE). A part is the sum of coefficient x figure over
-# its terms, so two runs' parts can be resampled (ctxbench.analysis.compare_why).
+# its terms, so two runs' parts can be resampled (ctxbench.analysis.compare.difference_parts).
 Term = tuple[float, tuple[str, str], str]
 MEDIAN, BASELINE = "median", "baseline"
 
@@ -69,7 +74,7 @@ NO_THREAD_TWIN = "no thread twin"  # no between=threads twin measured
 NO_HELD = "no idle held"  # idle=held was not measured
 FEW_SIZES = "few sizes"  # fewer than two working-set sizes for a ring
 REST_INSIDE = "rest inside"  # the wake-up and the switch inside the rest (detail: TRACE_HINT)
-CHAIN = "chain"  # a user-level switch's chain, in analysis.user_switch's words (detail)
+CHAIN = "chain"  # a user-level switch's chain, in analysis.explain.user_switch's words (detail)
 TRACE_HINT = "trace"  # REST_INSIDE's detail where no traced pass was tried
 INSIDE_REST = "inside the rest"  # REST_INSIDE's part
 
@@ -257,7 +262,7 @@ def explain(
 
 
 def _user_level(r: dict[str, Any], by_key: dict[tuple, dict[str, Any]]) -> Explanation:
-    """A user-level switch split along its chain of figures (analysis.user_switch)."""
+    """A user-level switch split along its chain of figures (analysis.explain.user_switch)."""
     found = lambda probe, params: by_key.get(_key({"probe": probe, "params": params}))  # noqa: E731
     chain, words, whole = chain_parts(r, found)
     parts = [Part(*part) for part in chain] or [Part(REST_USER, _median(r) or 0.0, whole[0])]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ctxbench.analysis.noise import (
+from ctxbench.analysis.compare.noise import (
     carried_interference,
     history_weight,
     p10,

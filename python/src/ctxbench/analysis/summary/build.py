@@ -3,8 +3,8 @@
 The one home of "answers first" (issue 11). The HTML report draws it, the
 terminal prints it; neither decides what it holds. Every figure in it is a
 figure of a stored record (a median, its confidence interval) or comes from
-the existing analysis modules: ``ctxbench.analysis.explain`` for the decomposition of
-a switch, ``ctxbench.analysis.compare`` for ratios, intervals, significance and the
+the existing analysis modules: ``ctxbench.analysis.explain.explanation`` for the decomposition of
+a switch, ``ctxbench.analysis.compare.comparison`` for ratios, intervals, significance and the
 environment diff. Nothing is estimated; what a run does not hold is absent.
 
 API (stable; later changes only add)::
@@ -24,7 +24,7 @@ API (stable; later changes only add)::
                                        measured; runs after A take A's variant where they
                                        have it, in A's order
       .timer: list[str]                the timer the ladder's figures were corrected for
-      .answers: list[Answer]           the seed questions the run answers (analysis.answers)
+      .answers: list[Answer]           the seed questions the run answers (analysis.summary.answers)
       .same_vs_cross: list[SameVsCross]
       .explained: Explained | None     explain(run.results) when it explains anything
       .explanation: Explanation | None the switch drawn as a waterfall (WATERFALL_PREFERENCE)
@@ -38,7 +38,7 @@ API (stable; later changes only add)::
     Rung       key, label, point
     SameVsCross probe, primitive, between, same: Point | None, cross: Point | None,
                ratio (cross median / same median, None unless both measured switches),
-               no_ratio (a side did not switch: views/why.py says so in words)
+               no_ratio (a side did not switch: views/summary_why.py says so in words)
     Verdicts   counts {status: n} (every status of records.STATUSES), notes: list[VerdictNote]
     VerdictNote point, sentences (one per distinct reason code, REASON_SENTENCES)
     Machines   reference: str, others: list[str] (run names), comparison: Comparison
@@ -66,13 +66,20 @@ from dataclasses import replace
 from typing import Any
 
 from ctxbench import units
-from ctxbench.analysis.answers import answers
-from ctxbench.analysis.compare import Cell, Comparison, Judging, Row, compare_runs, judge_cell
-from ctxbench.analysis.compare import summarize as compare_summary
-from ctxbench.analysis.explain import REST, Explained, Explanation, explain
-from ctxbench.analysis.guest import guest_of
-from ctxbench.analysis.interference import run_load
-from ctxbench.analysis.summary_data import (  # noqa: F401 (section_id, point: their users import them here)
+from ctxbench.analysis.compare.comparison import (
+    Cell,
+    Comparison,
+    Judging,
+    Row,
+    compare_runs,
+    judge_cell,
+)
+from ctxbench.analysis.compare.comparison import summarize as compare_summary
+from ctxbench.analysis.explain.explanation import REST, Explained, Explanation, explain
+from ctxbench.analysis.explain.guest import guest_of
+from ctxbench.analysis.explain.interference import run_load
+from ctxbench.analysis.summary.answers import answers
+from ctxbench.analysis.summary.data import (  # noqa: F401 (section_id, point: their users import them here)
     EnvDifference,
     MachineCell,
     MachineFigure,
@@ -87,7 +94,7 @@ from ctxbench.analysis.summary_data import (  # noqa: F401 (section_id, point: t
     point,
     section_id,
 )
-from ctxbench.analysis.summary_rules import (
+from ctxbench.analysis.summary.rules import (
     ABSENT_MEANS,
     ENV_OF_INTEREST,
     LADDER,

@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 
 from ctxbench import stats, units
-from ctxbench.analysis import envparts
-from ctxbench.analysis.compare import MEASUREMENT_OPTIONS, run_options
+from ctxbench.analysis.compare import envparts
+from ctxbench.analysis.compare.comparison import MEASUREMENT_OPTIONS, run_options
 from ctxbench.records.envdiff import env_diff
 from ctxbench.records.naming import params_key
 from ctxbench.store.schema import RunInfo, StoredRun
@@ -174,7 +174,7 @@ def find_changes(
     min_effect: float = DEFAULT_MIN_EFFECT,
 ) -> MachineChanges:
     """Every variant of one machine's runs (measured order) looked through."""
-    from ctxbench.analysis.compare_why import Resampler, RunParts, split_row
+    from ctxbench.analysis.compare.difference_parts import Resampler, RunParts, split_row
 
     series: dict[tuple[str, str], list[Point]] = {}
     first: dict[tuple[str, str], dict[str, Any]] = {}

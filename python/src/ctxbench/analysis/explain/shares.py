@@ -8,7 +8,7 @@ It holds only when the two intervals of the median do not overlap, neither
 record is suspect for a reason that says it measured something else (every
 reason but ``unstable``, whose spread the interval already carries) and, for
 the idle share, a cpuidle driver is active (with none, holding the latency
-request cannot change the idle path). ``ctxbench.analysis.explain`` applies it to
+request cannot change the idle path). ``ctxbench.analysis.explain.explanation`` applies it to
 every such part; the summary's "Why", ``show``, ``explain`` and the report
 read explain's parts, so they all say the same.
 """

@@ -20,7 +20,7 @@ import copy
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ctxbench.analysis.compare import Comparison, summarize
+from ctxbench.analysis.compare.comparison import Comparison, summarize
 from ctxbench.records.naming import params_key
 from ctxbench.store.schema import StoredRun
 

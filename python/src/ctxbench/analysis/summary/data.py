@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench import units
-from ctxbench.analysis.compare import Comparison, Row
-from ctxbench.analysis.explain import Explained, Explanation
-from ctxbench.analysis.noise import Noise
-from ctxbench.analysis.summary_rules import reason_sentence
+from ctxbench.analysis.compare.comparison import Comparison, Row
+from ctxbench.analysis.compare.noise import Noise
+from ctxbench.analysis.explain.explanation import Explained, Explanation
+from ctxbench.analysis.summary.rules import reason_sentence
 from ctxbench.records.runs import summary_value
 from ctxbench.stats import RatioInterval, bootstrap_ratio_of_medians
 
@@ -121,7 +121,7 @@ class RunSummary:
     sandbox: list[str] = field(default_factory=list)
     # the timer the ladder's figures were corrected for, in words (units.timer)
     timer: list[str] = field(default_factory=list)
-    # the seed questions this run answers (analysis.answers.Answer), first on every screen
+    # the seed questions this run answers (analysis.summary.answers.Answer), first on every screen
     answers: list[Any] = field(default_factory=list)
     load: Any = None  # interference.RunLoad: what the run's own records show of its load
     guest: Any = None  # guest.Guest: the virtual machine it ran in, None on bare metal

@@ -46,10 +46,10 @@ from typing import Any
 import numpy as np
 
 from ctxbench import stats
-from ctxbench.analysis import envparts
-from ctxbench.analysis.compare import FASTER, SLOWER, Comparison, Row
-from ctxbench.analysis.compare_pairs import original
-from ctxbench.analysis.explain import (
+from ctxbench.analysis.compare import envparts
+from ctxbench.analysis.compare.comparison import FASTER, SLOWER, Comparison, Row
+from ctxbench.analysis.compare.pairs import original
+from ctxbench.analysis.explain.explanation import (
     BASELINE,
     CHAIN,
     MEDIAN,
@@ -64,8 +64,8 @@ from ctxbench.analysis.explain import (
     explain,
     term,
 )
-from ctxbench.analysis.interference import RunLoad, run_load
-from ctxbench.analysis.phases import traced_view
+from ctxbench.analysis.explain.interference import RunLoad, run_load
+from ctxbench.analysis.explain.phases import traced_view
 from ctxbench.records.naming import params_key
 from ctxbench.store.schema import StoredRun
 
