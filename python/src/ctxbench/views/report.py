@@ -48,6 +48,7 @@ from ctxbench.views import summary_why as why
 from ctxbench.views.answers import sentences
 from ctxbench.views.comparison import cell_words, describe, summary_lines
 from ctxbench.views.explain import missing_words, note_words
+from ctxbench.views.reasons import reason_sentences
 from ctxbench.views.report_families import (
     BLOCK_LEGEND,
     FamilySection,
@@ -102,6 +103,7 @@ def build_context(
         "ladder_labels": ladder_labels(summary),
         "point_text": point_text,
         "answer_sentences": sentences,
+        "reason_sentences": reason_sentences,
         "is_remainder": is_remainder,
         "traced_line": traced_line,
         "missing_words": missing_words,

@@ -22,6 +22,7 @@ from ctxbench.records.naming import params_key
 from ctxbench.store.schema import StoredRun
 from ctxbench.units import params_text
 from ctxbench.views.comparison import describe, noise_words
+from ctxbench.views.reasons import reason_sentence
 from ctxbench.views.report_figures import (
     PALETTE,
     RATIO_TICKS,
@@ -196,8 +197,8 @@ def point_text(point: Point) -> str:
 def _point_hover(point: Point) -> str:
     text = esc(point.probe) + (" " + esc(point.params_text) if point.params else "")
     text += "<br>median " + esc(point_text(point))
-    for sentence in point.reasons:
-        text += "<br>" + esc(sentence)
+    for code in point.reasons:
+        text += "<br>" + esc(reason_sentence(code))
     return text
 
 

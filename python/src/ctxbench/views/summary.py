@@ -32,6 +32,7 @@ from ctxbench.records.naming import variant_name
 from ctxbench.views import summary_why as why
 from ctxbench.views.answers import sentences as answer_sentences
 from ctxbench.views.explain import missing_words, note_words
+from ctxbench.views.reasons import reason_sentence, reason_sentences
 from ctxbench.views.tables import STATUS_STYLE
 
 MIN_WIDTH = 80
@@ -298,9 +299,9 @@ def verdict_lines(run: RunSummary, width: int) -> list[Text]:
     lines = [heading_line(head)]
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for note in run.verdicts.notes:
-        key = (note.point.status, note.sentences)
+        key = (note.point.status, note.reasons)
         groups.setdefault(key, []).append(variant_name(note.point.probe, note.point.params))
-    for (status, sentences), names in groups.items():
+    for (status, codes), names in groups.items():
         more = f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else ""
         listed = "; ".join(names[:NAMES_SHOWN]) + more
         count = f" ({len(names)})" if len(names) > 1 else ""
@@ -314,8 +315,8 @@ def verdict_lines(run: RunSummary, width: int) -> list[Text]:
         first = wrapped[0]
         lines.append(styled_line("  ", _status(status), first[2 + len(status) :]))
         lines += [styled_line(line) for line in wrapped[1:]]
-        for sentence in sentences:
-            lines += wrapped_lines(sentence, width, 4)
+        for code in codes:
+            lines += wrapped_lines(reason_sentence(code), width, 4)
     if not run.verdicts.notes:
         lines.append(styled_line("  every result is ok"))
     return lines
@@ -395,7 +396,7 @@ def _point_dict(point: Point | None) -> dict[str, Any] | None:
         "ci_low": point.ci_low,
         "ci_high": point.ci_high,
         "status": point.status,
-        "reasons": list(point.reasons),
+        "reasons": reason_sentences(point.reasons),
     }
 
 
@@ -454,7 +455,7 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
                 {
                     "variant": variant_name(note.point.probe, note.point.params),
                     "status": note.point.status,
-                    "sentences": list(note.sentences),
+                    "sentences": reason_sentences(note.reasons),
                 }
                 for note in run.verdicts.notes
             ],

@@ -32,7 +32,7 @@ API (stable; later changes only add)::
       .sandbox: list[str]              what sat on every system call (ctxbench.sandbox.warnings)
 
     Point      one record's figure: probe, params, family, unit, median, ci_low,
-               ci_high (None when absent), status, reasons (sentences), details
+               ci_high (None when absent), status, reasons (codes), details
                (the record's own words), anchor (id of its family section,
                ``section_id``), result (the record)
     Rung       key, label, point
@@ -40,7 +40,7 @@ API (stable; later changes only add)::
                ratio (cross median / same median, None unless both measured switches),
                no_ratio (a side did not switch: views/summary_why.py says so in words)
     Verdicts   counts {status: n} (every status of records.STATUSES), notes: list[VerdictNote]
-    VerdictNote point, sentences (one per distinct reason code, REASON_SENTENCES)
+    VerdictNote point, reasons (each distinct reason code once; views.reasons words them)
     Machines   reference: str, others: list[str] (run names), comparison: Comparison
                (compare_runs of the whole runs), figures: list[MachineFigure],
                env: list[EnvDifference], key_comparison: Comparison (the

@@ -10,7 +10,6 @@ from ctxbench import units
 from ctxbench.analysis.compare.comparison import Comparison, Row
 from ctxbench.analysis.compare.noise import Noise
 from ctxbench.analysis.explain.explanation import Explained, Explanation
-from ctxbench.analysis.summary.rules import reason_sentence
 from ctxbench.records.runs import summary_value
 from ctxbench.stats import RatioInterval, bootstrap_ratio_of_medians
 
@@ -27,7 +26,7 @@ class Point:
     ci_low: float | None
     ci_high: float | None
     status: str
-    reasons: tuple[str, ...]  # sentences, one per distinct reason code
+    reasons: tuple[str, ...]  # its verdict's reason codes, each once (views.reasons words them)
     details: tuple[str, ...]  # the record's own words, one per reason
     anchor: str  # id of the family section it belongs to
     result: dict[str, Any]
@@ -74,7 +73,7 @@ def point(result: dict[str, Any]) -> Point:
         ci_low=float(ci["low"]) if ci.get("low") is not None else None,
         ci_high=float(ci["high"]) if ci.get("high") is not None else None,
         status=result["verdict"]["status"],
-        reasons=tuple(reason_sentence(code) for code in codes),
+        reasons=tuple(codes),
         details=tuple(reason["detail"] for reason in reasons),
         anchor=section_id(result["family"]),
         result=result,
@@ -95,7 +94,7 @@ class SameVsCross:
 @dataclass(frozen=True)
 class VerdictNote:
     point: Point
-    sentences: tuple[str, ...]
+    reasons: tuple[str, ...]  # its verdict's reason codes (views.reasons words them)
 
 
 @dataclass(frozen=True)
