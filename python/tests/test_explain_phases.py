@@ -23,7 +23,7 @@ from ctxbench.analysis.explain.phases import (
 )
 from ctxbench.cli.main import cli
 from ctxbench.store.db import Store
-from ctxbench.views.explain import explanation_lines, render_text
+from ctxbench.views.explain import explanation_lines, not_explained_words, render_text
 from ctxbench.views.report import render
 from ctxbench.views.traced import render_traced
 
@@ -367,7 +367,11 @@ def test_a_difference_of_two_placements_is_not_an_address_space_part():
     ]
     processes = explain(run).explanations[0]
     assert "address-space switch" not in {p.name for p in processes.parts}
-    (why,) = [w for w in processes.not_explained if w.startswith("address-space switch")]
+    (why,) = [
+        w
+        for w in map(not_explained_words, processes.not_explained)
+        if w.startswith("address-space switch")
+    ]
     assert "on same CPUs" in why and "on cross CPUs" in why
 
 

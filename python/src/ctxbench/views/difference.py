@@ -23,11 +23,11 @@ from ctxbench.analysis.compare.comparison import FASTER, SLOWER, Comparison
 from ctxbench.analysis.compare.difference_parts import PartDifference, RowWhy, Unsplit, Why
 from ctxbench.analysis.compare.envparts import EVERYTHING, KeyDifference
 from ctxbench.analysis.compare.pairs import Pairing, original
-from ctxbench.analysis.explain.explanation import Missing
+from ctxbench.analysis.explain.explanation import Missing, NotExplained
 from ctxbench.analysis.explain.interference import RunLoad
 from ctxbench.records.naming import variant_name
 from ctxbench.views.comparison import SHORT_WORDS, describe, noise_words
-from ctxbench.views.explain import missing_reason, missing_words
+from ctxbench.views.explain import missing_reason, missing_words, not_explained_words
 from ctxbench.views.machines import options_text
 from ctxbench.views.summary import MIN_WIDTH, heading_line, styled_line, wrapped_lines
 from ctxbench.views.summary_why import load_words
@@ -79,12 +79,19 @@ def unsplit_words(entry: Unsplit) -> str:
         return _per_run_words(entry)
     if entry.missing is not None:
         return missing_words(entry.missing)
-    return f"{entry.sides}: {entry.detail}" if entry.sides else entry.detail
+    said = not_explained_words(entry.said) if entry.said is not None else entry.detail
+    return f"{entry.sides}: {said}" if entry.sides else said
 
 
-def reason_words(why: Missing | str) -> str:
-    """Why a run did not separate a part, without the part's name."""
-    return missing_reason(why) if isinstance(why, Missing) else why
+def reason_words(why: Missing | NotExplained | str) -> str:
+    """Why a run did not separate a part, without the part's name (that of
+    a part explain measured but not as a share: its words after the name)."""
+    if isinstance(why, Missing):
+        return missing_reason(why)
+    if isinstance(why, NotExplained):
+        words = not_explained_words(why)
+        return words.partition(": ")[2] if why.part else words
+    return why
 
 
 def _per_run_words(entry: Unsplit) -> str:
@@ -92,7 +99,8 @@ def _per_run_words(entry: Unsplit) -> str:
     the two runs give different reasons: the part named once."""
     reasons = [reason_words(why) for _, why in entry.items]
     if len(set(reasons)) == 1:
-        said = f"{entry.detail}: {reasons[0]}" if reasons[0] else entry.detail
+        said = f"{entry.detail}: {reasons[0]}" if entry.detail and reasons[0] else entry.detail
+        said = said or reasons[0]  # about no part (the parts above the whole): its words
         return f"{entry.sides}: {said}"
     return f"{entry.detail}: " + "; ".join(
         f"{side}: {words}" for (side, _), words in zip(entry.items, reasons, strict=True)

@@ -47,7 +47,7 @@ from ctxbench.store.schema import StoredRun
 from ctxbench.views import summary_why as why
 from ctxbench.views.answers import sentences
 from ctxbench.views.comparison import cell_words, describe, summary_lines
-from ctxbench.views.explain import missing_words, note_words
+from ctxbench.views.explain import missing_words, not_explained_words, note_words, source_words
 from ctxbench.views.reasons import reason_sentences
 from ctxbench.views.report_families import (
     BLOCK_LEGEND,
@@ -108,6 +108,8 @@ def build_context(
         "traced_line": traced_line,
         "missing_words": missing_words,
         "note_words": note_words,
+        "source_words": source_words,
+        "not_explained_words": not_explained_words,
         "version": __version__,
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "runs": list(zip(names, runs, strict=True)),

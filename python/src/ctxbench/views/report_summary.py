@@ -22,6 +22,7 @@ from ctxbench.records.naming import params_key
 from ctxbench.store.schema import StoredRun
 from ctxbench.units import params_text
 from ctxbench.views.comparison import describe, noise_words
+from ctxbench.views.explain import source_words
 from ctxbench.views.reasons import reason_sentence
 from ctxbench.views.report_figures import (
     PALETTE,
@@ -369,7 +370,7 @@ def _waterfall_bars(explanation: Explanation) -> tuple[list[str], list[float], l
         ] + [esc("the median traced sample's time no switch's chain covers, scaled")]
         return names, values, hover, " (the kernel's events)"
     names = [REMAINDER_LABEL if is_remainder(p.name) else esc(p.name) for p in explanation.parts]
-    hover = [esc(p.name + ": " + p.source) for p in explanation.parts]
+    hover = [esc(p.name + ": " + source_words(p.source)) for p in explanation.parts]
     return names, [p.ns for p in explanation.parts], hover, ""
 
 

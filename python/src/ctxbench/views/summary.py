@@ -31,7 +31,7 @@ from ctxbench.analysis.summary.data import Point, RunSummary, Summary
 from ctxbench.records.naming import variant_name
 from ctxbench.views import summary_why as why
 from ctxbench.views.answers import sentences as answer_sentences
-from ctxbench.views.explain import missing_words, note_words
+from ctxbench.views.explain import missing_words, not_explained_words, note_words, source_words
 from ctxbench.views.reasons import reason_sentence, reason_sentences
 from ctxbench.views.tables import STATUS_STYLE
 
@@ -276,11 +276,11 @@ def explanation_lines(explanation: Explanation | None, label: str, width: int) -
     for part in explanation.parts:
         share = 100 * part.ns / explanation.median_ns if explanation.median_ns else 0.0
         head = f"  {units.value(part.ns, 'ns'):>10} {share:4.0f}%  "
-        text = f"{part.name}: {part.source}"
+        text = f"{part.name}: {source_words(part.source)}"
         wrapped = textwrap.wrap(text, width=width - len(head), break_on_hyphens=False)
         lines.append(styled_line(head + wrapped[0]))
         lines += [styled_line(" " * len(head) + more) for more in wrapped[1:]]
-    for words in explanation.not_explained:
+    for words in map(not_explained_words, explanation.not_explained):
         lines += wrapped_lines(f"not explained: {words}", width, 2, "yellow")
     for note in map(note_words, explanation.notes):
         lines += wrapped_lines(f"note: {note}", width, 2, "yellow")
@@ -441,11 +441,11 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
             "variant": variant_name(explanation.probe, explanation.params),
             "median_ns": explanation.median_ns,
             "parts": [
-                {"name": part.name, "ns": part.ns, "source": part.source}
+                {"name": part.name, "ns": part.ns, "source": source_words(part.source)}
                 for part in explanation.parts
             ],
             "not_separated": [missing_words(m) for m in explanation.not_separated],
-            "not_explained": list(explanation.not_explained),
+            "not_explained": [not_explained_words(n) for n in explanation.not_explained],
             "notes": [note_words(n) for n in explanation.notes],
         },
         "sandbox": list(run.sandbox),

@@ -34,6 +34,7 @@ from ctxbench.analysis.explain.interference import RunLoad
 from ctxbench.analysis.summary.build import not_a_switch
 from ctxbench.analysis.summary.data import Point, Rung, RunSummary, ratio
 from ctxbench.records.naming import params_key
+from ctxbench.views.explain import not_explained_words
 
 ADDRESS_SPACE_PART = "address-space switch"
 
@@ -66,7 +67,8 @@ def _part(explanation: Explanation, name: str) -> float | None:
 
 
 def _said(explanation: Explanation, name: str) -> bool:
-    return any(words.startswith(name + ":") for words in explanation.not_explained)
+    said = map(not_explained_words, explanation.not_explained)
+    return any(words.startswith(name + ":") for words in said)
 
 
 def _ns(value: float) -> str:
