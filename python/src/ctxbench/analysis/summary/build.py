@@ -9,7 +9,7 @@ environment diff. Nothing is estimated; what a run does not hold is absent.
 
 API (stable; later changes only add)::
 
-    summarize(runs: list[StoredRun], *, compare_options: dict | None = None) -> Summary
+    summarize(runs: list[StoredRun], *, comparison: Comparison | None = None) -> Summary
 
     Summary
       .runs: list[RunSummary]          one per run, in the order given (A, B, ...)
@@ -402,16 +402,11 @@ def machines(
     )
 
 
-def summarize(
-    runs: list[StoredRun],
-    *,
-    compare_options: dict[str, Any] | None = None,
-    comparison: Comparison | None = None,
-) -> Summary:
+def summarize(runs: list[StoredRun], *, comparison: Comparison | None = None) -> Summary:
     """The summary of RUNS (run A first). With two or more runs, the key
-    figures are rows of COMPARISON (``compare_runs`` of RUNS: ``compare``
-    passes the one it renders in every format), or of ``compare_runs(RUNS,
-    **COMPARE_OPTIONS)`` when none is given."""
+    figures are rows of COMPARISON, the one ``compare`` builds and renders in
+    every format; a caller with none (the report of runs alone) gets
+    ``compare_runs(RUNS)``, which it then renders whole."""
     if not runs:
         raise ValueError("a summary needs at least one run")
     first = summarize_run(0, runs[0])
@@ -420,9 +415,7 @@ def summarize(
     ]
     return Summary(
         runs=summaries,
-        machines=machines(
-            runs, summaries, comparison or compare_runs(runs, **(compare_options or {}))
-        )
+        machines=machines(runs, summaries, comparison or compare_runs(runs))
         if len(runs) > 1
         else None,
     )
