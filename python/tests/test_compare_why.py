@@ -137,7 +137,7 @@ def test_every_rows_parts_add_up_to_its_difference_and_largest_is_the_largest(st
     comparison = compare_runs(compared)
     result = why(comparison, measured=runs, every_row=True)
     assert result.rows or result.not_split
-    from ctxbench.views.difference import why_dict
+    from ctxbench.views.export import why_dict
 
     why_schema = {**SCHEMA["properties"]["why"], "$defs": SCHEMA["$defs"]}
     jsonschema.validate(why_dict(result)["why"], why_schema)  # the JSON form of every pair

@@ -7,8 +7,8 @@ parts (B less A, the interval, the share of the row's difference; they add
 up to it, the remainder included) and, where both runs were traced, its
 phases; then the rows with no parts, one line per reason, and the other
 environment differences with the parts they act on. The numbers and reason
-codes are ``compare_why``'s, ``compare_pairs``'s and the gate's; this module
-only words them (and writes their JSON form).
+codes are ``analysis.compare.difference_parts``'s, ``pairs``' and the gate's;
+this module only words them (their JSON form is ``export.why_dict``).
 """
 
 from __future__ import annotations
@@ -474,88 +474,6 @@ def pair_lines(
     for name in pairing.ambiguous:
         lines += wrapped_lines(f"Not shown: {name} has more than one partner.", width, 0, "dim")
     return lines
-
-
-# ---- the JSON form ------------------------------------------------------------------------
-def _part_dict(p: PartDifference) -> dict[str, Any]:
-    out = {
-        "name": p.name,
-        "group": p.group,
-        "reference_ns": p.reference_ns,
-        "other_ns": p.other_ns,
-        "difference_ns": p.difference_ns,
-        "low_ns": p.low_ns,
-        "high_ns": p.high_ns,
-        "share": p.share,
-        "moved": p.moved,
-    }
-    if p.unmeasured:
-        out["unmeasured"] = [{"run": side, "why": reason_words(why)} for side, why in p.unmeasured]
-    if p.holds:
-        out["holds"] = [{"run": side, "part": part} for side, part in p.holds]
-    return out
-
-
-def _row_dict(row: RowWhy) -> dict[str, Any]:
-    return {
-        "probe": row.probe,
-        "params": row.params,
-        "other_params": row.other_params,
-        "decision": row.decision,
-        "reference_ns": row.reference_ns,
-        "other_ns": row.other_ns,
-        "difference_ns": row.difference_ns,
-        "low_ns": row.low_ns,
-        "high_ns": row.high_ns,
-        "largest": row.largest.name if row.largest else None,
-        "parts": [_part_dict(p) for p in row.parts],
-        "phases": [_part_dict(p) for p in row.phases],
-        "not_split": [unsplit_words(entry) for entry in row.not_split],
-        "selected": row.selected,
-        "excluded": list(row.excluded),
-    }
-
-
-def why_dict(result: Why | None, pairing: Pairing | None = None) -> dict[str, Any]:
-    """The JSON form (schema/compare.schema.json: ``why`` and ``pairing``)."""
-    from dataclasses import asdict
-
-    out: dict[str, Any] = {}
-    if pairing is not None:
-        out["pairing"] = {
-            "parameters": list(pairing.names),
-            "paired": pairing.paired,
-            "unpaired_reference": pairing.unpaired_reference,
-            "unpaired_other": pairing.unpaired_other,
-            "ambiguous": pairing.ambiguous,
-            "pairs": [
-                {
-                    "probe": record["probe"],
-                    "params": record.get("params", {}),
-                    "other_params": original(record).get("params", {}),
-                }
-                for record in pairing.runs[1].results
-            ],
-        }
-    if result is not None:
-        out["why"] = {
-            "method": METHOD,
-            "level": result.level,
-            "top_group": result.top_group,
-            "groups": result.groups,
-            "top_keys": [k.key for k in result.top_keys],
-            "environment": [
-                {"key": k.key, "values": list(k.values), "acts_on": list(k.groups)}
-                for k in result.env
-            ],
-            "not_split": [f"{variant}: {unsplit_words(e)}" for variant, e in result.not_split],
-            "every_row": result.every_row,
-            "moved": result.moved,
-            "rows": [_row_dict(row) for row in result.rows],
-        }
-        if result.load is not None:
-            out["why"]["load"] = [{**asdict(load), "carried": load.carried} for load in result.load]
-    return out
 
 
 # ---- history --changes ---------------------------------------------------------------

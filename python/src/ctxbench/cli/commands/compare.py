@@ -386,8 +386,8 @@ def _print_why_or_pairs(
     from rich.text import Text
 
     from ctxbench.analysis.compare.difference_parts import why
-    from ctxbench.views.difference import pair_lines, why_dict, why_lines
-    from ctxbench.views.export import comparison_dict
+    from ctxbench.views.difference import pair_lines, why_lines
+    from ctxbench.views.export import comparison_dict, why_dict
 
     split_result = why(comparison, measured=runs) if split else None
     if as_json:
