@@ -39,6 +39,7 @@ from ctxbench.analysis.explain.explanation import (
     explain,
 )
 from ctxbench.analysis.explain.seccomp_cost import FilterCost, cost_lines
+from ctxbench.analysis.explain.shares import NO_IDLE_DRIVER, SUSPECT, Figure, Withheld
 from ctxbench.errors import BadInput
 from ctxbench.records.roles import probe_with
 from ctxbench.riscv.answer import is_lab_run, lab_dict
@@ -204,7 +205,39 @@ def not_explained_words(n: NotExplained) -> str:
             f"median ({time_text(v[1])}): they come from other variants of this run, "
             "whose noise adds up, so nothing is left for the scheduler"
         )
-    return n.text  # WITHHELD, CHAIN_WORDS: worded where decided
+    assert n.withheld is not None  # WITHHELD
+    return withheld_words(n.withheld)
+
+
+def _figure_text(f: Figure) -> str:
+    """'idle=free 26.27 µs (20.70–36.21 µs)': a figure with its interval."""
+    inside = f" ({units.interval(f.low, f.high, 'ns')})" if f.low is not None else ""
+    return f"{f.label} {units.value(f.ns, 'ns')}{inside}"
+
+
+def withheld_words(w: Withheld) -> str:
+    """What is known of a withheld part, both figures with their intervals,
+    and why it is not a share."""
+    known = f"{_figure_text(w.figures[0])} against {_figure_text(w.figures[1])}"
+    if w.code == NO_IDLE_DRIVER:
+        return (
+            f"{w.part}: {known}, but no cpuidle driver is active, so holding the latency "
+            "request cannot change the idle path: the difference is noise here, not a share"
+        )
+    if w.code == SUSPECT:
+        named = [
+            f"{f.label} ({', '.join(code.replace('_', ' ') for code in f.not_measuring)})"
+            for f in w.figures
+            if f.not_measuring
+        ]
+        return (
+            f"{w.part}: {known}, but {' and '.join(named)} is suspect for a reason that "
+            "says it measured something else, so their difference is not a share"
+        )
+    return (
+        f"{w.part}: {known}: the intervals overlap, so their difference "
+        f"({units.value(w.ns, 'ns')}) is within this run's noise, not a share"
+    )
 
 
 def explained_dict(explained: Explained) -> dict[str, Any]:

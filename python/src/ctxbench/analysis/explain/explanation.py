@@ -34,12 +34,13 @@ from ctxbench.analysis.explain.phases import (
     traced_view,
 )
 from ctxbench.analysis.explain.seccomp_cost import FilterCost, filter_costs
-from ctxbench.analysis.explain.shares import (  # noqa: F401 (the codes: why.py imports them here)
+from ctxbench.analysis.explain.shares import (  # noqa: F401 (the codes: summary_why.py imports them here)
     NO_IDLE_DRIVER,
     OVERLAP,
     SUSPECT,
+    Withheld,
     share_withheld,
-    withheld_words,
+    withheld,
 )
 from ctxbench.analysis.explain.user_switch import chain_parts
 from ctxbench.records.naming import params_key
@@ -116,7 +117,7 @@ class Source:
 
 
 # Why a part measured is not a share (``NotExplained.code``); views.explain words them.
-WITHHELD = "withheld"  # shares.share_withheld's code (text: its words, shares.withheld_words)
+WITHHELD = "withheld"  # withheld: shares' code and the two figures (shares.Withheld)
 NO_IDLE_EXIT = "no idle exit"  # values: (idle=free - idle=held ns, switches traced)
 BELOW_ZERO_PART = "below zero"  # values: (the part's ns,); source: the part's
 ABOVE_MEDIAN = "above median"  # values: (the part's ns, the median); too_few: the kernel's count
@@ -134,7 +135,7 @@ class NotExplained:
     names: tuple[str, ...] = ()
     source: Source | None = None  # BELOW_ZERO_PART, ABOVE_MEDIAN: how the part was computed
     too_few: bool = False  # ABOVE_MEDIAN: the kernel counted too few switches
-    text: str = ""  # WITHHELD, CHAIN_WORDS: words written where they are decided
+    withheld: Withheld | None = None  # WITHHELD
 
 
 @dataclass(frozen=True)
@@ -308,8 +309,7 @@ def _user_level(r: dict[str, Any], by_key: dict[tuple, dict[str, Any]]) -> Expla
         Part(REST_USER, _median(r) or 0.0, Source(CHAIN_WORDS, text=whole[0]))
     ]
     missing = [Missing("", CHAIN, text) for text in (whole[1:] if not chain else whole)]
-    # the chain's words name their part first ('register save/restore: ...')
-    said = [NotExplained(CHAIN_WORDS, text.partition(": ")[0], text=text) for text in words]
+    said = [NotExplained(WITHHELD, w.part, withheld=w) for w in words]
     return Explanation(r["probe"], dict(r["params"]), _median(r) or 0.0, r["verdict"]["status"],
                        parts, missing, None, [], said)  # fmt: skip
 
@@ -476,8 +476,8 @@ def _address_space_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> Non
             ("corrected between=processes", mine_record, mine),
             ("between=threads", twin, theirs),
         )
-        words = withheld_words(code, part.name, part.ns, sides, shifts=shifts)
-        work.withheld[part.name] = (code, NotExplained(WITHHELD, part.name, text=words))
+        why = withheld(code, part.name, part.ns, sides, shifts=shifts)
+        work.withheld[part.name] = (code, NotExplained(WITHHELD, part.name, withheld=why))
 
 
 def _idle_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> None:
@@ -503,8 +503,8 @@ def _idle_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> None:
     code = share_withheld(r, held, idle=True)
     if code is not None:
         sides = (("idle=free", r, work.median), ("idle=held", held, held_median))
-        words = withheld_words(code, part.name, part.ns, sides)
-        work.withheld[IDLE_PART] = (code, NotExplained(WITHHELD, part.name, text=words))
+        why = withheld(code, part.name, part.ns, sides)
+        work.withheld[IDLE_PART] = (code, NotExplained(WITHHELD, part.name, withheld=why))
 
 
 def _cache_part(work: _Work, ring_slopes: dict[tuple, tuple[float, int]]) -> None:
