@@ -1,4 +1,4 @@
-"""What a seccomp filter adds (ctxbench.filter_cost and explain's section), on
+"""What a seccomp filter adds (analysis.explain.seccomp_cost and explain's section), on
 a real recorded run of the seccomp axis: fixtures/seccomp_quick.jsonl, made by
 
     ctxbench-engine run syscall.getppid syscall.read switch.pipe --quick --json \\

@@ -59,7 +59,7 @@ def key_words(key: KeyDifference) -> str:
 
 
 def unsplit_words(entry: Unsplit) -> str:
-    """What could not be split, and why (``compare_why``'s codes)."""
+    """What could not be split, and why (``difference_parts``' codes)."""
     words = {
         split_codes.VDSO: "answered in the vDSO without entering the kernel: no kernel parts",
         split_codes.NO_BARE: f"{entry.detail} was not measured beside it",

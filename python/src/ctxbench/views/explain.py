@@ -303,7 +303,7 @@ def _matches(
 def narrow_costs(
     explained: Explained, patterns: Sequence[str] = (), params: dict[str, str] | None = None
 ) -> list[FilterCost]:
-    """The seccomp figures (filter_cost) the globs and params name; all without."""
+    """The seccomp figures (seccomp_cost) the globs and params name; all without."""
     return [
         c
         for c in explained.seccomp

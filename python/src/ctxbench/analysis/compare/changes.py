@@ -30,7 +30,7 @@ significant and the whole interval lies beyond ``min_effect``.
 
 Each change found gets the environment difference across it (the last run
 before against the first run after, ranked by ``envparts``) and the parts
-of that one pair of runs that moved (``compare_why``).
+of that one pair of runs that moved (``difference_parts``).
 """
 
 from __future__ import annotations

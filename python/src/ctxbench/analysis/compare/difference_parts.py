@@ -638,7 +638,7 @@ def why(
     split, the rows either run selected by name first; each run's load; and the
     environment keys ranked by the parts that moved. ``measured``: the runs as
     stored, where the comparison holds only some of their records
-    (``compare_pairs``): parts come from every record of a run."""
+    (``pairs``): parts come from every record of a run."""
     whole = measured or comparison.runs
     pair = [whole[0], whole[index]]
     runs = [RunParts([original(r) for r in run.results]) for run in pair]

@@ -55,8 +55,9 @@ API (stable; later changes only add)::
                variant (the other run's own variant where it did not measure A's)
     EnvDifference key, label, values (one per run, None where absent)
 
-The rules (which record stands for a rung, ``REASON_SENTENCES``) live in
-ctxbench.summary_rules, the dataclasses in ctxbench.summary_data.
+The rules (which record stands for a rung) live in analysis.summary.rules,
+the dataclasses in analysis.summary.data; a reason code's sentence in
+views.reasons.
 """
 
 from __future__ import annotations
