@@ -2,7 +2,7 @@
 
 Each scenario is one in-run A/B run (`ctxbench run SELECTION --quick ...`,
 A and B on alternate rounds), taken N times and judged as `compare RUN --ab
-AXIS --fail-above PCT` judges it (``analysis.paired``):
+AXIS --fail-above PCT` judges it (``analysis.compare.paired``):
 
 * ``aa``: identical arms. `--ab-wrapper env`: B runs under env(1), which
   execs the engine unchanged, over the rows of delay and seccomp. Every row
@@ -64,8 +64,8 @@ from load_mix import background_load, check_load
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python", "src"))
 
-from ctxbench.analysis.gate import FAILED, INCONCLUSIVE, PASSED, SLOWER  # noqa: E402
-from ctxbench.analysis.paired import Axis, paired_gate  # noqa: E402
+from ctxbench.analysis.compare.gate import FAILED, INCONCLUSIVE, PASSED, SLOWER  # noqa: E402
+from ctxbench.analysis.compare.paired import Axis, paired_gate  # noqa: E402
 from ctxbench.records.naming import variant_name  # noqa: E402
 from ctxbench.records.result import results_of  # noqa: E402
 

@@ -4,13 +4,13 @@
 
 Each DIR holds one machine's history, one engine run per file (JSON Lines),
 in the order the files sort. Per variant (probe and params; ``ok`` figures,
-or ``suspect`` for their spread alone, as ``ctxbench.analysis.changes`` counts them)
+or ``suspect`` for their spread alone, as ``ctxbench.analysis.compare.changes`` counts them)
 the series of medians is given to every library that imports in the Python
 running this script (series of fewer than 6 figures are skipped, as
-``ctxbench.analysis.changes`` skips them), each as its authors document it:
+``ctxbench.analysis.compare.changes`` skips them), each as its authors document it:
 
 * ruptures: PELT with the rank cost, penalty 3 log n, at least 4 runs a
-  segment (the proposals ``ctxbench.analysis.changes`` tests), and for comparison PELT
+  segment (the proposals ``ctxbench.analysis.compare.changes`` tests), and for comparison PELT
   with least squares on the log figures (penalty 3 s^2 log n, s the noise of
   the run-to-run steps);
 * Apache Otava 0.8.0 (``otava.analysis.compute_change_points``: E-Divisive
@@ -40,7 +40,7 @@ DEFAULT = sorted(glob.glob(os.path.join(ROOT, "python/tests/fixtures/why/history
 
 
 def counts(record: dict) -> bool:
-    """ctxbench.analysis.changes.counts: ok, or suspect for its spread alone."""
+    """ctxbench.analysis.compare.changes.counts: ok, or suspect for its spread alone."""
     verdict = record["verdict"]
     codes = {reason["code"] for reason in verdict.get("reasons", [])}
     if not record.get("summary"):
@@ -108,7 +108,7 @@ def with_spa(values: list[float]) -> list[int]:
 
 def with_ctxbench(values: list[float]) -> list[int]:
     """What `ctxbench history --changes` keeps: PELT's proposals that pass its test."""
-    from ctxbench.analysis.changes import Point, series_changes
+    from ctxbench.analysis.compare.changes import Point, series_changes
 
     points = [Point(str(i), i + 1, v) for i, v in enumerate(values)]
     return [start + 1 for start, _ in series_changes(points)[0]]

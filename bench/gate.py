@@ -37,7 +37,7 @@ counted as judged or inconclusive.
 --confirm takes, right after A' and after each B, two more runs of the
 same kind (its "again" and "third" runs, the whole selection, the same
 conditions); a gate that failed is then judged again as `compare --confirm`
-judges it (analysis.gate.confirm and decide: a row stays slower when the
+judges it (analysis.compare.gate.confirm and decide: a row stays slower when the
 again run against A calls it slower too; one that is not is slower or not
 slower as two of the three runs say, else inconclusive), and the tables
 give the gates both ways. These runs never join the history. (`compare
@@ -83,8 +83,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python", "src"))
 
 from ctxbench.acquire.runner import find_engine  # noqa: E402
-from ctxbench.analysis.compare import time_ratio  # noqa: E402
-from ctxbench.analysis.gate import (  # noqa: E402
+from ctxbench.analysis.compare.comparison import time_ratio  # noqa: E402
+from ctxbench.analysis.compare.gate import (  # noqa: E402
     INCONCLUSIVE,
     NOT_REPEATED,
     NOT_SLOWER,

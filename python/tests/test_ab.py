@@ -1,4 +1,4 @@
-"""The in-run A/B: the paired ratio (analysis.paired), its words (views.paired)
+"""The in-run A/B: the paired ratio (analysis.compare.paired), its words (views.paired)
 and `compare RUN --ab`, on synthetic rounds built from real engine records.
 
 The rounds are made from run_a.jsonl's records (real engine output): one
@@ -20,8 +20,8 @@ from conftest import invoke, real_run, write_jsonl
 from ctxbench import stats
 from ctxbench.acquire.ab import WrappedEngineRun, arm_order, merge_ab, wrapper_words
 from ctxbench.acquire.runner import RunOptions
-from ctxbench.analysis.gate import FAILED, INCONCLUSIVE, NOT_SLOWER, PASSED, SLOWER
-from ctxbench.analysis.paired import (
+from ctxbench.analysis.compare.gate import FAILED, INCONCLUSIVE, NOT_SLOWER, PASSED, SLOWER
+from ctxbench.analysis.compare.paired import (
     FASTEST,
     FEW_ROUNDS,
     MEDIAN,

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import invoke
-from ctxbench.analysis.answers import answers
+from ctxbench.analysis.summary.answers import answers
 from ctxbench.cli.main import cli
 from ctxbench.records.reading import read_run_file
 from ctxbench.records.result import results_of

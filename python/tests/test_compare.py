@@ -9,8 +9,8 @@ import pytest
 
 from conftest import real_run
 from ctxbench import stats
-from ctxbench.analysis import noise
-from ctxbench.analysis.compare import (
+from ctxbench.analysis.compare import noise
+from ctxbench.analysis.compare.comparison import (
     FASTER,
     NO_DIFFERENCE,
     ONLY_ONE,
@@ -20,7 +20,7 @@ from ctxbench.analysis.compare import (
     decide,
     time_ratio,
 )
-from ctxbench.analysis.summary_data import MachineCell
+from ctxbench.analysis.summary.data import MachineCell
 from ctxbench.records.envdiff import env_diff
 from ctxbench.records.naming import params_key
 from ctxbench.records.runs import group_run

@@ -18,16 +18,16 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES, fixture_path, invoke
-from ctxbench.analysis.compare import compare_runs
-from ctxbench.analysis.compare_pairs import pair_runs, waive_placement
-from ctxbench.analysis.compare_why import why
-from ctxbench.analysis.envparts import (
+from ctxbench.analysis.compare.comparison import compare_runs
+from ctxbench.analysis.compare.difference_parts import why
+from ctxbench.analysis.compare.envparts import (
     ADDRESS_SPACE,
     KERNEL_ENTRY,
     SCHEDULER,
     group_of,
     key_difference,
 )
+from ctxbench.analysis.compare.pairs import pair_runs, waive_placement
 from ctxbench.cli.main import cli as main
 from ctxbench.records.reading import read_run_file
 from ctxbench.views.difference import row_lines
@@ -137,7 +137,7 @@ def test_every_rows_parts_add_up_to_its_difference_and_largest_is_the_largest(st
     comparison = compare_runs(compared)
     result = why(comparison, measured=runs, every_row=True)
     assert result.rows or result.not_split
-    from ctxbench.views.difference import why_dict
+    from ctxbench.views.export import why_dict
 
     why_schema = {**SCHEMA["properties"]["why"], "$defs": SCHEMA["$defs"]}
     jsonschema.validate(why_dict(result)["why"], why_schema)  # the JSON form of every pair
@@ -406,7 +406,7 @@ def test_pair_outcomes_are_the_gates_and_absent_values_say_absent(store, tmp_pat
     said = [line for line in result.output.splitlines() if "seccomp=" in line]
     assert said and all("seccomp=absent→allow" in line for line in said)
     assert "None" not in result.output
-    from ctxbench.analysis.gate import NOT_SLOWER
+    from ctxbench.analysis.compare.gate import NOT_SLOWER
     from ctxbench.views.difference import NEITHER, UNDECIDED, pair_outcome
 
     for names, pair in (
@@ -429,7 +429,7 @@ def test_user_level_steps_are_their_own_group_and_joined_alike(store):
     """A user-level switch has no scheduler: its steps are the user-level
     switch's group, and where one run joined two steps (one within its noise)
     the other run's are joined under the same name, not set against zero."""
-    from ctxbench.analysis.envparts import USER_LEVEL
+    from ctxbench.analysis.compare.envparts import USER_LEVEL
 
     result, _, _ = split(store, "reference-run.jsonl", "other_machine_broad.jsonl")
     rows = [row for row in result.rows if row.probe.startswith("uswitch.")]

@@ -1,6 +1,6 @@
 """A failed gate measured again: `compare --fail-above PCT --confirm` and `--confirm-with RUN`.
 
-The rule (analysis.gate.confirm) on recorded figures: a row called slower
+The rule (analysis.compare.gate.confirm) on recorded figures: a row called slower
 stays slower only when the run that measured it again calls it slower too;
 otherwise it is inconclusive, "not repeated"; the rows the first run did not
 call slower keep their outcome. Then the command on recorded runs
@@ -19,8 +19,8 @@ import jsonschema
 import pytest
 
 from conftest import REPO, invoke, real_run
-from ctxbench.analysis.compare import compare_runs
-from ctxbench.analysis.gate import (
+from ctxbench.analysis.compare.comparison import compare_runs
+from ctxbench.analysis.compare.gate import (
     FAILED,
     INCONCLUSIVE,
     NOT_REPEATED,

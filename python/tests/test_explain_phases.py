@@ -15,15 +15,15 @@ from click.testing import CliRunner
 
 from conftest import fixture_path, real_run
 from ctxbench.acquire.runner import RunOptions
-from ctxbench.analysis.explain import explain
-from ctxbench.analysis.phases import (
+from ctxbench.analysis.explain.explanation import explain
+from ctxbench.analysis.explain.phases import (
     compare_idle,
     measured_placement,
     traced_view,
 )
 from ctxbench.cli.main import cli
 from ctxbench.store.db import Store
-from ctxbench.views.explain import explanation_lines, render_text
+from ctxbench.views.explain import explanation_lines, not_explained_words, render_text
 from ctxbench.views.report import render
 from ctxbench.views.traced import render_traced
 
@@ -367,7 +367,11 @@ def test_a_difference_of_two_placements_is_not_an_address_space_part():
     ]
     processes = explain(run).explanations[0]
     assert "address-space switch" not in {p.name for p in processes.parts}
-    (why,) = [w for w in processes.not_explained if w.startswith("address-space switch")]
+    (why,) = [
+        w
+        for w in map(not_explained_words, processes.not_explained)
+        if w.startswith("address-space switch")
+    ]
     assert "on same CPUs" in why and "on cross CPUs" in why
 
 
@@ -395,7 +399,7 @@ def test_the_summary_waterfall_draws_the_phases_of_a_traced_figure(tmp_path):
 
 def test_every_traced_phase_has_a_plain_name_with_its_event_pair_beside_it():
     # Issue 30.5: 'run-queue wait (wakeup → switch)', not the event pair alone.
-    from ctxbench.analysis.phases import traced_view
+    from ctxbench.analysis.explain.phases import traced_view
     from ctxbench.views.traced import PHASE_NAMES
 
     seen = 0

@@ -21,9 +21,9 @@ from scipy import stats as scipy_stats
 
 from conftest import REPO, TIGHT, import_runs, invoke, real_run, tight_getpid
 from ctxbench import stats, units
-from ctxbench.analysis import noise
-from ctxbench.analysis.compare import compare_runs
-from ctxbench.analysis.gate import (
+from ctxbench.analysis.compare import noise
+from ctxbench.analysis.compare.comparison import compare_runs
+from ctxbench.analysis.compare.gate import (
     EXCLUDED,
     FAILED,
     INCONCLUSIVE,

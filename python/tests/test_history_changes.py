@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from conftest import FIXTURES, invoke
-from ctxbench.analysis.changes import change_points, find_changes
+from ctxbench.analysis.compare.changes import change_points, find_changes
 from ctxbench.records.reading import read_run_file
 from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store

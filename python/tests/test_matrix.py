@@ -14,7 +14,7 @@ import pytest
 
 from conftest import fixture_path, invoke, real_run
 from ctxbench import stats
-from ctxbench.analysis.compare import compare_runs
+from ctxbench.analysis.compare.comparison import compare_runs
 from ctxbench.records import matrix
 from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store

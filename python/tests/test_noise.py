@@ -14,11 +14,11 @@ import pytest
 
 from conftest import REPO, TIGHT, a_result, real_run, tight_getpid
 from ctxbench import stats, units
-from ctxbench.analysis import noise
-from ctxbench.analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
-from ctxbench.analysis.gate import INCONCLUSIVE, decide_by, gate
-from ctxbench.analysis.gate import SLOWER as GATE_SLOWER
-from ctxbench.analysis.machine_history import variant_figures
+from ctxbench.analysis.compare import noise
+from ctxbench.analysis.compare.comparison import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
+from ctxbench.analysis.compare.gate import INCONCLUSIVE, decide_by, gate
+from ctxbench.analysis.compare.gate import SLOWER as GATE_SLOWER
+from ctxbench.analysis.compare.machine_history import variant_figures
 from ctxbench.records.machines import machine_key
 from ctxbench.records.naming import params_key
 from ctxbench.records.result import Result, result_of
@@ -569,7 +569,7 @@ def test_a_run_most_of_whose_figures_carried_interference_carried_it_as_a_whole(
     interfered whatever its figures say."""
     from types import SimpleNamespace
 
-    from ctxbench.analysis.machine_history import variant_figures
+    from ctxbench.analysis.compare.machine_history import variant_figures
 
     def three(flagged: int, reference_ratio: float = 1.0) -> SimpleNamespace:
         results = []

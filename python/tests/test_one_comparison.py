@@ -19,8 +19,8 @@ import re
 import pytest
 
 from conftest import FIXTURES, invoke
-from ctxbench.analysis.gate import gate
-from ctxbench.analysis.summary import summarize
+from ctxbench.analysis.compare.gate import gate
+from ctxbench.analysis.summary.build import summarize
 from ctxbench.cli.commands.compare import build_comparison
 from ctxbench.records.naming import variant_name
 from ctxbench.records.reading import read_run_file

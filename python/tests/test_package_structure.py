@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,17 @@ LAYERS: dict[str, set[str]] = {
     "cli": {"base", "records", "acquire", "store", "analysis", "riscv", "views"},
 }
 ENTRY_POINTS = {"ctxbench.__main__": "cli"}
+
+# Inside analysis, one room per question, lowest first: explain (why one
+# run's figures are what they are), compare (two runs or more, row by row),
+# summary (what a summary holds, drawn from both). A room imports its own
+# modules and the rooms below it; a module of analysis outside every room
+# (profile_price) imports no room.
+ANALYSIS_ROOMS: dict[str, set[str]] = {
+    "explain": set(),
+    "compare": {"explain"},
+    "summary": {"explain", "compare"},
+}
 
 
 def _module_name(path: Path) -> str:
@@ -166,12 +178,17 @@ def test_every_subpackage_is_a_stage():
     )
 
 
-def test_no_stage_imports_a_stage_above_it():
-    upward = [
-        edge
+def against_the_package(check: Callable[[str, str], list[str]]) -> list[str]:
+    """What ``check`` (upward_imports or imports_across_rooms) finds in every module."""
+    return [
+        found
         for module, path in MODULES.items()
-        for edge in upward_imports(module, path.read_text(encoding="utf-8"))
+        for found in check(module, path.read_text(encoding="utf-8"))
     ]
+
+
+def test_no_stage_imports_a_stage_above_it():
+    upward = against_the_package(upward_imports)
     assert not upward, "imports against the stages (LAYERS):\n" + "\n".join(upward)
 
 
@@ -179,7 +196,7 @@ def test_no_stage_imports_a_stage_above_it():
     "module, source",
     [
         ("ctxbench.units", "from ctxbench.records.naming import variant_name\n"),
-        ("ctxbench.analysis.compare", "def f():\n    from ctxbench.views import tables\n"),
+        ("ctxbench.analysis.compare.gate", "def f():\n    from ctxbench.views import tables\n"),
         ("ctxbench.store.db", "import ctxbench.acquire.runner\n"),
         ("ctxbench.records.schema", "from ctxbench.store import schema\n"),
         ("ctxbench.analysis.machine_history", "import ctxbench.store\n"),
@@ -192,8 +209,66 @@ def test_an_upward_import_is_found(module, source):
 
 
 def test_a_downward_import_is_allowed():
-    assert not upward_imports("ctxbench.views.tables", "from ctxbench.analysis import noise\n")
+    assert not upward_imports(
+        "ctxbench.views.tables", "from ctxbench.analysis.compare import noise\n"
+    )
     assert not upward_imports("ctxbench.__main__", "from ctxbench.cli.main import main\n")
+
+
+def room(module: str) -> str | None:
+    """The room of analysis a module sits in, or None outside analysis's rooms."""
+    parts = module.split(".")
+    if parts[:2] != ["ctxbench", "analysis"] or len(parts) < 3:
+        return None
+    return parts[2] if parts[2] in ANALYSIS_ROOMS else ""
+
+
+def imports_across_rooms(module: str, source: str) -> list[str]:
+    """Every import in ``source`` (the text of ``module``) of a room of
+    analysis that ``module``'s room may not import."""
+    own = room(module)
+    if own is None:
+        return []
+    allowed = ANALYSIS_ROOMS.get(own, set()) | {own}
+    return [
+        f"{module} line {line} imports {target} ({own or 'analysis'} may not import {room(target)})"
+        for target, _, line in imports_of(module, source)
+        if room(target) and room(target) not in allowed
+    ]
+
+
+def test_every_room_of_analysis_is_named():
+    rooms = {path.parent.name for path in (PACKAGE / "analysis").glob("*/__init__.py")}
+    assert rooms == set(ANALYSIS_ROOMS), (
+        "each subpackage of analysis is a room: add a new one to ANALYSIS_ROOMS "
+        "(which rooms it may import) and to docs/architecture.md"
+    )
+
+
+def test_no_room_of_analysis_imports_a_room_above_it():
+    across = against_the_package(imports_across_rooms)
+    assert not across, "imports against analysis's rooms (ANALYSIS_ROOMS):\n" + "\n".join(across)
+
+
+@pytest.mark.parametrize(
+    "module, source",
+    [
+        ("ctxbench.analysis.explain.phases", "from ctxbench.analysis.compare import noise\n"),
+        (
+            "ctxbench.analysis.compare.gate",
+            "def f():\n    from ctxbench.analysis.summary import data\n",
+        ),
+        ("ctxbench.analysis.profile_price", "import ctxbench.analysis.explain.shares\n"),
+    ],
+)
+def test_an_import_against_the_rooms_is_found(module, source):
+    assert imports_across_rooms(module, source)
+
+
+def test_an_import_down_the_rooms_is_allowed():
+    source = "from ctxbench.analysis.explain.explanation import explain\n"
+    assert not imports_across_rooms("ctxbench.analysis.summary.build", source)
+    assert not imports_across_rooms("ctxbench.views.explain", source)
 
 
 def test_architecture_names_every_stage():

@@ -354,7 +354,7 @@ def _machine_rows(page: str) -> list[list[str]]:
 
 
 def test_machine_vs_machine(store_with_runs):
-    from ctxbench.analysis.summary import summarize
+    from ctxbench.analysis.summary.build import summarize
 
     runs = [store_with_runs.load(real_run(name).run_id) for name in ("run_a.jsonl", "run_b.jsonl")]
     page = render(runs)
@@ -408,7 +408,7 @@ def test_machine_vs_machine_on_two_machines(tmp_path):
     """run_a (the KVM development VM, kernel 6.18) against other_machine (a QEMU
     TCG guest with Debian's 6.1 kernel, see fixtures/README.md): real differences,
     significant, and the environment that explains them, highlighted."""
-    from ctxbench.analysis.summary import summarize
+    from ctxbench.analysis.summary.build import summarize
 
     with Store.open(tmp_path / "two.db") as store:
         runs = [

@@ -23,7 +23,7 @@ import pytest
 from plotly.offline.offline import get_plotlyjs_version
 
 from conftest import lab_run, real_run, require_chromium
-from ctxbench.analysis.summary import summarize
+from ctxbench.analysis.summary.build import summarize
 from ctxbench.cli.output_files import write_report
 from ctxbench.records.reading import read_run_file
 from ctxbench.records.runs import RunRecords

@@ -16,9 +16,9 @@ import subprocess
 import pytest
 
 from conftest import REPO, built_engine, real_run
-from ctxbench.analysis.answers import QUESTIONS
-from ctxbench.analysis.summary import ladder
-from ctxbench.analysis.summary_rules import LADDER
+from ctxbench.analysis.summary.answers import QUESTIONS
+from ctxbench.analysis.summary.build import ladder
+from ctxbench.analysis.summary.rules import LADDER
 from ctxbench.records import roles
 from ctxbench.records.result import results_of
 

@@ -13,7 +13,7 @@ import copy
 import pytest
 
 from conftest import real_run
-from ctxbench.analysis.summary import summarize
+from ctxbench.analysis.summary.build import summarize
 from ctxbench.errors import RecordError
 from ctxbench.records import sandbox
 from ctxbench.records.envdiff import env_diff

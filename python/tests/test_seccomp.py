@@ -1,4 +1,4 @@
-"""What a seccomp filter adds (ctxbench.filter_cost and explain's section), on
+"""What a seccomp filter adds (analysis.explain.seccomp_cost and explain's section), on
 a real recorded run of the seccomp axis: fixtures/seccomp_quick.jsonl, made by
 
     ctxbench-engine run syscall.getppid syscall.read switch.pipe --quick --json \\
@@ -15,9 +15,9 @@ import copy
 import pytest
 
 from conftest import real_run
-from ctxbench.analysis.explain import explain
-from ctxbench.analysis.filter_cost import cost_lines, filter_costs
-from ctxbench.views.explain import headline, render_text, run_dict, run_text
+from ctxbench.analysis.explain.explanation import explain
+from ctxbench.analysis.explain.seccomp_cost import cost_lines, filter_costs
+from ctxbench.views.explain import explained_dict, headline, render_text, run_dict, run_text
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +151,7 @@ def test_a_difference_inside_both_medians_intervals_is_called_noise(results):
 
 
 def test_explain_json_carries_each_filters_cost(results):
-    as_json = explain(results, "run").as_dict()
+    as_json = explained_dict(explain(results, "run"))
     costs = filter_costs(results)
     assert [d["added_ns"] for d in as_json["seccomp"]] == [c.added_ns for c in costs]
     assert [d["per_call_ns"] for d in as_json["seccomp"]] == [c.per_call_ns for c in costs]

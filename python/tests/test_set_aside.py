@@ -15,7 +15,7 @@ from rich.console import Console
 
 from conftest import real_run
 from ctxbench import stats, units
-from ctxbench.analysis.summary import summarize
+from ctxbench.analysis.summary.build import summarize
 from ctxbench.records.runs import group_run
 from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store

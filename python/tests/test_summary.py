@@ -12,16 +12,17 @@ import copy
 import pytest
 
 from conftest import REPO, a_result, real_run
-from ctxbench.analysis.explain import REST
-from ctxbench.analysis.summary import is_remainder, pick, section_id, summarize, variant_key
-from ctxbench.analysis.summary_rules import LADDER, REASON_SENTENCES, reason_sentence
+from ctxbench.analysis.explain.explanation import REST
+from ctxbench.analysis.summary.build import is_remainder, pick, section_id, summarize, variant_key
+from ctxbench.analysis.summary.rules import LADDER
 from ctxbench.records.naming import params_key
 from ctxbench.records.reading import read_run_file
 from ctxbench.records.runs import group_run
 from ctxbench.records.schema import schema
 from ctxbench.store.db import Store
-from ctxbench.views import why
+from ctxbench.views import summary_why as why
 from ctxbench.views.comparison import cell_words, describe
+from ctxbench.views.reasons import REASON_SENTENCES, reason_sentence
 
 REFERENCE_RUN = REPO / "docs" / "data" / "reference-run.jsonl"
 
@@ -103,7 +104,7 @@ def test_a_rung_whose_record_is_not_measured_is_absent(store):
     assert syscall.point.probe == "syscall.getppid"  # the next candidate, not invented
     assert summary.verdicts.counts["failed"] == 1
     note = next(n for n in summary.verdicts.notes if n.point.probe == "syscall.enosys")
-    assert note.sentences == (REASON_SENTENCES["child_failed"],)
+    assert note.reasons == ("child_failed",)
 
 
 def test_same_vs_cross(store):
@@ -192,11 +193,9 @@ def test_verdicts_count_and_explain(store):
     assert verdicts.counts == {"ok": 17, "suspect": 1, "unsupported": 1, "failed": 0}
     assert verdicts.not_ok == 2
     by_probe = {note.point.probe: note for note in verdicts.notes}
-    assert by_probe["create.pthread_scope_process"].sentences == (
-        REASON_SENTENCES["not_supported_here"],
-    )
+    assert by_probe["create.pthread_scope_process"].reasons == ("not_supported_here",)
     assert by_probe["switch.pipe"].point.params["between"] == "processes"
-    assert by_probe["switch.pipe"].sentences == (REASON_SENTENCES["too_few_switches"],)
+    assert by_probe["switch.pipe"].reasons == ("too_few_switches",)
 
 
 def test_machines(store):

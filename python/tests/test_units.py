@@ -167,7 +167,7 @@ def test_the_ladder_bars_follow_the_medians_on_a_log_scale(tmp_path):
     """At 200 columns each rung gets a bar whose length is the median's place
     between whole decades: a larger median never gets a shorter bar, and one
     ten times larger gets a longer one."""
-    from ctxbench.analysis.summary import summarize
+    from ctxbench.analysis.summary.build import summarize
     from ctxbench.store.db import Store
     from ctxbench.views.summary import ladder_lines
 

@@ -1,4 +1,4 @@
-"""show's answers in words (ctxbench.views.why), on a fresh default run recorded on
+"""show's answers in words (ctxbench.views.summary_why), on a fresh default run recorded on
 the development VM (fixtures/default_quick.jsonl) and on that run with one
 figure changed: why another CPU is slower, in one line with the measured
 share; the words the ladder uses defined where it shows them; the ladder
@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from conftest import real_run
-from ctxbench.analysis.interference import RunLoad
-from ctxbench.analysis.summary import summarize
+from ctxbench.analysis.explain.interference import RunLoad
+from ctxbench.analysis.summary.build import summarize
 from ctxbench.records.reading import read_run_file
 from ctxbench.records.runs import RunRecords
 from ctxbench.store.db import Store
-from ctxbench.views import why
+from ctxbench.views import summary_why as why
+from ctxbench.views.explain import not_explained_words
 from ctxbench.views.summary import plain, run_lines
 
 DEFAULT_QUICK = "default_quick.jsonl"
@@ -139,7 +140,10 @@ def test_why_states_no_idle_share_with_no_cpuidle_driver_or_a_suspect_side():
             if (e.probe, e.params) == (cross_rung.point.probe, cross_rung.point.params)
         ]
         assert "waking an idle CPU" not in {p.name for p in explanation.parts}
-        assert any(w.startswith("waking an idle CPU: idle=free") for w in explanation.not_explained)
+        assert any(
+            w.startswith("waking an idle CPU: idle=free")
+            for w in map(not_explained_words, explanation.not_explained)
+        )
 
 
 def test_without_idle_held_the_line_says_it_was_not_measured():

@@ -7,7 +7,7 @@ A and B would each meet the host at a different moment; here round k runs
 one engine process plain (``arm=A``) and one under the wrapper (``arm=B``)
 over the same selection, one right after the other, and the order
 alternates from round to round (AB, BA, AB, ...) so a drift within a round
-falls on both arms alike (``arm_order``). ``analysis.paired`` then judges
+falls on both arms alike (``arm_order``). ``analysis.compare.paired`` then judges
 B against A round by round.
 
 ``merge_ab`` is pure: the processes' records as one stored run. Its env is

@@ -1,1 +1,1 @@
-"""Numbers and decisions from runs: noise, compare, gate, explain, the summary's data."""
+"""Numbers and decisions from runs, one room per question: explain, compare, summary."""

@@ -1,6 +1,6 @@
 """`compare RUN --ab [NAME=A:B]`: an A/B run judged by its paired ratio, round by round.
 
-The numbers are ``analysis.paired``'s, the words ``views.paired``'s; the
+The numbers are ``analysis.compare.paired``'s, the words ``views.paired``'s; the
 exit statuses are the gate's (0 passed, 1 failed, 4 inconclusive; 0 without
 --fail-above).
 """
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import click
 
 from ctxbench import units
-from ctxbench.analysis.paired import (
+from ctxbench.analysis.compare.paired import (
     WRAPPER_AXIS,
     Axis,
     axes_of,

@@ -29,7 +29,7 @@ def print_run(stored: StoredRun, show_all: bool = False, title: str | None = Non
     CPU, where a switch's time goes, verdicts in words), the CPU-pair matrices,
     then, with SHOW_ALL, the full table of every result and the reasons in the
     records' own words (else one line that says how to get it)."""
-    from ctxbench.analysis.summary import summarize
+    from ctxbench.analysis.summary.build import summarize
     from ctxbench.views.summary import run_lines
 
     console = new_console()

@@ -6,7 +6,7 @@ bare system call), ``answer:thread`` (a figure of a seed question),
 ``explain:ring``, ``explain:fork_size``, ``explain:fork_minimal_parent``,
 ``explain:headline``, ``seccomp:per_call`` (the probes of the seccomp filter's
 per-call cost), ``uswitch:floor`` and the other steps of a user-level switch's
-chain (analysis.user_switch). Each probe's descriptor lists its roles with a
+chain (analysis.explain.user_switch). Each probe's descriptor lists its roles with a
 rank (``ProbeDescriptor::roles``, ``ctxbench-engine list --json``);
 ``ctxbench-engine docs probe-names`` writes them to schema/probe-names.json,
 which ``make lint`` keeps equal to the engine's and the wheel carries, so a

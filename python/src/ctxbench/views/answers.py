@@ -1,6 +1,6 @@
 """The seed questions' answers in words.
 
-From ``ctxbench.analysis.answers``: one short paragraph each, figures first,
+From ``ctxbench.analysis.summary.answers``: one short paragraph each, figures first,
 then the ratios with their intervals, then what the run lacks and the
 command that measures it. ``show``, ``run``
 and the report print them before anything else."""
@@ -8,8 +8,8 @@ and the report print them before anything else."""
 from __future__ import annotations
 
 from ctxbench import units
-from ctxbench.analysis.answers import Answer, Ratio
-from ctxbench.analysis.summary_data import Point
+from ctxbench.analysis.summary.answers import Answer, Ratio
+from ctxbench.analysis.summary.data import Point
 
 
 def _figure(label: str, point: Point) -> str:

@@ -1,14 +1,14 @@
 """A comparison in words: each difference, each run against A, the noise that judged them.
 
-What analysis/compare.py decides (``decide``, the summaries per run) and
-analysis/noise.py measures (which spread judged a row, what it could
+What analysis/compare/comparison.py decides (``decide``, the summaries per run) and
+analysis/compare/noise.py measures (which spread judged a row, what it could
 detect), as the sentences compare, show, the report and the gate print.
 """
 
 from __future__ import annotations
 
 from ctxbench import stats, units
-from ctxbench.analysis.compare import (
+from ctxbench.analysis.compare.comparison import (
     DEFAULT_MIN_EFFECT,
     MEASUREMENT_OPTIONS,
     NO_DIFFERENCE,
@@ -17,8 +17,8 @@ from ctxbench.analysis.compare import (
     decide,
     effect_needed,
 )
-from ctxbench.analysis.noise import HISTORY, REPEATS, WITHIN_RUN, Noise, detectable
-from ctxbench.analysis.summary_data import MachineFigure, Machines
+from ctxbench.analysis.compare.noise import HISTORY, REPEATS, WITHIN_RUN, Noise, detectable
+from ctxbench.analysis.summary.data import MachineFigure, Machines
 
 SHORT_WORDS = {
     REPEATS: "by repeats",

@@ -7,8 +7,8 @@ parts (B less A, the interval, the share of the row's difference; they add
 up to it, the remainder included) and, where both runs were traced, its
 phases; then the rows with no parts, one line per reason, and the other
 environment differences with the parts they act on. The numbers and reason
-codes are ``compare_why``'s, ``compare_pairs``'s and the gate's; this module
-only words them (and writes their JSON form).
+codes are ``analysis.compare.difference_parts``'s, ``pairs``' and the gate's;
+this module only words them (their JSON form is ``export.why_dict``).
 """
 
 from __future__ import annotations
@@ -18,20 +18,20 @@ from typing import Any
 from rich.text import Text
 
 from ctxbench import units
-from ctxbench.analysis import compare_why as split_codes
-from ctxbench.analysis.compare import FASTER, SLOWER, Comparison
-from ctxbench.analysis.compare_pairs import Pairing, original
-from ctxbench.analysis.compare_why import PartDifference, RowWhy, Unsplit, Why
-from ctxbench.analysis.envparts import EVERYTHING, KeyDifference
-from ctxbench.analysis.explain import Missing
-from ctxbench.analysis.interference import RunLoad
+from ctxbench.analysis.compare import difference_parts as split_codes
+from ctxbench.analysis.compare.comparison import FASTER, SLOWER, Comparison
+from ctxbench.analysis.compare.difference_parts import PartDifference, RowWhy, Unsplit, Why
+from ctxbench.analysis.compare.envparts import EVERYTHING, KeyDifference
+from ctxbench.analysis.compare.pairs import Pairing, original
+from ctxbench.analysis.explain.explanation import Missing, NotExplained
+from ctxbench.analysis.explain.interference import RunLoad
 from ctxbench.records.naming import variant_name
 from ctxbench.records.result import Result
 from ctxbench.views.comparison import SHORT_WORDS, describe, noise_words
-from ctxbench.views.explain import missing_reason, missing_words
+from ctxbench.views.explain import missing_reason, missing_words, not_explained_words
 from ctxbench.views.machines import options_text
 from ctxbench.views.summary import MIN_WIDTH, heading_line, styled_line, wrapped_lines
-from ctxbench.views.why import load_words
+from ctxbench.views.summary_why import load_words
 
 KEYS_SHOWN = 6  # environment differences listed under the rows
 METHOD = (
@@ -60,7 +60,7 @@ def key_words(key: KeyDifference) -> str:
 
 
 def unsplit_words(entry: Unsplit) -> str:
-    """What could not be split, and why (``compare_why``'s codes)."""
+    """What could not be split, and why (``difference_parts``' codes)."""
     words = {
         split_codes.VDSO: "answered in the vDSO without entering the kernel: no kernel parts",
         split_codes.NO_BARE: f"{entry.detail} was not measured beside it",
@@ -80,12 +80,19 @@ def unsplit_words(entry: Unsplit) -> str:
         return _per_run_words(entry)
     if entry.missing is not None:
         return missing_words(entry.missing)
-    return f"{entry.sides}: {entry.detail}" if entry.sides else entry.detail
+    said = not_explained_words(entry.said) if entry.said is not None else entry.detail
+    return f"{entry.sides}: {said}" if entry.sides else said
 
 
-def reason_words(why: Missing | str) -> str:
-    """Why a run did not separate a part, without the part's name."""
-    return missing_reason(why) if isinstance(why, Missing) else why
+def reason_words(why: Missing | NotExplained | str) -> str:
+    """Why a run did not separate a part, without the part's name (that of
+    a part explain measured but not as a share: its words after the name)."""
+    if isinstance(why, Missing):
+        return missing_reason(why)
+    if isinstance(why, NotExplained):
+        words = not_explained_words(why)
+        return words.partition(": ")[2] if why.part else words
+    return why
 
 
 def _per_run_words(entry: Unsplit) -> str:
@@ -93,7 +100,8 @@ def _per_run_words(entry: Unsplit) -> str:
     the two runs give different reasons: the part named once."""
     reasons = [reason_words(why) for _, why in entry.items]
     if len(set(reasons)) == 1:
-        said = f"{entry.detail}: {reasons[0]}" if reasons[0] else entry.detail
+        said = f"{entry.detail}: {reasons[0]}" if entry.detail and reasons[0] else entry.detail
+        said = said or reasons[0]  # about no part (the parts above the whole): its words
         return f"{entry.sides}: {said}"
     return f"{entry.detail}: " + "; ".join(
         f"{side}: {words}" for (side, _), words in zip(entry.items, reasons, strict=True)
@@ -337,14 +345,14 @@ HELPED, HURT, NEITHER, UNDECIDED = (
 
 
 def pair_outcome(row: Any, comparison: Comparison, judged: Any = None) -> tuple[str, Any]:
-    """The pair's outcome in the gate's three (``analysis.gate``): HELPED or HURT
+    """The pair's outcome in the gate's three (``analysis.compare.gate``): HELPED or HURT
     where compare's decision says so; NEITHER only where the gate, at the
     effect compare needs (the minimum effect or the within-run floor) or at
     --fail-above, calls it not slower; else UNDECIDED. The gate's row beside it."""
-    from ctxbench.analysis.compare import effect_needed
-    from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, judge_row
-    from ctxbench.analysis.gate import SLOWER as GATE_SLOWER
-    from ctxbench.analysis.noise import GATE_POWER
+    from ctxbench.analysis.compare.comparison import effect_needed
+    from ctxbench.analysis.compare.gate import INCONCLUSIVE, NOT_SLOWER, judge_row
+    from ctxbench.analysis.compare.gate import SLOWER as GATE_SLOWER
+    from ctxbench.analysis.compare.noise import GATE_POWER
 
     verdict = next((v for v in judged.rows if v.row is row), None) if judged else None
     if verdict is None:
@@ -469,88 +477,6 @@ def pair_lines(
     return lines
 
 
-# ---- the JSON form ------------------------------------------------------------------------
-def _part_dict(p: PartDifference) -> dict[str, Any]:
-    out = {
-        "name": p.name,
-        "group": p.group,
-        "reference_ns": p.reference_ns,
-        "other_ns": p.other_ns,
-        "difference_ns": p.difference_ns,
-        "low_ns": p.low_ns,
-        "high_ns": p.high_ns,
-        "share": p.share,
-        "moved": p.moved,
-    }
-    if p.unmeasured:
-        out["unmeasured"] = [{"run": side, "why": reason_words(why)} for side, why in p.unmeasured]
-    if p.holds:
-        out["holds"] = [{"run": side, "part": part} for side, part in p.holds]
-    return out
-
-
-def _row_dict(row: RowWhy) -> dict[str, Any]:
-    return {
-        "probe": row.probe,
-        "params": row.params,
-        "other_params": row.other_params,
-        "decision": row.decision,
-        "reference_ns": row.reference_ns,
-        "other_ns": row.other_ns,
-        "difference_ns": row.difference_ns,
-        "low_ns": row.low_ns,
-        "high_ns": row.high_ns,
-        "largest": row.largest.name if row.largest else None,
-        "parts": [_part_dict(p) for p in row.parts],
-        "phases": [_part_dict(p) for p in row.phases],
-        "not_split": [unsplit_words(entry) for entry in row.not_split],
-        "selected": row.selected,
-        "excluded": list(row.excluded),
-    }
-
-
-def why_dict(result: Why | None, pairing: Pairing | None = None) -> dict[str, Any]:
-    """The JSON form (schema/compare.schema.json: ``why`` and ``pairing``)."""
-    from dataclasses import asdict
-
-    out: dict[str, Any] = {}
-    if pairing is not None:
-        out["pairing"] = {
-            "parameters": list(pairing.names),
-            "paired": pairing.paired,
-            "unpaired_reference": pairing.unpaired_reference,
-            "unpaired_other": pairing.unpaired_other,
-            "ambiguous": pairing.ambiguous,
-            "pairs": [
-                {
-                    "probe": record["probe"],
-                    "params": record.get("params", {}),
-                    "other_params": original(record).get("params", {}),
-                }
-                for record in pairing.runs[1].records.results
-            ],
-        }
-    if result is not None:
-        out["why"] = {
-            "method": METHOD,
-            "level": result.level,
-            "top_group": result.top_group,
-            "groups": result.groups,
-            "top_keys": [k.key for k in result.top_keys],
-            "environment": [
-                {"key": k.key, "values": list(k.values), "acts_on": list(k.groups)}
-                for k in result.env
-            ],
-            "not_split": [f"{variant}: {unsplit_words(e)}" for variant, e in result.not_split],
-            "every_row": result.every_row,
-            "moved": result.moved,
-            "rows": [_row_dict(row) for row in result.rows],
-        }
-        if result.load is not None:
-            out["why"]["load"] = [{**asdict(load), "carried": load.carried} for load in result.load]
-    return out
-
-
 # ---- history --changes ---------------------------------------------------------------
 def _left_lines(machine: Any, width: int, min_runs: int) -> list[Text]:
     """Why the variants history --changes did not look at were left."""
@@ -583,7 +509,7 @@ def changes_lines(
     for machine in machines:
         lines += _machine_changes_lines(machine, min_effect, width, probe)
         lines.append(Text(""))
-    from ctxbench.analysis.changes import METHOD
+    from ctxbench.analysis.compare.changes import METHOD
 
     lines += wrapped_lines(f"Method: {METHOD}.", width, 0, "dim")
     return lines
@@ -594,7 +520,7 @@ def _machine_changes_lines(
 ) -> list[Text]:
     """One machine of history --changes: its heading, what was left, each
     change, and the variants with none."""
-    from ctxbench.analysis.changes import MIN_RUNS
+    from ctxbench.analysis.compare.changes import MIN_RUNS
 
     measured = units.run_options(machine.options) or "options not recorded"
     selected = f", probes {probe}" if probe else ""

@@ -1,6 +1,6 @@
 """What ``ctxbench explain`` prints of a run's decompositions, in words.
 
-From ``ctxbench.analysis.explain``: the figures a reader asked for (probe globs,
+From ``ctxbench.analysis.explain.explanation``: the figures a reader asked for (probe globs,
 family names, params), the headline switches first, each part with its share
 of the median, and what the run could not separate or explain.
 
@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
-from ctxbench.analysis import explain as explain_codes
-from ctxbench.analysis.explain import (
+from ctxbench import units
+from ctxbench.analysis.explain import explanation as explain_codes
+from ctxbench.analysis.explain.explanation import (
     IDLE_AGREE,
     IDLE_DISAGREE,
     IDLE_EVENTS,
@@ -28,14 +30,16 @@ from ctxbench.analysis.explain import (
     Explanation,
     IdleFinding,
     Missing,
+    NotExplained,
     Part,
     SlowedNote,
+    Source,
     Unexplained,
     bare_syscall,
     explain,
-    time_text,
 )
-from ctxbench.analysis.filter_cost import FilterCost, cost_lines
+from ctxbench.analysis.explain.seccomp_cost import FilterCost, cost_lines
+from ctxbench.analysis.explain.shares import NO_IDLE_DRIVER, SUSPECT, Figure, Withheld
 from ctxbench.errors import BadInput
 from ctxbench.records.roles import probe_with
 from ctxbench.riscv.answer import is_lab_run, lab_dict
@@ -101,6 +105,155 @@ HEADLINE: tuple[dict[str, str], ...] = (
     {"between": "threads", "cpus": "cross"},
     {"between": "processes", "cpus": "same"},
 )
+
+
+def time_text(value: float) -> str:
+    """A time as ``show`` prints it: '926.9 ns', '2.196 µs' (units.value)."""
+    return units.value(value, "ns")
+
+
+def source_words(s: Source) -> str:
+    """How a part was computed (explain's Source), in words."""
+    code, v = s.code, s.values
+    if code == explain_codes.CALLS_PRICED:
+        plural = "" if v[0] == 1 else "s"
+        return f"{param_value(v[0])} system call{plural} x {time_text(v[1])} ({s.name})"
+    if code == explain_codes.WHOLE_BASELINE:
+        return s.name
+    if code == explain_codes.BASELINE_LESS_ENTRY:
+        return f"the baseline ({time_text(v[0])}, {s.name}) less the kernel entry/exit"
+    if code == explain_codes.PROCESSES_LESS_THREADS:
+        held = " (both with idle=held)" if s.held else ""
+        return (
+            f"corrected between=processes ({time_text(v[0])}) - between=threads "
+            f"({time_text(v[1])}){held}"
+        )
+    if code == explain_codes.FREE_LESS_HELD:
+        return f"idle=free ({time_text(v[0])}) - idle=held ({time_text(v[1])})"
+    if code == explain_codes.RING_SLOPE:
+        return (
+            f"{v[0]:.2f} ns/KiB (slope of corrected over size_kib, {int(v[1])} sizes) "
+            f"x {param_value(v[2])} KiB"
+        )
+    if code == explain_codes.MEDIAN_LESS_PARTS:
+        return "the measured median less every part above"
+    if code == explain_codes.WHOLE_MEDIAN:
+        return "the whole measured median: no part of it is measured apart here"
+    if code == explain_codes.JOINED:
+        return "; ".join(source_words(joined) for joined in s.joined)
+    return s.text  # CHAIN_WORDS
+
+
+def _below_zero_words(s: Source, ns: float) -> str:
+    """Why a part built from S came out below zero: which two figures disagree."""
+    v = s.values
+    if s.code == explain_codes.BASELINE_LESS_ENTRY:
+        return (
+            f"the kernel entry/exit priced above ({time_text(v[1])}) measured higher than the "
+            f"baseline that makes those calls ({time_text(v[0])}, {s.name})"
+        )
+    if s.code == explain_codes.PROCESSES_LESS_THREADS:
+        held = " (both with idle=held)" if s.held else ""
+        return (
+            f"between=threads ({time_text(v[1])}, corrected) measured higher than "
+            f"between=processes ({time_text(v[0])}){held}: the address-space share is "
+            "within this run's noise"
+        )
+    if s.code == explain_codes.FREE_LESS_HELD:
+        return (
+            f"idle=held ({time_text(v[1])}) measured higher than idle=free "
+            f"({time_text(v[0])}): holding the CPUs out of deep idle saved nothing "
+            "measurable here"
+        )
+    return f"it comes out at {time_text(ns)} ({source_words(s)})"
+
+
+def not_explained_words(n: NotExplained) -> str:
+    """A part that is not a share (explain's NotExplained), in words."""
+    code, v = n.code, n.values
+    if code == explain_codes.NO_IDLE_EXIT:
+        return (
+            f"{n.part}: idle=free - idle=held is {time_text(v[0])}, but no idle exit came "
+            f"between a waking and its switch-in in the {int(v[1])} switches traced: the "
+            "target CPU was not idle, so it is not a share"
+        )
+    if code == explain_codes.BELOW_ZERO_PART:
+        assert n.source is not None
+        return f"{n.part}: {_below_zero_words(n.source, v[0])}"
+    if code == explain_codes.ABOVE_MEDIAN:
+        assert n.source is not None
+        why = (
+            ": the kernel counted too few switches, so this figure is mostly the "
+            "primitive's own calls, not a switch"
+            if n.too_few
+            else ": the two were measured apart, and their noise does not cancel"
+        )
+        return (
+            f"{n.part}: {time_text(v[0])} ({source_words(n.source)}) measured higher than the "
+            f"whole figure ({time_text(v[1])}){why}"
+        )
+    if code == explain_codes.UNLIKE_PLACEMENT:
+        return (
+            f"{n.part}: between=processes ran on {n.names[0]} CPUs and its "
+            f"between=threads twin on {n.names[1]} CPUs (as measured: the traced pass's "
+            "switches, or the CPUs the tasks were seen on), so their difference is the "
+            "placement's as much as the address space's, and it is not a part"
+        )
+    if code == explain_codes.PARTS_EXCEED:
+        return (
+            f"the parts above add up to {time_text(v[0])}, more than the measured "
+            f"median ({time_text(v[1])}): they come from other variants of this run, "
+            "whose noise adds up, so nothing is left for the scheduler"
+        )
+    assert n.withheld is not None  # WITHHELD
+    return withheld_words(n.withheld)
+
+
+def _figure_text(f: Figure) -> str:
+    """'idle=free 26.27 µs (20.70–36.21 µs)': a figure with its interval."""
+    inside = f" ({units.interval(f.low, f.high, 'ns')})" if f.low is not None else ""
+    return f"{f.label} {units.value(f.ns, 'ns')}{inside}"
+
+
+def withheld_words(w: Withheld) -> str:
+    """What is known of a withheld part, both figures with their intervals,
+    and why it is not a share."""
+    known = f"{_figure_text(w.figures[0])} against {_figure_text(w.figures[1])}"
+    if w.code == NO_IDLE_DRIVER:
+        return (
+            f"{w.part}: {known}, but no cpuidle driver is active, so holding the latency "
+            "request cannot change the idle path: the difference is noise here, not a share"
+        )
+    if w.code == SUSPECT:
+        named = [
+            f"{f.label} ({', '.join(code.replace('_', ' ') for code in f.not_measuring)})"
+            for f in w.figures
+            if f.not_measuring
+        ]
+        return (
+            f"{w.part}: {known}, but {' and '.join(named)} is suspect for a reason that "
+            "says it measured something else, so their difference is not a share"
+        )
+    return (
+        f"{w.part}: {known}: the intervals overlap, so their difference "
+        f"({units.value(w.ns, 'ns')}) is within this run's noise, not a share"
+    )
+
+
+def explained_dict(explained: Explained) -> dict[str, Any]:
+    """EXPLAINED as JSON data, every part's source and what is not explained in words."""
+    out = asdict(explained)
+    for e, d in zip(explained.explanations, out["explanations"], strict=True):
+        d["total_ns"] = e.total_ns
+        for part, data in zip(e.parts, d["parts"], strict=True):
+            data["source"] = source_words(part.source)
+            del data["terms"]
+        d["not_explained"] = [not_explained_words(n) for n in e.not_explained]
+    for c, d in zip(explained.seccomp, out["seccomp"], strict=True):
+        d["added_ns"], d["per_call_ns"] = c.added_ns, c.per_call_ns
+    return out
+
+
 _DEFAULTS = {
     "policy": ("normal", "batch", None),
     "idle": ("free", None),
@@ -150,7 +303,7 @@ def _matches(
 def narrow_costs(
     explained: Explained, patterns: Sequence[str] = (), params: dict[str, str] | None = None
 ) -> list[FilterCost]:
-    """The seccomp figures (filter_cost) the globs and params name; all without."""
+    """The seccomp figures (seccomp_cost) the globs and params name; all without."""
     return [
         c
         for c in explained.seccomp
@@ -247,18 +400,20 @@ def explanation_lines(e: Explanation) -> list[str]:
     # What the rest holds unseparated is said on the rest's own line, once.
     inside = [m for m in e.not_separated if m.code == explain_codes.REST_INSIDE]
     for p in e.parts:
-        source = p.source + (idle_words(e.idle, None) if p.name == IDLE_PART and e.idle else "")
+        idle = idle_words(e.idle, None) if p.name == IDLE_PART and e.idle else ""
+        source = source_words(p.source) + idle
         if p.name == REST and inside:
             source += "; " + "; ".join(missing_reason(m) for m in inside)
         lines.append(f"  {time_text(p.ns):>10} {share_text(p, e.median_ns)}  {p.name}: {source}")
-    for words in e.not_explained:
+    said = [not_explained_words(n) for n in e.not_explained]
+    for words in said:
         if e.idle is not None and words.startswith(IDLE_PART + ":"):
             words = idle_words(e.idle, words)
         lines.append(f"  not explained: {words}")
     if (
         e.idle is not None
         and e.idle.withheld is not None
-        and not any(w.startswith(IDLE_PART + ":") for w in e.not_explained)
+        and not any(w.startswith(IDLE_PART + ":") for w in said)
     ):
         lines.append(f"  not explained: {idle_words(e.idle, None)}")
     if e.switches_per_round_trip:
@@ -391,7 +546,7 @@ def run_dict(
         return {"run_id": run_id, "lab": data}
     explained = explain(results, run_id)
     shown, _ = narrow(explained, globs, params, show_all=True)
-    data = explained.as_dict()
+    data = explained_dict(explained)
     for e, d in zip(explained.explanations, data["explanations"], strict=True):
         d["not_separated"] = [missing_words(m) for m in e.not_separated]  # as the text says
         d["notes"] = [note_words(n) for n in e.notes]

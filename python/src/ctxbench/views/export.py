@@ -10,8 +10,10 @@ unit), ``throughput`` for a rate, else the record's unit (``cycles``,
 ``instructions``); its value is the median, lower and upper the ends of the
 median's CI. Results without figures (unsupported, failed) are left out and
 ``omitted`` says which. ``comparison_dict`` gives a comparison of runs as
-the plain data of ``compare --json`` (schema/compare.schema.json). Pure: they
-return the text or data, the CLI decides where it goes.
+the plain data of ``compare --json`` (schema/compare.schema.json), ``why_dict``
+adds ``--why`` and ``--pair`` to it, and ``changes_dict`` is ``history
+--changes --json`` (schema/changes.schema.json). Pure: they return the text
+or data, the CLI decides where it goes.
 """
 
 from __future__ import annotations
@@ -21,16 +23,21 @@ import io
 import json
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxbench import stats, units
-from ctxbench.analysis.compare import Comparison, MatrixComparison, time_ratio
-from ctxbench.analysis.gate import Gate, GateRow, not_judged_reason
-from ctxbench.analysis.noise import Noise, detectable
+from ctxbench.analysis.compare.comparison import Comparison, MatrixComparison, time_ratio
+from ctxbench.analysis.compare.gate import Gate, GateRow, not_judged_reason
+from ctxbench.analysis.compare.noise import Noise, detectable
 from ctxbench.records.naming import variant_name
 from ctxbench.records.runs import StoredRun
 from ctxbench.records.strict_json import dumps
 from ctxbench.views.comparison import summary_line, summary_lines
+
+if TYPE_CHECKING:  # numpy and ruptures load with them: imported where --why or --changes runs
+    from ctxbench.analysis.compare.changes import Change, MachineChanges
+    from ctxbench.analysis.compare.difference_parts import PartDifference, RowWhy, Why
+    from ctxbench.analysis.compare.pairs import Pairing
 
 FORMATS = ("json", "csv", "bmf")
 # Bencher measure slug per record unit (the record schema's unit enum).
@@ -374,5 +381,151 @@ def _matrix_dict(compared: MatrixComparison) -> dict[str, Any]:
                 ],
             }
             for row in compared.rows
+        ],
+    }
+
+
+# ---- compare --why and --pair, history --changes ---------------------------------------
+def _part_dict(p: PartDifference) -> dict[str, Any]:
+    from ctxbench.views.difference import reason_words
+
+    out = {
+        "name": p.name,
+        "group": p.group,
+        "reference_ns": p.reference_ns,
+        "other_ns": p.other_ns,
+        "difference_ns": p.difference_ns,
+        "low_ns": p.low_ns,
+        "high_ns": p.high_ns,
+        "share": p.share,
+        "moved": p.moved,
+    }
+    if p.unmeasured:
+        out["unmeasured"] = [{"run": side, "why": reason_words(why)} for side, why in p.unmeasured]
+    if p.holds:
+        out["holds"] = [{"run": side, "part": part} for side, part in p.holds]
+    return out
+
+
+def _row_dict(row: RowWhy) -> dict[str, Any]:
+    from ctxbench.views.difference import unsplit_words
+
+    return {
+        "probe": row.probe,
+        "params": row.params,
+        "other_params": row.other_params,
+        "decision": row.decision,
+        "reference_ns": row.reference_ns,
+        "other_ns": row.other_ns,
+        "difference_ns": row.difference_ns,
+        "low_ns": row.low_ns,
+        "high_ns": row.high_ns,
+        "largest": row.largest.name if row.largest else None,
+        "parts": [_part_dict(p) for p in row.parts],
+        "phases": [_part_dict(p) for p in row.phases],
+        "not_split": [unsplit_words(entry) for entry in row.not_split],
+        "selected": row.selected,
+        "excluded": list(row.excluded),
+    }
+
+
+def why_dict(result: Why | None, pairing: Pairing | None = None) -> dict[str, Any]:
+    """``compare --why`` and ``--pair`` as JSON (schema/compare.schema.json:
+    ``why`` and ``pairing``), beside ``comparison_dict``."""
+    from dataclasses import asdict
+
+    from ctxbench.analysis.compare.pairs import original
+    from ctxbench.views.difference import METHOD
+
+    out: dict[str, Any] = {}
+    if pairing is not None:
+        out["pairing"] = {
+            "parameters": list(pairing.names),
+            "paired": pairing.paired,
+            "unpaired_reference": pairing.unpaired_reference,
+            "unpaired_other": pairing.unpaired_other,
+            "ambiguous": pairing.ambiguous,
+            "pairs": [
+                {
+                    "probe": record["probe"],
+                    "params": record.get("params", {}),
+                    "other_params": original(record).get("params", {}),
+                }
+                for record in pairing.runs[1].records.results
+            ],
+        }
+    if result is not None:
+        from ctxbench.views.difference import unsplit_words as _unsplit_words
+
+        out["why"] = {
+            "method": METHOD,
+            "level": result.level,
+            "top_group": result.top_group,
+            "groups": result.groups,
+            "top_keys": [k.key for k in result.top_keys],
+            "environment": [
+                {"key": k.key, "values": list(k.values), "acts_on": list(k.groups)}
+                for k in result.env
+            ],
+            "not_split": [f"{variant}: {_unsplit_words(e)}" for variant, e in result.not_split],
+            "every_row": result.every_row,
+            "moved": result.moved,
+            "rows": [_row_dict(row) for row in result.rows],
+        }
+        if result.load is not None:
+            out["why"]["load"] = [{**asdict(load), "carried": load.carried} for load in result.load]
+    return out
+
+
+def changes_dict(store: str, machines: list[MachineChanges], min_effect: float) -> dict[str, Any]:
+    """``history --changes`` as JSON (schema/changes.schema.json), for a nightly job to alert on."""
+    from ctxbench.analysis.compare.changes import METHOD
+
+    def change(c: Change) -> dict[str, Any]:
+        interval = c.difference.ratio
+        return {
+            "probe": c.probe,
+            "params": c.params,
+            "unit": units.unit_name(c.unit),
+            "position": c.position,
+            "run_id": c.run_id,
+            "before_run_id": c.before_run_id,
+            "runs_before": len(c.before),
+            "runs_after": len(c.after),
+            "median_before": c.difference.reference_median,
+            "median_after": c.difference.other_median,
+            "ratio": interval.ratio if interval else None,
+            "low": interval.low if interval else None,
+            "high": interval.high if interval else None,
+            "p_value": c.difference.u_test.p_value if c.difference.u_test else None,
+            "largest_part": c.largest_part,
+            "largest_group": c.largest_group,
+            "environment": [
+                {"key": k.key, "values": list(k.values), "acts_on": list(k.groups)}
+                for k in c.environment
+            ],
+        }
+
+    return {
+        "schema": 1,
+        "kind": "changes",
+        "store": store,
+        "method": METHOD,
+        "min_effect": min_effect,
+        "variants_examined": sum(m.examined for m in machines),
+        "judged_none": all(m.judged_none for m in machines),
+        "machines": [
+            {
+                "hostname": m.hostname,
+                "options": m.options,
+                "runs": [info.run_id for info in m.runs],
+                "variants": m.variants,
+                "variants_examined": m.examined,
+                "variants_too_short": m.too_short,
+                "variants_left": {"few_runs": m.few_runs, "few_figures": m.few_figures},
+                "proposed": m.proposed,
+                "changes": [change(c) for c in m.changes],
+            }
+            for m in machines
         ],
     }

@@ -1,6 +1,6 @@
 """The CI gate in words: a line per slower row, the inconclusive rows, the outcome.
 
-Built from ``analysis.gate``'s outcomes; printed after compare's tables, or
+Built from ``analysis.compare.gate``'s outcomes; printed after compare's tables, or
 on stderr beside --json's data.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 
 from ctxbench import units
-from ctxbench.analysis import noise
-from ctxbench.analysis.compare import Comparison
-from ctxbench.analysis.gate import (
+from ctxbench.analysis.compare import noise
+from ctxbench.analysis.compare.comparison import Comparison
+from ctxbench.analysis.compare.gate import (
     EXCLUDED,
     INCONCLUSIVE,
     NOT_COMPARED,

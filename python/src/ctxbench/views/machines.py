@@ -13,9 +13,9 @@ from typing import Any
 from rich.text import Text
 
 from ctxbench import units
-from ctxbench.analysis.compare import FASTER, SLOWER
-from ctxbench.analysis.compare_pairs import original
-from ctxbench.analysis.summary_data import Machines, Summary
+from ctxbench.analysis.compare.comparison import FASTER, SLOWER
+from ctxbench.analysis.compare.pairs import original
+from ctxbench.analysis.summary.data import Machines, Summary
 from ctxbench.records.naming import params_key, variant_name
 from ctxbench.records.runs import StoredRun
 from ctxbench.views.comparison import cell_words, describe, noise_words

@@ -1,6 +1,6 @@
 """The in-run A/B in words: a line per pair of variants, then the gate's outcome.
 
-Built from ``analysis.paired``: each pair's paired ratio of B over A with
+Built from ``analysis.compare.paired``: each pair's paired ratio of B over A with
 its interval, its rounds and detectable slowdown, and with --fail-above its
 outcome, in the words and outcome names of the gate (``views.gate``).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ctxbench import units
-from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER
-from ctxbench.analysis.paired import (
+from ctxbench.analysis.compare.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER
+from ctxbench.analysis.compare.paired import (
     ARM,
     FEW_ROUNDS,
     MEDIAN,

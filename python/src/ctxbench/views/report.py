@@ -36,18 +36,19 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from ctxbench import __version__, units
-from ctxbench.analysis.explain import explain
-from ctxbench.analysis.summary import is_remainder, run_name, section_id, summarize
+from ctxbench.analysis.explain.explanation import explain
+from ctxbench.analysis.summary.build import is_remainder, run_name, section_id, summarize
 from ctxbench.records import matrix
 from ctxbench.records.envdiff import flatten_env
 from ctxbench.records.runs import StoredRun
 from ctxbench.riscv.answer import is_lab_run, lab_answer, lab_targets, measured
 from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import parts_rows
-from ctxbench.views import why
+from ctxbench.views import summary_why as why
 from ctxbench.views.answers import sentences
 from ctxbench.views.comparison import cell_words, describe, summary_lines
-from ctxbench.views.explain import missing_words, note_words
+from ctxbench.views.explain import missing_words, not_explained_words, note_words, source_words
+from ctxbench.views.reasons import reason_sentences
 from ctxbench.views.report_families import (
     BLOCK_LEGEND,
     FamilySection,
@@ -102,10 +103,13 @@ def build_context(
         "ladder_labels": ladder_labels(summary),
         "point_text": point_text,
         "answer_sentences": sentences,
+        "reason_sentences": reason_sentences,
         "is_remainder": is_remainder,
         "traced_line": traced_line,
         "missing_words": missing_words,
         "note_words": note_words,
+        "source_words": source_words,
+        "not_explained_words": not_explained_words,
         "version": __version__,
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "runs": list(zip(names, runs, strict=True)),

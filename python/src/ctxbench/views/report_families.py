@@ -9,7 +9,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from ctxbench import units
-from ctxbench.analysis.summary import run_name
+from ctxbench.analysis.summary.build import run_name
 from ctxbench.records import matrix
 from ctxbench.records.roles import has_role
 from ctxbench.records.runs import StoredRun

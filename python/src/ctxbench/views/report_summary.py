@@ -13,15 +13,17 @@ from typing import Any
 import plotly.graph_objects as go
 
 from ctxbench import units
-from ctxbench.analysis.compare import Comparison
-from ctxbench.analysis.explain import Explanation
-from ctxbench.analysis.summary import is_remainder, run_name
-from ctxbench.analysis.summary_data import Machines, Point, RunSummary, Summary
-from ctxbench.analysis.summary_rules import LADDER
+from ctxbench.analysis.compare.comparison import Comparison
+from ctxbench.analysis.explain.explanation import Explanation
+from ctxbench.analysis.summary.build import is_remainder, run_name
+from ctxbench.analysis.summary.data import Machines, Point, RunSummary, Summary
+from ctxbench.analysis.summary.rules import LADDER
 from ctxbench.records.naming import params_key
 from ctxbench.records.runs import StoredRun
 from ctxbench.units import params_text
 from ctxbench.views.comparison import describe, noise_words
+from ctxbench.views.explain import source_words
+from ctxbench.views.reasons import reason_sentence
 from ctxbench.views.report_figures import (
     PALETTE,
     RATIO_TICKS,
@@ -196,8 +198,8 @@ def point_text(point: Point) -> str:
 def _point_hover(point: Point) -> str:
     text = esc(point.probe) + (" " + esc(point.params_text) if point.params else "")
     text += "<br>median " + esc(point_text(point))
-    for sentence in point.reasons:
-        text += "<br>" + esc(sentence)
+    for code in point.reasons:
+        text += "<br>" + esc(reason_sentence(code))
     return text
 
 
@@ -368,7 +370,7 @@ def _waterfall_bars(explanation: Explanation) -> tuple[list[str], list[float], l
         ] + [esc("the median traced sample's time no switch's chain covers, scaled")]
         return names, values, hover, " (the kernel's events)"
     names = [REMAINDER_LABEL if is_remainder(p.name) else esc(p.name) for p in explanation.parts]
-    hover = [esc(p.name + ": " + p.source) for p in explanation.parts]
+    hover = [esc(p.name + ": " + source_words(p.source)) for p in explanation.parts]
     return names, [p.ns for p in explanation.parts], hover, ""
 
 

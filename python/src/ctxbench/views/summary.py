@@ -1,4 +1,4 @@
-"""The summary of a run (``ctxbench.analysis.summary``) as terminal text and as JSON: answers first.
+"""The summary of a run (``analysis.summary.build``) as terminal text and as JSON: answers first.
 
 What the summary holds is decided in ``summary``; this module only lays it
 out in aligned lines for a terminal of WIDTH columns (80 at the least: every
@@ -26,12 +26,13 @@ from typing import Any
 from rich.text import Text
 
 from ctxbench import units
-from ctxbench.analysis.explain import Explanation
-from ctxbench.analysis.summary_data import Point, RunSummary, Summary
+from ctxbench.analysis.explain.explanation import Explanation
+from ctxbench.analysis.summary.data import Point, RunSummary, Summary
 from ctxbench.records.naming import variant_name
-from ctxbench.views import why
+from ctxbench.views import summary_why as why
 from ctxbench.views.answers import sentences as answer_sentences
-from ctxbench.views.explain import missing_words, note_words
+from ctxbench.views.explain import missing_words, not_explained_words, note_words, source_words
+from ctxbench.views.reasons import reason_sentence, reason_sentences
 from ctxbench.views.tables import STATUS_STYLE
 
 MIN_WIDTH = 80
@@ -275,11 +276,11 @@ def explanation_lines(explanation: Explanation | None, label: str, width: int) -
     for part in explanation.parts:
         share = 100 * part.ns / explanation.median_ns if explanation.median_ns else 0.0
         head = f"  {units.value(part.ns, 'ns'):>10} {share:4.0f}%  "
-        text = f"{part.name}: {part.source}"
+        text = f"{part.name}: {source_words(part.source)}"
         wrapped = textwrap.wrap(text, width=width - len(head), break_on_hyphens=False)
         lines.append(styled_line(head + wrapped[0]))
         lines += [styled_line(" " * len(head) + more) for more in wrapped[1:]]
-    for words in explanation.not_explained:
+    for words in map(not_explained_words, explanation.not_explained):
         lines += wrapped_lines(f"not explained: {words}", width, 2, "yellow")
     for note in map(note_words, explanation.notes):
         lines += wrapped_lines(f"note: {note}", width, 2, "yellow")
@@ -298,9 +299,9 @@ def verdict_lines(run: RunSummary, width: int) -> list[Text]:
     lines = [heading_line(head)]
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for note in run.verdicts.notes:
-        key = (note.point.status, note.sentences)
+        key = (note.point.status, note.reasons)
         groups.setdefault(key, []).append(variant_name(note.point.probe, note.point.params))
-    for (status, sentences), names in groups.items():
+    for (status, codes), names in groups.items():
         more = f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else ""
         listed = "; ".join(names[:NAMES_SHOWN]) + more
         count = f" ({len(names)})" if len(names) > 1 else ""
@@ -314,8 +315,8 @@ def verdict_lines(run: RunSummary, width: int) -> list[Text]:
         first = wrapped[0]
         lines.append(styled_line("  ", _status(status), first[2 + len(status) :]))
         lines += [styled_line(line) for line in wrapped[1:]]
-        for sentence in sentences:
-            lines += wrapped_lines(sentence, width, 4)
+        for code in codes:
+            lines += wrapped_lines(reason_sentence(code), width, 4)
     if not run.verdicts.notes:
         lines.append(styled_line("  every result is ok"))
     return lines
@@ -395,7 +396,7 @@ def _point_dict(point: Point | None) -> dict[str, Any] | None:
         "ci_low": point.ci_low,
         "ci_high": point.ci_high,
         "status": point.status,
-        "reasons": list(point.reasons),
+        "reasons": reason_sentences(point.reasons),
     }
 
 
@@ -440,11 +441,11 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
             "variant": variant_name(explanation.probe, explanation.params),
             "median_ns": explanation.median_ns,
             "parts": [
-                {"name": part.name, "ns": part.ns, "source": part.source}
+                {"name": part.name, "ns": part.ns, "source": source_words(part.source)}
                 for part in explanation.parts
             ],
             "not_separated": [missing_words(m) for m in explanation.not_separated],
-            "not_explained": list(explanation.not_explained),
+            "not_explained": [not_explained_words(n) for n in explanation.not_explained],
             "notes": [note_words(n) for n in explanation.notes],
         },
         "sandbox": list(run.sandbox),
@@ -454,7 +455,7 @@ def as_dict(run: RunSummary) -> dict[str, Any]:
                 {
                     "variant": variant_name(note.point.probe, note.point.params),
                     "status": note.point.status,
-                    "sentences": list(note.sentences),
+                    "sentences": reason_sentences(note.reasons),
                 }
                 for note in run.verdicts.notes
             ],

@@ -25,7 +25,7 @@ from ctxbench.records.envdiff import flatten_env
 from ctxbench.records.runs import RunInfo
 
 if TYPE_CHECKING:  # the comparison tables' types; compare (numpy) loads with `compare`
-    from ctxbench.analysis.compare import Comparison, MatrixComparison
+    from ctxbench.analysis.compare.comparison import Comparison, MatrixComparison
 
 STATUS_STYLE = {"ok": "green", "suspect": "yellow", "unsupported": "dim", "failed": "red"}
 
@@ -201,7 +201,7 @@ def matrix_comparison_tables(comparison: Comparison) -> list[Table]:
 
 
 def _matrix_comparison_table(comparison: Comparison, compared: MatrixComparison) -> Table:
-    from ctxbench.analysis import noise
+    from ctxbench.analysis.compare import noise
     from ctxbench.views.comparison import describe
 
     title = f"{compared.probe} ({units.params(compared.params)}) per pair class (ratio = other / A)"

@@ -1,6 +1,6 @@
 """A traced pass in words: ``explain``'s traced block, ``show --trace``'s detail, the report's line.
 
-From ``ctxbench.analysis.phases``' views of a record's ``trace`` block: the
+From ``ctxbench.analysis.explain.phases``' views of a record's ``trace`` block: the
 phases set against the untraced figure, their rule, and every phase's
 distribution; the numbers are the analysis', only the words are here.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxbench import units
-from ctxbench.analysis.phases import NOT_TILED, TracedPhase, TracedView
+from ctxbench.analysis.explain.phases import NOT_TILED, TracedPhase, TracedView
 
 SCALING_RULE = (
     "each phase is its share of the median traced sample's time (chains laid end to end over "

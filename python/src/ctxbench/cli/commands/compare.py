@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from ctxbench import units
-from ctxbench.analysis.compare import Comparison
+from ctxbench.analysis.compare.comparison import Comparison
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import QuietStream, new_console
 from ctxbench.cli.gate_status import EXIT_INCONCLUSIVE, gate_status
@@ -152,7 +152,7 @@ def compare(
     Rows whose tasks ran on a different number of CPUs measure something
     else: they are marked, left out of the summary line, and inconclusive
     for --fail-above. A suspect row is compared with its spread in its noise."""
-    from ctxbench.analysis.gate import gate
+    from ctxbench.analysis.compare.gate import gate
     from ctxbench.views.export import comparison_dict
 
     if allow_inconclusive is not None and fail_above is None:
@@ -257,9 +257,9 @@ def build_comparison(
     render this object. WAIVE: the parameters --pair paired on (``cpus``
     keeps a row whose sides ran on a different number of CPUs). LEAVE_OUT:
     runs kept out of the history (a confirmation's B: the run it checks)."""
-    from ctxbench.analysis.compare import compare_runs
-    from ctxbench.analysis.compare_pairs import waive_placement
-    from ctxbench.analysis.machine_history import loop_history, variant_figures
+    from ctxbench.analysis.compare.comparison import compare_runs
+    from ctxbench.analysis.compare.machine_history import loop_history, variant_figures
+    from ctxbench.analysis.compare.pairs import waive_placement
     from ctxbench.store.earlier_runs import history_runs
 
     earlier = history_runs(store, [*runs, *leave_out])
@@ -281,10 +281,15 @@ def _confirmed(
     alpha: float,
     min_effect: float,
 ) -> Any:
-    """JUDGED with its slower rows judged again (``analysis.gate.confirm``)
-    and those not repeated a third time (``analysis.gate.decide``): by the
+    """JUDGED with its slower rows judged again (``analysis.compare.gate.confirm``)
+    and those not repeated a third time (``analysis.compare.gate.decide``): by the
     runs CONFIRM_WITH names, or by runs that measure them now."""
-    from ctxbench.analysis.gate import confirm, decide, not_repeated_variants, slower_variants
+    from ctxbench.analysis.compare.gate import (
+        confirm,
+        decide,
+        not_repeated_variants,
+        slower_variants,
+    )
 
     first = runs[1]
     again_id = confirm_with[0] if confirm_with else None
@@ -317,7 +322,7 @@ def _judged_again(
 ) -> tuple[Any, str]:
     """The gate of run REF against A, at JUDGED's settings, with B and the
     runs TAKEN after it kept out of the history; REF's run id."""
-    from ctxbench.analysis.gate import gate
+    from ctxbench.analysis.compare.gate import gate
 
     reference, first = runs
     with open_store(db, create=False) as store:
@@ -354,7 +359,7 @@ def _print_comparison(
     that differ, the environment differences of interest, the summary line,
     the matrices per pair class; with SHOW_ALL then the legend, the whole
     environment diff and every row. Every line renders COMPARISON."""
-    from ctxbench.analysis.summary import summarize
+    from ctxbench.analysis.summary.build import summarize
     from ctxbench.views.machines import machine_lines
 
     summary = summarize(runs, comparison=comparison)
@@ -381,7 +386,7 @@ def _print_comparison(
 def _pairing(runs: list[StoredRun], pair: str) -> Any:
     """compare --pair PARAM[,PARAM]: B's variants paired with A's that differ
     only in those parameters; a usage error or bad input naming the fix."""
-    from ctxbench.analysis.compare_pairs import pair_runs, unknown_names
+    from ctxbench.analysis.compare.pairs import pair_runs, unknown_names
 
     names = tuple(name.strip() for name in pair.split(",") if name.strip())
     if len(runs) != 2 or not names:
@@ -416,9 +421,9 @@ def _print_why_or_pairs(
     then where each difference sits; both render COMPARISON and its gate."""
     from rich.text import Text
 
-    from ctxbench.analysis.compare_why import why
-    from ctxbench.views.difference import pair_lines, why_dict, why_lines
-    from ctxbench.views.export import comparison_dict
+    from ctxbench.analysis.compare.difference_parts import why
+    from ctxbench.views.difference import pair_lines, why_lines
+    from ctxbench.views.export import comparison_dict, why_dict
 
     split_result = why(comparison, measured=runs) if split else None
     if as_json:

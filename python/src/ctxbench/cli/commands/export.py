@@ -9,7 +9,7 @@ import click
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import say
 from ctxbench.cli.output_files import check_output_path, write_text
-from ctxbench.store import choice as run_choice
+from ctxbench.store import run_choice
 from ctxbench.views import export as export_formats
 
 

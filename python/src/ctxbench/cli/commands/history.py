@@ -72,9 +72,10 @@ def _print_changes(
 ) -> int:
     """The changes per machine; EXIT_INCONCLUSIVE when no variant of any
     machine could be judged (no all-clear over what was not looked at)."""
-    from ctxbench.analysis.changes import changes_dict, find_changes, machine_groups
+    from ctxbench.analysis.compare.changes import find_changes, machine_groups
     from ctxbench.cli.gate_status import EXIT_INCONCLUSIVE
     from ctxbench.views.difference import changes_lines
+    from ctxbench.views.export import changes_dict
 
     with open_store(db, create=False) as store:
         infos = store.runs()

@@ -13,7 +13,7 @@ leaves those out where the clean ones suffice.
 
 from __future__ import annotations
 
-from ctxbench.analysis.noise import (
+from ctxbench.analysis.compare.noise import (
     carried_interference,
     history_weight,
     p10,

@@ -1,23 +1,24 @@
 """Whether the difference of two figures of one run is a share of a switch.
 
 The one rule for a part that is the difference of two records of one run
-(the address-space switch, waking an idle CPU); where it is not a share, why
-not, in words.
+(the address-space switch, waking an idle CPU, a step of a user-level
+chain); where it is not a share, why not.
 
 It holds only when the two intervals of the median do not overlap, neither
 record is suspect for a reason that says it measured something else (every
 reason but ``unstable``, whose spread the interval already carries) and, for
 the idle share, a cpuidle driver is active (with none, holding the latency
-request cannot change the idle path). ``ctxbench.analysis.explain`` applies it to
+request cannot change the idle path). ``ctxbench.analysis.explain.explanation`` applies it to
 every such part; the summary's "Why", ``show``, ``explain`` and the report
-read explain's parts, so they all say the same.
+read explain's parts, so they all say the same. Where it is not a share it
+returns why (a code) and the two figures (``Withheld``); views.explain words
+them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
-
-from ctxbench import units
 
 OVERLAP = "overlap"  # their intervals of the median overlap
 NO_IDLE_DRIVER = "no_idle_driver"  # idle share with no cpuidle driver active
@@ -64,43 +65,40 @@ def share_withheld(
     return None
 
 
-def _figure_text(label: str, record: dict[str, Any], value: float, shift: float | None) -> str:
-    """'idle=free 26.27 µs (20.70–36.21 µs)': a figure with its interval."""
-    ci = _interval(record, shift)
-    inside = f" ({units.interval(ci[0], ci[1], 'ns')})" if ci else ""
-    return f"{label} {units.value(value, 'ns')}{inside}"
+@dataclass(frozen=True)
+class Figure:
+    """One side of a withheld difference: its label, median and interval."""
+
+    label: str  # 'idle=free', 'corrected between=processes'
+    ns: float
+    low: float | None  # its interval of the median, less its baseline where it is
+    high: float | None
+    not_measuring: tuple[str, ...]  # its reason codes that say it measured something else
 
 
-def withheld_words(
+@dataclass(frozen=True)
+class Withheld:
+    """A difference of two figures that is not a share (OVERLAP, NO_IDLE_DRIVER,
+    SUSPECT), with the two figures; views.explain words it."""
+
+    code: str
+    part: str  # the part's name
+    ns: float  # the difference
+    figures: tuple[Figure, Figure]
+
+
+def withheld(
     code: str,
     name: str,
     ns: float,
     sides: tuple[tuple[str, dict[str, Any], float], tuple[str, dict[str, Any], float]],
     shifts: tuple[float | None, float | None] = (None, None),
-) -> str:
-    """What is known of the withheld part NAME (NS: the difference), both
-    figures with their intervals, and why it is not a share."""
-    (label_a, rec_a, value_a), (label_b, rec_b, value_b) = sides
-    known = (
-        f"{_figure_text(label_a, rec_a, value_a, shifts[0])} against "
-        f"{_figure_text(label_b, rec_b, value_b, shifts[1])}"
-    )
-    if code == NO_IDLE_DRIVER:
-        return (
-            f"{name}: {known}, but no cpuidle driver is active, so holding the latency "
-            "request cannot change the idle path: the difference is noise here, not a share"
-        )
-    if code == SUSPECT:
-        named = [
-            f"{label} ({', '.join(code.replace('_', ' ') for code in _not_measuring(rec))})"
-            for label, rec, _ in sides
-            if _not_measuring(rec)
-        ]
-        return (
-            f"{name}: {known}, but {' and '.join(named)} is suspect for a reason that "
-            "says it measured something else, so their difference is not a share"
-        )
-    return (
-        f"{name}: {known}: the intervals overlap, so their difference "
-        f"({units.value(ns, 'ns')}) is within this run's noise, not a share"
-    )
+) -> Withheld:
+    """The withheld part NAME (NS: the difference), both figures (SIDES:
+    label, record, figure; SHIFTS: each one's baseline) with their intervals."""
+    figures = []
+    for (label, record, value), shift in zip(sides, shifts, strict=True):
+        ci = _interval(record, shift)
+        low, high = ci if ci else (None, None)
+        figures.append(Figure(label, value, low, high, tuple(_not_measuring(record))))
+    return Withheld(code, name, ns, (figures[0], figures[1]))

@@ -11,7 +11,7 @@ than one (then which is meant is not known), stays unpaired: it is left out
 of the comparison and named. The pairs are then compared like any rows
 (noise, exclusions, decisions): B's paired records are given A's parameters
 for the match and keep their own under ``ORIGINAL`` (``original``), so what
-explains them (``compare_why``) sees the variant that was measured.
+explains them (``difference_parts``) sees the variant that was measured.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import copy
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ctxbench.analysis.compare import Comparison, summarize
+from ctxbench.analysis.compare.comparison import Comparison, summarize
 from ctxbench.records.naming import params_key
 from ctxbench.records.runs import StoredRun
 

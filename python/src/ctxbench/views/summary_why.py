@@ -1,8 +1,8 @@
 """Why the large differences in a run's summary are there, one line each.
 
-From figures of the same run (``ctxbench.analysis.explain``'s parts), the
-run's own records of its load (``analysis.interference``, said first) and,
-for a guest, what it measured of its virtual machine (``analysis.guest``);
+From figures of the same run (``analysis.explain.explanation``'s parts), the
+run's own records of its load (``analysis.explain.interference``, said first) and,
+for a guest, what it measured of its virtual machine (``analysis.explain.guest``);
 and the words the summary uses, defined where they first appear.
 
 * ``why_lines(explained, rungs)``: another CPU against the same CPU (how much
@@ -12,7 +12,7 @@ and the words the summary uses, defined where they first appear.
 * ``no_ratio_words(same, cross)``: why a same-vs-other-CPU row has no ratio.
 * ``terms(rungs)``: the definitions of the terms the ladder shows.
 
-From the summary's data (``ctxbench.analysis.summary``); the terminal and the
+From the summary's data (``analysis.summary.build``); the terminal and the
 report print what these return.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ctxbench import units
-from ctxbench.analysis.explain import (
+from ctxbench.analysis.explain.explanation import (
     IDLE_PART,
     NO_IDLE_DRIVER,
     OVERLAP,
@@ -29,11 +29,12 @@ from ctxbench.analysis.explain import (
     Explained,
     Explanation,
 )
-from ctxbench.analysis.guest import Guest
-from ctxbench.analysis.interference import RunLoad
-from ctxbench.analysis.summary import not_a_switch
-from ctxbench.analysis.summary_data import Point, Rung, RunSummary, ratio
+from ctxbench.analysis.explain.guest import Guest
+from ctxbench.analysis.explain.interference import RunLoad
+from ctxbench.analysis.summary.build import not_a_switch
+from ctxbench.analysis.summary.data import Point, Rung, RunSummary, ratio
 from ctxbench.records.naming import params_key
+from ctxbench.views.explain import not_explained_words
 
 ADDRESS_SPACE_PART = "address-space switch"
 
@@ -66,7 +67,8 @@ def _part(explanation: Explanation, name: str) -> float | None:
 
 
 def _said(explanation: Explanation, name: str) -> bool:
-    return any(words.startswith(name + ":") for words in explanation.not_explained)
+    said = map(not_explained_words, explanation.not_explained)
+    return any(words.startswith(name + ":") for words in said)
 
 
 def _ns(value: float) -> str:

@@ -2,7 +2,7 @@
 
 A least-squares line (scipy's linregress) of the fork's median over the parent's touched memory
 (``parent_mib``), beside the minimal static parent's figure
-(``create.fork_minimal_parent``). ``ctxbench.analysis.explain`` picks the figures and
+(``create.fork_minimal_parent``). ``ctxbench.analysis.explain.explanation`` picks the figures and
 holds the fit in ``Explained.fork``."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ FP/vector state (fpstate=full) and a changed FP control word (fpcontrol=
 differs) add to it; Boost.Context adds the library's own work, Boost.Fiber
 its scheduler on top of Boost.Context, glibc's ucontext its own work with an
 rt_sigprocmask system call. Each step is the difference of two figures, and
-a share only where ``analysis.shares`` says it holds; a step that does not
+a share only where ``analysis.explain.shares`` says it holds; a step that does not
 is named in words and the next step spans both. A C++20 coroutine's transfer
 is compiled into the coroutines' code: nothing of it is measured apart.
 
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ctxbench import units
-from ctxbench.analysis.shares import share_withheld, withheld_words
+from ctxbench.analysis.explain.shares import Withheld, share_withheld, withheld
 from ctxbench.records.roles import has_role, probe_with
 
 FLOOR = {"fpstate": "abi", "fpcontrol": "same"}
@@ -115,7 +115,7 @@ def chain_parts(
     # From the figure down: keep a smaller figure only where the step to it holds;
     # a stage not measured joins the step above it.
     kept: list[tuple[str, dict[str, Any]]] = [(stages[-1][0], record)]
-    not_explained = []
+    not_explained: list[Withheld] = []
     pending = [stages[-1][0]]
     for name, found in reversed(figures[:-1]):
         if found is None:
@@ -133,7 +133,7 @@ def chain_parts(
                 (_label(upper), upper, _median(upper)),
                 (_label(found), found, _median(found)),
             )
-            not_explained.append(withheld_words(code, " + ".join(pending), step, sides))
+            not_explained.append(withheld(code, " + ".join(pending), step, sides))
             pending.append(name)
     kept[-1] = (" + ".join(reversed(pending)), kept[-1][1])
     kept.reverse()

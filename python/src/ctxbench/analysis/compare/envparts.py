@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ctxbench.analysis.user_switch import STEPS
+from ctxbench.analysis.explain.user_switch import STEPS
 from ctxbench.records.envdiff import EnvDiff
 
 KERNEL_ENTRY = "kernel entry/exit"

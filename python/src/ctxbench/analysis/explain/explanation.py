@@ -7,35 +7,42 @@ plus what the run could not separate, in ``not_separated``), so the parts add
 up to the median. The parts (docs/cli.md's table says how each is measured):
 kernel entry/exit, the primitive's own work, the address-space switch, waking
 an idle CPU, refilling the cache (a ring hop); a user-level switch is split
-along its chain of figures (``analysis.user_switch``). A part that is the
-difference of two records is a share only where ``analysis.shares`` says it
+along its chain of figures (``analysis.explain.user_switch``). A part that is the
+difference of two records is a share only where ``analysis.explain.shares`` says it
 holds (the one rule); otherwise, and where a difference comes out below zero
-or above the figure, it moves to ``not_explained`` in words naming the two
-figures, and the remainder is taken over the parts that stand.
+or above the figure, it moves to ``not_explained`` (a reason code and the
+two figures), and the remainder is taken over the parts that stand. Numbers
+and codes only: ``views.explain`` words each part's ``Source`` and each
+``NotExplained``.
 
-It also fits how ``create.fork`` grows (``analysis.fork_scaling``) and says
-what a seccomp filter adds (``analysis.filter_cost``); ``views.explain``
+It also fits how ``create.fork`` grows (``analysis.explain.fork_scaling``) and says
+what a seccomp filter adds (``analysis.explain.seccomp_cost``); ``views.explain``
 prints the figures a reader asked for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench import units
-from ctxbench.analysis.filter_cost import FilterCost, filter_costs
-from ctxbench.analysis.fork_scaling import ForkScaling, fit_fork
-from ctxbench.analysis.phases import TracedView, compare_idle, measured_placement, traced_view
-from ctxbench.analysis.shares import (  # noqa: F401 (the codes: why.py imports them here)
+from ctxbench.analysis.explain.fork_scaling import ForkScaling, fit_fork
+from ctxbench.analysis.explain.phases import (
+    TracedView,
+    compare_idle,
+    measured_placement,
+    traced_view,
+)
+from ctxbench.analysis.explain.seccomp_cost import FilterCost, filter_costs
+from ctxbench.analysis.explain.shares import (  # noqa: F401 (the codes: summary_why.py imports them here)
     NO_IDLE_DRIVER,
     OVERLAP,
     SUSPECT,
+    Withheld,
     share_withheld,
-    withheld_words,
+    withheld,
 )
-from ctxbench.analysis.user_switch import chain_parts
+from ctxbench.analysis.explain.user_switch import chain_parts
 from ctxbench.records.naming import params_key
 from ctxbench.records.roles import has_role, probe_with
 
@@ -55,7 +62,7 @@ MEASURED = ("ok", "suspect")
 
 # One figure a part is built from: (coefficient, the record's variant key, which
 # figure: MEDIAN or BASELINE). A part is the sum of coefficient x figure over
-# its terms, so two runs' parts can be resampled (ctxbench.analysis.compare_why).
+# its terms, so two runs' parts can be resampled (ctxbench.analysis.compare.difference_parts).
 Term = tuple[float, tuple[str, str], str]
 MEDIAN, BASELINE = "median", "baseline"
 
@@ -69,7 +76,7 @@ NO_THREAD_TWIN = "no thread twin"  # no between=threads twin measured
 NO_HELD = "no idle held"  # idle=held was not measured
 FEW_SIZES = "few sizes"  # fewer than two working-set sizes for a ring
 REST_INSIDE = "rest inside"  # the wake-up and the switch inside the rest (detail: TRACE_HINT)
-CHAIN = "chain"  # a user-level switch's chain, in analysis.user_switch's words (detail)
+CHAIN = "chain"  # a user-level switch's chain, in analysis.explain.user_switch's words (detail)
 TRACE_HINT = "trace"  # REST_INSIDE's detail where no traced pass was tried
 INSIDE_REST = "inside the rest"  # REST_INSIDE's part
 
@@ -81,6 +88,54 @@ class Missing:
     part: str  # the part's name ('' for a chain's words)
     code: str
     detail: str = ""  # a probe's name, TRACE_HINT, or a chain's words
+
+
+# How a part was computed (``Source.code``), with the figures each names
+# (``Source.values``, in this order); views.explain words them.
+CALLS_PRICED = "calls priced"  # (calls, bare call ns); name: the bare call's probe
+WHOLE_BASELINE = "whole baseline"  # (); name: the baseline's name
+BASELINE_LESS_ENTRY = "baseline less entry"  # (baseline ns, entry ns); name: the baseline's
+PROCESSES_LESS_THREADS = "processes less threads"  # (processes ns, threads ns), both corrected
+FREE_LESS_HELD = "free less held"  # (idle=free ns, idle=held ns)
+RING_SLOPE = "ring slope"  # (ns per KiB, sizes fitted, the variant's KiB)
+MEDIAN_LESS_PARTS = "median less parts"  # (): the rest, after the parts above
+WHOLE_MEDIAN = "whole median"  # (): the rest, no part measured apart
+CHAIN_WORDS = "chain words"  # text: a user-level chain's words (analysis.explain.user_switch)
+JOINED = "joined"  # joined: the sources of parts taken as one (compare --why)
+
+
+@dataclass(frozen=True)
+class Source:
+    """The measured figures a part comes from: a code and its figures."""
+
+    code: str
+    values: tuple[float, ...] = ()
+    name: str = ""  # the probe or baseline it names
+    held: bool = False  # PROCESSES_LESS_THREADS: both taken with idle=held
+    text: str = ""  # CHAIN_WORDS
+    joined: tuple[Source, ...] = ()  # JOINED
+
+
+# Why a part measured is not a share (``NotExplained.code``); views.explain words them.
+WITHHELD = "withheld"  # withheld: shares' code and the two figures (shares.Withheld)
+NO_IDLE_EXIT = "no idle exit"  # values: (idle=free - idle=held ns, switches traced)
+BELOW_ZERO_PART = "below zero"  # values: (the part's ns,); source: the part's
+ABOVE_MEDIAN = "above median"  # values: (the part's ns, the median); too_few: the kernel's count
+UNLIKE_PLACEMENT = "unlike placement"  # names: (processes' CPUs, threads' CPUs), as measured
+PARTS_EXCEED = "parts exceed"  # values: (the parts' sum, the median)
+
+
+@dataclass(frozen=True)
+class NotExplained:
+    """A part that is not a share of the figure, and why (a code and its figures)."""
+
+    code: str
+    part: str = ""  # the part's name ('' for the whole figure or a chain's words)
+    values: tuple[float, ...] = ()
+    names: tuple[str, ...] = ()
+    source: Source | None = None  # BELOW_ZERO_PART, ABOVE_MEDIAN: how the part was computed
+    too_few: bool = False  # ABOVE_MEDIAN: the kernel counted too few switches
+    withheld: Withheld | None = None  # WITHHELD
 
 
 @dataclass(frozen=True)
@@ -107,7 +162,7 @@ class Unexplained:
 class Part:
     name: str
     ns: float
-    source: str  # the measured figures it comes from, in words
+    source: Source  # the measured figures it comes from
     # what it is built from; empty when it is not a sum of medians (a fitted slope)
     terms: list[Term] = field(default_factory=list)
 
@@ -122,8 +177,8 @@ class Explanation:
     not_separated: list[Missing] = field(default_factory=list)
     switches_per_round_trip: dict[str, float] | None = None
     notes: list[SlowedNote] = field(default_factory=list)
-    # differences that came out below zero or above the median, in words
-    not_explained: list[str] = field(default_factory=list)
+    # differences that came out below zero or above the median, and why
+    not_explained: list[NotExplained] = field(default_factory=list)
     traced: TracedView | None = None  # the traced pass's phases (explain_phases)
     # parts measured but not a share (withheld): part name -> WITHHELD code
     withheld: dict[str, str] = field(default_factory=dict)
@@ -146,18 +201,8 @@ class Explained:
     fork: ForkScaling | None
     bare_syscall_ns: float | None
     unexplained: list[Unexplained] = field(default_factory=list)  # figures left out, and why
-    # What a seccomp filter adds, where the run measured the axis (filter_cost).
+    # What a seccomp filter adds, where the run measured the axis (seccomp_cost).
     seccomp: list[FilterCost] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        for e, d in zip(self.explanations, out["explanations"], strict=True):
-            d["total_ns"] = e.total_ns
-            for part in d["parts"]:
-                del part["terms"]
-        for c, d in zip(self.seccomp, out["seccomp"], strict=True):
-            d["added_ns"], d["per_call_ns"] = c.added_ns, c.per_call_ns
-        return out
 
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -257,13 +302,16 @@ def explain(
 
 
 def _user_level(r: dict[str, Any], by_key: dict[tuple, dict[str, Any]]) -> Explanation:
-    """A user-level switch split along its chain of figures (analysis.user_switch)."""
+    """A user-level switch split along its chain of figures (analysis.explain.user_switch)."""
     found = lambda probe, params: by_key.get(_key({"probe": probe, "params": params}))  # noqa: E731
     chain, words, whole = chain_parts(r, found)
-    parts = [Part(*part) for part in chain] or [Part(REST_USER, _median(r) or 0.0, whole[0])]
+    parts = [Part(name, ns, Source(CHAIN_WORDS, text=text)) for name, ns, text in chain] or [
+        Part(REST_USER, _median(r) or 0.0, Source(CHAIN_WORDS, text=whole[0]))
+    ]
     missing = [Missing("", CHAIN, text) for text in (whole[1:] if not chain else whole)]
+    said = [NotExplained(WITHHELD, w.part, withheld=w) for w in words]
     return Explanation(r["probe"], dict(r["params"]), _median(r) or 0.0, r["verdict"]["status"],
-                       parts, missing, None, [], words)  # fmt: skip
+                       parts, missing, None, [], said)  # fmt: skip
 
 
 @dataclass
@@ -275,9 +323,9 @@ class _Work:
     parts: list[Part] = field(default_factory=list)
     missing: list[Missing] = field(default_factory=list)
     used: list[dict[str, Any]] = field(default_factory=list)  # every record a part uses
-    disagree: dict[str, str] = field(default_factory=dict)  # part -> its two figures, below 0
-    unlike: list[str] = field(default_factory=list)  # differences of unlike placements
-    withheld: dict[str, tuple[str, str]] = field(default_factory=dict)  # part -> (code, words)
+    unlike: list[NotExplained] = field(default_factory=list)  # differences of unlike placements
+    # part -> (shares' code, why it is not a share)
+    withheld: dict[str, tuple[str, NotExplained]] = field(default_factory=dict)
     entry: float | None = None  # kernel entry/exit priced
     held: dict[str, Any] | None = None  # the idle=held twin of an idle=free cross-CPU figure
 
@@ -345,13 +393,11 @@ def _entry_part(work: _Work, bare: dict[str, Any] | None) -> None:
     bare_ns = _median(bare)
     assert bare_ns is not None
     work.entry = float(calls) * bare_ns
-    plural = "" if float(calls) == 1 else "s"
     work.parts.append(
         Part(
             "kernel entry/exit",
             work.entry,
-            f"{_fmt_value(float(calls))} system call{plural} x {time_text(bare_ns)} "
-            f"({bare_syscall()})",
+            Source(CALLS_PRICED, (float(calls), bare_ns), bare_syscall()),
             [term(float(calls), bare)],
         )
     )
@@ -369,7 +415,7 @@ def _own_work_part(work: _Work) -> None:
             Part(
                 "primitive's own work, its system calls included",
                 base,
-                name,
+                Source(WHOLE_BASELINE, name=name),
                 [term(1.0, r, BASELINE)],
             )
         )
@@ -379,13 +425,9 @@ def _own_work_part(work: _Work) -> None:
         Part(
             "primitive's own work",
             base - work.entry,
-            f"the baseline ({time_text(base)}, {name}) less the kernel entry/exit",
+            Source(BASELINE_LESS_ENTRY, (base, work.entry), name),
             [term(1.0, r, BASELINE), *[(-c, k, w) for c, k, w in entry_terms]],
         )
-    )
-    work.disagree[work.parts[-1].name] = (
-        f"the kernel entry/exit priced above ({time_text(work.entry)}) measured higher than the "
-        f"baseline that makes those calls ({time_text(base)}, {name})"
     )
 
 
@@ -413,22 +455,17 @@ def _address_space_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> Non
     placed = (measured_placement(mine_record), measured_placement(twin))
     if None not in placed and placed[0] != placed[1]:
         work.unlike.append(
-            f"address-space switch: between=processes ran on {placed[0]} CPUs and its "
-            f"between=threads twin on {placed[1]} CPUs (as measured: the traced pass's "
-            "switches, or the CPUs the tasks were seen on), so their difference is the "
-            "placement's as much as the address space's, and it is not a part"
+            NotExplained(UNLIKE_PLACEMENT, ADDRESS_SPACE, names=(str(placed[0]), str(placed[1])))
         )
         return
     if mine is None or theirs is None:
         work.missing.append(Missing(ADDRESS_SPACE, NO_THREAD_TWIN))
         return
     work.used += [mine_record, twin]
-    held_text = " (both with idle=held)" if basis is not params else ""
     part = Part(
         ADDRESS_SPACE,
         mine - theirs,
-        f"corrected between=processes ({time_text(mine)}) - between=threads "
-        f"({time_text(theirs)}){held_text}",
+        Source(PROCESSES_LESS_THREADS, (mine, theirs), held=basis is not params),
         [*_corrected_terms(mine_record, 1.0), *_corrected_terms(twin, -1.0)],
     )
     work.parts.append(part)
@@ -439,13 +476,8 @@ def _address_space_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> Non
             ("corrected between=processes", mine_record, mine),
             ("between=threads", twin, theirs),
         )
-        words = withheld_words(code, part.name, part.ns, sides, shifts=shifts)
-        work.withheld[part.name] = (code, words)
-    work.disagree[part.name] = (
-        f"between=threads ({time_text(theirs)}, corrected) measured higher than "
-        f"between=processes ({time_text(mine)}){held_text}: the address-space share is "
-        "within this run's noise"
-    )
+        why = withheld(code, part.name, part.ns, sides, shifts=shifts)
+        work.withheld[part.name] = (code, NotExplained(WITHHELD, part.name, withheld=why))
 
 
 def _idle_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> None:
@@ -464,19 +496,15 @@ def _idle_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> None:
     part = Part(
         IDLE_PART,
         work.median - held_median,
-        f"idle=free ({time_text(work.median)}) - idle=held ({time_text(held_median)})",
+        Source(FREE_LESS_HELD, (work.median, held_median)),
         [term(1.0, r), term(-1.0, held)],
     )
     work.parts.append(part)
     code = share_withheld(r, held, idle=True)
     if code is not None:
         sides = (("idle=free", r, work.median), ("idle=held", held, held_median))
-        work.withheld[IDLE_PART] = (code, withheld_words(code, part.name, part.ns, sides))
-    work.disagree[part.name] = (
-        f"idle=held ({time_text(held_median)}) measured higher than idle=free "
-        f"({time_text(work.median)}): holding the CPUs out of deep idle saved nothing "
-        "measurable here"
-    )
+        why = withheld(code, part.name, part.ns, sides)
+        work.withheld[IDLE_PART] = (code, NotExplained(WITHHELD, part.name, withheld=why))
 
 
 def _cache_part(work: _Work, ring_slopes: dict[tuple, tuple[float, int]]) -> None:
@@ -491,23 +519,20 @@ def _cache_part(work: _Work, ring_slopes: dict[tuple, tuple[float, int]]) -> Non
             Part(
                 "cache refill of the working set",
                 slope * float(size),
-                f"{slope:.2f} ns/KiB (slope of corrected over size_kib, {n} sizes) "
-                f"x {_fmt_value(size)} KiB",
+                Source(RING_SLOPE, (slope, n, float(size))),
             )
         )
     elif float(size) > 0:
         work.missing.append(Missing("cache refill", FEW_SIZES))
 
 
-def _rest_part(work: _Work) -> list[str]:
+def _rest_part(work: _Work) -> list[NotExplained]:
     """The parts that stand, and the rest (the median less them); returns what is
-    not explained, in words."""
-    not_explained = [words for _, words in work.withheld.values()]
+    not explained, and why."""
+    not_explained = [why for _, why in work.withheld.values()]
     parts = [part for part in work.parts if part.name not in work.withheld]
-    parts, standing_words = _standing(
-        parts, work.disagree, work.median, _switched_too_little(work.record)
-    )
-    not_explained += standing_words + work.unlike
+    parts, standing = _standing(parts, work.median, _switched_too_little(work.record))
+    not_explained += standing + work.unlike
     rest = work.median - sum(p.ns for p in parts)
     rest_terms: list[Term] = [term(1.0, work.record)]
     for part in parts:
@@ -515,18 +540,10 @@ def _rest_part(work: _Work) -> list[str]:
     if any(not part.terms for part in parts):
         rest_terms = []  # a part that is not a sum of medians: the rest is not either
     if rest >= 0:
-        source = (
-            "the measured median less every part above"
-            if parts
-            else "the whole measured median: no part of it is measured apart here"
-        )
+        source = Source(MEDIAN_LESS_PARTS if parts else WHOLE_MEDIAN)
         parts.append(Part(REST, rest, source, rest_terms))
     else:
-        not_explained.append(
-            f"the parts above add up to {time_text(work.median - rest)}, more than the measured "
-            f"median ({time_text(work.median)}): they come from other variants of this run, "
-            "whose noise adds up, so nothing is left for the scheduler"
-        )
+        not_explained.append(NotExplained(PARTS_EXCEED, values=(work.median - rest, work.median)))
     work.parts = parts
     return not_explained
 
@@ -591,12 +608,8 @@ def _idle_events_check(work: _Work, traced: TracedView | None) -> None:
         return
     assert traced is not None
     part = next(p for p in work.parts if p.name == IDLE_PART)
-    work.withheld[IDLE_PART] = (
-        NOT_IDLE,
-        f"{IDLE_PART}: idle=free - idle=held is {time_text(part.ns)}, but no idle exit came "
-        f"between a waking and its switch-in in the {traced.matched} switches traced: the "
-        "target CPU was not idle, so it is not a share",
-    )
+    why = NotExplained(NO_IDLE_EXIT, IDLE_PART, (part.ns, traced.matched))
+    work.withheld[IDLE_PART] = (NOT_IDLE, why)
 
 
 def idle_finding(work: _Work, traced: TracedView | None) -> IdleFinding:
@@ -648,29 +661,22 @@ def _switched_too_little(record: dict[str, Any]) -> bool:
 
 
 def _standing(
-    parts: list[Part], disagree: dict[str, str], median: float, too_few: bool
-) -> tuple[list[Part], list[str]]:
+    parts: list[Part], median: float, too_few: bool
+) -> tuple[list[Part], list[NotExplained]]:
     """The parts that are a share of the median (0 <= part <= median), and the
-    others said in words: which two figures disagree, and why."""
-    kept, words = [], []
+    others with why: below zero, or above the whole figure."""
+    kept, others = [], []
     for part in parts:
         if part.ns < 0:
-            why = disagree.get(part.name) or f"it comes out at {time_text(part.ns)} ({part.source})"
-            words.append(f"{part.name}: {why}")
+            others.append(NotExplained(BELOW_ZERO_PART, part.name, (part.ns,), source=part.source))
         elif part.ns > median:
-            why = (
-                ": the kernel counted too few switches, so this figure is mostly the "
-                "primitive's own calls, not a switch"
-                if too_few
-                else ": the two were measured apart, and their noise does not cancel"
-            )
-            words.append(
-                f"{part.name}: {time_text(part.ns)} ({part.source}) measured higher than the whole "
-                f"figure ({time_text(median)}){why}"
+            values = (part.ns, median)
+            others.append(
+                NotExplained(ABOVE_MEDIAN, part.name, values, source=part.source, too_few=too_few)
             )
         else:
             kept.append(part)
-    return kept, words
+    return kept, others
 
 
 def _interference_notes(used: list[dict[str, Any]]) -> list[SlowedNote]:
@@ -731,9 +737,3 @@ def _fork(results: list[dict[str, Any]]) -> ForkScaling | None:
         None,
     )
     return fit_fork(points, minimal)
-
-
-# ---- figures in words -------------------------------------------------------------------
-def time_text(value: float) -> str:
-    """A time as ``show`` prints it: '926.9 ns', '2.196 µs' (units.value)."""
-    return units.value(value, "ns")

@@ -3,7 +3,7 @@
 Results are matched on (probe, params). The first run is the reference; for
 every other run, each matched variant gets the ratio of its figures
 (other / reference) with an interval, judged against the row's run-to-run
-noise (``ctxbench.analysis.noise``: the runs' repeats, else the machine's history in
+noise (``ctxbench.analysis.compare.noise``: the runs' repeats, else the machine's history in
 the store, else the within-run samples with a floor), and a decision:
 slower or faster only when the whole interval lies beyond the minimum
 effect (``min_effect``, 5% unless asked otherwise), else no difference.
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench import stats, units
-from ctxbench.analysis.noise import (
+from ctxbench.analysis.compare.noise import (
     CpuSpeed,
     HistoryFigures,
     HostState,
@@ -146,7 +146,7 @@ class Judging:
     and per run its host state, the CPUs it was allowed and its CPU's speed
     against the machine's history (``noise.cpu_speed``). ``judge_cell``
     judges a pair of results with it; ``compare_runs`` every row, and the key
-    figures of ``analysis.summary`` a stand-in pair, so that every format
+    figures of ``analysis.summary.build`` a stand-in pair, so that every format
     renders cells judged one way."""
 
     alpha: float = stats.DEFAULT_ALPHA

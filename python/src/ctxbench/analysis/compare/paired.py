@@ -50,7 +50,7 @@ is inverted). Judged at PCT: ``slower`` when the interval's low end lies
 above 1 + PCT, ``not slower`` when its high end lies below it, otherwise
 ``inconclusive`` (the ratio, interval and detectable slowdown say why);
 fewer than MIN_ROUNDS paired rounds is ``inconclusive`` too. The outcome of
-the whole run is the gate's (``analysis.gate``): failed when a pair is
+the whole run is the gate's (``analysis.compare.gate``): failed when a pair is
 slower, passed when none is, at least one is not slower and the
 inconclusive ones are within the share allowed, inconclusive otherwise.
 """
@@ -64,8 +64,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxbench import stats
-from ctxbench.analysis.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, Gate
-from ctxbench.analysis.noise import GATE_POWER
+from ctxbench.analysis.compare.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, Gate
+from ctxbench.analysis.compare.noise import GATE_POWER
 from ctxbench.records.naming import params_key
 from ctxbench.records.result import Result
 
@@ -338,7 +338,7 @@ class PairedVerdict:
 @dataclass(frozen=True)
 class PairedGate:
     """``compare RUN --ab AXIS --fail-above PCT``: every pair's outcome and the
-    run's, by the gate's own rule (``analysis.gate.Gate``)."""
+    run's, by the gate's own rule (``analysis.compare.gate.Gate``)."""
 
     axis: Axis
     percent: float

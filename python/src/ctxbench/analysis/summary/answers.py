@@ -4,7 +4,7 @@ Each question names the figures that answer it (the record that stands for
 each, as the summary's ladder picks its rungs: the first candidate probe the
 run measured, with params matching, preferred values first) and the ratios
 that say it in one number, each with the percentile bootstrap interval of the
-two figures' samples (``summary_data.ratio``). A question is answered when
+two figures' samples (``summary.data.ratio``). A question is answered when
 the run holds at least two of its figures; what it lacks is named, so the
 view can say how to get it. A ``suspect`` figure stays in the answer, marked
 by its status, never dropped.
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench.analysis.summary_data import Point, point, ratio
-from ctxbench.analysis.summary_rules import BATCH_FIRST, pick  # the ladder's own matching
+from ctxbench.analysis.summary.data import Point, point, ratio
+from ctxbench.analysis.summary.rules import BATCH_FIRST, pick  # the ladder's own matching
 from ctxbench.records.result import Result
 from ctxbench.records.roles import probes_with
 from ctxbench.stats import RatioInterval

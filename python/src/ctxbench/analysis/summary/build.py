@@ -3,13 +3,13 @@
 The one home of "answers first" (issue 11). The HTML report draws it, the
 terminal prints it; neither decides what it holds. Every figure in it is a
 figure of a stored record (a median, its confidence interval) or comes from
-the existing analysis modules: ``ctxbench.analysis.explain`` for the decomposition of
-a switch, ``ctxbench.analysis.compare`` for ratios, intervals, significance and the
+the existing analysis modules: ``ctxbench.analysis.explain.explanation`` for the decomposition of
+a switch, ``ctxbench.analysis.compare.comparison`` for ratios, intervals, significance and the
 environment diff. Nothing is estimated; what a run does not hold is absent.
 
 API (stable; later changes only add)::
 
-    summarize(runs: list[StoredRun], *, compare_options: dict | None = None) -> Summary
+    summarize(runs: list[StoredRun], *, comparison: Comparison | None = None) -> Summary
 
     Summary
       .runs: list[RunSummary]          one per run, in the order given (A, B, ...)
@@ -24,7 +24,7 @@ API (stable; later changes only add)::
                                        measured; runs after A take A's variant where they
                                        have it, in A's order
       .timer: list[str]                the timer the ladder's figures were corrected for
-      .answers: list[Answer]           the seed questions the run answers (analysis.answers)
+      .answers: list[Answer]           the seed questions the run answers (analysis.summary.answers)
       .same_vs_cross: list[SameVsCross]
       .explained: Explained | None     explain(run.records.results) when it explains anything
       .explanation: Explanation | None the switch drawn as a waterfall (WATERFALL_PREFERENCE)
@@ -32,15 +32,15 @@ API (stable; later changes only add)::
       .sandbox: list[str]              what sat on every system call (ctxbench.sandbox.warnings)
 
     Point      one record's figure: probe, params, family, unit, median, ci_low,
-               ci_high (None when absent), status, reasons (sentences), details
+               ci_high (None when absent), status, reasons (codes), details
                (the record's own words), anchor (id of its family section,
                ``section_id``), result (the record)
     Rung       key, label, point
     SameVsCross probe, primitive, between, same: Point | None, cross: Point | None,
                ratio (cross median / same median, None unless both measured switches),
-               no_ratio (a side did not switch: views/why.py says so in words)
+               no_ratio (a side did not switch: views/summary_why.py says so in words)
     Verdicts   counts {status: n} (every status of records.STATUSES), notes: list[VerdictNote]
-    VerdictNote point, sentences (one per distinct reason code, REASON_SENTENCES)
+    VerdictNote point, reasons (each distinct reason code once; views.reasons words them)
     Machines   reference: str, others: list[str] (run names), comparison: Comparison
                (compare_runs of the whole runs), figures: list[MachineFigure],
                env: list[EnvDifference], key_comparison: Comparison (the
@@ -55,24 +55,31 @@ API (stable; later changes only add)::
                variant (the other run's own variant where it did not measure A's)
     EnvDifference key, label, values (one per run, None where absent)
 
-The rules (which record stands for a rung, ``REASON_SENTENCES``) live in
-ctxbench.summary_rules, the dataclasses in ctxbench.summary_data.
+The rules (which record stands for a rung) live in analysis.summary.rules,
+the dataclasses in analysis.summary.data; a reason code's sentence in
+views.reasons.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from ctxbench import units
-from ctxbench.analysis.answers import answers
-from ctxbench.analysis.compare import Cell, Comparison, Judging, Row, compare_runs, judge_cell
-from ctxbench.analysis.compare import summarize as compare_summary
-from ctxbench.analysis.explain import REST, Explained, Explanation, explain
-from ctxbench.analysis.guest import guest_of
-from ctxbench.analysis.interference import run_load
-from ctxbench.analysis.summary_data import (  # noqa: F401 (section_id, point: their users import them here)
+from ctxbench.analysis.compare.comparison import (
+    Cell,
+    Comparison,
+    Judging,
+    Row,
+    compare_runs,
+    judge_cell,
+)
+from ctxbench.analysis.compare.comparison import summarize as compare_summary
+from ctxbench.analysis.explain.explanation import REST, Explained, Explanation, explain
+from ctxbench.analysis.explain.guest import guest_of
+from ctxbench.analysis.explain.interference import run_load
+from ctxbench.analysis.summary.answers import answers
+from ctxbench.analysis.summary.data import (  # noqa: F401 (section_id, point: their users import them here)
     EnvDifference,
     MachineCell,
     MachineFigure,
@@ -87,7 +94,7 @@ from ctxbench.analysis.summary_data import (  # noqa: F401 (section_id, point: t
     point,
     section_id,
 )
-from ctxbench.analysis.summary_rules import (
+from ctxbench.analysis.summary.rules import (
     ABSENT_MEANS,
     ENV_OF_INTEREST,
     LADDER,
@@ -397,16 +404,11 @@ def machines(
     )
 
 
-def summarize(
-    runs: list[StoredRun],
-    *,
-    compare_options: dict[str, Any] | None = None,
-    comparison: Comparison | None = None,
-) -> Summary:
+def summarize(runs: list[StoredRun], *, comparison: Comparison | None = None) -> Summary:
     """The summary of RUNS (run A first). With two or more runs, the key
-    figures are rows of COMPARISON (``compare_runs`` of RUNS: ``compare``
-    passes the one it renders in every format), or of ``compare_runs(RUNS,
-    **COMPARE_OPTIONS)`` when none is given."""
+    figures are rows of COMPARISON, the one ``compare`` builds and renders in
+    every format; a caller with none (the report of runs alone) gets
+    ``compare_runs(RUNS)``, which it then renders whole."""
     if not runs:
         raise ValueError("a summary needs at least one run")
     first = summarize_run(0, runs[0])
@@ -415,9 +417,7 @@ def summarize(
     ]
     return Summary(
         runs=summaries,
-        machines=machines(
-            runs, summaries, comparison or compare_runs(runs, **(compare_options or {}))
-        )
+        machines=machines(runs, summaries, comparison or compare_runs(runs))
         if len(runs) > 1
         else None,
     )

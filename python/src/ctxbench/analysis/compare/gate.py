@@ -73,8 +73,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ctxbench import stats
-from ctxbench.analysis import noise
-from ctxbench.analysis.compare import ONLY_ONE, Cell, Comparison, Row, time_interval, time_ratio
+from ctxbench.analysis.compare import noise
+from ctxbench.analysis.compare.comparison import (
+    ONLY_ONE,
+    Cell,
+    Comparison,
+    Row,
+    time_interval,
+    time_ratio,
+)
 from ctxbench.records.naming import params_key
 
 SLOWER, NOT_SLOWER, INCONCLUSIVE = "slower", "not slower", "inconclusive"

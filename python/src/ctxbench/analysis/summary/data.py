@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench import units
-from ctxbench.analysis.compare import Comparison, Row
-from ctxbench.analysis.explain import Explained, Explanation
-from ctxbench.analysis.noise import Noise
-from ctxbench.analysis.summary_rules import reason_sentence
+from ctxbench.analysis.compare.comparison import Comparison, Row
+from ctxbench.analysis.compare.noise import Noise
+from ctxbench.analysis.explain.explanation import Explained, Explanation
 from ctxbench.records.result import Result
 from ctxbench.stats import RatioInterval, bootstrap_ratio_of_medians
 
@@ -27,7 +26,7 @@ class Point:
     ci_low: float | None
     ci_high: float | None
     status: str
-    reasons: tuple[str, ...]  # sentences, one per distinct reason code
+    reasons: tuple[str, ...]  # its verdict's reason codes, each once (views.reasons words them)
     details: tuple[str, ...]  # the record's own words, one per reason
     anchor: str  # id of the family section it belongs to
     result: Result
@@ -73,7 +72,7 @@ def point(result: Result) -> Point:
         ci_low=float(ci["low"]) if ci.get("low") is not None else None,
         ci_high=float(ci["high"]) if ci.get("high") is not None else None,
         status=result.verdict.status,
-        reasons=tuple(reason_sentence(code) for code in codes),
+        reasons=tuple(codes),
         details=tuple(reason.detail for reason in reasons),
         anchor=section_id(result.family),
         result=result,
@@ -94,7 +93,7 @@ class SameVsCross:
 @dataclass(frozen=True)
 class VerdictNote:
     point: Point
-    sentences: tuple[str, ...]
+    reasons: tuple[str, ...]  # its verdict's reason codes (views.reasons words them)
 
 
 @dataclass(frozen=True)
@@ -120,7 +119,7 @@ class RunSummary:
     sandbox: list[str] = field(default_factory=list)
     # the timer the ladder's figures were corrected for, in words (units.timer)
     timer: list[str] = field(default_factory=list)
-    # the seed questions this run answers (analysis.answers.Answer), first on every screen
+    # the seed questions this run answers (analysis.summary.answers.Answer), first on every screen
     answers: list[Any] = field(default_factory=list)
     load: Any = None  # interference.RunLoad: what the run's own records show of its load
     guest: Any = None  # guest.Guest: the virtual machine it ran in, None on bare metal

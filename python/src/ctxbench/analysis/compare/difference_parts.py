@@ -46,26 +46,29 @@ from typing import Any
 import numpy as np
 
 from ctxbench import stats
-from ctxbench.analysis import envparts
-from ctxbench.analysis.compare import FASTER, SLOWER, Comparison, Row
-from ctxbench.analysis.compare_pairs import original
-from ctxbench.analysis.explain import (
+from ctxbench.analysis.compare import envparts
+from ctxbench.analysis.compare.comparison import FASTER, SLOWER, Comparison, Row
+from ctxbench.analysis.compare.pairs import original
+from ctxbench.analysis.explain.explanation import (
     BASELINE,
     CHAIN,
+    JOINED,
     MEDIAN,
     REST,
     REST_INSIDE,
     REST_USER,
     Explanation,
     Missing,
+    NotExplained,
     Part,
     Term,
     bare_syscall,
     explain,
     term,
 )
-from ctxbench.analysis.interference import RunLoad, run_load
-from ctxbench.analysis.phases import traced_view
+from ctxbench.analysis.explain.explanation import Source as PartSource
+from ctxbench.analysis.explain.interference import RunLoad, run_load
+from ctxbench.analysis.explain.phases import traced_view
 from ctxbench.records.naming import params_key
 from ctxbench.records.runs import StoredRun
 
@@ -93,10 +96,11 @@ EXPLAIN = "explain"  # what explain could not separate, in its own words (detail
 class Unsplit:
     code: str
     sides: str = ""  # "A", "B", "A and B": the runs it is about
-    detail: str = ""  # a part's or a probe's name, or explain's own words
+    detail: str = ""  # a part's or a probe's name, or a chain's words
     missing: Missing | None = None  # EXPLAIN: explain's code for what it could not separate
-    # EXPLAIN, per part: each run's reason (explain's Missing, or its words)
-    items: tuple[tuple[str, Missing | str], ...] = ()
+    said: NotExplained | None = None  # EXPLAIN: a part explain measured but not as a share
+    # EXPLAIN, per part: each run's reason (explain's Missing or NotExplained)
+    items: tuple[tuple[str, Missing | NotExplained | str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,7 @@ class PartDifference:
     share: float | None  # of the row's difference; None when that is zero
     # Runs that did not separate this part (its time is in their remainder), each
     # with explain's reason (its Missing code, or its words): ((side, why), ...).
-    unmeasured: tuple[tuple[str, Missing | str], ...] = ()
+    unmeasured: tuple[tuple[str, Missing | NotExplained | str], ...] = ()
     # The remainder only: the parts a run did not separate, inside it: ((side, part), ...).
     holds: tuple[tuple[str, str], ...] = ()
 
@@ -242,7 +246,8 @@ class RunParts:
             else Unsplit(EXPLAIN, detail=m.part, missing=m)
             for m in found.not_separated
         ]
-        return found.parts, missing + [Unsplit(EXPLAIN, detail=t) for t in found.not_explained]
+        said = [Unsplit(EXPLAIN, detail=n.part, said=n) for n in found.not_explained]
+        return found.parts, missing + said
 
 
 # ---- the bootstrap of a sum of medians ----------------------------------------------
@@ -413,22 +418,22 @@ def _part_difference(
     return _difference(name, values[0], values[1], interval, row, unmeasured=tuple(unmeasured))
 
 
-def _part_of(entry: Unsplit) -> str:
-    """The part an EXPLAIN entry is about: its code's part, or its words' first."""
+def _part_of(entry: Unsplit) -> str | NotExplained:
+    """The part an EXPLAIN entry is about: its code's part, its chain's words,
+    or, for what is about no part (the parts above the whole), the entry itself."""
     if entry.missing is not None:
         return entry.missing.part
-    part, _, words = entry.detail.partition(": ")
-    return part if words else entry.detail
+    if entry.said is not None:
+        return entry.said.part or entry.said
+    return entry.detail
 
 
-def _reason_of(entry: Unsplit) -> Missing | str:
-    """Why, without the part: explain's code, or its words after the part's name."""
-    if entry.missing is not None:
-        return entry.missing
-    return entry.detail.partition(": ")[2]
+def _reason_of(entry: Unsplit) -> Missing | NotExplained | str:
+    """Why: explain's code, what it measured but not as a share, or nothing more."""
+    return entry.missing or entry.said or ""
 
 
-def _why_unmeasured(side: _Side, name: str) -> Missing | str:
+def _why_unmeasured(side: _Side, name: str) -> Missing | NotExplained | str:
     """Explain's reason why SIDE has no part NAME (taken out of its missing list)."""
     for entry in side.missing:
         if entry.code == EXPLAIN and _part_of(entry) == name:
@@ -504,7 +509,10 @@ def _same_naming(parts: list[Part], other: list[Part]) -> list[Part]:
     entry = next(p for p in parts if p.name == KERNEL_ENTRY_PART)
     own = next(p for p in parts if p.name == OWN_WORK_PART)
     together = Part(
-        merged, entry.ns + own.ns, f"{entry.source}; {own.source}", [*entry.terms, *own.terms]
+        merged,
+        entry.ns + own.ns,
+        PartSource(JOINED, joined=(entry.source, own.source)),
+        [*entry.terms, *own.terms],
     )
     kept = [p for p in parts if p.name not in (KERNEL_ENTRY_PART, OWN_WORK_PART)]
     return [together, *kept]
@@ -523,7 +531,8 @@ def _same_steps(parts: list[Part], other: list[Part]) -> list[Part]:
         if len(found) != len(pieces):
             continue
         terms = [t for p in found for t in p.terms] if all(p.terms for p in found) else []
-        together = Part(joined, sum(p.ns for p in found), "; ".join(p.source for p in found), terms)
+        source = PartSource(JOINED, joined=tuple(p.source for p in found))
+        together = Part(joined, sum(p.ns for p in found), source, terms)
         at = out.index(found[0])
         out = [p for p in out if p.name not in pieces]
         out.insert(at, together)
@@ -534,7 +543,7 @@ def _missing(sides: tuple[_Side, _Side], traced: bool) -> list[Unsplit]:
     """What the two explanations could not separate, one entry per part, with
     each run's reason; the rest's wake-up and switch only when neither run's
     traced phases split them."""
-    by_part: dict[str, dict[str, Missing | str]] = {}
+    by_part: dict[str | NotExplained, dict[str, Missing | NotExplained | str]] = {}
     inside = False
     for side in sides:
         for entry in side.missing:
@@ -545,7 +554,12 @@ def _missing(sides: tuple[_Side, _Side], traced: bool) -> list[Unsplit]:
                 continue
             by_part.setdefault(_part_of(entry), {})[SIDES[side.run]] = _reason_of(entry)
     out = [
-        Unsplit(EXPLAIN, sides=" and ".join(said), detail=part, items=tuple(said.items()))
+        Unsplit(
+            EXPLAIN,
+            sides=" and ".join(said),
+            detail=part if isinstance(part, str) else "",
+            items=tuple(said.items()),
+        )
         for part, said in by_part.items()
     ]
     if inside and not traced:
@@ -624,7 +638,7 @@ def why(
     split, the rows either run selected by name first; each run's load; and the
     environment keys ranked by the parts that moved. ``measured``: the runs as
     stored, where the comparison holds only some of their records
-    (``compare_pairs``): parts come from every record of a run."""
+    (``pairs``): parts come from every record of a run."""
     whole = measured or comparison.runs
     pair = [whole[0], whole[index]]
     runs = [RunParts([original(r) for r in run.records.results]) for run in pair]

@@ -30,7 +30,7 @@ significant and the whole interval lies beyond ``min_effect``.
 
 Each change found gets the environment difference across it (the last run
 before against the first run after, ranked by ``envparts``) and the parts
-of that one pair of runs that moved (``compare_why``).
+of that one pair of runs that moved (``difference_parts``).
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from ctxbench import stats, units
-from ctxbench.analysis import envparts
-from ctxbench.analysis.compare import MEASUREMENT_OPTIONS, run_options
+from ctxbench import stats
+from ctxbench.analysis.compare import envparts
+from ctxbench.analysis.compare.comparison import MEASUREMENT_OPTIONS, run_options
 from ctxbench.records.envdiff import env_diff
 from ctxbench.records.naming import params_key
 from ctxbench.records.result import Result
@@ -175,7 +175,7 @@ def find_changes(
     min_effect: float = DEFAULT_MIN_EFFECT,
 ) -> MachineChanges:
     """Every variant of one machine's runs (measured order) looked through."""
-    from ctxbench.analysis.compare_why import Resampler, RunParts, split_row
+    from ctxbench.analysis.compare.difference_parts import Resampler, RunParts, split_row
 
     series: dict[tuple[str, str], list[Point]] = {}
     first: dict[tuple[str, str], Result] = {}
@@ -241,56 +241,3 @@ def find_changes(
         few_runs=few_runs,
         few_figures=len(left) - few_runs,
     )
-
-
-def changes_dict(store: str, machines: list[MachineChanges], min_effect: float) -> dict[str, Any]:
-    """The JSON form (schema/changes.schema.json), for a nightly job to alert on."""
-
-    def change(c: Change) -> dict[str, Any]:
-        interval = c.difference.ratio
-        return {
-            "probe": c.probe,
-            "params": c.params,
-            "unit": units.unit_name(c.unit),
-            "position": c.position,
-            "run_id": c.run_id,
-            "before_run_id": c.before_run_id,
-            "runs_before": len(c.before),
-            "runs_after": len(c.after),
-            "median_before": c.difference.reference_median,
-            "median_after": c.difference.other_median,
-            "ratio": interval.ratio if interval else None,
-            "low": interval.low if interval else None,
-            "high": interval.high if interval else None,
-            "p_value": c.difference.u_test.p_value if c.difference.u_test else None,
-            "largest_part": c.largest_part,
-            "largest_group": c.largest_group,
-            "environment": [
-                {"key": k.key, "values": list(k.values), "acts_on": list(k.groups)}
-                for k in c.environment
-            ],
-        }
-
-    return {
-        "schema": 1,
-        "kind": "changes",
-        "store": store,
-        "method": METHOD,
-        "min_effect": min_effect,
-        "variants_examined": sum(m.examined for m in machines),
-        "judged_none": all(m.judged_none for m in machines),
-        "machines": [
-            {
-                "hostname": m.hostname,
-                "options": m.options,
-                "runs": [info.run_id for info in m.runs],
-                "variants": m.variants,
-                "variants_examined": m.examined,
-                "variants_too_short": m.too_short,
-                "variants_left": {"few_runs": m.few_runs, "few_figures": m.few_figures},
-                "proposed": m.proposed,
-                "changes": [change(c) for c in m.changes],
-            }
-            for m in machines
-        ],
-    }
