@@ -256,6 +256,7 @@ nlohmann::json checks_to_json(const std::vector<Check>& all) {
     if (!c.expected.is_null()) cj["expected"] = c.expected;
     if (!c.observed.is_null()) cj["observed"] = c.observed;
     if (c.ratio) cj["ratio"] = *c.ratio;
+    if (c.most != 1) cj["most"] = c.most;
     if (!c.detail.empty()) cj["detail"] = c.detail;
     checks.push_back(cj);
   }
