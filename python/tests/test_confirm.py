@@ -211,6 +211,34 @@ def test_confirm_with_a_run_that_is_not_slower_again_keeps_only_what_repeated(db
     assert f"{len(repeated)} slower again, {not_repeated} not repeated" in done.stderr
 
 
+def test_confirm_with_twice_takes_the_second_run_as_the_third(db):
+    """gate_samples12.jsonl as the run again and a copy of it as the third:
+    the rows not repeated are judged by the third too (it says what the run
+    again said, so nothing is decided that the run again left open), a
+    third run already given is refused, and three --confirm-with are a
+    usage error."""
+    a, b = _import(db, "gate_a.jsonl"), _import(db, "gate_seccomp2.jsonl")
+    again = _import(db, "gate_samples12.jsonl")
+    third = _import(db, "gate_samples12.jsonl", "20261126T141300Z-third")
+    done = invoke("compare", a, b, "--fail-above", "10", "--confirm-with", again,
+                  "--confirm-with", third, "--json", "--db", db)  # fmt: skip
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, COMPARE_SCHEMA)
+    assert data["fail_above"]["third_by"] == third
+    rows = {r["variant"]: r for r in data["fail_above"]["rows"]}
+    getpid = rows["syscall.getpid"]
+    assert getpid["third"] is not None
+    assert getpid["third"]["outcome"] == getpid["again"]["outcome"] != SLOWER
+    assert (getpid["outcome"], getpid["why"]) == (INCONCLUSIVE, NOT_REPEATED)
+    assert "measured a third time (" + third + ")" in done.stderr
+    twice = invoke("compare", a, b, "--fail-above", "10", "--confirm-with", again,
+                   "--confirm-with", again, "--db", db)  # fmt: skip
+    assert twice.exit_code == 2 and "already taken" in twice.stderr
+    three = invoke("compare", a, b, "--fail-above", "10", "--confirm-with", again,
+                   "--confirm-with", third, "--confirm-with", third, "--db", db)  # fmt: skip
+    assert three.exit_code == 2
+
+
 def test_confirm_refuses_a_run_of_another_machine_and_stores_nothing(db, monkeypatch):
     monkeypatch.setattr("ctxbench.cli.confirm_run.platform.node", lambda: "another-host")
     a, b = _import(db, "gate_a.jsonl"), _import(db, "gate_seccomp2.jsonl")
