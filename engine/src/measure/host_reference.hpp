@@ -42,6 +42,19 @@ std::uint64_t reference_loop(std::uint64_t iterations);
 inline constexpr std::uint64_t cpu_loop_iterations = 2048;
 double time_cpu_loop(Clock& clock);
 
+// The call loop: call_loop_iterations indirect calls through a table of four
+// small functions, each call's target picked by the result of the one
+// before. No system call and no memory beyond a few lines, but the branch
+// predictors, the return stack and the front end, which the plain loop
+// leaves alone: on a vCPU whose host core is shared (a busy sibling thread
+// on the host) it runs slower while the plain loop does not, and so do the
+// switch paths. Timed beside the plain loop before every sample; the median
+// over a variant's kept samples is its `derived.cpu_calls_ns`, and compare
+// widens a row whose B side ran its call loop slower than A's (the host's
+// state moved between them). Returns ns.
+inline constexpr std::uint64_t call_loop_iterations = 1024;
+double time_call_loop(Clock& clock);
+
 class HostReference {
  public:
   // Calibrates the loop to about `target_ns` on `clock` and establishes its

@@ -104,6 +104,7 @@ struct Taken {
   SampleCounters counted;
   std::optional<SetAsideReason> why;  // the interference the counters or the reference saw
   double cpu_loop_ns = 0;             // the plain loop, timed before it
+  double cpu_calls_ns = 0;            // and the call loop
 };
 
 void keep(const Taken& t, const HarnessOptions& options, std::vector<TimedBatch>* kept_batches, Sampled& out) {
@@ -112,6 +113,7 @@ void keep(const Taken& t, const HarnessOptions& options, std::vector<TimedBatch>
   if (kept_batches) kept_batches->push_back(t.readings);
   out.total_iterations += out.iterations_per_sample;
   if (t.cpu_loop_ns > 0) out.cpu_loop_ns = std::min(out.cpu_loop_ns.value_or(t.cpu_loop_ns), t.cpu_loop_ns);
+  if (t.cpu_calls_ns > 0) out.cpu_calls_ns.push_back(t.cpu_calls_ns);
   add_switches(out.kept_switches, {}, t.switches);
   if (t.cycles && out.kept_cycles)
     *out.kept_cycles += *t.cycles;
@@ -187,6 +189,7 @@ class VariantSampler {
   Taken take(double ops) {
     Taken t;
     t.cpu_loop_ns = time_cpu_loop(clock_);
+    t.cpu_calls_ns = time_call_loop(clock_);
     t.reference_ns = options_.reference ? options_.reference->time_once() : 0;
     // The counters, the kernel's switch counts and the cycles are read around
     // each sample (outside its timing), so they count that sample alone.

@@ -26,6 +26,7 @@ const std::vector<DerivedFigure>& harness_figures() {
       {"core_cycles_unavailable", Aggregation::mean},
       {"syscalls_per_op", Aggregation::mean},
       {"cpu_loop_ns", Aggregation::mean},
+      {"cpu_calls_ns", Aggregation::mean},
       {"idle_latency_bound_us", Aggregation::mean},
       {"cpuidle_driver", Aggregation::mean},
       {"seccomp_rules", Aggregation::mean},

@@ -153,6 +153,9 @@ def test_every_variant_records_the_host_reference(engine):
         else:
             assert "set_aside" not in r
         assert r["derived"]["ops_in_figure"] == r["ops_per_sample"] * len(r["samples"])
+        # The two loops timed before every sample (the plain one and the call
+        # loop) are recorded, whatever the reference did.
+        assert r["derived"]["cpu_loop_ns"] > 0 and r["derived"]["cpu_calls_ns"] > 0
         if retries == "0":  # recorded, and nothing taken again
             assert len(inter["attempts"]) == 1 and inter["attempts"][0]["set_aside"] == 0
 
