@@ -102,10 +102,10 @@ CORE_MOVED = "core moved"
 # The host's state of a vCPU's core, from the call loop (``derived.cpu_calls_ns``:
 # the median, over a variant's kept samples, of a chain of indirect calls
 # timed before each): on this project's 2-vCPU KVM guest it sat at one of two
-# levels about 1.5x apart from minute to minute (1950-2070 ns and 2670-3160
-# ns over 20 quick runs beside other work), while the plain loop moved 0.5 %;
-# the same rows moved with it, a Boost.Fiber yield 53 -> 86 ns (1.6x) and
-# getppid 190 -> 265 ns (1.4x), with nothing the kernel's counters saw
+# levels about 1.5x apart from minute to minute (1947-1979 ns and 2830-3266
+# ns over 10 quick runs beside other work), while the plain loop moved under
+# 3 %; the same rows moved with it, a Boost.Fiber yield 53-60 -> 79-89 ns and
+# getppid 193-195 -> 254-270 ns, with nothing the kernel's counters saw
 # (docs/notes/2026-11-28-core-state.md). A row whose two sides' call loops
 # differ by more than CALLS_MOVED_LIMIT was measured in two states of the
 # host; it is widened by CALLS_REACH times the log of their ratio.
