@@ -18,7 +18,6 @@ import sqlalchemy as sa
 from conftest import real_environment, real_run, synthetic_run
 from ctxbench.errors import BadInput, RecordError, StoreError
 from ctxbench.records.machines import machine_name
-from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 from ctxbench.store.dialects import PostgreSQLDialect, is_url
 from ctxbench.store.schema import (
@@ -217,9 +216,8 @@ def test_unusable_paths_give_clear_errors(tmp_path):
 
 def test_a_failing_run_write_leaves_nothing_behind(store_target):
     good = synthetic_run("tx-run-0001", n_results=4)
-    broken_records = copy.deepcopy(good.all())
-    del broken_records[3]["verdict"]  # the third result cannot be written
-    broken = group_run(broken_records)
+    broken = copy.deepcopy(good)  # grouped whole: a record read is refused as it is read
+    del broken.results[2]["verdict"]  # the third result cannot be written
     with Store.open(store_target) as store:
         with pytest.raises(KeyError):
             store.add_run(broken, origin="run")
