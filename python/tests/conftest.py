@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from ctxbench.records.environment import Environment, environment_of
 from ctxbench.records.reading import read_run_file
 from ctxbench.records.result import Result, result_of
 from ctxbench.records.runs import RunRecords, group_run
@@ -208,6 +209,18 @@ def lab_run() -> RunRecords:
 
 def real_run(name: str = "run_a.jsonl") -> RunRecords:
     return _fixture_run(fixture_path(name))
+
+
+def real_environment(name: str = "run_a.jsonl", **edits: Any) -> Environment:
+    """The env of a recorded run as a type, its top-level keys replaced by
+    EDITS (None: the key taken out, as an engine before it wrote)."""
+    record = real_run(name).env
+    for key, value in edits.items():
+        if value is None:
+            record.pop(key, None)
+        else:
+            record[key] = value
+    return environment_of(record)
 
 
 # Ten samples within 0.1% of one another: a figure with no spread to speak of.

@@ -50,7 +50,7 @@ def test_a_stop_signal_keeps_the_whole_rounds_and_leaves_no_engine(env):
     with Store.open(Path(env["CTXBENCH_DB"])) as store:
         stored = store.load("latest")
     assert stored.info.interrupted
-    assert stored.env["options"]["ab_wrapper"] == "env AB_ARM=B"
+    assert stored.env.options["ab_wrapper"] == "env AB_ARM=B"
     # Rounds 1 and 2 were whole; round 3, stopped, is left out of both arms.
     assert sorted((r["probe"], r["params"]["arm"]) for r in stored.records.results) == [
         (probe, arm) for probe in ("syscall.getpid", "syscall.getppid") for arm in "AB"

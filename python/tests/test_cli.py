@@ -528,7 +528,7 @@ def test_run_repeat_stores_one_run_with_every_repeat(db, fake_engine, tmp_path):
     with Store.open(db) as store:
         assert len(store.runs()) == 1
         stored = store.load("latest")
-    assert stored.env["options"]["repeat"] == 2
+    assert stored.env.options["repeat"] == 2
     assert {r["probe"] for r in stored.records.results} == {"syscall.getpid", "syscall.getppid"}
     for record in stored.records.results:
         assert record_problem(record) is None

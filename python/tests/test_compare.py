@@ -22,6 +22,7 @@ from ctxbench.analysis.compare.comparison import (
 )
 from ctxbench.analysis.summary.data import MachineCell
 from ctxbench.records.envdiff import env_diff
+from ctxbench.records.environment import environment_of
 from ctxbench.records.naming import params_key
 from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
@@ -114,7 +115,7 @@ def test_environment_diff_orders_what_explains_first():
     env_b["mitigations"]["spectre_v2"] = "Vulnerable"
     env_b["virtualization"]["detected"] = "kvm"
     env_b["hostname"] = "other-host"
-    diff = env_diff([env_a, env_b])
+    diff = env_diff([environment_of(env_a), environment_of(env_b)])
     assert diff.differing[:4] == [
         "hostname",
         "kernel.release",

@@ -16,6 +16,7 @@ from conftest import fixture_path, invoke, real_run
 from ctxbench import stats
 from ctxbench.analysis.compare.comparison import compare_runs
 from ctxbench.records import matrix
+from ctxbench.records.result import result_of, results_of
 from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
 from ctxbench.views.report import render
@@ -153,31 +154,32 @@ def test_fixtures_are_valid_matrix_runs(name):
     assert run.env["cpu"]["smt"]["siblings_present"] is False
     for result in run.results:
         assert record_problem(result) is None
-        assert matrix.has_matrix(result)
+        typed = result_of(result)
+        assert matrix.has_matrix(typed)
         shown = result["matrix"]
         # The cells' samples are the record's samples, in order, without gaps.
         assert sum(cell["n"] for cell in shown["cells"]) == len(result["samples"])
         for cell in shown["cells"]:
-            own = matrix.cell_samples(result, cell)
+            own = matrix.cell_samples(typed, cell)
             assert stats.median(own) == pytest.approx(cell["median"])
-        for pair_class in matrix.classes(result):
-            pooled = matrix.class_samples(result, pair_class["class"])
+        for pair_class in matrix.classes(typed):
+            pooled = matrix.class_samples(typed, pair_class["class"])
             assert len(pooled) == pair_class["summary"]["n"]
 
 
 def test_two_cpu_grid_marks_the_unmeasured_diagonal():
     result = real_matrix("matrix.cacheline")
-    lines = matrix.grid_lines(result)
+    lines = matrix.grid_lines(result_of(result))
     assert lines[0].split() == ["0", "1"]
     assert lines[1].split()[:2] == ["0", "-"] and lines[2].split()[-1] == "-"
     factor, unit = matrix.grid_unit([c["median"] for c in result["matrix"]["cells"]])
-    cell = matrix.cells_by_pair(result)[(0, 1)]
+    cell = matrix.cells_by_pair(result_of(result))[(0, 1)]
     assert lines[1][8:11] == matrix.grid_number(cell["median"] / factor)
     assert unit in ("ns", "µs", "ms", "s")
 
 
 def test_wakeup_grid_has_the_diagonal():
-    lines = matrix.grid_lines(real_matrix("matrix.wakeup"))
+    lines = matrix.grid_lines(result_of(real_matrix("matrix.wakeup")))
     assert "-" not in "".join(lines[1:])
     assert len(lines) == 3
 
@@ -193,13 +195,13 @@ def test_grid_numbers_are_three_characters():
 
 
 def test_blocks_of_this_machine_are_one_llc():
-    blocks = matrix.blocks(real_matrix("matrix.wakeup"))
+    blocks = matrix.blocks(result_of(real_matrix("matrix.wakeup")))
     assert blocks == [matrix.Block("llc", 0, 1)]
 
 
 def test_blocks_of_a_two_node_smt_machine():
     result = wide_matrix(16)
-    blocks = matrix.blocks(result)
+    blocks = matrix.blocks(result_of(result))
     kinds = {
         kind: [(b.first, b.last) for b in blocks if b.kind == kind]
         for kind in ("llc", "node", "smt")
@@ -221,7 +223,7 @@ def test_show_prints_the_grid_and_the_classes(db, monkeypatch):
     assert "matrix.cacheline" in out and "matrix.wakeup" in out
     assert "not measured: two spinning threads" in out
     assert "same LLC" in out and "same CPU" in out
-    for line in matrix.grid_lines(real_matrix("matrix.wakeup")):
+    for line in matrix.grid_lines(result_of(real_matrix("matrix.wakeup"))):
         assert line in out
     assert max(len(line) for line in out.splitlines()) <= 80
 
@@ -232,11 +234,11 @@ def test_sixteen_cpus_fit_80_columns_and_more_give_classes_only(monkeypatch):
     from ctxbench.views import tables
 
     sixteen = wide_matrix(16)
-    lines = matrix.grid_lines(sixteen)
+    lines = matrix.grid_lines(result_of(sixteen))
     assert len(lines) == 17 and max(len(line) for line in lines) <= 80
     assert "*" in lines[1]  # the one cell that is not ok
     console = Console(width=80, record=True, color_system=None)
-    for part in tables.matrix_sections([sixteen, wide_matrix(20)]):
+    for part in tables.matrix_sections(results_of([sixteen, wide_matrix(20)])):
         console.print(part)
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= 80
@@ -272,10 +274,13 @@ def test_compare_gives_a_ratio_per_pair_class(tmp_path):
         reference, other = row.cells
         assert reference.difference is None and reference.cells == 2
         expected = stats.compare_samples(
-            matrix.class_samples(a, row.pair_class), matrix.class_samples(b, row.pair_class)
+            matrix.class_samples(result_of(a), row.pair_class),
+            matrix.class_samples(result_of(b), row.pair_class),
         )
         assert other.difference == expected
-        assert other.median == pytest.approx(stats.median(matrix.class_samples(b, row.pair_class)))
+        assert other.median == pytest.approx(
+            stats.median(matrix.class_samples(result_of(b), row.pair_class))
+        )
 
 
 def test_compare_cli_prints_the_class_table(db):

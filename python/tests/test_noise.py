@@ -12,7 +12,7 @@ import math
 import jsonschema
 import pytest
 
-from conftest import REPO, TIGHT, a_result, real_run, tight_getpid
+from conftest import REPO, TIGHT, a_result, real_environment, real_run, tight_getpid
 from ctxbench import stats, units
 from ctxbench.analysis.compare import noise
 from ctxbench.analysis.compare.comparison import FASTER, NO_DIFFERENCE, SLOWER, compare_runs, decide
@@ -465,7 +465,7 @@ def _sandbox(filters=0, recording=False, enabled=0, tracer_pid=0, auditd_pid=0) 
 
 def test_only_what_changes_a_figure_in_the_sandbox_makes_another_machine():
     def key(**sandbox):
-        return machine_key({"hostname": "vm", "sandbox": _sandbox(**sandbox)})
+        return machine_key(real_environment(hostname="vm", sandbox=_sandbox(**sandbox)))
 
     assert key() == key(enabled=3, auditd_pid=812)  # events enabled, not recording
     assert key() != key(recording=True, enabled=2)  # a buffer records every switch

@@ -361,3 +361,94 @@ def test_a_long_function_is_found():
     method = "class C:\n    def f(self):\n" + body.replace("    ", "        ")
     assert not long_functions("m", method)
     assert long_functions("m", method + "        x = 2\n") == ["m.f line 2: 81 lines"]
+
+
+# A record is a type (records.result.Result, records.environment.Environment,
+# records.runs.StoredRun), read once where records are read; a record as JSON
+# (``dict[str, Any]``) is held only at the edges where JSON is read or written:
+RECORD_EDGES = {
+    "ctxbench.store",  # the store's rows: records in, records out
+    "ctxbench.views.export",  # the JSON export, written as records
+    "ctxbench.acquire",  # the engine's JSON Lines stream, as it is received
+    "ctxbench.cli.spool_records",  # the stream spooled and read back
+    "ctxbench.riscv.records",  # the RISC-V lab writing its records
+    "ctxbench.riscv.lab",
+    "ctxbench.riscv.rvsim_models",  # a model's parameters, for the lab's env record
+    "ctxbench.records.reading",  # JSON Lines read and checked
+    "ctxbench.records.strict_json",  # JSON parsed
+    "ctxbench.records.schema",  # a record checked against the schema, as JSON
+    "ctxbench.records.runs",  # a run's records as read, grouped (RunRecords)
+    "ctxbench.records.building",  # records built by producers written in Python
+    # The engine's stream as it is received, copied to --json and spooled:
+    "ctxbench.cli.run_lifecycle",
+    "ctxbench.cli.ab_run",
+    "ctxbench.cli.commands.run",
+    "ctxbench.cli.commands.run_hosts",
+    "ctxbench.cli.commands.show",  # show --json, written
+    # A profile (schema/profile.schema.json) is read as JSON; it is no type yet.
+    "ctxbench.records.profile",
+    "ctxbench.cli.commands.profile",
+}
+# Not yet typed: the modules being moved to the types on another branch
+# (issue 38). Temporary: this set is emptied when both branches are merged.
+NOT_YET_TYPED = {
+    "ctxbench.analysis",
+    "ctxbench.views.explain",
+    "ctxbench.views.profile",
+    "ctxbench.views.paired",
+    "ctxbench.views.summary",
+    "ctxbench.views.report_summary",
+    "ctxbench.views.traced",
+    "ctxbench.views.difference",
+}
+UNTYPED_RECORD = re.compile(r"\bdict\[str, Any\]")
+
+
+def untyped_records(module: str, source: str) -> list[str]:
+    """Every annotation in ``source`` (the text of ``module``) that holds a
+    ``dict[str, Any]``, as 'module line N: the annotation'."""
+    annotations = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            annotations.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
+            annotations.append(node.returns)
+    return [
+        f"{module} line {annotation.lineno}: {ast.unparse(annotation)}"
+        for annotation in annotations
+        if UNTYPED_RECORD.search(ast.unparse(annotation))
+    ]
+
+
+def _at_an_edge(module: str) -> bool:
+    return any(
+        module == edge or module.startswith(edge + ".") for edge in RECORD_EDGES | NOT_YET_TYPED
+    )
+
+
+def test_no_record_is_an_untyped_dict_outside_the_edges():
+    untyped = [
+        found
+        for module, path in MODULES.items()
+        if not _at_an_edge(module)
+        for found in untyped_records(module, path.read_text(encoding="utf-8"))
+    ]
+    assert not untyped, (
+        "dict[str, Any] outside the edges (RECORD_EDGES): read the record into its type "
+        "(Result, Environment, StoredRun) where it is read:\n" + "\n".join(untyped)
+    )
+
+
+def test_an_untyped_record_is_found():
+    # The check above on planted annotations: an argument, a return, a field.
+    planted = (
+        "def f(result: dict[str, Any], n: int) -> list[dict[str, Any]]:\n"
+        "    x: dict[str, Any] | None = None\n"
+    )
+    assert sorted(untyped_records("m", planted)) == [
+        "m line 1: dict[str, Any]",
+        "m line 1: list[dict[str, Any]]",
+        "m line 2: dict[str, Any] | None",
+    ]
+    assert not untyped_records("m", "def f(result: Result, counts: dict[str, int]) -> None: ...\n")
+    assert _at_an_edge("ctxbench.store.db") and not _at_an_edge("ctxbench.units")

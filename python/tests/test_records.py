@@ -77,6 +77,41 @@ def test_a_result_record_missing_a_key_is_refused_where_it_is_read():
         result_of(record)
 
 
+@pytest.mark.parametrize("name", ["run_a.jsonl", "seccomp_quick.jsonl", "no_idle_driver.jsonl"])
+def test_an_env_record_reads_into_its_type(name):
+    from ctxbench.records.environment import environment_of
+
+    record = real_run(name).env
+    env = environment_of(record)
+    assert (env.run_id, env.hostname, env.arch) == (
+        record["run_id"],
+        record.get("hostname"),
+        record["arch"],
+    )
+    assert env.producer_name == record["producer"]["name"]
+    assert env.cpu_model == record["cpu"]["model"]
+    assert env.cpu_allowed == tuple(record["cpu"]["allowed"])
+    assert env.kernel_release == record["kernel"]["release"]
+    assert env.virtualization.detected == record["virtualization"]["detected"]
+    assert env.idle_driver == (record.get("frequency") or {}).get("cpuidle_driver")
+    assert env.options == (record.get("options") or {})
+    assert env.block("mitigations") == record["mitigations"] and env.raw is record
+    sandbox = record.get("sandbox")
+    if sandbox is None:
+        assert env.sandbox is None
+    else:
+        assert env.sandbox is not None
+        assert env.sandbox.seccomp_mode == sandbox["seccomp"]["mode"]
+        assert env.sandbox.traced == sandbox["traced"]
+
+
+def test_an_env_record_missing_a_key_is_refused_where_the_run_is_read():
+    run = real_run()
+    del run.env["kernel"]["release"]
+    with pytest.raises(RecordError, match=r"env record of run .*: missing or malformed 'release'"):
+        group_run([run.env, *run.results])
+
+
 def test_the_kernel_counters_and_each_set_aside_reason_are_read():
     result = next(r for r in real_run().results if r["probe"] == "switch.pipe")
     kept = result["summary"]

@@ -32,6 +32,7 @@ from conftest import (
 )
 from ctxbench.errors import RecordError
 from ctxbench.records.reading import read_run_file
+from ctxbench.records.result import results_of
 from ctxbench.store.db import Store
 from ctxbench.views import tables
 
@@ -449,7 +450,7 @@ def test_a_reason_shared_by_many_results_is_printed_once_with_a_count():
             "status": "suspect",
             "reasons": [{"code": "migrated", "detail": "ran on CPU 1"}],
         }
-    (note,) = tables.verdict_notes(results)
+    (note,) = tables.verdict_notes(results_of(results))
     assert note.startswith("5 results (") and "and 2 more" in note and "ran on CPU 1" in note
 
 

@@ -84,7 +84,7 @@ def test_two_hosts_in_parallel_give_two_runs(ssh_server, tmp_path):
             probes = sorted(r.probe for r in run.results)
             assert probes == ["create.posix_spawn", "syscall.getpid"]
             assert {r.verdict.status for r in run.results} <= {"ok", "suspect"}
-            assert run.env["hostname"] == os.uname().nodename  # the remote's env
+            assert run.env.hostname == os.uname().nodename  # the remote's env
             assert info.run_id in report.read_text()  # one report of the fleet
     assert "alpha: stored run" in done.stderr and "beta: stored run" in done.stderr
     assert_nothing_left(ssh_server)

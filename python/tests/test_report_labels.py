@@ -212,7 +212,7 @@ def test_run_vs_run_never_says_not_in_this_run_for_a_figure_it_plots(runs, tmp_p
         if result["probe"] == "uswitch.boost_fiber":
             result = {**result, "params": {**result["params"], "laps": 100000}}
         results.append(result)
-    other = RunRecords(env=reference.env, results=results, end=reference.records.end)
+    other = RunRecords(env=reference.records.env, results=results, end=reference.records.end)
     with Store.open(str(tmp_path / "laps.db")) as store:
         b = store.load(store.add_run(other, origin="import"))
     summary = summarize([reference, b])

@@ -12,11 +12,12 @@ import copy
 
 import pytest
 
-from conftest import real_run
+from conftest import real_environment, real_run
 from ctxbench.analysis.summary.build import summarize
 from ctxbench.errors import RecordError
 from ctxbench.records import sandbox
 from ctxbench.records.envdiff import env_diff
+from ctxbench.records.environment import environment_of
 from ctxbench.records.runs import group_run
 from ctxbench.records.schema import validate
 from ctxbench.store.db import Store
@@ -97,11 +98,11 @@ def test_the_schema_takes_tracepoints_and_refuses_what_it_does_not_know():
 
 
 def test_recording_tracepoints_give_a_warning_and_enabled_but_stopped_ones_none():
-    [line] = sandbox.warnings({"sandbox": TRACING})
+    [line] = sandbox.warnings(real_environment(sandbox=TRACING))
     assert "2 tracepoint event(s)" in line and "recording" in line
     stopped = copy.deepcopy(TRACING)
     stopped["tracepoints"]["recording"] = False
-    assert sandbox.warnings({"sandbox": stopped}) == []
+    assert sandbox.warnings(real_environment(sandbox=stopped)) == []
 
 
 def test_the_environment_diff_names_the_tracepoints_that_differ():
@@ -113,26 +114,27 @@ def test_the_environment_diff_names_the_tracepoints_that_differ():
         },
     ).env
     b = with_sandbox("run_b.jsonl", TRACING).env
-    diff = env_diff([a, b])
+    diff = env_diff([environment_of(a), environment_of(b)])
     assert diff.values["sandbox.tracepoints.enabled"] == ["0", "2"]
     assert diff.values["sandbox.tracepoints.recording"] == ["no", "yes"]
     assert {"sandbox.tracepoints.enabled", "sandbox.tracepoints.recording"} <= set(diff.differing)
 
 
 def test_a_filter_tracer_or_audit_rules_give_one_warning_each():
-    assert sandbox.warnings({"sandbox": UNFILTERED}) == []
-    assert sandbox.warnings({}) == []  # an engine before the block: nothing is said
-    [filtered] = sandbox.warnings({"sandbox": FILTERED})
+    assert sandbox.warnings(real_environment(sandbox=UNFILTERED)) == []
+    # an engine before the block: nothing is said
+    assert sandbox.warnings(real_environment(sandbox=None)) == []
+    [filtered] = sandbox.warnings(real_environment(sandbox=FILTERED))
     assert "1 seccomp filter(s)" in filtered
     assert "every system call here pays the filter" in filtered
     traced = {**UNFILTERED, "tracer_pid": 4321, "traced": True}
-    [line] = sandbox.warnings({"sandbox": traced})
+    [line] = sandbox.warnings(real_environment(sandbox=traced))
     assert "4321" in line
     audited = {**UNFILTERED, "audit": {"state": "enabled", "rules": 3, "auditd_pid": 77}}
-    [line] = sandbox.warnings({"sandbox": audited})
+    [line] = sandbox.warnings(real_environment(sandbox=audited))
     assert "3 rule(s)" in line
     no_rules = {**UNFILTERED, "audit": {"state": "enabled", "rules": 0, "auditd_pid": 77}}
-    assert sandbox.warnings({"sandbox": no_rules}) == []
+    assert sandbox.warnings(real_environment(sandbox=no_rules)) == []
 
 
 def test_the_environment_diff_names_the_filter_before_the_mitigations():
@@ -140,7 +142,7 @@ def test_the_environment_diff_names_the_filter_before_the_mitigations():
     b = copy.deepcopy(a)
     b["sandbox"] = copy.deepcopy(FILTERED)
     b["mitigations"] = {**a.get("mitigations", {}), "spectre_v2": "something else"}
-    diff = env_diff([a, b])
+    diff = env_diff([environment_of(a), environment_of(b)])
     assert "sandbox.seccomp.mode" in diff.differing
     assert diff.values["sandbox.seccomp.mode"] == ["disabled", "filter"]
     assert diff.differing.index("sandbox.seccomp.mode") < diff.differing.index(
@@ -152,7 +154,7 @@ def test_the_environment_diff_names_the_filter_before_the_mitigations():
 def test_the_summary_warns_when_the_run_was_measured_under_a_filter(store):
     run = store.load(store.add_run(with_sandbox("run_a.jsonl", FILTERED), origin="import"))
     summary = summarize([run])
-    assert summary.runs[0].sandbox == sandbox.warnings({"sandbox": FILTERED})
+    assert summary.runs[0].sandbox == sandbox.warnings(real_environment(sandbox=FILTERED))
     text = plain(run_lines(summary, 100))
     assert text.startswith("warning: the measuring process ran under 1 seccomp filter(s)")
     assert as_dict(summary.runs[0])["sandbox"] == summary.runs[0].sandbox

@@ -16,6 +16,7 @@ from rich.console import Console
 from conftest import real_run
 from ctxbench import stats, units
 from ctxbench.analysis.summary.build import summarize
+from ctxbench.records.result import result_of
 from ctxbench.records.runs import group_run
 from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
@@ -87,17 +88,18 @@ def _result(records):
 def test_the_words_give_both_figures():
     result = _result(_with_set_aside("run_a.jsonl"))
     with_them = units.value(result["set_aside"]["summary_with_them"]["median"], result["unit"])
-    assert units.set_aside(result) == f"{WORDS}; {with_them} with them"
+    assert units.set_aside(result_of(result)) == f"{WORDS}; {with_them} with them"
     figure = units.value(result["summary"]["median"], result["unit"])
-    assert units.set_aside(result, with_figure=True).startswith(f"{figure}, {WORDS}; ")
+    shown = units.set_aside(result_of(result), with_figure=True)
+    assert shown.startswith(f"{figure}, {WORDS}; ")
 
 
 def test_older_records_give_the_count_and_its_median():
     result = _result(_with_set_aside("run_a.jsonl", samples_kept=False))
     assert record_problem(result) is None
-    assert units.set_aside(result) == f"{WORDS} (their median 5.000 µs)"
+    assert units.set_aside(result_of(result)) == f"{WORDS} (their median 5.000 µs)"
     result["interference"]["attempts"][1]["set_aside"] = 0
-    assert units.set_aside(result) is None
+    assert units.set_aside(result_of(result)) is None
 
 
 @pytest.fixture
@@ -125,7 +127,7 @@ def test_the_terminal_summary_and_the_table_say_it(store, samples_kept):
     assert any(line.strip().startswith("set aside: n/m of the samples") for line in ladder)
     assert "set aside, verdict" in ladder[0]
     for width in (200, 80):  # the wide table and the narrow one
-        table = tables.results_table(run.records.results, width=width)
+        table = tables.results_table(run.results, width=width)
         shown = _rendered(table, width)
         assert "4 of 14 samples set aside" in " ".join(shown.split())
 

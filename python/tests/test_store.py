@@ -15,10 +15,9 @@ import sqlite3
 import pytest
 import sqlalchemy as sa
 
-from conftest import real_run, synthetic_run
-from ctxbench.errors import BadInput, StoreError
+from conftest import real_environment, real_run, synthetic_run
+from ctxbench.errors import BadInput, RecordError, StoreError
 from ctxbench.records.machines import machine_name
-from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 from ctxbench.store.dialects import PostgreSQLDialect, is_url
 from ctxbench.store.schema import (
@@ -217,9 +216,8 @@ def test_unusable_paths_give_clear_errors(tmp_path):
 
 def test_a_failing_run_write_leaves_nothing_behind(store_target):
     good = synthetic_run("tx-run-0001", n_results=4)
-    broken_records = copy.deepcopy(good.all())
-    del broken_records[3]["verdict"]  # the third result cannot be written
-    broken = group_run(broken_records)
+    broken = copy.deepcopy(good)  # grouped whole: a record read is refused as it is read
+    del broken.results[2]["verdict"]  # the third result cannot be written
     with Store.open(store_target) as store:
         with pytest.raises(KeyError):
             store.add_run(broken, origin="run")
@@ -338,12 +336,19 @@ def test_history_is_in_measurement_order_and_names_the_machine(tmp_path):
 
 
 def test_machine_name_says_what_the_machine_is():
-    env = {"hostname": "box", "cpu": {"model": "AMD  EPYC 7763"}, "virtualization": {}}
-    assert machine_name(env) == "box · AMD EPYC 7763"
-    env["virtualization"] = {"detected": "none", "hypervisor_bit": False}
-    assert machine_name(env) == "box · AMD EPYC 7763 · bare metal"
-    env["virtualization"] = {"detected": "microsoft", "hypervisor_vendor": "Microsoft Hv"}
-    assert machine_name(env) == "box · AMD EPYC 7763 · Hyper-V guest"
-    env["virtualization"] = {"detected": "microsoft", "wsl": True}
-    assert machine_name(env) == "box · AMD EPYC 7763 · WSL"
-    assert machine_name({}) == "? · unknown CPU"
+    def env(**virtualization):
+        return real_environment(
+            hostname="box", cpu={"model": "AMD  EPYC 7763"}, virtualization=virtualization
+        )
+
+    assert machine_name(env(detected="unknown")) == "box · AMD EPYC 7763"
+    assert machine_name(env(detected="none", hypervisor_bit=False)) == (
+        "box · AMD EPYC 7763 · bare metal"
+    )
+    assert machine_name(env(detected="microsoft", hypervisor_vendor="Microsoft Hv")) == (
+        "box · AMD EPYC 7763 · Hyper-V guest"
+    )
+    assert machine_name(env(detected="microsoft", wsl=True)) == "box · AMD EPYC 7763 · WSL"
+    assert machine_name(real_environment(hostname=None)).startswith("? · ")
+    with pytest.raises(RecordError, match="detected"):
+        real_environment(virtualization={"wsl": True})

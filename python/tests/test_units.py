@@ -20,6 +20,7 @@ import pytest
 from conftest import REPO, fixture_path, invoke, real_run
 from ctxbench import units
 from ctxbench.records.reading import read_run_file
+from ctxbench.records.result import results_of
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -52,7 +53,9 @@ def test_interval_names_the_unit_once():
 
 def test_ratio_and_verdict():
     assert units.ratio(0.343, 0.48, 0.889) == "0.480× [0.343, 0.889]"
-    unsupported = next(r for r in real_run().results if r["verdict"]["status"] == "unsupported")
+    unsupported = next(
+        r for r in results_of(real_run().results) if r.verdict.status == "unsupported"
+    )
     assert units.verdict(unsupported) == "unsupported: not_supported_here"
     assert "ENOTSUP" in units.verdict_detail(unsupported)
     assert units.corrected(unsupported) == "—" and units.baseline(unsupported) == "—"
@@ -205,12 +208,12 @@ def test_the_timer_line_names_two_different_figures_at_its_ends():
     """Issue 40: "0.037 ns per switch (switch.pipe) to 0.15 ns per switch
     (switch.pipe)": where both ends are variants of one probe, each end names
     the parameters that tell it from the other."""
-    pipes = [r for r in real_run("run_a.jsonl").results if r["probe"] == "switch.pipe"]
+    pipes = [r for r in results_of(real_run("run_a.jsonl").results) if r.probe == "switch.pipe"]
     (line,) = units.timer(pipes)
     ends = re.findall(r"\((switch\.pipe[^)]*)\)", line)
     assert len(ends) == 2 and ends[0] != ends[1], line
     assert all(" " in end for end in ends)  # a parameter beside the probe's name
-    two_probes = [r for r in real_run("run_a.jsonl").results if r.get("timer")]
+    two_probes = [r for r in results_of(real_run("run_a.jsonl").results) if r.get("timer")]
     (line,) = units.timer(two_probes)
     low, high = re.findall(r"\(([^)]*)\)", line.split("from each figure")[1])
     assert low != high and " " not in low + high  # distinct probes: their names suffice
@@ -218,10 +221,12 @@ def test_the_timer_line_names_two_different_figures_at_its_ends():
 
 def test_the_timer_is_stated_where_corrected_figures_are_shown(tmp_path, monkeypatch):
     # Issue 30.2: source, cost per read, and what was subtracted per operation.
-    results = [r for r in real_run("run_a.jsonl").results if r["probe"] == "syscall.getppid"]
+    results = [
+        r for r in results_of(real_run("run_a.jsonl").results) if r.probe == "syscall.getppid"
+    ]
     (line,) = units.timer(results)
-    timer = results[0]["timer"]
-    per_op = timer["overhead_ns"] / results[0]["ops_per_sample"]
+    timer = results[0].block("timer")
+    per_op = timer["overhead_ns"] / results[0].get("ops_per_sample")
     assert line.startswith(f"timer: {timer['source']}, {units.value(timer['overhead_ns'], 'ns')}")
     assert "per read, subtracted once per sample: " in line
     assert line.endswith(f"{units._small(per_op)} per operation")

@@ -12,8 +12,36 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+ParamValue = str | int | float | bool  # records.result.ParamValue
+
+
+class Result(Protocol):
+    """What the functions here read of a result: ``records.result.Result``
+    (units is the bottom layer and imports no records; it names the type by
+    what it reads of it)."""
+
+    @property
+    def probe(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def params(self) -> Mapping[str, ParamValue]: ...
+    @property
+    def samples(self) -> Sequence[float]: ...
+    @property
+    def verdict(self) -> Any: ...  # records.result.Verdict
+    @property
+    def summary(self) -> Any: ...  # records.result.Summary | None
+    @property
+    def median(self) -> float | None: ...
+    def block(self, name: str) -> Mapping[str, Any]: ...
+    def get(self, name: str, default: Any = None) -> Any: ...
+
 
 TIME_SCALES = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
 COUNT_UNITS = {"instructions": "instr", "cycles": "cycles"}
@@ -95,59 +123,58 @@ def interval(low: float | None, high: float | None, unit: str) -> str:
     return f"{low_text}–{high_text}"
 
 
-def median_ci_text(result: dict[str, Any]) -> str:
+def median_ci_text(result: Result) -> str:
     """A result's confidence interval of the median as text ("—" without one)."""
-    summary = result.get("summary") or {}
-    ci = summary.get("median_ci")
+    ci = result.summary.median_ci if result.summary is not None else None
     if not ci:
         return "—"
-    return interval(ci["low"], ci["high"], result["unit"])
+    return interval(ci["low"], ci["high"], result.unit)
 
 
-def baseline(result: dict[str, Any]) -> str:
-    base = result.get("baseline")
+def baseline(result: Result) -> str:
+    base = result.block("baseline")
     if not base:
         return "—"
-    return value(base["value"], base.get("unit", result["unit"]))
+    return value(base["value"], base.get("unit", result.unit))
 
 
-def corrected(result: dict[str, Any]) -> str:
+def corrected(result: Result) -> str:
     """The corrected figure: the median minus the baseline's median (the record's `corrected`)."""
-    corrected = result.get("corrected")
+    corrected = result.block("corrected")
     if not corrected:
         return "—"
-    text = value(corrected["median"], result["unit"])
+    text = value(corrected["median"], result.unit)
     return text + " (≤0!)" if corrected.get("nonpositive") else text
 
 
-def _per_op(result: dict[str, Any]) -> float | None:
+def _per_op(result: Result) -> float | None:
     """The timer read's cost spread over one sample's operations (ns per operation)."""
-    timer = result.get("timer") or {}
+    timer = result.block("timer")
     ops = result.get("ops_per_sample")
     if not timer.get("corrected") or timer.get("overhead_ns") is None or not ops:
         return None
     return float(timer["overhead_ns"]) / float(ops)
 
 
-def _op_word(result: dict[str, Any]) -> str:
-    return "switch" if result.get("family") in ("switch", "uswitch") else "operation"
+def _op_word(result: Result) -> str:
+    return "switch" if result.family in ("switch", "uswitch") else "operation"
 
 
-def timer(results: list[dict[str, Any]]) -> list[str]:
+def timer(results: Iterable[Result]) -> list[str]:
     """The timer the figures of RESULTS were corrected for, in words, one line per
     timer: 'timer: rdtscp, 17.69 ns per read, subtracted once per sample: 0.0002 ns
     per switch' (one result), or over several: '... from 0.00005 ns per switch
     (uswitch.coroutine) to 0.06 ns per operation (create.fork_exec)'. Figures the
     engine did not correct are named as such."""
-    groups: dict[tuple[str, float], list[tuple[float, dict[str, Any]]]] = {}
+    groups: dict[tuple[str, float], list[tuple[float, Result]]] = {}
     uncorrected = []
     for result in results:
-        if (result.get("summary") or {}).get("median") is None:
+        if result.median is None:
             continue
         per_op = _per_op(result)
-        timer_block = result.get("timer") or {}
+        timer_block = result.block("timer")
         if per_op is None:
-            uncorrected.append(result["probe"])
+            uncorrected.append(result.probe)
             continue
         key = (str(timer_block.get("source")), float(timer_block["overhead_ns"]))
         groups.setdefault(key, []).append((per_op, result))
@@ -171,15 +198,15 @@ def timer(results: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _end_name(result: dict[str, Any], other: dict[str, Any]) -> str:
+def _end_name(result: Result, other: Result) -> str:
     """One end of the timer line, named so the two ends differ: the probe,
     and where both ends are variants of one probe, the parameters in which
     they differ ('switch.pipe cpus=cross')."""
-    if result["probe"] != other["probe"]:
-        return result["probe"]
-    params, others = result.get("params") or {}, other.get("params") or {}
+    if result.probe != other.probe:
+        return result.probe
+    params, others = result.params, other.params
     differ = [f"{k}={params[k]}" for k in sorted(params) if params[k] != others.get(k)]
-    return " ".join([result["probe"], *differ])
+    return " ".join([result.probe, *differ])
 
 
 def _small(ns: float) -> str:
@@ -191,25 +218,26 @@ def _small(ns: float) -> str:
     return f"{ns:.{decimals}f} ns"
 
 
-def set_aside_count(result: dict[str, Any]) -> tuple[int, int] | None:
+def set_aside_count(result: Result) -> tuple[int, int] | None:
     """(set aside, taken in all) of the samples set aside as host interference;
     None when none were. Records that keep only the count (the interference
     block's kept attempt) give that count."""
-    kept = len(result.get("samples") or [])
-    count = len((result.get("set_aside") or {}).get("samples") or [])
+    kept = len(result.samples)
+    count = len(result.block("set_aside").get("samples") or [])
     if not count:
         count = int(_kept_attempt(result).get("set_aside") or 0)
     return (count, kept + count) if count else None
 
 
-def _kept_attempt(result: dict[str, Any]) -> dict[str, Any]:
-    interference = result.get("interference") or {}
+def _kept_attempt(result: Result) -> Mapping[str, Any]:
+    """The interference block's attempt the result kept, as written; empty if none."""
+    interference = result.block("interference")
     attempts = interference.get("attempts") or []
     index = interference.get("kept", 0)
     return attempts[index] if 0 <= index < len(attempts) else {}
 
 
-def set_aside(result: dict[str, Any], with_figure: bool = False) -> str | None:
+def set_aside(result: Result, with_figure: bool = False) -> str | None:
     """Samples set aside as host interference, in words: '4 of 30 samples set
     aside as host interference; 1.31 µs with them' (``with_figure``: '1.10 µs,
     4 of 30 ...'); None when none were. Records that keep only the count (the
@@ -218,27 +246,27 @@ def set_aside(result: dict[str, Any], with_figure: bool = False) -> str | None:
     if counted is None:
         return None
     count, total = counted
-    unit = result["unit"]
-    block = result.get("set_aside") or {}
+    unit = result.unit
+    block = result.block("set_aside")
     tail = ""
     if block.get("samples"):
         with_them = (block.get("summary_with_them") or {}).get("median")
         tail = f"; {value(with_them, unit)} with them" if with_them is not None else ""
     elif _kept_attempt(result).get("set_aside_median") is not None:
         tail = f" (their median {value(_kept_attempt(result)['set_aside_median'], unit)})"
-    figure = (result.get("summary") or {}).get("median")
+    figure = result.median
     head = f"{value(figure, unit)}, " if with_figure and figure is not None else ""
     return f"{head}{count} of {total} samples set aside as host interference{tail}"
 
 
-def verdict(result: dict[str, Any]) -> str:
-    status = result["verdict"]["status"]
-    codes = sorted({reason["code"] for reason in result["verdict"]["reasons"]})
+def verdict(result: Result) -> str:
+    status = result.verdict.status
+    codes = sorted(set(result.verdict.codes))
     return f"{status}: {', '.join(codes)}" if codes else status
 
 
-def verdict_detail(result: dict[str, Any]) -> str:
-    return "; ".join(reason["detail"] for reason in result["verdict"]["reasons"])
+def verdict_detail(result: Result) -> str:
+    return "; ".join(reason.detail for reason in result.verdict.reasons)
 
 
 def param_value(value: Any) -> str:
@@ -250,22 +278,22 @@ def param_value(value: Any) -> str:
     return str(value)
 
 
-def params_text(params: dict[str, Any]) -> str:
+def params_text(params: Mapping[str, ParamValue]) -> str:
     """'between=threads cpus=same': parameters sorted by name, the stable text
     a variant's name is made of."""
     return " ".join(f"{k}={param_value(v)}" for k, v in sorted(params.items()))
 
 
-def params(params_: dict[str, Any]) -> str:
+def params(params_: Mapping[str, ParamValue]) -> str:
     return params_text(params_) or "—"
 
 
-def param(params_: dict[str, Any], name: str) -> str:
+def param(params_: Mapping[str, ParamValue], name: str) -> str:
     """One parameter's value, '—' when the variant has no such parameter."""
     return param_value(params_[name]) if name in params_ else "—"
 
 
-def run_options(options: dict[str, Any]) -> str:
+def run_options(options: Mapping[str, Any]) -> str:
     """'quick, 10 samples, batches >= 2 ms, 1 warm-up'; '?' when the run did not say."""
     if not options:
         return "?"

@@ -19,16 +19,17 @@ import platform
 import subprocess
 import sys
 import tempfile
-from typing import Any
+from collections.abc import Mapping
 
 from ctxbench.errors import BadInput, EngineError
+from ctxbench.records.result import ParamValue
 from ctxbench.records.runs import StoredRun
 
 # Parameters that have an option of their own in `ctxbench run`.
 OWN_OPTIONS = {"cpus": "--cpus", "between": "--between"}
 
 
-def run_words(first: StoredRun, variants: list[tuple[str, dict[str, Any]]]) -> list[str]:
+def run_words(first: StoredRun, variants: list[tuple[str, Mapping[str, ParamValue]]]) -> list[str]:
     """The `ctxbench run` arguments that measure VARIANTS again with the
     options FIRST was run with (no store, no label)."""
     probes = sorted({probe for probe, _ in variants})
@@ -42,7 +43,7 @@ def run_words(first: StoredRun, variants: list[tuple[str, dict[str, Any]]]) -> l
         words += (
             [OWN_OPTIONS[name], joined] if name in OWN_OPTIONS else ["--param", f"{name}={joined}"]
         )
-    options = first.env.get("options") or {}
+    options = first.env.options
     if options.get("quick"):
         words.append("--quick")
     for key, option in (
@@ -55,15 +56,15 @@ def run_words(first: StoredRun, variants: list[tuple[str, dict[str, Any]]]) -> l
     ):
         if options.get(key) is not None:
             words += [option, str(options[key])]
-    shield = first.env.get("shield")
-    if isinstance(shield, dict) and shield.get("requested"):
+    shield = first.env.shield
+    if shield is not None and shield.get("requested"):
         words += ["--shield", str(shield["requested"])]
     return words
 
 
 def check_here(first: StoredRun) -> None:
     """--confirm measures with this machine's engine: B must be this machine's."""
-    host = first.env.get("hostname")
+    host = first.env.hostname
     if host != platform.node():
         raise BadInput(
             f"--confirm measures here, and B ({first.run_id}) was measured on "
@@ -84,7 +85,7 @@ def _stderr_fd() -> int:
 
 def measure_again(
     first: StoredRun,
-    variants: list[tuple[str, dict[str, Any]]],
+    variants: list[tuple[str, Mapping[str, ParamValue]]],
     db: str | None,
     third: bool = False,
 ) -> str:

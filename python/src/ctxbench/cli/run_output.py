@@ -16,11 +16,10 @@ def _run_header(stored: StoredRun) -> str:
     """'run ID (complete) · machine · arch · kernel release · label L'."""
     info = stored.info
     env = stored.env
-    kernel = env.get("kernel", {})
     state = "partial" if info.interrupted else "complete"
     return (
-        f"run {info.run_id} ({state}) · {info.machine} · {env.get('arch', '?')} · "
-        f"kernel {kernel.get('release', '?')}" + (f" · label {info.label}" if info.label else "")
+        f"run {info.run_id} ({state}) · {info.machine} · {env.arch} · "
+        f"kernel {env.kernel_release}" + (f" · label {info.label}" if info.label else "")
     )
 
 
@@ -35,15 +34,15 @@ def print_run(stored: StoredRun, show_all: bool = False, title: str | None = Non
     console = new_console()
     console.print(title or _run_header(stored), markup=False)
     console.print()
-    if is_lab_run(stored.records.results):
-        console.print(format_report(stored.records.results), markup=False, end="")
+    if is_lab_run(stored.results):
+        console.print(format_report(stored.results), markup=False, end="")
     else:
         # run_lines are wrapped to the width already: printed as they are,
         # without rich measuring and wrapping each again (most of show's
         # printing time)
         for line in run_lines(summarize([stored]), console.width):
             console.print(line, soft_wrap=True)
-    for part in tables.matrix_sections(stored.records.results):
+    for part in tables.matrix_sections(stored.results):
         console.print(part)
     console.print()
     if not show_all:
@@ -52,13 +51,11 @@ def print_run(stored: StoredRun, show_all: bool = False, title: str | None = Non
             markup=False,
         )
         return
-    console.print(
-        tables.results_table(stored.records.results, title="every result", width=console.width)
-    )
-    for words in units.timer(stored.records.results):
+    console.print(tables.results_table(stored.results, title="every result", width=console.width))
+    for words in units.timer(stored.results):
         indented = textwrap.fill(
             words, console.width - 1, initial_indent="  ", subsequent_indent="  "
         )
         console.print(indented, markup=False)
-    for note in tables.verdict_notes(stored.records.results):
+    for note in tables.verdict_notes(stored.results):
         console.print(f"  {note}", markup=False)

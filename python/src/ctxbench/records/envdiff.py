@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ctxbench.records.environment import Environment
+
 # Keys that say why two machines differ, in the order a reader wants them.
 ENV_PRIORITY = (
     "hostname",
@@ -47,7 +49,8 @@ class EnvDiff:
     differing: list[str]  # the keys whose values differ
 
 
-def flatten_env(env: dict[str, Any]) -> dict[str, str]:
+def flatten_env(env: Environment) -> dict[str, str]:
+    """Every key of the record as written, dotted ('cpu.model'), but the run's own bookkeeping."""
     flat: dict[str, str] = {}
 
     def walk(prefix: str, value: Any) -> None:
@@ -63,7 +66,7 @@ def flatten_env(env: dict[str, Any]) -> dict[str, str]:
         else:
             flat[prefix] = _scalar(value)
 
-    for name, value in env.items():
+    for name, value in env.raw.items():
         if name not in ENV_SKIP:
             walk(name, value)
     return flat
@@ -98,7 +101,7 @@ def _same(values: list[str | None]) -> bool:
     return max(numbers) - min(numbers) <= FLOAT_TOLERANCE * largest
 
 
-def env_diff(envs: list[dict[str, Any]]) -> EnvDiff:
+def env_diff(envs: list[Environment]) -> EnvDiff:
     flats = [flatten_env(env) for env in envs]
     keys = sorted({key for flat in flats for key in flat}, key=_priority)
     values = {key: [flat.get(key) for flat in flats] for key in keys}

@@ -14,8 +14,11 @@ marker (``*``: the cell is not ok).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ctxbench.records.result import Result
 
 CLASS_ORDER = ("same_cpu", "smt", "llc", "node", "other_node")
 CLASS_LABEL = {
@@ -29,32 +32,32 @@ GRID_MAX_CPUS = 16
 TIME_UNITS = ((1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s"))
 
 
-def has_matrix(result: dict[str, Any]) -> bool:
+def has_matrix(result: Result) -> bool:
     """A measured result that carries a matrix."""
-    return bool(result.get("matrix")) and result["verdict"]["status"] in ("ok", "suspect")
+    return bool(result.block("matrix")) and result.verdict.measured
 
 
-def cells_by_pair(result: dict[str, Any]) -> dict[tuple[int, int], dict[str, Any]]:
-    return {(cell["row"], cell["column"]): cell for cell in result["matrix"]["cells"]}
+def cells_by_pair(result: Result) -> dict[tuple[int, int], Mapping[str, Any]]:
+    return {(cell["row"], cell["column"]): cell for cell in result.block("matrix")["cells"]}
 
 
-def cell_samples(result: dict[str, Any], cell: dict[str, Any]) -> list[float]:
+def cell_samples(result: Result, cell: Mapping[str, Any]) -> list[float]:
     first = cell["first_sample"]
-    return list(result["samples"][first : first + cell["n"]])
+    return list(result.samples[first : first + cell["n"]])
 
 
-def class_samples(result: dict[str, Any], pair_class: str) -> list[float]:
+def class_samples(result: Result, pair_class: str) -> list[float]:
     """Every sample of the class's measured cells."""
     samples: list[float] = []
-    for cell in result["matrix"]["cells"]:
+    for cell in result.block("matrix")["cells"]:
         if cell["class"] == pair_class:
             samples += cell_samples(result, cell)
     return samples
 
 
-def classes(result: dict[str, Any]) -> list[dict[str, Any]]:
+def classes(result: Result) -> list[Mapping[str, Any]]:
     """The record's classes with at least one measured cell, nearest first."""
-    present = [k for k in result["matrix"]["classes"] if k.get("measured")]
+    present = [k for k in result.block("matrix")["classes"] if k.get("measured")]
     return sorted(present, key=lambda k: CLASS_ORDER.index(k["class"]))
 
 
@@ -67,11 +70,11 @@ class Block:
     last: int
 
 
-def blocks(result: dict[str, Any]) -> list[Block]:
+def blocks(result: Result) -> list[Block]:
     """Groups of adjacent CPUs sharing an LLC, a NUMA node or a core (SMT
     siblings), from the topology the matrix was measured on. Only groups of two
     or more; nodes only where there is more than one."""
-    matrix = result["matrix"]
+    matrix = result.block("matrix")
     places = {place["cpu"]: place for place in matrix.get("topology", [])}
     cpus = matrix["cpus"]
 
@@ -120,9 +123,9 @@ def grid_number(value: float) -> str:
     return f"{value:3.1f}"
 
 
-def grid_lines(result: dict[str, Any]) -> list[str]:
+def grid_lines(result: Result) -> list[str]:
     """The matrix as text, one line per row CPU; None-free for up to 16 CPUs."""
-    matrix = result["matrix"]
+    matrix = result.block("matrix")
     cpus = matrix["cpus"]
     by_pair = cells_by_pair(result)
     factor, _ = grid_unit([cell["median"] for cell in by_pair.values()])
@@ -139,5 +142,5 @@ def grid_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def unit_name(result: dict[str, Any]) -> str:
-    return grid_unit([cell["median"] for cell in result["matrix"]["cells"]])[1]
+def unit_name(result: Result) -> str:
+    return grid_unit([cell["median"] for cell in result.block("matrix")["cells"]])[1]

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
 
-from ctxbench.units import params_text
+from ctxbench.units import ParamValue, params_text
 
 
-def params_key(params: dict[str, Any]) -> str:
+def params_key(params: Mapping[str, ParamValue]) -> str:
     """Canonical text of a params object: equal knobs give equal keys."""
     return json.dumps(params, sort_keys=True, separators=(",", ":"))
 
 
-def variant_name(probe: str, params: dict[str, Any]) -> str:
+def variant_name(probe: str, params: Mapping[str, ParamValue]) -> str:
     """'switch.pipe between=threads cpus=same': a probe variant as one stable string
     (params sorted by name), for names other tools key on."""
     text = params_text(params)

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench.errors import RecordError
-
-ParamValue = str | int | float | bool
+from ctxbench.units import ParamValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +70,25 @@ class Summary:
 SUMMARY_FIGURES = ("n", "min", "median", "mean", "stddev", "p90", "p99", "max")
 
 
+class Verbatim:
+    """What a record type keeps of its JSON (``raw``): the blocks and values not
+    typed, read through ``block`` and ``get``."""
+
+    __slots__ = ()
+    raw: Mapping[str, Any]
+
+    def block(self, name: str) -> Mapping[str, Any]:
+        """A block of the record not typed ('interference', 'derived',
+        'mitigations', ...); empty where the record has none."""
+        return self.raw.get(name) or {}
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """A top-level value of the record not typed ('variant_index', 'notes', ...)."""
+        return self.raw.get(name, default)
+
+
 @dataclass(frozen=True, slots=True)
-class Result:
+class Result(Verbatim):
     """One probe variant measured: what it is, its verdict, its summary, and the rest."""
 
     probe: str
@@ -83,15 +99,6 @@ class Result:
     summary: Summary | None  # None: nothing measured (unsupported, failed)
     samples: tuple[float, ...]
     raw: Mapping[str, Any] = field(repr=False, compare=False)  # the record, verbatim
-
-    def block(self, name: str) -> Mapping[str, Any]:
-        """A block of the record not typed here ('interference', 'derived',
-        'counters', ...); empty where the record has none."""
-        return self.raw.get(name) or {}
-
-    def get(self, name: str, default: Any = None) -> Any:
-        """A top-level value of the record not typed here ('variant_index', 'notes', ...)."""
-        return self.raw.get(name, default)
 
     def figure(self, name: str) -> float | None:
         """A figure of the summary ('median', 'p99', ...); None where it has none."""

@@ -15,21 +15,15 @@ from functools import cached_property
 from typing import Any
 
 from ctxbench.errors import RecordError
+from ctxbench.records.environment import Environment, environment_of
 from ctxbench.records.result import Result, results_of
-
-
-def summary_value(result: dict[str, Any], name: str) -> float | None:
-    """A figure of a result's summary ('median', 'p10', ...); None where it has none."""
-    summary = result.get("summary")
-    if not summary:
-        return None
-    value = summary.get(name)
-    return float(value) if value is not None else None
 
 
 @dataclass
 class RunRecords:
-    """The records of one run, checked to belong together."""
+    """The records of one run as read, checked to belong together: the JSON
+    the store's rows, the export and the spool keep (``StoredRun`` holds them
+    as types)."""
 
     env: dict[str, Any]
     results: list[dict[str, Any]] = field(default_factory=list)
@@ -87,6 +81,10 @@ def group_run(records: Iterable[dict[str, Any]], origin: str = "input") -> RunRe
         # A variant measured again after host interference arrives after the
         # others; the run's results are its selection's variants, in order.
         results.sort(key=lambda r: r["variant_index"])
+    # A key the types need and a record lacks is refused here, as the run is
+    # read, not where a view first looks (StoredRun reads them into its types).
+    environment_of(env)
+    results_of(results)
     return RunRecords(env=env, results=results, end=end)
 
 
@@ -127,7 +125,7 @@ class RunInfo:
 @dataclass(frozen=True)
 class StoredRun:
     """A run as the store hands it out: what it knows of the run, its records
-    verbatim (the edge: rows, export) and its results as types, read once."""
+    verbatim (the edge: rows, export) and its env and results as types, read once."""
 
     info: RunInfo
     records: RunRecords
@@ -136,9 +134,9 @@ class StoredRun:
     def run_id(self) -> str:
         return self.info.run_id
 
-    @property
-    def env(self) -> dict[str, Any]:
-        return self.records.env
+    @cached_property
+    def env(self) -> Environment:
+        return environment_of(self.records.env)
 
     @cached_property
     def results(self) -> tuple[Result, ...]:

@@ -12,38 +12,37 @@ an engine before the block has no warnings (nothing is known, nothing is said).
 
 from __future__ import annotations
 
-from typing import Any
+from ctxbench.records.environment import Environment
 
 
-def warnings(env: dict[str, Any]) -> list[str]:
+def warnings(env: Environment) -> list[str]:
     """One sentence per thing on the measuring task's system calls."""
-    sandbox = env.get("sandbox") or {}
+    sandbox = env.sandbox
+    if sandbox is None:
+        return []
     out: list[str] = []
-    seccomp = sandbox.get("seccomp") or {}
-    if seccomp.get("mode") == "filter":
-        filters = seccomp.get("filters")
+    if sandbox.seccomp_mode == "filter":
+        filters = sandbox.seccomp_filters
         count = f"{filters} seccomp filter(s)" if filters is not None else "a seccomp filter"
         out.append(
             f"the measuring process ran under {count}: every system call here pays the filter, "
             "so the system-call and kernel-switch figures include it"
         )
-    elif seccomp.get("mode") == "strict":
+    elif sandbox.seccomp_mode == "strict":
         out.append("the measuring process ran in strict seccomp mode")
-    if sandbox.get("traced"):
+    if sandbox.traced:
         out.append(
-            f"the measuring process was traced by process {sandbox.get('tracer_pid')}: "
+            f"the measuring process was traced by process {sandbox.tracer_pid}: "
             "a tracer that stops on system calls (strace) adds its stops to every one"
         )
-    audit = sandbox.get("audit") or {}
-    if audit.get("state") in ("enabled", "locked") and audit.get("rules"):
+    if sandbox.audit_state in ("enabled", "locked") and sandbox.audit_rules:
         out.append(
-            f"syscall auditing was on with {audit['rules']} rule(s): system calls may take "
+            f"syscall auditing was on with {sandbox.audit_rules} rule(s): system calls may take "
             "the kernel's audit path"
         )
-    tracepoints = sandbox.get("tracepoints") or {}
-    if tracepoints.get("recording"):
+    if sandbox.tracepoints_recording:
         out.append(
-            f"{tracepoints.get('enabled')} tracepoint event(s) were enabled in tracefs and "
+            f"{sandbox.tracepoints_enabled} tracepoint event(s) were enabled in tracefs and "
             "recording: every switch or system call that fires one writes an event, so the "
             "switch figures include it"
         )

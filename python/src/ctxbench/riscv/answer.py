@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from ctxbench.records.result import Result
 from ctxbench.riscv.catalog import CALLS, VARIANTS
 from ctxbench.riscv.decompose import PART_NAMES, Split, number, split
 
@@ -49,37 +49,37 @@ class TargetFigures:
         return self.instructions if unit == "instructions" else self.values
 
 
-def is_lab_run(results: Iterable[dict[str, Any]]) -> bool:
-    """Whether these result records are the trap lab's (family riscv)."""
+def is_lab_run(results: Iterable[Result]) -> bool:
+    """Whether these results are the trap lab's (family riscv)."""
     results = list(results)
-    return bool(results) and all(r.get("family") == "riscv" for r in results)
+    return bool(results) and all(r.family == "riscv" for r in results)
 
 
-def target_name(record: dict[str, Any]) -> str:
-    params = record.get("params", {})
+def target_name(record: Result) -> str:
+    params = record.params
     sim = str(params.get("sim", "?"))
     return f"rvsim-{params['model']}" if sim == "rvsim" and "model" in params else sim
 
 
-def lab_targets(records: Iterable[dict[str, Any]]) -> list[TargetFigures]:
-    """The lab's targets in the order the records list them."""
+def lab_targets(records: Iterable[Result]) -> list[TargetFigures]:
+    """The lab's targets in the order the results list them."""
     targets: dict[str, TargetFigures] = {}
     shapes: dict[str, dict[str, dict[str, int]]] = {}
     for record in records:
-        if record.get("kind", "result") != "result" or record.get("family") != "riscv":
+        if record.family != "riscv":
             continue
         name = target_name(record)
-        target = targets.setdefault(name, TargetFigures(name, record.get("unit", "instructions")))
-        variant = record["params"].get("variant")
-        call = record["probe"].rsplit(".", 1)[-1]
-        corrected = (record.get("corrected") or {}).get("median")
-        if record["verdict"]["status"] == "failed" or corrected is None:
-            reasons = record["verdict"].get("reasons") or []
+        target = targets.setdefault(name, TargetFigures(name, record.unit))
+        variant = record.params.get("variant")
+        call = record.probe.rsplit(".", 1)[-1]
+        corrected = record.block("corrected").get("median")
+        if record.verdict.status == "failed" or corrected is None:
+            reasons = record.verdict.reasons
             target.problem = target.problem or (
-                reasons[0].get("detail") if reasons else record["verdict"]["status"]
+                reasons[0].detail if reasons else record.verdict.status
             )
             continue
-        derived = record.get("derived") or {}
+        derived = record.block("derived")
         target.values[(variant, call)] = float(corrected)
         target.instructions[(variant, call)] = float(
             derived.get("per_round_trip_instructions", corrected)
@@ -123,7 +123,7 @@ def target_parts(
 
 
 def lab_parts(
-    records: Iterable[dict[str, Any]], calls: Sequence[str] = CALLS, unit: str | None = None
+    records: Iterable[Result], calls: Sequence[str] = CALLS, unit: str | None = None
 ) -> dict[str, dict[str, Split]]:
     """Per measured target, each call's full-handler round trip in parts, in
     the target's own unit (or UNIT='instructions'). Every part is >= 0 and the
@@ -284,7 +284,7 @@ UNITS_SENTENCE = (
 )
 
 
-def lab_answer(records: Iterable[dict[str, Any]]) -> list[str]:
+def lab_answer(records: Iterable[Result]) -> list[str]:
     """The lab's answer: one line per simulator, then one sentence per question
     (which part dominates; a cold ecall against a warm loop), then the units."""
     targets = lab_targets(records)
@@ -299,7 +299,7 @@ def lab_answer(records: Iterable[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def lab_dict(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def lab_dict(records: Iterable[Result]) -> dict[str, object]:
     """The answer and every call's split per simulator, as plain data
     (``show --json``'s ``lab``; schema/show.schema.json)."""
     records = list(records)

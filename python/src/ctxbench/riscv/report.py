@@ -8,8 +8,8 @@ one-shot reading beside the loop."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
+from ctxbench.records.result import Result
 from ctxbench.riscv.answer import (
     TargetFigures,
     count,
@@ -46,7 +46,7 @@ def _table(
     return [*("  " + h for h in head), "  " + rule, *("  " + line(r) for r in rows)]
 
 
-def answer_lines(records: Iterable[dict[str, Any]]) -> list[str]:
+def answer_lines(records: Iterable[Result]) -> list[str]:
     """The answer: one line per simulator, then the sentences."""
     return [f"- {line}" for line in lab_answer(records)]
 
@@ -145,7 +145,7 @@ def split_notes(targets: Sequence[TargetFigures]) -> list[str]:
     return lines
 
 
-def format_report(records: Iterable[dict[str, Any]]) -> str:
+def format_report(records: Iterable[Result]) -> str:
     """The whole text report of a lab run."""
     records = list(records)
     targets = lab_targets(records)
@@ -183,7 +183,7 @@ def format_report(records: Iterable[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def explain_lines(records: Iterable[dict[str, Any]], calls: Sequence[str] = CALLS) -> list[str]:
+def explain_lines(records: Iterable[Result], calls: Sequence[str] = CALLS) -> list[str]:
     """Every call's split per target, with how each part is computed: what
     ``ctxbench explain`` says about a lab run."""
     targets = measured(lab_targets(records))

@@ -11,6 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ctxbench.records.environment import environment_of
 from ctxbench.records.machines import machine_name
 from ctxbench.records.runs import RunInfo
 
@@ -166,7 +167,7 @@ def run_info(row: tuple[Any, ...], counts: dict[str, int], env: dict[str, Any]) 
         interrupted=bool(interrupted),
         stored_at=stored_at,
         counts=counts,
-        machine=machine_name(env),
+        machine=machine_name(environment_of(env)),
     )
 
 

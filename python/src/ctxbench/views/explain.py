@@ -41,6 +41,7 @@ from ctxbench.analysis.explain.explanation import (
 from ctxbench.analysis.explain.seccomp_cost import FilterCost, cost_lines
 from ctxbench.analysis.explain.shares import NO_IDLE_DRIVER, SUSPECT, Figure, Withheld
 from ctxbench.errors import BadInput
+from ctxbench.records.result import results_of
 from ctxbench.records.roles import probe_with
 from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.riscv.catalog import CALLS
@@ -521,9 +522,10 @@ def run_text(
 ) -> str:
     """What ``ctxbench explain`` prints of one run: a RISC-V lab run's calls split
     per simulator, an engine run's switch figures (``narrow``)."""
-    if is_lab_run(results):
+    lab = results_of(results)  # riscv reads the results as types
+    if is_lab_run(lab):
         lines = [f"# where an ecall round trip goes, RISC-V trap lab run {run_id}"]
-        lines += explain_lines(results, _lab_calls(globs))
+        lines += explain_lines(lab, _lab_calls(globs))
         return "\n".join(lines) + "\n"
     explained = explain(results, run_id)
     shown, more = narrow(explained, globs, params, show_all)
@@ -538,8 +540,9 @@ def run_dict(
 ) -> dict[str, Any]:
     """``explain --json``: the decompositions the globs and params name (all of
     them without), or a lab run's splits (``lab_dict``)."""
-    if is_lab_run(results):
-        data = lab_dict(results)
+    lab = results_of(results)  # riscv reads the results as types
+    if is_lab_run(lab):
+        data = lab_dict(lab)
         calls = set(_lab_calls(globs))
         for target in data["targets"].values():
             target["calls"] = {c: v for c, v in target["calls"].items() if c in calls}

@@ -8,6 +8,7 @@ layout rules are summary_view's (80 columns at the least).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
@@ -94,7 +95,7 @@ def _figure_lines(machines: Machines, width: int) -> list[Text]:
             for text, style in verdicts:
                 lines += wrapped_lines(text, width, 4, style)
         for letter, cell in zip(letters, figure.row.cells if figure.row else [], strict=False):
-            aside = units.set_aside(cell.result.raw) if cell.result else None  # units reads records
+            aside = units.set_aside(cell.result) if cell.result else None
             if aside:
                 lines += wrapped_lines(f"{letter}: {aside}", width, 4, "dim")
     return lines
@@ -200,20 +201,19 @@ def run_flags(run: StoredRun) -> list[str]:
     """The options of a run that its records show but its options block does not:
     --hold-idle (every idle variant held), --trace (a traced pass), a seccomp filter."""
     flags = []
-    idle = {r["params"]["idle"] for r in run.records.results if "idle" in r.get("params", {})}
+    idle = {r.params["idle"] for r in run.results if "idle" in r.params}
     if idle == {"held"}:
         flags.append("--hold-idle")
-    if any(original(r).get("trace") for r in run.records.results):
+    if any(original(r.raw).get("trace") for r in run.results):  # the pairs' copies, as written
         flags.append("--trace")
-    seccomp = ((run.env.get("sandbox") or {}).get("seccomp") or {}).get("mode")
-    if seccomp == "filter":
+    sandbox = run.env.sandbox
+    if sandbox is not None and sandbox.seccomp_mode == "filter":
         flags.append("under a seccomp filter")
-    tracepoints = (run.env.get("sandbox") or {}).get("tracepoints") or {}
-    if tracepoints.get("recording"):
-        flags.append(f"{tracepoints.get('enabled')} tracepoints recording")
+    if sandbox is not None and sandbox.tracepoints_recording:
+        flags.append(f"{sandbox.tracepoints_enabled} tracepoints recording")
     return flags
 
 
-def options_text(options: dict[str, Any], run: StoredRun) -> str:
+def options_text(options: Mapping[str, Any], run: StoredRun) -> str:
     """The run's options as compare shows them, with ``run_flags``."""
     return ", ".join(part for part in [units.run_options(options), *run_flags(run)] if part)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
@@ -73,7 +74,7 @@ from ctxbench.views.traced import traced_line
 
 def build_context(
     runs: list[StoredRun], title: str | None = None, comparison: Any = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """COMPARISON: the runs' comparison (``compare``'s, judged with the
     machine's history); without one, ``compare_runs`` of the runs alone."""
     figures = Figures()
@@ -91,8 +92,8 @@ def build_context(
     notes = [
         (name, result)
         for name, run in zip(names, runs, strict=True)
-        for result in run.records.results
-        if result["verdict"]["status"] != "ok"
+        for result in run.results
+        if result.verdict.status != "ok"
     ]
     return {
         "title": title or "ctxbench report",
@@ -149,8 +150,7 @@ def _family_sections(
     families = families_of(runs)
     for family, unit in families:
         per_run = [
-            [r for r in run.records.results if r["family"] == family and r["unit"] == unit]
-            for run in runs
+            [r for r in run.results if r.family == family and r.unit == unit] for run in runs
         ]
         # The first section of a family answers to the summary's links (section_id).
         anchor = section_id(family)
@@ -174,17 +174,23 @@ def _family_sections(
     return sections
 
 
-def _env_rows(runs: list[StoredRun], comparison: Any) -> tuple[list[dict[str, Any]], set[str]]:
+@dataclass(frozen=True)
+class EnvRow:
+    """One key of the environment: each run's value (None: absent), and whether they differ."""
+
+    key: str
+    values: list[str | None]
+    differs: bool
+
+
+def _env_rows(runs: list[StoredRun], comparison: Any) -> tuple[list[EnvRow], set[str]]:
     """The environment's keys, each run's value, the differing ones first;
     and the keys that differ (as the comparison found them)."""
     envs = [flatten_env(run.env) for run in runs]
     env_keys = comparison.env.keys if comparison else list(envs[0])
     differing = set(comparison.env.differing) if comparison else set()
-    env_rows = [
-        {"key": key, "values": [env.get(key) for env in envs], "differs": key in differing}
-        for key in env_keys
-    ]
-    env_rows.sort(key=lambda row: not row["differs"])
+    env_rows = [EnvRow(key, [env.get(key) for env in envs], key in differing) for key in env_keys]
+    env_rows.sort(key=lambda row: not row.differs)
     return env_rows, differing
 
 
@@ -222,18 +228,18 @@ def _shares_a_figure(comparison: Any) -> bool:
     return any(sum(cell.median is not None for cell in row.cells) >= 2 for row in comparison.rows)
 
 
-def _labs(names: list[str], runs: list[StoredRun]) -> list[dict[str, Any]]:
+def _labs(names: list[str], runs: list[StoredRun]) -> list[dict[str, object]]:
     """The RISC-V trap lab's answer per lab run: its lines, and each call's
     parts per simulator (ctxbench.riscv.answer, as show prints them)."""
     labs = []
     for name, run in zip(names, runs, strict=True):
-        if not is_lab_run(run.records.results):
+        if not is_lab_run(run.results):
             continue
-        targets = measured(lab_targets(run.records.results))
+        targets = measured(lab_targets(run.results))
         labs.append(
             {
                 "name": name,
-                "answer": lab_answer(run.records.results),
+                "answer": lab_answer(run.results),
                 "calls": [(call, *parts_rows(targets, call)) for call in CALLS] if targets else [],
             }
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +12,7 @@ import plotly.graph_objects as go
 from ctxbench import units
 from ctxbench.analysis.summary.build import run_name
 from ctxbench.records import matrix
+from ctxbench.records.result import Result
 from ctxbench.records.roles import has_role
 from ctxbench.records.runs import StoredRun
 from ctxbench.units import param_value, params_text
@@ -32,7 +34,7 @@ class ProbeGroup:
 
     probe: str
     param_names: list[str]
-    results: list[dict[str, Any]]
+    results: list[Result]
 
 
 @dataclass
@@ -46,33 +48,33 @@ class FamilySection:
     nav_label: str = ""  # the family, and its unit where the family has several
 
 
-def probe_groups(results: list[dict[str, Any]]) -> list[ProbeGroup]:
+def probe_groups(results: list[Result]) -> list[ProbeGroup]:
     groups: dict[str, ProbeGroup] = {}
     for result in results:
-        group = groups.setdefault(result["probe"], ProbeGroup(result["probe"], [], []))
+        group = groups.setdefault(result.probe, ProbeGroup(result.probe, [], []))
         group.results.append(result)
-        for name in result["params"]:
+        for name in result.params:
             if name not in group.param_names:
                 group.param_names.append(name)
     return list(groups.values())
 
 
 def median_figure(
-    figures: Figures, family: str, unit: str, per_run: list[list[dict[str, Any]]], names: list[str]
+    figures: Figures, family: str, unit: str, per_run: list[list[Result]], names: list[str]
 ) -> Figure | None:
     figure = go.Figure()
     values: list[float] = []
     labels: list[str] = []
     for index, results in enumerate(per_run):
-        plotted = [r for r in results if r.get("summary")]
+        plotted = [(r, r.summary) for r in results if r.summary is not None]
         if not plotted:
             continue
-        y = [variant_label(r) for r in plotted]
-        x = [r["summary"]["median"] for r in plotted]
+        y = [variant_label(r) for r, _ in plotted]
+        x = [summary.median for _, summary in plotted]
         low = []
         high = []
-        for result, median in zip(plotted, x, strict=True):
-            ci = result["summary"].get("median_ci")
+        for (_, summary), median in zip(plotted, x, strict=True):
+            ci = summary.median_ci
             low.append(median - ci["low"] if ci else 0.0)
             high.append(ci["high"] - median if ci else 0.0)
             if ci:
@@ -110,7 +112,7 @@ def _four_digits(value: float) -> float:
 
 
 def distribution_figure(
-    figures: Figures, family: str, unit: str, per_run: list[list[dict[str, Any]]], names: list[str]
+    figures: Figures, family: str, unit: str, per_run: list[list[Result]], names: list[str]
 ) -> Figure | None:
     figure = go.Figure()
     values: list[float] = []
@@ -121,7 +123,7 @@ def distribution_figure(
     for index, results in enumerate(per_run):
         boxes = 0
         for result in results:
-            samples = result.get("samples") or []
+            samples = result.samples
             if not samples:
                 continue
             label = variant_label(result)
@@ -156,17 +158,17 @@ def distribution_figure(
     return figures.make(f"{family}: distribution of samples ({unit})", figure, height)
 
 
-def _ring_axes(results: list[dict[str, Any]]) -> tuple[str, str | None, list[str]] | None:
+def _ring_axes(results: list[Result]) -> tuple[str, str | None, list[str]] | None:
     """Pick (column param, row param, other params) for the ring grid."""
     varying = [
         name
-        for name in sorted({k for r in results for k in r["params"]})
-        if len({json.dumps(r["params"].get(name)) for r in results}) > 1
+        for name in sorted({k for r in results for k in r.params})
+        if len({json.dumps(r.params.get(name)) for r in results}) > 1
     ]
     numeric = [
         name
         for name in varying
-        if all(isinstance(r["params"].get(name), int | float) for r in results)
+        if all(isinstance(r.params.get(name), int | float) for r in results)
     ]
     if not numeric:
         return None
@@ -182,35 +184,31 @@ def _ring_axes(results: list[dict[str, Any]]) -> tuple[str, str | None, list[str
 def ring_figures(figures: Figures, runs: list[StoredRun]) -> list[Figure]:
     out = []
     for index, run in enumerate(runs):
-        results = [
-            r
-            for r in run.records.results
-            if has_role(r["probe"], "explain:ring") and r.get("summary")
-        ]
+        results = [r for r in run.results if has_role(r.probe, "explain:ring") and r.summary]
         if not results:
             continue
         axes = _ring_axes(results)
         if axes is None:
             continue
         column, row, others = axes
-        groups: dict[str, list[dict[str, Any]]] = {}
+        groups: dict[str, list[Result]] = {}
         for result in results:
-            key = params_text({k: result["params"].get(k) for k in others})
+            key = params_text({k: result.params.get(k) for k in others})
             groups.setdefault(key, []).append(result)
         for key, group in groups.items():
-            xs = sorted({r["params"][column] for r in group})
-            ys = sorted({r["params"][row] for r in group}) if row else [0]
+            xs = sorted({r.params[column] for r in group})
+            ys = sorted({r.params[row] for r in group}) if row else [0]
             z: list[list[float | None]] = [[None] * len(xs) for _ in ys]
             text: list[list[str]] = [[""] * len(xs) for _ in ys]
-            unit = group[0]["unit"]
-            corrected = all(r.get("corrected") for r in group)
+            unit = group[0].unit
+            corrected = all(r.block("corrected") for r in group)
             for result in group:
-                value = result["corrected"]["median"] if corrected else result["summary"]["median"]
-                i = ys.index(result["params"][row]) if row else 0
-                j = xs.index(result["params"][column])
+                value = result.block("corrected")["median"] if corrected else result.median
+                i = ys.index(result.params[row]) if row else 0
+                j = xs.index(result.params[column])
                 z[i][j] = value
                 text[i][j] = esc(units.value(value, unit))
-                if corrected and result["corrected"].get("nonpositive"):
+                if corrected and result.block("corrected").get("nonpositive"):
                     text[i][j] += " (≤0: noise)"  # baseline not below the result
             figure = go.Figure(
                 go.Heatmap(
@@ -230,7 +228,7 @@ def ring_figures(figures: Figures, runs: list[StoredRun]) -> list[Figure]:
             what = (
                 "corrected cost per switch (minus baseline)" if corrected else "median per switch"
             )
-            title = f"{results[0]['probe']} grid, {run_name(index, run)}: {what}"
+            title = f"{results[0].probe} grid, {run_name(index, run)}: {what}"
             if key:
                 title += f" — {key}"
             out.append(figures.make(title, figure, max(300, 120 + 40 * len(ys))))
@@ -251,13 +249,13 @@ BLOCK_LEGEND = (
 @dataclass
 class MatrixView:
     plot: Figure
-    result: dict[str, Any]
+    result: Result
     run_name: str
-    classes: list[dict[str, Any]]
+    classes: list[Mapping[str, Any]]  # the record's matrix classes, as written
 
 
-def _matrix_hover(result: dict[str, Any], cell: dict[str, Any]) -> str:
-    unit = result["unit"]
+def _matrix_hover(result: Result, cell: Mapping[str, Any]) -> str:
+    unit = result.unit
     ci = cell.get("median_ci")
     text = f"{matrix.CLASS_LABEL[cell['class']]}: median {units.value(cell['median'], unit)}"
     if ci:
@@ -271,14 +269,14 @@ def _matrix_hover(result: dict[str, Any], cell: dict[str, Any]) -> str:
 def matrix_views(figures: Figures, runs: list[StoredRun]) -> list[MatrixView]:
     views = []
     for index, run in enumerate(runs):
-        for result in run.records.results:
+        for result in run.results:
             if not matrix.has_matrix(result):
                 continue
-            shown = result["matrix"]
+            shown = result.block("matrix")
             cpus = shown["cpus"]
             by_pair = matrix.cells_by_pair(result)
             labels = [str(cpu) for cpu in cpus]
-            unit = result["unit"]
+            unit = result.unit
             z: list[list[float | None]] = []
             text: list[list[str]] = []
             hover: list[list[str]] = []
@@ -325,7 +323,7 @@ def matrix_views(figures: Figures, runs: list[StoredRun]) -> list[MatrixView]:
                 autorange="reversed",
                 scaleanchor="x",
             )
-            title = f"{result['probe']} ({params_text(result['params'])}), {run_name(index, run)}"
+            title = f"{result.probe} ({params_text(result.params)}), {run_name(index, run)}"
             size = min(900, 300 + 36 * len(cpus))
             views.append(
                 MatrixView(
@@ -341,6 +339,6 @@ def matrix_views(figures: Figures, runs: list[StoredRun]) -> list[MatrixView]:
 def families_of(runs: list[StoredRun]) -> list[tuple[str, str]]:
     seen: dict[tuple[str, str], None] = {}
     for run in runs:
-        for result in run.records.results:
-            seen.setdefault((result["family"], result["unit"]), None)
+        for result in run.results:
+            seen.setdefault((result.family, result.unit), None)
     return list(seen)

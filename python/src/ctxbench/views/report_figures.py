@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from markupsafe import Markup
 
+from ctxbench.records.result import Result
 from ctxbench.units import params_text, terminal_text
 
 LOG_SPAN = 20.0  # log axis when max/min over a plot exceeds this
@@ -68,11 +69,11 @@ class Figure:
     height: int
 
 
-def variant_label(result: dict[str, Any]) -> str:
-    probe = result["probe"]
+def variant_label(result: Result) -> str:
+    probe = result.probe
     short = probe.split(".", 1)[1] if "." in probe else probe
     text = esc(short)
-    params = params_text(result["params"])
+    params = params_text(result.params)
     if params:
         text += "<br>" + esc(params)
     return text
@@ -85,7 +86,7 @@ def rows_height(labels: list[str], extra_per_row: int = 0) -> int:
     return len(labels) * (6 + 17 * lines + extra_per_row)
 
 
-def value_axis(values: list[float]) -> dict[str, Any]:
+def value_axis(values: list[float]) -> dict[str, object]:
     """Axis settings: log scale (ticks at 1, 2, 5 x 10^k) where values span > LOG_SPAN."""
     if axis_type(values) == "log":
         return {"type": "log", "dtick": "D2"}

@@ -85,7 +85,7 @@ def _ci(point: Point) -> str:
 # ---- one run ---------------------------------------------------------------------
 def _aside_cell(point: Point) -> str:
     """'1/31': samples set aside as host interference of those taken; '' for none."""
-    counted = units.set_aside_count(point.result.raw)  # units reads the record as written
+    counted = units.set_aside_count(point.result)
     return f"{counted[0]}/{counted[1]}" if counted else ""
 
 

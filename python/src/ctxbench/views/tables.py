@@ -10,6 +10,7 @@ the CLI's consoles.
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -22,6 +23,8 @@ from rich.text import Text
 from ctxbench import units
 from ctxbench.records import matrix
 from ctxbench.records.envdiff import flatten_env
+from ctxbench.records.environment import Environment
+from ctxbench.records.result import Result
 from ctxbench.records.runs import RunInfo
 
 if TYPE_CHECKING:  # the comparison tables' types; compare (numpy) loads with `compare`
@@ -30,11 +33,11 @@ if TYPE_CHECKING:  # the comparison tables' types; compare (numpy) loads with `c
 STATUS_STYLE = {"ok": "green", "suspect": "yellow", "unsupported": "dim", "failed": "red"}
 
 
-def _verdict_text(result: dict[str, Any]) -> Text:
-    return Text(units.verdict(result), style=STATUS_STYLE.get(result["verdict"]["status"], ""))
+def _verdict_text(result: Result) -> Text:
+    return Text(units.verdict(result), style=STATUS_STYLE.get(result.verdict.status, ""))
 
 
-def _with_set_aside(text: Text, result: dict[str, Any]) -> Text:
+def _with_set_aside(text: Text, result: Result) -> Text:
     """``text`` with a dim line for the samples set aside as host interference, if any."""
     aside = units.set_aside(result)
     if aside:
@@ -46,7 +49,7 @@ NARROW = 140  # below this width: params under the probe, p99 under the median, 
 
 
 def results_table(
-    results: list[dict[str, Any]], title: str | None = None, width: int | None = None
+    results: Sequence[Result], title: str | None = None, width: int | None = None
 ) -> Table:
     if width is not None and width < NARROW:
         return _narrow_results_table(results, title)
@@ -61,7 +64,7 @@ def _natural_width(table: Table) -> int:
     return Measurement.get(console, console.options, table).maximum
 
 
-def _wide_results_table(results: list[dict[str, Any]], title: str | None) -> Table:
+def _wide_results_table(results: Sequence[Result], title: str | None) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("probe", no_wrap=True)
     table.add_column("params", overflow="fold")
@@ -72,12 +75,11 @@ def _wide_results_table(results: list[dict[str, Any]], title: str | None) -> Tab
     table.add_column("less baseline", justify="right", no_wrap=True)
     table.add_column("verdict", overflow="fold")
     for result in results:
-        summary = result.get("summary") or {}
         table.add_row(
-            Text(result["probe"]),
-            Text(units.params(result["params"])),
-            units.value(summary.get("median"), result["unit"]),
-            units.value(summary.get("p99"), result["unit"]),
+            Text(result.probe),
+            Text(units.params(result.params)),
+            units.value(result.figure("median"), result.unit),
+            units.value(result.figure("p99"), result.unit),
             units.median_ci_text(result),
             units.baseline(result),
             units.corrected(result),
@@ -86,7 +88,7 @@ def _wide_results_table(results: list[dict[str, Any]], title: str | None) -> Tab
     return table
 
 
-def _narrow_results_table(results: list[dict[str, Any]], title: str | None) -> Table:
+def _narrow_results_table(results: Sequence[Result], title: str | None) -> Table:
     """The same figures for an 80-column terminal: two lines per result."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, expand=True)
     table.add_column("probe\nparams", overflow="fold", ratio=1, min_width=18)
@@ -95,16 +97,16 @@ def _narrow_results_table(results: list[dict[str, Any]], title: str | None) -> T
     table.add_column("less base\nbaseline", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for result in results:
-        summary = result.get("summary") or {}
-        unit = result["unit"]
-        name = Text(result["probe"])
-        if result["params"]:
-            name.append("\n" + units.params(result["params"]), style="dim")
+        unit = result.unit
+        name = Text(result.probe)
+        if result.params:
+            name.append("\n" + units.params(result.params), style="dim")
         _with_set_aside(name, result)
-        status = result["verdict"]["status"]
+        status = result.verdict.status
+        median, p99 = result.figure("median"), result.figure("p99")
         table.add_row(
             name,
-            f"{units.value(summary.get('median'), unit)}\n{units.value(summary.get('p99'), unit)}",
+            f"{units.value(median, unit)}\n{units.value(p99, unit)}",
             units.median_ci_text(result),
             f"{units.corrected(result)}\n{units.baseline(result)}",
             Text(status, style=STATUS_STYLE.get(status, "")),
@@ -112,16 +114,16 @@ def _narrow_results_table(results: list[dict[str, Any]], title: str | None) -> T
     return table
 
 
-def verdict_notes(results: list[dict[str, Any]], shown: int = 3) -> list[str]:
+def verdict_notes(results: Iterable[Result], shown: int = 3) -> list[str]:
     """What the reasons of the results that are not plain ok say: one line per
     distinct reason, so a reason shared by many results is printed once, with
     how many they are and the first few of them."""
     by_detail: dict[str, list[str]] = {}
     for result in results:
-        if result["verdict"]["status"] != "ok":
-            label = result["probe"]
-            if result["params"]:
-                label += f" ({units.params(result['params'])})"
+        if result.verdict.status != "ok":
+            label = result.probe
+            if result.params:
+                label += f" ({units.params(result.params)})"
             by_detail.setdefault(units.verdict_detail(result), []).append(label)
     notes = []
     for detail, labels in by_detail.items():
@@ -133,17 +135,17 @@ def verdict_notes(results: list[dict[str, Any]], shown: int = 3) -> list[str]:
     return notes
 
 
-def matrix_sections(results: list[dict[str, Any]]) -> list[Any]:
+def matrix_sections(results: Iterable[Result]) -> list[Any]:
     """Each matrix result: the grid of cell medians (up to 16 CPUs, 80 columns)
     or, for more CPUs, only the per-class summary, which follows the grid too."""
     parts: list[Any] = []
     for result in results:
         if not matrix.has_matrix(result):
             continue
-        shown = result["matrix"]
+        shown = result.block("matrix")
         cpus = shown["cpus"]
         unit = matrix.unit_name(result)
-        head = Text(f"{result['probe']} ({units.params(result['params'])})", style="bold")
+        head = Text(f"{result.probe} ({units.params(result.params)})", style="bold")
         head.append(f": median per op in each cell, {unit}", style="")
         parts += [
             Text(""),
@@ -170,10 +172,10 @@ def matrix_sections(results: list[dict[str, Any]]) -> list[Any]:
     return parts
 
 
-def matrix_class_table(result: dict[str, Any]) -> Table:
+def matrix_class_table(result: Result) -> Table:
     """Per class of CPU pair: cells measured, median over their samples with its
     CI, and the spread of the cells' own medians."""
-    unit = result["unit"]
+    unit = result.unit
     table = Table(box=box.SIMPLE_HEAD)
     table.add_column("pair class", no_wrap=True)
     table.add_column("cells", justify="right", no_wrap=True)
@@ -293,9 +295,10 @@ def _history_table(infos: list[RunInfo], narrow: bool) -> Table:
     return table
 
 
-def probes_listing(probes: list[dict[str, Any]]) -> Group:
-    """Each probe: name, unit and params on one line; what one op is and its
-    baseline below, indented (long sentences read better wrapped than in cells)."""
+def probes_listing(probes: Sequence[Mapping[str, Any]]) -> Group:
+    """Each probe of the engine's catalogue (``list --json``, as it writes it):
+    name, unit and params on one line; what one op is and its baseline below,
+    indented (long sentences read better wrapped than in cells)."""
     lines: list[Any] = []
     family = None
     for probe in probes:
@@ -328,7 +331,7 @@ def probes_listing(probes: list[dict[str, Any]]) -> Group:
     return Group(*lines[1:])
 
 
-def env_table(env: dict[str, Any]) -> Table:
+def env_table(env: Environment) -> Table:
     table = Table(show_header=True)
     table.add_column("environment", no_wrap=True)
     table.add_column("value")

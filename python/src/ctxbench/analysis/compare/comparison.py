@@ -440,8 +440,7 @@ def compare_matrices(
     samples, compared with the reference run's like any variant's samples."""
     compared = []
     for row in rows:
-        # The matrix blocks as written (records.matrix reads them).
-        results = [None if cell.result is None else cell.result.raw for cell in row.cells]
+        results = [cell.result for cell in row.cells]
         with_matrix = [r for r in results if r is not None and matrix.has_matrix(r)]
         if len(with_matrix) < 2:
             continue

@@ -88,7 +88,7 @@ def _print_changes(
                     f"{', '.join(hosts) or 'none'}"
                 )
         groups = machine_groups(infos, store.load)
-        names = (r["probe"] for _, runs in groups for run in runs for r in run.records.results)
+        names = (r.probe for _, runs in groups for run in runs for r in run.results)
         check_probe_glob("--probe", probe, names)
         location = store.location
     found = [find_changes(runs, probe, min_effect) for _, runs in groups]

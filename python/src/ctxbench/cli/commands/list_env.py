@@ -9,6 +9,7 @@ import click
 from ctxbench.acquire.runner import capture_env, list_probes
 from ctxbench.cli.console import new_console
 from ctxbench.errors import BadInput
+from ctxbench.records.environment import environment_of
 from ctxbench.views import tables
 
 
@@ -49,4 +50,4 @@ def env(as_json: bool, db: str | None) -> None:
     if as_json:
         click.echo(json.dumps(record, indent=2))
         return
-    new_console().print(tables.env_table(record))
+    new_console().print(tables.env_table(environment_of(record)))

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from ctxbench.analysis import profile_price
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import say
 from ctxbench.errors import BadInput, StoreError
+from ctxbench.records.environment import environment_of
 from ctxbench.records.profile import in_place, read_profile
 from ctxbench.views import profile as view
 
@@ -31,8 +33,9 @@ def run_engine_profile(args: list[str]) -> dict[str, Any]:
         return read_profile(out)
 
 
-def store_lookup(db: str | None, env: dict[str, Any]):
-    """Figures from the store's runs of this machine, newest first."""
+def store_lookup(db: str | None, env_record: Mapping[str, Any]):
+    """Figures from the store's runs of the machine of a profile's env record, newest first."""
+    env = environment_of(env_record)
 
     def lookup(wanted: list[profile_price.Wanted]) -> dict[Any, profile_price.Figure]:
         try:

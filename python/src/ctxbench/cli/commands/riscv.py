@@ -45,7 +45,7 @@ def riscv(sim: str, label: str | None, report_path: Path | None, db: str | None)
             if problem is not None:
                 raise RecordError(f"riscv lab record {number} is not valid: {problem}")
         stored = store_run(store, group_run(lab.records, "riscv lab"), "riscv", label)
-        click.echo(riscv_lab.format_report(lab.records), nl=False)
+        click.echo(riscv_lab.format_report(stored.results), nl=False)
         say(f"stored run {stored.run_id} ({len(stored.results)} results) in {store.location}")
         if report_path is not None:
             write_report([stored], report_path)

@@ -61,8 +61,8 @@ def _run_json(stored: StoredRun) -> dict[str, Any]:
         "summary": as_dict(summarize([stored]).runs[0]),
         "records": stored.records.all(),
     }
-    if is_lab_run(stored.records.results):
-        data["lab"] = lab_dict(stored.records.results)
+    if is_lab_run(stored.results):
+        data["lab"] = lab_dict(stored.results)
     return data
 
 
