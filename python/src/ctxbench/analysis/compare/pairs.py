@@ -22,6 +22,7 @@ from typing import Any
 
 from ctxbench.analysis.compare.comparison import Comparison, summarize
 from ctxbench.records.naming import params_key
+from ctxbench.records.result import Result, result_of
 from ctxbench.records.runs import StoredRun
 
 ORIGINAL = "_ctxbench_paired_from"  # a paired copy's own record, never stored
@@ -40,6 +41,12 @@ class Pairing:
 def original(record: dict[str, Any]) -> dict[str, Any]:
     """The record as measured (a paired copy's own), or the record itself."""
     return record.get(ORIGINAL, record)
+
+
+def measured_as(result: Result) -> Result:
+    """The result as measured (a paired copy's own, read into its type), or the result."""
+    own = result.raw.get(ORIGINAL)
+    return result if own is None else result_of(own)
 
 
 def _rest(params: dict[str, Any], names: tuple[str, ...]) -> str:
