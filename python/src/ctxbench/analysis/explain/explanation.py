@@ -352,11 +352,12 @@ def _explain_one(
     median = _median(r)
     assert median is not None
     work = _Work(r, median, used=[r])
-    _entry_part(work, bare)
-    _own_work_part(work)
+    entry = _take(work, _entry_part(r, bare))
+    work.entry = entry.ns if entry else None
+    _take(work, _own_work_part(r, entry))
     _address_space_part(work, by_key)
     _idle_part(work, by_key)
-    _cache_part(work, ring_slopes)
+    _take(work, _cache_part(r, ring_slopes))
     traced = traced_view(r)
     _idle_events_check(work, traced)
     not_explained = _rest_part(work)
@@ -394,53 +395,51 @@ def _switch_kinds(r: Result) -> dict[str, float] | None:
     }
 
 
-def _entry_part(work: _Work, bare: Result | None) -> None:
+def _take(work: _Work, found: Part | Missing | None) -> Part | None:
+    """A part measured joins the parts, a part not separated the missing ones."""
+    if isinstance(found, Part):
+        work.parts.append(found)
+        return found
+    if found is not None:
+        work.missing.append(found)
+    return None
+
+
+def _entry_part(r: Result, bare: Result | None) -> Part | Missing:
     """Kernel entry/exit of the system calls the switch makes."""
-    calls = work.record.block("derived").get("syscalls_per_op")
+    calls = r.block("derived").get("syscalls_per_op")
     if calls is None:
-        work.missing.append(Missing(KERNEL_ENTRY, ENTRY_TIMING))
-        return
+        return Missing(KERNEL_ENTRY, ENTRY_TIMING)
     if bare is None:
-        work.missing.append(Missing(KERNEL_ENTRY, NO_BARE, bare_syscall()))
-        return
+        return Missing(KERNEL_ENTRY, NO_BARE, bare_syscall())
     bare_ns = _median(bare)
     assert bare_ns is not None
-    work.entry = float(calls) * bare_ns
-    work.parts.append(
-        Part(
-            "kernel entry/exit",
-            work.entry,
-            Source(CALLS_PRICED, (float(calls), bare_ns), bare_syscall()),
-            [term(float(calls), bare)],
-        )
+    return Part(
+        "kernel entry/exit",
+        float(calls) * bare_ns,
+        Source(CALLS_PRICED, (float(calls), bare_ns), bare_syscall()),
+        [term(float(calls), bare)],
     )
 
 
-def _own_work_part(work: _Work) -> None:
+def _own_work_part(r: Result, entry: Part | None) -> Part | Missing:
     """The primitive's own work: its baseline, less the entry/exit priced above."""
-    r, base = work.record, _baseline(work.record)
+    base = _baseline(r)
     if base is None:
-        work.missing.append(Missing("the primitive's own work", NO_BASELINE))
-        return
+        return Missing("the primitive's own work", NO_BASELINE)
     name = (r.block("baseline").get("name") or "baseline").split(" (")[0]
-    if work.entry is None:
-        work.parts.append(
-            Part(
-                "primitive's own work, its system calls included",
-                base,
-                Source(WHOLE_BASELINE, name=name),
-                [term(1.0, r, BASELINE)],
-            )
+    if entry is None:
+        return Part(
+            "primitive's own work, its system calls included",
+            base,
+            Source(WHOLE_BASELINE, name=name),
+            [term(1.0, r, BASELINE)],
         )
-        return
-    entry_terms = work.parts[-1].terms
-    work.parts.append(
-        Part(
-            "primitive's own work",
-            base - work.entry,
-            Source(BASELINE_LESS_ENTRY, (base, work.entry), name),
-            [term(1.0, r, BASELINE), *[(-c, k, w) for c, k, w in entry_terms]],
-        )
+    return Part(
+        "primitive's own work",
+        base - entry.ns,
+        Source(BASELINE_LESS_ENTRY, (base, entry.ns), name),
+        [term(1.0, r, BASELINE), *[(-c, k, w) for c, k, w in entry.terms]],
     )
 
 
@@ -520,23 +519,20 @@ def _idle_part(work: _Work, by_key: dict[tuple, Result]) -> None:
         work.withheld[IDLE_PART] = (code, NotExplained(WITHHELD, part.name, withheld=why))
 
 
-def _cache_part(work: _Work, ring_slopes: dict[tuple, tuple[float, int]]) -> None:
-    """Cache refill for a ring hop with a working set."""
-    r, size = work.record, work.params.get("size_kib")
-    if not has_role(r.probe, "explain:ring") or size is None:
-        return
+def _cache_part(r: Result, ring_slopes: dict[tuple, tuple[float, int]]) -> Part | Missing | None:
+    """Cache refill for a ring hop with a working set (None: not a ring with one)."""
+    size = r.params.get("size_kib")
+    if not has_role(r.probe, "explain:ring") or size is None or float(size) <= 0:
+        return None
     fit = ring_slopes.get(_key(r, without=("size_kib",)))
-    if fit is not None and float(size) > 0:
-        slope, n = fit
-        work.parts.append(
-            Part(
-                "cache refill of the working set",
-                slope * float(size),
-                Source(RING_SLOPE, (slope, n, float(size))),
-            )
-        )
-    elif float(size) > 0:
-        work.missing.append(Missing("cache refill", FEW_SIZES))
+    if fit is None:
+        return Missing("cache refill", FEW_SIZES)
+    slope, n = fit
+    return Part(
+        "cache refill of the working set",
+        slope * float(size),
+        Source(RING_SLOPE, (slope, n, float(size))),
+    )
 
 
 def _rest_part(work: _Work) -> list[NotExplained]:
