@@ -335,7 +335,6 @@ class _Work:
     unlike: list[NotExplained] = field(default_factory=list)  # differences of unlike placements
     # part -> (shares' code, why it is not a share)
     withheld: dict[str, tuple[str, NotExplained]] = field(default_factory=dict)
-    entry: float | None = None  # kernel entry/exit priced
     held: Result | None = None  # the idle=held twin of an idle=free cross-CPU figure
 
     @property
@@ -353,7 +352,6 @@ def _explain_one(
     assert median is not None
     work = _Work(r, median, used=[r])
     entry = _take(work, _entry_part(r, bare))
-    work.entry = entry.ns if entry else None
     _take(work, _own_work_part(r, entry))
     _address_space_part(work, by_key)
     _idle_part(work, by_key)
