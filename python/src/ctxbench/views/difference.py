@@ -13,6 +13,7 @@ this module only words them (their JSON form is ``export.why_dict``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
@@ -26,7 +27,7 @@ from ctxbench.analysis.compare.pairs import Pairing, original
 from ctxbench.analysis.explain.explanation import Missing, NotExplained
 from ctxbench.analysis.explain.interference import RunLoad
 from ctxbench.records.naming import variant_name
-from ctxbench.records.result import Result
+from ctxbench.records.result import ParamValue, Result
 from ctxbench.views.comparison import SHORT_WORDS, describe, noise_words
 from ctxbench.views.explain import missing_reason, missing_words, not_explained_words
 from ctxbench.views.machines import options_text
@@ -400,7 +401,7 @@ def _suspect_sides(reference: Result, other: Result) -> list[str]:
     return marks
 
 
-def param_words(params: dict[str, Any], name: str) -> str:
+def param_words(params: Mapping[str, ParamValue], name: str) -> str:
     """A parameter's value as the record has it; 'absent' where the record has none."""
     return units.param_value(params[name]) if name in params else "absent"
 

@@ -12,7 +12,7 @@ the wrong way are words under ``not explained``.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -43,6 +43,7 @@ from ctxbench.analysis.explain.seccomp_cost import FilterCost
 from ctxbench.analysis.explain.shares import NO_IDLE_DRIVER, SUSPECT, Figure, Withheld
 from ctxbench.analysis.explain.user_switch import ChainFigure, ChainGap
 from ctxbench.errors import BadInput
+from ctxbench.records.result import ParamValue
 from ctxbench.records.roles import probe_with
 from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.riscv.catalog import CALLS
@@ -329,7 +330,7 @@ def headline(explanations: Sequence[Explanation]) -> list[Explanation]:
 
 
 def _matches(
-    probe: str, values: dict[str, Any], patterns: Sequence[str], params: dict[str, str]
+    probe: str, values: Mapping[str, ParamValue], patterns: Sequence[str], params: dict[str, str]
 ) -> bool:
     """A figure of PROBE with params VALUES against the globs and --param choices."""
     if patterns and not any(

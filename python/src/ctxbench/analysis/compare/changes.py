@@ -48,7 +48,7 @@ from ctxbench.analysis.compare import envparts
 from ctxbench.analysis.compare.comparison import MEASUREMENT_OPTIONS, run_options
 from ctxbench.records.envdiff import env_diff
 from ctxbench.records.naming import params_key
-from ctxbench.records.result import Result
+from ctxbench.records.result import ParamValue, Result
 from ctxbench.records.runs import RunInfo, StoredRun
 
 METHOD = (
@@ -83,7 +83,7 @@ class Point:
 @dataclass
 class Change:
     probe: str
-    params: dict[str, Any]
+    params: dict[str, ParamValue]
     unit: str
     position: int  # 1-based: the first run of the new level
     run_id: str  # that run
