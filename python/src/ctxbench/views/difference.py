@@ -23,7 +23,7 @@ from ctxbench.analysis.compare import difference_parts as split_codes
 from ctxbench.analysis.compare.comparison import FASTER, SLOWER, Comparison
 from ctxbench.analysis.compare.difference_parts import PartDifference, RowWhy, Unsplit, Why
 from ctxbench.analysis.compare.envparts import EVERYTHING, KeyDifference
-from ctxbench.analysis.compare.pairs import Pairing, original
+from ctxbench.analysis.compare.pairs import Pairing, measured_as
 from ctxbench.analysis.explain.explanation import Missing, NotExplained
 from ctxbench.analysis.explain.interference import RunLoad
 from ctxbench.records.naming import variant_name
@@ -433,7 +433,7 @@ def pair_lines(
         a, cell = row.cells[0], row.cells[1]
         if a.result is None or cell.result is None:
             continue
-        measured = original(cell.result.raw).get("params", {})  # B's own, as it was measured
+        measured = measured_as(cell.result).params  # B's own, as it was measured
         change = " ".join(
             f"{n}={param_words(a.result.params, n)}→{param_words(measured, n)}"
             for n in pairing.names

@@ -212,8 +212,7 @@ def find_changes(
                 after=points[start:],
                 difference=difference,
             )
-            # compare_why splits the records as written.
-            parts = [RunParts(before_run.records.results), RunParts(after_run.records.results)]
+            parts = [RunParts(before_run.results), RunParts(after_run.results)]
             a, b = parts[0].by_key.get(key), parts[1].by_key.get(key)
             group = None
             if a is not None and b is not None:
