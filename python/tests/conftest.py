@@ -238,6 +238,19 @@ def tight_getpid(median: float) -> dict[str, Any]:
     return record
 
 
+def summary_figures(median: float, low: float, high: float) -> dict[str, Any]:
+    """A summary block with MEDIAN and its interval, the other figures the
+    median: a synthetic record's, complete as the result type reads it."""
+    flat = dict.fromkeys(("min", "mean", "p90", "p99", "max"), median)
+    return {
+        "n": 10,
+        **flat,
+        "stddev": 0.0,
+        "median": median,
+        "median_ci": {"low": low, "high": high},
+    }
+
+
 def a_result(probe: str, params: dict[str, Any], **rest: Any) -> Result:
     """A result of PROBE with PARAMS as the type analysis takes, the rest of
     its record made up (ok, no figure) unless REST gives it: for tests of

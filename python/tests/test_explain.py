@@ -12,7 +12,7 @@ from pathlib import Path
 import markupsafe
 import pytest
 
-from conftest import fixture_path, invoke, real_run
+from conftest import fixture_path, invoke, real_run, summary_figures
 from ctxbench.analysis.explain.explanation import REST, REST_INSIDE, explain
 from ctxbench.records.reading import read_run_file
 from ctxbench.views.explain import (
@@ -35,7 +35,7 @@ def result(probe, median, params=None, baseline=None, status="ok", family=None, 
         "unit": "ns",
         "params": params or {},
         # a tight interval (1%): the two figures of a part are measured apart
-        "summary": {"median": median, "median_ci": {"low": median * 0.99, "high": median * 1.01}},
+        "summary": summary_figures(median, median * 0.99, median * 1.01),
         "baseline": {"name": "the same calls in one task", "summary": {"median": baseline}}
         if baseline is not None
         else None,

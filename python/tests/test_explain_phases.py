@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import fixture_path, real_run
+from conftest import fixture_path, real_run, summary_figures
 from ctxbench.acquire.runner import RunOptions
 from ctxbench.analysis.explain.explanation import explain
 from ctxbench.analysis.explain.phases import (
@@ -22,6 +22,7 @@ from ctxbench.analysis.explain.phases import (
     traced_view,
 )
 from ctxbench.cli.main import cli
+from ctxbench.records.result import result_of
 from ctxbench.store.db import Store
 from ctxbench.views.explain import explanation_lines, not_explained_words, render_text
 from ctxbench.views.report import render
@@ -56,7 +57,7 @@ def test_every_switch_record_has_a_trace_block_that_validates(traced):
 
 
 def test_each_phase_is_its_share_of_the_traced_samples_times_the_untraced_median(traced):
-    views = [(r, traced_view(r)) for r in switch_records(traced)]
+    views = [(r, traced_view(result_of(r))) for r in switch_records(traced)]
     assert any(v.status == "ok" for _, v in views)
     for r, view in views:
         if view.status != "ok":
@@ -84,7 +85,7 @@ def tiled_record(covered: list[float], median: float = 1000.0, mean: float = 200
         "family": "switch",
         "unit": "ns",
         "params": {"between": "threads", "cpus": "same", "idle": "free", "policy": "normal"},
-        "summary": {"median": median, "median_ci": {"low": median - 10, "high": median + 10}},
+        "summary": summary_figures(median, median - 10, median + 10),
         "baseline": None,
         "derived": {},
         "verdict": {"status": "ok", "reasons": []},
@@ -115,7 +116,7 @@ def tiled_record(covered: list[float], median: float = 1000.0, mean: float = 200
 def test_what_the_chains_do_not_cover_is_the_rest_and_can_be_large():
     # Tracing doubled the figure (2000 against 1000 ns): the phases are
     # scaled by half; the chains covered 40% of the tiled sample, so 60% is left.
-    view = traced_view(tiled_record([0.1, 0.1, 0.2]))
+    view = traced_view(result_of(tiled_record([0.1, 0.1, 0.2])))
     assert [p.ns for p in view.phases] == pytest.approx([100.0, 100.0, 200.0])
     assert [p.traced_ns for p in view.phases] == pytest.approx([200.0, 200.0, 400.0])
     assert view.scale == pytest.approx(0.5)
@@ -128,7 +129,7 @@ def test_what_the_chains_do_not_cover_is_the_rest_and_can_be_large():
 def test_a_traced_pass_before_the_tiling_is_not_set_against_the_figure(traced):
     r = copy.deepcopy(next(r for r in switch_records(traced) if r["trace"]["status"] == "ok"))
     del r["trace"]["tiling"]
-    view = traced_view(r)
+    view = traced_view(result_of(r))
     assert view.status == "not tiled" and view.reason is None  # a code: the view says why
     (line,) = render_traced(view)
     assert (
@@ -143,7 +144,7 @@ def test_the_phases_follow_the_kernel_order_of_a_wake_up(traced):
         for r in switch_records(traced)
         if r["params"].get("cpus") == "same" and r["trace"]["status"] == "ok"
     )
-    names = [p.name for p in traced_view(same).phases]
+    names = [p.name for p in traced_view(result_of(same)).phases]
     assert "call entry → waking" in names
     assert "waking → wakeup" in names
     assert not any("IPI" in n for n in names)  # one CPU: no interrupt between the two tasks
@@ -180,9 +181,9 @@ def idle_pair(free_shares, held_shares, free_median, held_median):
 def test_the_idle_exit_is_set_beside_idle_free_minus_idle_held():
     # Events: waking → switch-in 0.8 x 10 us free, 0.5 x 4 us held: 8 - 2 = 6 us.
     free, held = idle_pair([0.5, 0.1, 0.2], [0.3, 0.0, 0.2], 10000.0, 4000.0)
-    view = traced_view(free)
+    view = traced_view(result_of(free))
     assert view.idle_exit_ns == pytest.approx(1000.0)  # the phase ending at the idle exit
-    comparison = compare_idle(free, held, view)
+    comparison = compare_idle(result_of(free), result_of(held), view)
     assert comparison.events_ns == pytest.approx(6000.0)
     assert comparison.subtraction_ns == pytest.approx(6000.0)
     # the subtraction's interval from the medians' intervals (each +-10 ns)
@@ -206,7 +207,7 @@ def test_the_idle_comparison_takes_the_events_as_traced():
         tiling["traced_per_switch_ns"] *= 2
         for p in tiling["phases"]:
             p["per_switch_ns"] *= 2
-    comparison = compare_idle(free, held, traced_view(free))
+    comparison = compare_idle(result_of(free), result_of(held), traced_view(result_of(free)))
     assert comparison.events_ns == pytest.approx(12000.0)
     assert comparison.agree is False
 
@@ -228,7 +229,7 @@ def test_a_free_figure_whose_target_never_idled_says_so():
 def test_an_idle_exit_the_events_do_not_see_disagrees():
     # The same medians, but the events put the same waking → switch-in on both.
     free, held = idle_pair([0.2, 0.0, 0.0], [0.5, 0.0, 0.0], 10000.0, 4000.0)
-    comparison = compare_idle(free, held, traced_view(free))
+    comparison = compare_idle(result_of(free), result_of(held), traced_view(result_of(free)))
     assert comparison.events_ns == pytest.approx(0.0)
     assert comparison.agree is False
     (e,) = [e for e in explain([free, held]).explanations if e.params["idle"] == "free"]
@@ -244,7 +245,7 @@ def test_agree_is_never_said_for_an_interval_that_spans_zero():
     free, held = idle_pair([0.5, 0.1, 0.2], [0.3, 0.0, 0.2], 10000.0, 4000.0)
     for record, low, high in ((free, 2000.0, 30000.0), (held, 1000.0, 20000.0)):
         record["summary"]["median_ci"] = {"low": low, "high": high, "level": 0.95}
-    comparison = compare_idle(free, held, traced_view(free))
+    comparison = compare_idle(result_of(free), result_of(held), traced_view(result_of(free)))
     assert comparison.low_ns < 0 < comparison.high_ns
     assert comparison.agree is None
     for e in explain([free, held]).explanations:
@@ -274,7 +275,7 @@ def test_unsupported_says_why_and_keeps_the_subtraction_view():
     results = real_run("traced_unprivileged.jsonl").results
     (r,) = switch_records(results)
     assert r["trace"]["status"] == "unsupported"
-    view = traced_view(r)
+    view = traced_view(result_of(r))
     assert view.status == "unsupported" and view.reason
     text = render_text(explain(results))
     assert f"traced pass: unsupported: {view.reason}" in text
@@ -283,7 +284,7 @@ def test_unsupported_says_why_and_keeps_the_subtraction_view():
 
 def test_records_without_a_trace_block_have_no_view():
     for r in real_run("run_a.jsonl").results:
-        assert traced_view(r) is None
+        assert traced_view(result_of(r)) is None
 
 
 def cli_invoke(*args: str):
@@ -348,7 +349,7 @@ def any_pipe(between: str, median: float, start: list[int], end: list[int], trac
         "family": "switch",
         "unit": "ns",
         "params": {"between": between, "cpus": "any", "policy": "normal", "idle": "free"},
-        "summary": {"median": median, "median_ci": {"low": median * 0.99, "high": median * 1.01}},
+        "summary": summary_figures(median, median * 0.99, median * 1.01),
         "baseline": None,
         "derived": {},
         "placement": {"requested": "any", "cpus": [], "observed_start": start, "observed_end": end},
@@ -382,11 +383,11 @@ def test_the_traced_pass_says_where_the_tasks_ran():
         any_pipe("processes", 1200.0, [0, 0], [0, 0]),
         any_pipe("threads", 1000.0, [0, 1], [0, 1], trace=stayed),
     ]
-    assert measured_placement(run[1]) == "same"
+    assert measured_placement(result_of(run[1])) == "same"
     processes = explain(run).explanations[0]
     assert {p.name: p.ns for p in processes.parts}["address-space switch"] == 200.0
     # Sightings that disagree say nothing.
-    assert measured_placement(any_pipe("threads", 1.0, [0, 1], [0, 0])) is None
+    assert measured_placement(result_of(any_pipe("threads", 1.0, [0, 1], [0, 0]))) is None
 
 
 def test_the_summary_waterfall_draws_the_phases_of_a_traced_figure(tmp_path):
@@ -404,7 +405,7 @@ def test_every_traced_phase_has_a_plain_name_with_its_event_pair_beside_it():
 
     seen = 0
     for record in real_run("traced.jsonl").results:
-        view = traced_view(record)
+        view = traced_view(result_of(record))
         if view is None or view.status != "ok":
             continue
         text = "\n".join(render_traced(view))

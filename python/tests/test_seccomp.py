@@ -16,8 +16,16 @@ import pytest
 
 from conftest import real_run
 from ctxbench.analysis.explain.explanation import explain
-from ctxbench.analysis.explain.seccomp_cost import cost_lines, filter_costs
-from ctxbench.views.explain import explained_dict, headline, render_text, run_dict, run_text
+from ctxbench.analysis.explain.seccomp_cost import filter_costs
+from ctxbench.records.result import results_of
+from ctxbench.views.explain import (
+    cost_lines,
+    explained_dict,
+    headline,
+    render_text,
+    run_dict,
+    run_text,
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +63,7 @@ def test_the_recorded_run_measured_each_filter_and_says_what_was_installed(resul
 
 
 def test_each_filtered_figure_is_its_median_less_its_unfiltered_twins(results):
-    costs = filter_costs(results)
+    costs = filter_costs(results_of(results))
     filtered = [
         r
         for r in results
@@ -76,7 +84,7 @@ def test_each_filtered_figure_is_its_median_less_its_unfiltered_twins(results):
 
 
 def test_a_switch_is_set_beside_the_per_call_cost_of_getppid_under_the_same_filter(results):
-    costs = filter_costs(results)
+    costs = filter_costs(results_of(results))
     per_call = {c.mode: c.added_ns for c in costs if c.probe == "syscall.getppid"}
     switches = [c for c in costs if c.probe == "switch.pipe"]
     assert switches
@@ -91,22 +99,22 @@ def test_explain_prints_the_section_with_calls_per_switch(results):
     assert "per system call (" in text
     assert "2 system calls per switch" in text
     assert "the filter runs on every call" in text  # allow: never answered by the cache
-    lines = cost_lines(filter_costs(results))
+    lines = cost_lines(filter_costs(results_of(results)))
     figures = [line for line in lines if line.startswith("  ") and not line.startswith("    ")]
-    assert len(figures) == len(filter_costs(results))
+    assert len(figures) == len(filter_costs(results_of(results)))
 
 
 def test_a_filtered_figure_without_its_twin_or_with_untimed_calls_is_said_so(results):
     kept = [
         r for r in results if r["params"] != {"seccomp": "none"} or r["probe"] != "syscall.read"
     ]
-    assert not any(c.probe == "syscall.read" for c in filter_costs(kept))
+    assert not any(c.probe == "syscall.read" for c in filter_costs(results_of(kept)))
     futex_like = copy.deepcopy(results)
     for r in futex_like:
         r["derived"].pop("syscalls_per_op", None)
     [line] = [
         line
-        for line in cost_lines(filter_costs(futex_like))
+        for line in cost_lines(filter_costs(results_of(futex_like)))
         if "switch.pipe" in line
         and "between=threads" in line
         and "policy=normal" in line
@@ -129,7 +137,7 @@ def test_a_run_without_the_axis_has_no_section():
 
 
 def test_a_difference_inside_both_medians_intervals_is_called_noise(results):
-    for cost in filter_costs(results):
+    for cost in filter_costs(results_of(results)):
         record = next(
             r
             for r in results
@@ -146,13 +154,13 @@ def test_a_difference_inside_both_medians_intervals_is_called_noise(results):
     same = copy.deepcopy(results)
     for r in same:  # every interval wide: nothing is beyond noise
         r["summary"]["median_ci"] = {**r["summary"]["median_ci"], "low": 0.0, "high": 1e12}
-    lines = cost_lines(filter_costs(same))
+    lines = cost_lines(filter_costs(results_of(same)))
     assert all("within this run's noise" in line for line in lines if ", allow:" in line)
 
 
 def test_explain_json_carries_each_filters_cost(results):
     as_json = explained_dict(explain(results, "run"))
-    costs = filter_costs(results)
+    costs = filter_costs(results_of(results))
     assert [d["added_ns"] for d in as_json["seccomp"]] == [c.added_ns for c in costs]
     assert [d["per_call_ns"] for d in as_json["seccomp"]] == [c.per_call_ns for c in costs]
     assert {d["mode"] for d in as_json["seccomp"]} == {"allow", "profile"}
@@ -160,19 +168,23 @@ def test_explain_json_carries_each_filters_cost(results):
 
 def test_explain_as_the_cli_prints_it_keeps_the_section_beside_the_headline(results):
     # By default explain prints the headline switches only; the filter's costs stay.
-    text = run_text(results, "run")
+    text = run_text(results_of(results), "run")
     assert "more switch figure" in text
     assert "what a seccomp filter adds" in text
-    assert text.count(", allow: ") == len([c for c in filter_costs(results) if c.mode == "allow"])
+    assert text.count(", allow: ") == len(
+        [c for c in filter_costs(results_of(results)) if c.mode == "allow"]
+    )
 
 
 def test_globs_and_params_narrow_the_section_too(results):
-    text = run_text(results, "run", ["syscall.*"], {"seccomp": "allow"})
+    text = run_text(results_of(results), "run", ["syscall.*"], {"seccomp": "allow"})
     costs = [line for line in text.splitlines() if ", allow: " in line or ", profile: " in line]
     assert [line.split(",")[0].strip() for line in costs] == ["syscall.getppid", "syscall.read"]
     assert "no switch figure of this run matches" not in text
-    assert "what a seccomp filter adds" not in run_text(results, "run", ["switch.futex"])
-    data = run_dict(results, "run", ["syscall.read"])
+    assert "what a seccomp filter adds" not in run_text(
+        results_of(results), "run", ["switch.futex"]
+    )
+    data = run_dict(results_of(results), "run", ["syscall.read"])
     assert {(d["probe"], d["mode"]) for d in data["seccomp"]} == {
         ("syscall.read", "allow"),
         ("syscall.read", "profile"),

@@ -25,12 +25,12 @@ alone. What caches lose is not included (ring probe: the bound where stored).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench.records.machines import machine_name
-from ctxbench.records.result import Result
+from ctxbench.records.result import ParamValue, Result
 from ctxbench.records.roles import probe_with
 
 # The calls that show which primitive a hand-off goes through.
@@ -56,7 +56,7 @@ class Figure:
     """One stored figure: a variant's median and its interval, in ns."""
 
     probe: str
-    params: dict[str, Any]
+    params: dict[str, ParamValue]
     median_ns: float
     low_ns: float
     high_ns: float
@@ -77,7 +77,7 @@ class Wanted:
     def of(probe: str, **params: Any) -> Wanted:
         return Wanted(probe, tuple(sorted(params.items())))
 
-    def matches(self, probe: str, params: dict[str, Any]) -> bool:
+    def matches(self, probe: str, params: Mapping[str, ParamValue]) -> bool:
         mine = dict(self.params)
         if probe != self.probe or params.get("seccomp", "none") != mine.get("seccomp", "none"):
             return False

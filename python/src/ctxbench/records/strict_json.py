@@ -104,3 +104,9 @@ def loads_record(text: str) -> Any:
 def dumps(record: dict[str, Any]) -> str:
     """A record as one compact line of JSON (its text as it is, not escaped)."""
     return json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+
+
+# A JSON object a view writes (a --json document, a chart's settings): output
+# being built, never a record that was read (records are read into their
+# types: records.result, records.environment, records.runs).
+JsonObject = dict[str, Any]

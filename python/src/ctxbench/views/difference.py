@@ -13,6 +13,7 @@ this module only words them (their JSON form is ``export.why_dict``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
@@ -22,11 +23,11 @@ from ctxbench.analysis.compare import difference_parts as split_codes
 from ctxbench.analysis.compare.comparison import FASTER, SLOWER, Comparison
 from ctxbench.analysis.compare.difference_parts import PartDifference, RowWhy, Unsplit, Why
 from ctxbench.analysis.compare.envparts import EVERYTHING, KeyDifference
-from ctxbench.analysis.compare.pairs import Pairing, original
+from ctxbench.analysis.compare.pairs import Pairing, measured_as
 from ctxbench.analysis.explain.explanation import Missing, NotExplained
 from ctxbench.analysis.explain.interference import RunLoad
 from ctxbench.records.naming import variant_name
-from ctxbench.records.result import Result
+from ctxbench.records.result import ParamValue, Result
 from ctxbench.views.comparison import SHORT_WORDS, describe, noise_words
 from ctxbench.views.explain import missing_reason, missing_words, not_explained_words
 from ctxbench.views.machines import options_text
@@ -400,7 +401,7 @@ def _suspect_sides(reference: Result, other: Result) -> list[str]:
     return marks
 
 
-def param_words(params: dict[str, Any], name: str) -> str:
+def param_words(params: Mapping[str, ParamValue], name: str) -> str:
     """A parameter's value as the record has it; 'absent' where the record has none."""
     return units.param_value(params[name]) if name in params else "absent"
 
@@ -432,7 +433,7 @@ def pair_lines(
         a, cell = row.cells[0], row.cells[1]
         if a.result is None or cell.result is None:
             continue
-        measured = original(cell.result.raw).get("params", {})  # B's own, as it was measured
+        measured = measured_as(cell.result).params  # B's own, as it was measured
         change = " ".join(
             f"{n}={param_words(a.result.params, n)}→{param_words(measured, n)}"
             for n in pairing.names

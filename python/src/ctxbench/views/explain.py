@@ -12,12 +12,12 @@ the wrong way are words under ``not explained``.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any
 
 from ctxbench import units
 from ctxbench.analysis.explain import explanation as explain_codes
+from ctxbench.analysis.explain import user_switch
 from ctxbench.analysis.explain.explanation import (
     IDLE_AGREE,
     IDLE_DISAGREE,
@@ -38,11 +38,13 @@ from ctxbench.analysis.explain.explanation import (
     bare_syscall,
     explain,
 )
-from ctxbench.analysis.explain.seccomp_cost import FilterCost, cost_lines
+from ctxbench.analysis.explain.seccomp_cost import FilterCost
 from ctxbench.analysis.explain.shares import NO_IDLE_DRIVER, SUSPECT, Figure, Withheld
+from ctxbench.analysis.explain.user_switch import ChainFigure, ChainGap
 from ctxbench.errors import BadInput
-from ctxbench.records.result import results_of
+from ctxbench.records.result import ParamValue, Result
 from ctxbench.records.roles import probe_with
+from ctxbench.records.strict_json import JsonObject
 from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import explain_lines
@@ -67,10 +69,37 @@ MISSING_WORDS = {
 }
 
 
+# Why a user-level switch, or a step of its chain, is not split (user_switch's codes).
+CHAIN_WORDS = {
+    user_switch.FLOOR_WHOLE: "the own asm switch is the floor: the callee-saved registers and "
+    "the stack pointer saved and restored, nothing smaller measured apart",
+    user_switch.COMPILED: "a C++20 coroutine's transfer is compiled into the coroutines' code: "
+    "no save/restore of its own is measured apart, so it is not split",
+    user_switch.NO_SMALLER: "no smaller figure of this switch is measured apart",
+    user_switch.NOTHING_BELOW: "no smaller figure of its chain was measured in this run, so no "
+    "step of it is separated",
+}
+
+
+def chain_words(gap: ChainGap) -> str:
+    """What of a user-level chain cannot be split, and why."""
+    if gap.code == user_switch.NOT_MEASURED:
+        return f"{gap.step}: {units.params(dict(gap.params))} of {gap.probe} not measured here"
+    return CHAIN_WORDS[gap.code]
+
+
+def chain_figures_words(figures: Sequence[ChainFigure]) -> str:
+    """'uswitch.boost_context api=fiber (55 ns) - uswitch.asm ... (12 ns)'."""
+    return " - ".join(
+        f"{user_switch.variant_label(f.probe, dict(f.params))} ({time_text(f.ns)})" for f in figures
+    )
+
+
 def missing_reason(m: Missing) -> str:
     """Why the run could not separate M's part, without the part's name."""
     if m.code == explain_codes.CHAIN:
-        return m.detail
+        assert m.gap is not None
+        return chain_words(m.gap)
     words = MISSING_WORDS[m.code].format(detail=m.detail)
     if m.code == explain_codes.REST_INSIDE and m.detail == explain_codes.TRACE_HINT:
         words += " (ctxbench run --trace separates them)"
@@ -142,7 +171,10 @@ def source_words(s: Source) -> str:
         return "the whole measured median: no part of it is measured apart here"
     if code == explain_codes.JOINED:
         return "; ".join(source_words(joined) for joined in s.joined)
-    return s.text  # CHAIN_WORDS
+    if code == explain_codes.CHAIN_STEP:
+        return chain_figures_words(s.figures)
+    assert s.gap is not None  # CHAIN_WHOLE
+    return chain_words(s.gap)
 
 
 def _below_zero_words(s: Source, ns: float) -> str:
@@ -241,7 +273,7 @@ def withheld_words(w: Withheld) -> str:
     )
 
 
-def explained_dict(explained: Explained) -> dict[str, Any]:
+def explained_dict(explained: Explained) -> JsonObject:
     """EXPLAINED as JSON data, every part's source and what is not explained in words."""
     out = asdict(explained)
     for e, d in zip(explained.explanations, out["explanations"], strict=True):
@@ -250,9 +282,16 @@ def explained_dict(explained: Explained) -> dict[str, Any]:
             data["source"] = source_words(part.source)
             del data["terms"]
         d["not_explained"] = [not_explained_words(n) for n in e.not_explained]
+        d["not_separated"] = [_missing_dict(m) for m in e.not_separated]
     for c, d in zip(explained.seccomp, out["seccomp"], strict=True):
         d["added_ns"], d["per_call_ns"] = c.added_ns, c.per_call_ns
     return out
+
+
+def _missing_dict(m: Missing) -> dict[str, str]:
+    """A part not separated as JSON: its name, code and detail (a chain's words)."""
+    detail = missing_reason(m) if m.code == explain_codes.CHAIN else m.detail
+    return {"part": m.part, "code": m.code, "detail": detail}
 
 
 _DEFAULTS = {
@@ -291,7 +330,7 @@ def headline(explanations: Sequence[Explanation]) -> list[Explanation]:
 
 
 def _matches(
-    probe: str, values: dict[str, Any], patterns: Sequence[str], params: dict[str, str]
+    probe: str, values: Mapping[str, ParamValue], patterns: Sequence[str], params: dict[str, str]
 ) -> bool:
     """A figure of PROBE with params VALUES against the globs and --param choices."""
     if patterns and not any(
@@ -493,6 +532,47 @@ def render_text(
     return "\n".join(lines) + "\n"
 
 
+# ---- what a seccomp filter adds ------------------------------------------------------
+def _signed(value: float) -> str:
+    return ("+" if value >= 0 else "-") + units.value(abs(value), "ns")
+
+
+def cost_lines(costs: list[FilterCost]) -> list[str]:
+    """The section of ``ctxbench explain``: one line per filtered figure."""
+    if not costs:
+        return []
+    lines = [
+        "what a seccomp filter adds (each filtered figure against its seccomp=none twin in "
+        "this run):"
+    ]
+    for c in costs:
+        params = " ".join(f"{k}={v}" for k, v in sorted(c.params.items()))
+        head = f"  {c.probe}{' ' + params if params else ''}, {c.mode}: "
+        text = (
+            f"{_signed(c.added_ns)} per {c.per_op} ({units.value(c.median_ns, 'ns')} against "
+            f"{units.value(c.unfiltered_ns, 'ns')})"
+        )
+        if c.per_op == "switch":
+            if c.syscalls_per_op is None:
+                text += "; how many system calls a switch makes depends on timing here"
+            else:
+                calls = f"{c.syscalls_per_op:g}"
+                text += f", {calls} system calls per switch: {_signed(c.per_call_ns or 0)} per call"
+                if c.expected_ns is not None:
+                    text += (
+                        f"; {calls} calls at the filter's cost per call in {c.expected_from} "
+                        f"would add {_signed(c.expected_ns)}"
+                    )
+        if c.beyond_noise is False:
+            text += "; within this run's noise: the two medians' confidence intervals overlap"
+        if c.status != "ok":
+            text += " [suspect: see the records' verdicts]"
+        lines.append(head + text)
+        if c.cache:
+            lines.append(f"    {c.cache}")
+    return lines
+
+
 # ---- a run, narrowed ------------------------------------------------------------------------
 def parse_params(choices: Sequence[str]) -> dict[str, str]:
     """``--param NAME=VALUE`` choices as a dict; BadInput naming the fix otherwise."""
@@ -514,7 +594,7 @@ def _lab_calls(globs: Sequence[str]) -> list[str]:
 
 
 def run_text(
-    results: list[dict[str, Any]],
+    results: Sequence[Result],
     run_id: str,
     globs: Sequence[str] = (),
     params: dict[str, str] | None = None,
@@ -522,7 +602,7 @@ def run_text(
 ) -> str:
     """What ``ctxbench explain`` prints of one run: a RISC-V lab run's calls split
     per simulator, an engine run's switch figures (``narrow``)."""
-    lab = results_of(results)  # riscv reads the results as types
+    lab = tuple(results)
     if is_lab_run(lab):
         lines = [f"# where an ecall round trip goes, RISC-V trap lab run {run_id}"]
         lines += explain_lines(lab, _lab_calls(globs))
@@ -533,14 +613,14 @@ def run_text(
 
 
 def run_dict(
-    results: list[dict[str, Any]],
+    results: Sequence[Result],
     run_id: str,
     globs: Sequence[str] = (),
     params: dict[str, str] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """``explain --json``: the decompositions the globs and params name (all of
     them without), or a lab run's splits (``lab_dict``)."""
-    lab = results_of(results)  # riscv reads the results as types
+    lab = tuple(results)
     if is_lab_run(lab):
         data = lab_dict(lab)
         calls = set(_lab_calls(globs))

@@ -434,8 +434,8 @@ def why_dict(result: Why | None, pairing: Pairing | None = None) -> dict[str, An
     ``why`` and ``pairing``), beside ``comparison_dict``."""
     from dataclasses import asdict
 
-    from ctxbench.analysis.compare.pairs import original
-    from ctxbench.views.difference import METHOD
+    from ctxbench.analysis.compare.pairs import measured_as
+    from ctxbench.views.difference import METHOD, unsplit_words
 
     out: dict[str, Any] = {}
     if pairing is not None:
@@ -447,16 +447,14 @@ def why_dict(result: Why | None, pairing: Pairing | None = None) -> dict[str, An
             "ambiguous": pairing.ambiguous,
             "pairs": [
                 {
-                    "probe": record["probe"],
-                    "params": record.get("params", {}),
-                    "other_params": original(record).get("params", {}),
+                    "probe": result.probe,
+                    "params": dict(result.params),
+                    "other_params": dict(measured_as(result).params),
                 }
-                for record in pairing.runs[1].records.results
+                for result in pairing.runs[1].results
             ],
         }
     if result is not None:
-        from ctxbench.views.difference import unsplit_words as _unsplit_words
-
         out["why"] = {
             "method": METHOD,
             "level": result.level,
@@ -467,7 +465,7 @@ def why_dict(result: Why | None, pairing: Pairing | None = None) -> dict[str, An
                 {"key": k.key, "values": list(k.values), "acts_on": list(k.groups)}
                 for k in result.env
             ],
-            "not_split": [f"{variant}: {_unsplit_words(e)}" for variant, e in result.not_split],
+            "not_split": [f"{variant}: {unsplit_words(e)}" for variant, e in result.not_split],
             "every_row": result.every_row,
             "moved": result.moved,
             "rows": [_row_dict(row) for row in result.rows],

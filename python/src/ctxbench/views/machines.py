@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ctxbench import units
 from ctxbench.analysis.compare.comparison import FASTER, SLOWER
-from ctxbench.analysis.compare.pairs import original
+from ctxbench.analysis.compare.pairs import measured_as
 from ctxbench.analysis.summary.data import Machines, Summary
 from ctxbench.records.naming import params_key, variant_name
 from ctxbench.records.runs import StoredRun
@@ -204,7 +204,7 @@ def run_flags(run: StoredRun) -> list[str]:
     idle = {r.params["idle"] for r in run.results if "idle" in r.params}
     if idle == {"held"}:
         flags.append("--hold-idle")
-    if any(original(r.raw).get("trace") for r in run.results):  # the pairs' copies, as written
+    if any(measured_as(r).block("trace") for r in run.results):  # the pairs' copies, as measured
         flags.append("--trace")
     sandbox = run.env.sandbox
     if sandbox is not None and sandbox.seccomp_mode == "filter":

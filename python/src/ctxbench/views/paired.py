@@ -7,8 +7,6 @@ outcome, in the words and outcome names of the gate (``views.gate``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from ctxbench import units
 from ctxbench.analysis.compare.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER
 from ctxbench.analysis.compare.paired import (
@@ -22,13 +20,15 @@ from ctxbench.analysis.compare.paired import (
     PairedGate,
     PairedVerdict,
 )
+from ctxbench.records.environment import Environment
 from ctxbench.records.naming import variant_name
 from ctxbench.records.result import Result
+from ctxbench.records.strict_json import JsonObject
 
 
-def arms_line(run_id: str, axis: Axis, env: dict[str, Any]) -> str:
+def arms_line(run_id: str, axis: Axis, env: Environment) -> str:
     """What A and B are in this run."""
-    wrapper = (env.get("options") or {}).get("ab_wrapper")
+    wrapper = env.options.get("ab_wrapper")
     if axis.name == ARM and wrapper:
         what = f"B = under `{wrapper}`, A = plain"
     else:
@@ -86,7 +86,7 @@ def verdict_words(verdict: PairedVerdict, percent: float) -> str:
 
 
 def paired_lines(
-    run_id: str, axis: Axis, env: dict[str, Any], pairs: list[Paired], judged: PairedGate | None
+    run_id: str, axis: Axis, env: Environment, pairs: list[Paired], judged: PairedGate | None
 ) -> list[str]:
     lines = [arms_line(run_id, axis, env)]
     verdicts = {id(v.paired): v for v in judged.rows} if judged else {}
@@ -126,7 +126,7 @@ def outcome_line(judged: PairedGate) -> str:
 
 def paired_dict(
     run_id: str, axis: Axis, pairs: list[Paired], judged: PairedGate | None
-) -> dict[str, Any]:
+) -> JsonObject:
     """``compare RUN --ab --json``: the pairs (and the gate) as data."""
     verdicts = {id(v.paired): v for v in judged.rows} if judged else {}
     rows = []
@@ -151,7 +151,7 @@ def paired_dict(
                 "why": verdict.why if verdict else None,
             }
         )
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "run_id": run_id,
         "axis": {"name": axis.name, "a": axis.a, "b": axis.b},
         "pairs": rows,

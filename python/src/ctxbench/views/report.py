@@ -125,8 +125,7 @@ def build_context(
         "explained": [
             (name, explained)
             for name, run in zip(names, runs, strict=True)
-            if (explained := explain(run.records.results, run.run_id)).explanations
-            or explained.fork
+            if (explained := explain(run.results, run.run_id)).explanations or explained.fork
         ],
         "comparison": comparison,
         "comparison_plot": comparison_figure(figures, comparison) if comparison else None,

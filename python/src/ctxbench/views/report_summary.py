@@ -20,6 +20,7 @@ from ctxbench.analysis.summary.data import Machines, Point, RunSummary, Summary
 from ctxbench.analysis.summary.rules import LADDER
 from ctxbench.records.naming import params_key
 from ctxbench.records.runs import StoredRun
+from ctxbench.records.strict_json import JsonObject
 from ctxbench.units import params_text
 from ctxbench.views.comparison import describe, noise_words
 from ctxbench.views.explain import source_words
@@ -169,7 +170,7 @@ def _time_tick(ns: float) -> str:
     raise AssertionError("unreachable")
 
 
-def _time_axis(values: list[float], span: tuple[float, float] | None = None) -> dict[str, Any]:
+def _time_axis(values: list[float], span: tuple[float, float] | None = None) -> JsonObject:
     """A log axis of nanoseconds with a tick per decade, named in ns/µs/ms/s."""
     positive = [v for v in values if v is not None and v > 0]
     low = min([*(span[:1] if span else ()), *positive])
@@ -203,7 +204,7 @@ def _point_hover(point: Point) -> str:
     return text
 
 
-def _errors(points: list[Point]) -> dict[str, Any]:
+def _errors(points: list[Point]) -> JsonObject:
     return {
         "type": "data",
         "symmetric": False,

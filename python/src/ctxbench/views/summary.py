@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Iterable
-from typing import Any
 
 from rich.text import Text
 
@@ -29,6 +28,7 @@ from ctxbench import units
 from ctxbench.analysis.explain.explanation import Explanation
 from ctxbench.analysis.summary.data import Point, RunSummary, Summary
 from ctxbench.records.naming import variant_name
+from ctxbench.records.strict_json import JsonObject
 from ctxbench.views import summary_why as why
 from ctxbench.views.answers import sentences as answer_sentences
 from ctxbench.views.explain import missing_words, not_explained_words, note_words, source_words
@@ -384,7 +384,7 @@ def plain(lines: list[Text]) -> str:
 
 
 # ---- as data ---------------------------------------------------------------------------
-def _point_dict(point: Point | None) -> dict[str, Any] | None:
+def _point_dict(point: Point | None) -> JsonObject | None:
     if point is None:
         return None
     return {
@@ -400,7 +400,7 @@ def _point_dict(point: Point | None) -> dict[str, Any] | None:
     }
 
 
-def as_dict(run: RunSummary) -> dict[str, Any]:
+def as_dict(run: RunSummary) -> JsonObject:
     """One run's summary as plain data: the ladder, same vs cross, the featured
     explanation and the verdicts, each figure with the record it comes from."""
     explanation = run.explanation

@@ -7,10 +7,13 @@ distribution; the numbers are the analysis', only the words are here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxbench import units
 from ctxbench.analysis.explain.phases import NOT_TILED, TracedPhase, TracedView
+from ctxbench.analysis.typed import typed
+from ctxbench.records.result import Result
 
 SCALING_RULE = (
     "each phase is its share of the median traced sample's time (chains laid end to end over "
@@ -183,19 +186,19 @@ def render_traced(view: TracedView, idle_said: bool = False) -> list[str]:
     return lines
 
 
-def render_trace_detail(results: list[dict[str, Any]]) -> str:
+def render_trace_detail(results: Sequence[Result | Mapping[str, Any]]) -> str:
     """``ctxbench explain --trace``: every traced pass of a run in full, one
     block per switch figure: how it was recorded, the switches followed, and
     each phase's distribution (median with its interval, p90, count) beside
     its traced time per switch, its share of the samples and the events
     recorded inside it."""
     lines: list[str] = []
-    for r in results:
-        block = r.get("trace")
+    for r in typed(results):
+        block = r.block("trace")
         if not block:
             continue
-        params = " ".join(f"{k}={v}" for k, v in sorted((r.get("params") or {}).items()))
-        lines += ["", f"{r['probe']} {params}"]
+        params = " ".join(f"{k}={v}" for k, v in sorted(r.params.items()))
+        lines += ["", f"{r.probe} {params}"]
         if block.get("status") != "ok":
             lines.append(f"  traced pass {block.get('status')}: {block.get('reason')}")
             continue

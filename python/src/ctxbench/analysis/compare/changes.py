@@ -37,9 +37,8 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -48,7 +47,7 @@ from ctxbench.analysis.compare import envparts
 from ctxbench.analysis.compare.comparison import MEASUREMENT_OPTIONS, run_options
 from ctxbench.records.envdiff import env_diff
 from ctxbench.records.naming import params_key
-from ctxbench.records.result import Result
+from ctxbench.records.result import ParamValue, Result
 from ctxbench.records.runs import RunInfo, StoredRun
 
 METHOD = (
@@ -83,7 +82,7 @@ class Point:
 @dataclass
 class Change:
     probe: str
-    params: dict[str, Any]
+    params: dict[str, ParamValue]
     unit: str
     position: int  # 1-based: the first run of the new level
     run_id: str  # that run
@@ -103,7 +102,7 @@ class Change:
 @dataclass
 class MachineChanges:
     hostname: str
-    options: dict[str, Any]
+    options: Mapping[str, object]
     runs: list[RunInfo]
     examined: int  # variants with enough figures to look at
     too_short: int  # variants with fewer than 2 x MIN_RUNS figures: few_runs + few_figures
@@ -212,8 +211,7 @@ def find_changes(
                 after=points[start:],
                 difference=difference,
             )
-            # compare_why splits the records as written.
-            parts = [RunParts(before_run.records.results), RunParts(after_run.records.results)]
+            parts = [RunParts(before_run.results), RunParts(after_run.results)]
             a, b = parts[0].by_key.get(key), parts[1].by_key.get(key)
             group = None
             if a is not None and b is not None:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ctxbench import stats, units
 from ctxbench.analysis.compare.noise import (
@@ -48,6 +47,7 @@ from ctxbench.analysis.compare.noise import (
 )
 from ctxbench.records import matrix
 from ctxbench.records.envdiff import EnvDiff, env_diff
+from ctxbench.records.environment import Environment
 from ctxbench.records.naming import params_key
 from ctxbench.records.result import ParamValue, Result
 from ctxbench.records.runs import StoredRun
@@ -167,7 +167,7 @@ class Comparison:
     level: float
     alpha: float
     min_effect: float = DEFAULT_MIN_EFFECT
-    options: list[dict[str, Any]] = field(default_factory=list)  # per run: SHOWN_OPTIONS
+    options: list[dict[str, object]] = field(default_factory=list)  # per run: SHOWN_OPTIONS
     summaries: list[Summary] = field(default_factory=list)  # per run after the reference
     matrices: list[MatrixComparison] = field(default_factory=list)
     judging: Judging | None = None  # how its cells were judged (``judge_cell``)
@@ -297,10 +297,9 @@ def compare_runs(
     )
 
 
-def run_options(env: dict[str, Any]) -> dict[str, Any]:
+def run_options(env: Environment) -> dict[str, object]:
     """The options of a run that change its figures, and its repeats (absent ones are unknown)."""
-    options = env.get("options") or {}
-    return {name: options[name] for name in SHOWN_OPTIONS if name in options}
+    return {name: env.options[name] for name in SHOWN_OPTIONS if name in env.options}
 
 
 def observed_placement(result: Result) -> str | None:
@@ -320,10 +319,9 @@ def observed_placement(result: Result) -> str | None:
     return "one CPU" if distinct == 1 else f"{distinct} CPUs"
 
 
-def allowed_cpus(env: dict[str, Any]) -> int | None:
+def allowed_cpus(env: Environment) -> int | None:
     """How many CPUs the run was allowed (env cpu.allowed), None if unknown."""
-    allowed = (env.get("cpu") or {}).get("allowed")
-    return len(allowed) if isinstance(allowed, list) and allowed else None
+    return len(env.cpu_allowed) or None
 
 
 def exclusions(

@@ -40,6 +40,7 @@ the parts they act on (``envparts``). Numbers and reason codes;
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,15 +49,17 @@ import numpy as np
 from ctxbench import stats
 from ctxbench.analysis.compare import envparts
 from ctxbench.analysis.compare.comparison import FASTER, SLOWER, Comparison, Row
-from ctxbench.analysis.compare.pairs import original
+from ctxbench.analysis.compare.pairs import measured_as
 from ctxbench.analysis.explain.explanation import (
     BASELINE,
-    CHAIN,
+    CALLS_PRICED,
     JOINED,
     MEDIAN,
+    MEDIAN_LESS_PARTS,
     REST,
     REST_INSIDE,
     REST_USER,
+    WHOLE_MEDIAN,
     Explanation,
     Missing,
     NotExplained,
@@ -70,6 +73,7 @@ from ctxbench.analysis.explain.explanation import Source as PartSource
 from ctxbench.analysis.explain.interference import RunLoad, run_load
 from ctxbench.analysis.explain.phases import traced_view
 from ctxbench.records.naming import params_key
+from ctxbench.records.result import ParamValue, Result
 from ctxbench.records.runs import StoredRun
 
 CALL_WORK = "the call's own work"
@@ -89,14 +93,14 @@ ACROSS_PAIR = "across the pair"  # the processes variant of one run against the 
 PHASES_ONE_TRACED = "one traced"  # only one run was traced
 PHASES_FAILED = "trace failed"  # a traced pass failed
 REST_UNTRACED = "rest untraced"  # the rest is not split into wake-up and switch: needs --trace
-EXPLAIN = "explain"  # what explain could not separate, in its own words (detail)
+EXPLAIN = "explain"  # what explain could not separate (missing, said: its codes)
 
 
 @dataclass(frozen=True)
 class Unsplit:
     code: str
     sides: str = ""  # "A", "B", "A and B": the runs it is about
-    detail: str = ""  # a part's or a probe's name, or a chain's words
+    detail: str = ""  # a part's or a probe's name
     missing: Missing | None = None  # EXPLAIN: explain's code for what it could not separate
     said: NotExplained | None = None  # EXPLAIN: a part explain measured but not as a share
     # EXPLAIN, per part: each run's reason (explain's Missing or NotExplained)
@@ -134,8 +138,8 @@ class RowWhy:
     """One row of a comparison (run A's record against run B's), split."""
 
     probe: str
-    params: dict[str, Any]  # run A's
-    other_params: dict[str, Any]  # run B's (they differ where rows were paired)
+    params: dict[str, ParamValue]  # run A's
+    other_params: dict[str, ParamValue]  # run B's (they differ where rows were paired)
     decision: str | None  # compare's: slower / faster / no difference
     reference_ns: float
     other_ns: float
@@ -184,54 +188,65 @@ def _largest(parts: list[PartDifference], total: float) -> PartDifference | None
 
 
 # ---- the parts of one record --------------------------------------------------------
-def call_parts(record: dict[str, Any], bare: dict[str, Any] | None) -> list[Part]:
+def call_parts(record: Result, bare: Result | None) -> list[Part]:
     """A system call's figure split like a switch's: kernel entry/exit (the bare
     trap, ``syscall.enosys``) and the call's own work (the rest); empty where
     the run has no bare trap or it measured higher than the call."""
-    median = float(record["summary"]["median"])
-    if record["probe"] == bare_syscall():
-        return [Part("kernel entry/exit", median, bare_syscall(), [term(1.0, record, MEDIAN)])]
-    if bare is None or not bare.get("summary"):
+    median = _median(record)
+    if record.probe == bare_syscall():
+        whole = PartSource(WHOLE_MEDIAN)
+        return [Part(KERNEL_ENTRY_PART, median, whole, [term(1.0, record, MEDIAN)])]
+    if bare is None or bare.summary is None:
         return []
-    entry = float(bare["summary"]["median"])
+    entry = _median(bare)
     if entry > median:
         return []
+    priced = PartSource(CALLS_PRICED, (1.0, entry), bare_syscall())
     return [
-        Part("kernel entry/exit", entry, bare_syscall(), [term(1.0, bare)]),
+        Part(KERNEL_ENTRY_PART, entry, priced, [term(1.0, bare)]),
         Part(
             CALL_WORK,
             median - entry,
-            "the call less the bare trap",
+            PartSource(MEDIAN_LESS_PARTS),
             [term(1.0, record), term(-1.0, bare)],
         ),
     ]
 
 
+def _median(record: Result) -> float:
+    assert record.summary is not None  # a row compared: measured on both sides
+    return float(record.summary.median)
+
+
+def _key(record: Result) -> tuple[str, str]:
+    return record.probe, params_key(dict(record.params))
+
+
 class RunParts:
     """One run's records by variant key, and each record's parts (explain, once)."""
 
-    def __init__(self, results: list[dict[str, Any]]):
-        self.by_key = {(r["probe"], params_key(r.get("params", {}))): r for r in results}
+    def __init__(self, results: Sequence[Result]):
+        self.by_key = {_key(r): r for r in results}
         self._results = results
         self._explained: dict[tuple[str, str], Explanation] | None = None
 
-    def explanation(self, record: dict[str, Any]) -> Explanation | None:
+    def explanation(self, record: Result) -> Explanation | None:
         if self._explained is None:
             self._explained = {
                 (e.probe, params_key(e.params)): e for e in explain(self._results).explanations
             }
-        return self._explained.get((record["probe"], params_key(record.get("params", {}))))
+        return self._explained.get(_key(record))
 
-    def parts(self, record: dict[str, Any]) -> tuple[list[Part], list[Unsplit]]:
+    def parts(self, record: Result) -> tuple[list[Part], list[Unsplit]]:
         """The record's parts, and what its explanation could not separate."""
-        if record["probe"].endswith("_vdso"):
+        if record.probe.endswith("_vdso"):
             return [], [Unsplit(VDSO)]
-        if record.get("family") == "syscall" and record.get("unit") == "ns":
+        if record.family == "syscall" and record.unit == "ns":
             bare = next(
                 (
                     r
                     for (probe, _), r in self.by_key.items()
-                    if probe == bare_syscall() and r["verdict"]["status"] in ("ok", "suspect")
+                    if probe == bare_syscall() and r.verdict.measured
                 ),
                 None,
             )
@@ -240,12 +255,7 @@ class RunParts:
         found = self.explanation(record)
         if found is None:
             return [], []
-        missing = [
-            Unsplit(EXPLAIN, detail=m.detail)
-            if m.code == CHAIN
-            else Unsplit(EXPLAIN, detail=m.part, missing=m)
-            for m in found.not_separated
-        ]
+        missing = [Unsplit(EXPLAIN, detail=m.part, missing=m) for m in found.not_separated]
         said = [Unsplit(EXPLAIN, detail=n.part, said=n) for n in found.not_explained]
         return found.parts, missing + said
 
@@ -271,7 +281,7 @@ class Resampler:
         record = self.runs[run].by_key.get(key)
         drawn = None
         if record is not None and which == BASELINE:
-            summary = (record.get("baseline") or {}).get("summary") or {}
+            summary = record.block("baseline").get("summary") or {}
             ci = summary.get("median_ci")
             if ci and summary.get("median") is not None:
                 from scipy.stats import norm
@@ -279,8 +289,8 @@ class Resampler:
                 width = float(ci["high"]) - float(ci["low"])
                 sd = width / (2.0 * float(norm.ppf(0.5 + float(ci["level"]) / 2.0)))
                 drawn = self.rng.normal(float(summary["median"]), sd, self.resamples)
-        elif record is not None and record.get("samples"):
-            samples = np.asarray(record["samples"], dtype=float)
+        elif record is not None and record.samples:
+            samples = np.asarray(record.samples, dtype=float)
             index = self.rng.integers(0, samples.size, size=(self.resamples, samples.size))
             drawn = np.median(samples[index], axis=1)
         self._drawn[source] = drawn
@@ -311,7 +321,7 @@ class _Side:
     None: not a sum of medians), and the parts it did not separate."""
 
     run: int
-    record: dict[str, Any]
+    record: Result
     parts: dict[str, tuple[float, Signed | None]]
     rest: bool  # explain gave the figure a rest
     missing: list[Unsplit]
@@ -319,10 +329,10 @@ class _Side:
 
     @property
     def median(self) -> float:
-        return float(self.record["summary"]["median"])
+        return _median(self.record)
 
 
-def _side(run: int, record: dict[str, Any], parts: list[Part], missing: list[Unsplit]) -> _Side:
+def _side(run: int, record: Result, parts: list[Part], missing: list[Unsplit]) -> _Side:
     """A user-level switch not split (its whole figure one part) is all rest."""
     rests = (REST, REST_USER)
     found = {
@@ -333,7 +343,7 @@ def _side(run: int, record: dict[str, Any], parts: list[Part], missing: list[Uns
     return _Side(run, record, found, any(p.name in rests for p in parts), missing)
 
 
-def _absent_by_definition(name: str, params: dict[str, Any]) -> bool:
+def _absent_by_definition(name: str, params: Mapping[str, ParamValue]) -> bool:
     """A part this variant cannot have: zero, not unmeasured."""
     if name == ADDRESS_SPACE_PART:
         return params.get("between") == "threads"
@@ -347,8 +357,8 @@ def _negated(terms: Signed) -> Signed:
 
 
 def split_row(
-    reference: dict[str, Any],
-    other: dict[str, Any],
+    reference: Result,
+    other: Result,
     runs: list[RunParts],
     resampler: Resampler,
     decision: str | None = None,
@@ -357,12 +367,12 @@ def split_row(
     difference, the remainder included) and phase by phase."""
     total = resampler.interval([(1, term(1.0, other)), (0, term(-1.0, reference))])
     row = RowWhy(
-        probe=reference["probe"],
-        params=dict(reference.get("params", {})),
-        other_params=dict(other.get("params", {})),
+        probe=reference.probe,
+        params=dict(reference.params),
+        other_params=dict(other.params),
         decision=decision,
-        reference_ns=float(reference["summary"]["median"]),
-        other_ns=float(other["summary"]["median"]),
+        reference_ns=_median(reference),
+        other_ns=_median(other),
         low_ns=total[0] if total else None,
         high_ns=total[1] if total else None,
     )
@@ -418,11 +428,11 @@ def _part_difference(
     return _difference(name, values[0], values[1], interval, row, unmeasured=tuple(unmeasured))
 
 
-def _part_of(entry: Unsplit) -> str | NotExplained:
-    """The part an EXPLAIN entry is about: its code's part, its chain's words,
-    or, for what is about no part (the parts above the whole), the entry itself."""
+def _part_of(entry: Unsplit) -> str | Missing | NotExplained:
+    """The part an EXPLAIN entry is about: its code's part, or, for what is about
+    no part (a user-level chain, the parts above the whole), the entry itself."""
     if entry.missing is not None:
-        return entry.missing.part
+        return entry.missing.part or entry.missing
     if entry.said is not None:
         return entry.said.part or entry.said
     return entry.detail
@@ -543,7 +553,7 @@ def _missing(sides: tuple[_Side, _Side], traced: bool) -> list[Unsplit]:
     """What the two explanations could not separate, one entry per part, with
     each run's reason; the rest's wake-up and switch only when neither run's
     traced phases split them."""
-    by_part: dict[str | NotExplained, dict[str, Missing | NotExplained | str]] = {}
+    by_part: dict[str | Missing | NotExplained, dict[str, Missing | NotExplained | str]] = {}
     inside = False
     for side in sides:
         for entry in side.missing:
@@ -590,7 +600,7 @@ def _difference(
 
 
 def _phase_differences(
-    reference: dict[str, Any], other: dict[str, Any], resampler: Resampler, row: RowWhy
+    reference: Result, other: Result, resampler: Resampler, row: RowWhy
 ) -> list[PartDifference]:
     """Both records traced and tiled: each phase's scaled time, B less A (a phase
     one pass never saw is zero there), and the time no chain covers."""
@@ -641,7 +651,7 @@ def why(
     (``pairs``): parts come from every record of a run."""
     whole = measured or comparison.runs
     pair = [whole[0], whole[index]]
-    runs = [RunParts([original(r) for r in run.records.results]) for run in pair]
+    runs = [RunParts([measured_as(r) for r in run.results]) for run in pair]
     resampler = Resampler(runs, comparison.level)
     pairs = [(row, _pair(row, index)) for row in comparison.rows]
     measured_rows = [(row, found) for row, found in pairs if found is not None]
@@ -716,15 +726,16 @@ def _variant(split: RowWhy) -> str:
     return variant_name(split.probe, split.params)
 
 
-def _pair(row: Row, index: int) -> tuple[dict[str, Any], dict[str, Any], str | None] | None:
-    # The records as written: compare_why splits them part by part.
+def _pair(row: Row, index: int) -> tuple[Result, Result, str | None] | None:
+    """Run A's result of the row and run INDEX's as measured (a paired one's own),
+    with the row's decision; None where either has no figure."""
     cell = row.cells[index]
-    reference = None if row.cells[0].result is None else row.cells[0].result.raw
-    other = None if cell.result is None else original(cell.result.raw)
+    reference = row.cells[0].result
+    other = None if cell.result is None else measured_as(cell.result)
     if reference is None or other is None or cell.note:
         return None
-    if not reference.get("summary") or not other.get("summary"):
+    if reference.summary is None or other.summary is None:
         return None
-    if not math.isfinite(float(reference["summary"]["median"])):
+    if not math.isfinite(float(reference.summary.median)):
         return None
     return reference, other, cell.decision

@@ -61,13 +61,12 @@ import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ctxbench import stats
 from ctxbench.analysis.compare.gate import INCONCLUSIVE, NOT_SLOWER, SLOWER, Gate
 from ctxbench.analysis.compare.noise import GATE_POWER
 from ctxbench.records.naming import params_key
-from ctxbench.records.result import Result
+from ctxbench.records.result import ParamValue, Result
 
 MIN_ROUNDS = (
     6  # paired rounds below which the signed-rank interval has no 95 % form (n = 6: 96.9 %)
@@ -165,7 +164,7 @@ class Paired:
     """One pair of variants, B's against A's, over their paired rounds."""
 
     probe: str
-    params: dict[str, Any]  # the variants' parameters, the axis left out
+    params: dict[str, ParamValue]  # the variants' parameters, the axis left out
     unit: str
     statistic: str  # FASTEST or MEDIAN: each round's figure
     rounds: int  # paired rounds: both had a figure, neither ran slowed

@@ -16,14 +16,16 @@ explains them (``difference_parts``) sees the variant that was measured.
 
 from __future__ import annotations
 
-import copy
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxbench.analysis.compare.comparison import Comparison, summarize
 from ctxbench.records.naming import params_key
+from ctxbench.records.result import ParamValue, Result, result_of
 from ctxbench.records.runs import StoredRun
 
+Params = Mapping[str, ParamValue]
 ORIGINAL = "_ctxbench_paired_from"  # a paired copy's own record, never stored
 
 
@@ -37,16 +39,19 @@ class Pairing:
     ambiguous: list[str]  # variants with more than one partner
 
 
-def original(record: dict[str, Any]) -> dict[str, Any]:
-    """The record as measured (a paired copy's own), or the record itself."""
-    return record.get(ORIGINAL, record)
+def measured_as(result: Result) -> Result:
+    """The result as measured (a paired copy's own, read into its type), or the result."""
+    own = result.raw.get(ORIGINAL)
+    return result if own is None else result_of(own)
 
 
-def _rest(params: dict[str, Any], names: tuple[str, ...]) -> str:
+def _rest(params: Params, names: tuple[str, ...]) -> str:
     return params_key({k: v for k, v in params.items() if k not in names})
 
 
-def _differs(a: dict[str, Any], b: dict[str, Any], names: tuple[str, ...]) -> bool:
+def _differs(
+    a: Mapping[str, ParamValue], b: Mapping[str, ParamValue], names: tuple[str, ...]
+) -> bool:
     return any(str(a.get(name)) != str(b.get(name)) for name in names)
 
 
@@ -60,42 +65,36 @@ def pair_runs(reference: StoredRun, other: StoredRun, names: tuple[str, ...]) ->
     """B's variants renamed to their partners in A (see the module's text)."""
     from ctxbench.records.naming import variant_name
 
-    def partners(record: dict[str, Any], pool: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        params = record.get("params", {})
+    def partners(result: Result, pool: Sequence[Result]) -> list[Result]:
         return [
             r
             for r in pool
-            if r["probe"] == record["probe"]
-            and _rest(r.get("params", {}), names) == _rest(params, names)
-            and _differs(r.get("params", {}), params, names)
+            if r.probe == result.probe
+            and _rest(r.params, names) == _rest(result.params, names)
+            and _differs(r.params, result.params, names)
         ]
 
-    # Pairing writes records (B's renamed copies), so it reads them as written;
+    # Pairing writes records (B's renamed copies of the records as written);
     # the paired runs read them into their types again (StoredRun.results).
-    a_results, b_results = reference.records.results, other.records.results
-    renamed: list[dict[str, Any]] = []
+    a_results, b_results = reference.results, other.results
+    renamed: list[Mapping[str, Any]] = []  # B's records: a paired one's copy, or as written
     paired_a: set[int] = set()
     ambiguous: list[str] = []
     for b in b_results:
         candidates = partners(b, a_results)
         if len(candidates) == 1 and len(partners(candidates[0], b_results)) == 1:
-            copied = copy.copy(b)
-            copied["params"] = dict(candidates[0].get("params", {}))
-            copied[ORIGINAL] = b
-            renamed.append(copied)
+            renamed.append({**b.raw, "params": dict(candidates[0].params), ORIGINAL: b.raw})
             paired_a.add(id(candidates[0]))
             continue
         if len(candidates) > 1:
-            ambiguous.append(variant_name(b["probe"], b.get("params", {})))
-        renamed.append(b)  # unpaired
+            ambiguous.append(variant_name(b.probe, dict(b.params)))
+        renamed.append(b.raw)  # unpaired
     # Only the pairs are compared; what has no partner is named beside them.
-    unpaired_a = [
-        variant_name(r["probe"], r.get("params", {})) for r in a_results if id(r) not in paired_a
-    ]
+    unpaired_a = [variant_name(r.probe, dict(r.params)) for r in a_results if id(r) not in paired_a]
     unpaired_b = [
         variant_name(r["probe"], r.get("params", {})) for r in renamed if ORIGINAL not in r
     ]
-    kept_a = [r for r in a_results if id(r) in paired_a]
+    kept_a = [r.raw for r in a_results if id(r) in paired_a]
     kept_b = [r for r in renamed if ORIGINAL in r]
     return Pairing(
         names=names,

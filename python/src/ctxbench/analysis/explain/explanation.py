@@ -22,7 +22,7 @@ prints the figures a reader asked for.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,8 +42,10 @@ from ctxbench.analysis.explain.shares import (  # noqa: F401 (the codes: summary
     share_withheld,
     withheld,
 )
-from ctxbench.analysis.explain.user_switch import chain_parts
+from ctxbench.analysis.explain.user_switch import ChainFigure, ChainGap, chain_parts
+from ctxbench.analysis.typed import typed
 from ctxbench.records.naming import params_key
+from ctxbench.records.result import ParamValue, Result
 from ctxbench.records.roles import has_role, probe_with
 
 
@@ -76,7 +78,7 @@ NO_THREAD_TWIN = "no thread twin"  # no between=threads twin measured
 NO_HELD = "no idle held"  # idle=held was not measured
 FEW_SIZES = "few sizes"  # fewer than two working-set sizes for a ring
 REST_INSIDE = "rest inside"  # the wake-up and the switch inside the rest (detail: TRACE_HINT)
-CHAIN = "chain"  # a user-level switch's chain, in analysis.explain.user_switch's words (detail)
+CHAIN = "chain"  # a user-level switch's chain (gap: analysis.explain.user_switch's code)
 TRACE_HINT = "trace"  # REST_INSIDE's detail where no traced pass was tried
 INSIDE_REST = "inside the rest"  # REST_INSIDE's part
 
@@ -85,9 +87,10 @@ INSIDE_REST = "inside the rest"  # REST_INSIDE's part
 class Missing:
     """A part the run could not separate, and why (a code)."""
 
-    part: str  # the part's name ('' for a chain's words)
+    part: str  # the part's name ('' for a chain)
     code: str
-    detail: str = ""  # a probe's name, TRACE_HINT, or a chain's words
+    detail: str = ""  # a probe's name, or TRACE_HINT
+    gap: ChainGap | None = None  # CHAIN: what of the chain cannot be split, and why
 
 
 # How a part was computed (``Source.code``), with the figures each names
@@ -100,7 +103,8 @@ FREE_LESS_HELD = "free less held"  # (idle=free ns, idle=held ns)
 RING_SLOPE = "ring slope"  # (ns per KiB, sizes fitted, the variant's KiB)
 MEDIAN_LESS_PARTS = "median less parts"  # (): the rest, after the parts above
 WHOLE_MEDIAN = "whole median"  # (): the rest, no part measured apart
-CHAIN_WORDS = "chain words"  # text: a user-level chain's words (analysis.explain.user_switch)
+CHAIN_STEP = "chain step"  # figures: a step of a user-level chain (analysis.explain.user_switch)
+CHAIN_WHOLE = "chain whole"  # gap: a user-level switch not split, and why
 JOINED = "joined"  # joined: the sources of parts taken as one (compare --why)
 
 
@@ -112,7 +116,8 @@ class Source:
     values: tuple[float, ...] = ()
     name: str = ""  # the probe or baseline it names
     held: bool = False  # PROCESSES_LESS_THREADS: both taken with idle=held
-    text: str = ""  # CHAIN_WORDS
+    figures: tuple[ChainFigure, ...] = ()  # CHAIN_STEP: the figure, less the one below
+    gap: ChainGap | None = None  # CHAIN_WHOLE
     joined: tuple[Source, ...] = ()  # JOINED
 
 
@@ -170,7 +175,7 @@ class Part:
 @dataclass
 class Explanation:
     probe: str
-    params: dict[str, Any]
+    params: dict[str, ParamValue]
     median_ns: float
     status: str
     parts: list[Part]
@@ -206,14 +211,12 @@ class Explained:
 
 
 # ---- helpers ---------------------------------------------------------------------------
-def _median(record: dict[str, Any]) -> float | None:
-    summary = record.get("summary") or {}
-    value = summary.get("median")
-    return float(value) if value is not None else None
+def _median(record: Result) -> float | None:
+    return record.median
 
 
-def _baseline(record: dict[str, Any]) -> float | None:
-    baseline = record.get("baseline") or {}
+def _baseline(record: Result) -> float | None:
+    baseline = record.block("baseline")
     summary = baseline.get("summary") or {}
     if summary.get("median") is not None:
         return float(summary["median"])
@@ -222,7 +225,7 @@ def _baseline(record: dict[str, Any]) -> float | None:
     return None
 
 
-def _corrected(record: dict[str, Any]) -> float | None:
+def _corrected(record: Result) -> float | None:
     median = _median(record)
     if median is None:
         return None
@@ -230,15 +233,15 @@ def _corrected(record: dict[str, Any]) -> float | None:
     return median - base if base is not None else median
 
 
-def _measured(record: dict[str, Any]) -> bool:
-    return record.get("verdict", {}).get("status") in MEASURED and _median(record) is not None
+def _measured(record: Result) -> bool:
+    return record.verdict.status in MEASURED and _median(record) is not None
 
 
-def term(coefficient: float, record: dict[str, Any], which: str = MEDIAN) -> Term:
-    return (coefficient, (record["probe"], params_key(record.get("params", {}))), which)
+def term(coefficient: float, record: Result, which: str = MEDIAN) -> Term:
+    return (coefficient, (record.probe, params_key(dict(record.params))), which)
 
 
-def _corrected_terms(record: dict[str, Any], sign: float) -> list[Term]:
+def _corrected_terms(record: Result, sign: float) -> list[Term]:
     """The terms of ``_corrected``: the median, less the baseline where there is one."""
     terms = [term(sign, record)]
     if _baseline(record) is not None:
@@ -246,15 +249,16 @@ def _corrected_terms(record: dict[str, Any], sign: float) -> list[Term]:
     return terms
 
 
-def _key(record: dict[str, Any], *, without: Iterable[str] = ()) -> tuple:
+def _variant(probe: str, params: Mapping[str, Any], *, without: Iterable[str] = ()) -> tuple:
     skip = set(without)
-    params = tuple(
-        sorted((k, str(v)) for k, v in record.get("params", {}).items() if k not in skip)
-    )
-    return (record["probe"], params)
+    return (probe, tuple(sorted((k, str(v)) for k, v in params.items() if k not in skip)))
 
 
-def _params_text(params: dict[str, Any]) -> str:
+def _key(record: Result, *, without: Iterable[str] = ()) -> tuple:
+    return _variant(record.probe, record.params, without=without)
+
+
+def _params_text(params: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={_fmt_value(v)}" for k, v in sorted(params.items())) or "-"
 
 
@@ -264,90 +268,94 @@ def _fmt_value(v: Any) -> str:
     return str(v)
 
 
-def _is_switch(record: dict[str, Any]) -> bool:
-    return record.get("family") == "switch" and record.get("unit") == "ns"
+def _is_switch(record: Result) -> bool:
+    return record.family == "switch" and record.unit == "ns"
 
 
 # ---- the decomposition -------------------------------------------------------------------
 def explain(
-    results: list[dict[str, Any]], run_id: str | None = None, *, fork: bool = True
+    results: Sequence[Result | Mapping[str, Any]], run_id: str | None = None, *, fork: bool = True
 ) -> Explained:
-    """Decomposes every measured switch figure of one run's result records.
-    FORK=False leaves out the fork fit (the summary never shows it; scipy fits it)."""
-    by_key = {_key(r): r for r in results if _measured(r)}
-    bare = next((r for r in results if r["probe"] == bare_syscall() and _measured(r)), None)
-    bare_ns = _median(bare) if bare else None
-    ring_slopes = _ring_slopes(results)
+    """Decomposes every measured switch figure of one run's results (records as
+    written are read into their type here). FORK=False leaves out the fork fit
+    (the summary never shows it; scipy fits it)."""
+    run = typed(results)
+    by_key = {_key(r): r for r in run if _measured(r)}
+    bare = next((r for r in run if r.probe == bare_syscall() and _measured(r)), None)
+    ring_slopes = _ring_slopes(run)
 
     explanations: list[Explanation] = []
     unexplained: list[Unexplained] = []
-    for r in results:
-        if r.get("family") == "uswitch" and _measured(r):
+    for r in run:
+        if r.family == "uswitch" and _measured(r):
             explanations.append(_user_level(r, by_key))
         if not _is_switch(r):
             continue
         if not _measured(r):
-            status = r.get("verdict", {}).get("status", "?")
-            unexplained.append(Unexplained(r["probe"], _params_text(r.get("params", {})), status))
+            unexplained.append(Unexplained(r.probe, _params_text(r.params), r.verdict.status))
             continue
         explanations.append(_explain_one(r, by_key, bare, ring_slopes))
     return Explained(
-        run_id,
-        explanations,
-        _fork(results) if fork else None,
-        bare_ns,
-        unexplained,
-        filter_costs(results),
+        run_id=run_id,
+        explanations=explanations,
+        fork=_fork(run) if fork else None,
+        bare_syscall_ns=_median(bare) if bare else None,
+        unexplained=unexplained,
+        seccomp=filter_costs(run),
     )
 
 
-def _user_level(r: dict[str, Any], by_key: dict[tuple, dict[str, Any]]) -> Explanation:
+def _user_level(r: Result, by_key: dict[tuple, Result]) -> Explanation:
     """A user-level switch split along its chain of figures (analysis.explain.user_switch)."""
-    found = lambda probe, params: by_key.get(_key({"probe": probe, "params": params}))  # noqa: E731
-    chain, words, whole = chain_parts(r, found)
-    parts = [Part(name, ns, Source(CHAIN_WORDS, text=text)) for name, ns, text in chain] or [
-        Part(REST_USER, _median(r) or 0.0, Source(CHAIN_WORDS, text=whole[0]))
+    chain, words, gaps = chain_parts(r, lambda probe, params: by_key.get(_variant(probe, params)))
+    parts = [Part(p.name, p.ns, Source(CHAIN_STEP, figures=p.figures)) for p in chain] or [
+        Part(REST_USER, _median(r) or 0.0, Source(CHAIN_WHOLE, gap=gaps[0]))
     ]
-    missing = [Missing("", CHAIN, text) for text in (whole[1:] if not chain else whole)]
-    said = [NotExplained(WITHHELD, w.part, withheld=w) for w in words]
-    return Explanation(r["probe"], dict(r["params"]), _median(r) or 0.0, r["verdict"]["status"],
-                       parts, missing, None, [], said)  # fmt: skip
+    missing = [Missing("", CHAIN, gap=gap) for gap in (gaps[1:] if not chain else gaps)]
+    return Explanation(
+        probe=r.probe,
+        params=dict(r.params),
+        median_ns=_median(r) or 0.0,
+        status=r.verdict.status,
+        parts=parts,
+        not_separated=missing,
+        not_explained=[NotExplained(WITHHELD, w.part, withheld=w) for w in words],
+    )
 
 
 @dataclass
 class _Work:
     """What the decomposition of one switch figure gathers, part by part."""
 
-    record: dict[str, Any]
+    record: Result
     median: float
     parts: list[Part] = field(default_factory=list)
     missing: list[Missing] = field(default_factory=list)
-    used: list[dict[str, Any]] = field(default_factory=list)  # every record a part uses
+    used: list[Result] = field(default_factory=list)  # every record a part uses
     unlike: list[NotExplained] = field(default_factory=list)  # differences of unlike placements
     # part -> (shares' code, why it is not a share)
     withheld: dict[str, tuple[str, NotExplained]] = field(default_factory=dict)
-    entry: float | None = None  # kernel entry/exit priced
-    held: dict[str, Any] | None = None  # the idle=held twin of an idle=free cross-CPU figure
+    held: Result | None = None  # the idle=held twin of an idle=free cross-CPU figure
 
     @property
-    def params(self) -> dict[str, Any]:
-        return self.record.get("params", {})
+    def params(self) -> Mapping[str, ParamValue]:
+        return self.record.params
 
 
 def _explain_one(
-    r: dict[str, Any],
-    by_key: dict[tuple, dict[str, Any]],
-    bare: dict[str, Any] | None,
+    r: Result,
+    by_key: dict[tuple, Result],
+    bare: Result | None,
     ring_slopes: dict[tuple, tuple[float, int]],
 ) -> Explanation:
     median = _median(r)
     assert median is not None
     work = _Work(r, median, used=[r])
-    _entry_part(work, bare)
-    _own_work_part(work)
+    entry = _take(work, _entry_part(r, bare))
+    _take(work, _own_work_part(r, entry))
     _address_space_part(work, by_key)
     _idle_part(work, by_key)
-    _cache_part(work, ring_slopes)
+    _take(work, _cache_part(r, ring_slopes))
     traced = traced_view(r)
     _idle_events_check(work, traced)
     not_explained = _rest_part(work)
@@ -358,96 +366,98 @@ def _explain_one(
         idle = idle_finding(work, traced)
     if traced is None or traced.status != "ok":
         work.missing.append(Missing(INSIDE_REST, REST_INSIDE, "" if traced else TRACE_HINT))
-    derived = r.get("derived", {})
-    kinds = None
-    if "voluntary_switches_per_round_trip" in derived:
-        kinds = {
-            "voluntary": float(derived["voluntary_switches_per_round_trip"]),
-            "involuntary": float(derived.get("involuntary_switches_per_round_trip", 0.0)),
-        }
     return Explanation(
-        r["probe"],
-        dict(work.params),
-        median,
-        r["verdict"]["status"],
-        work.parts,
-        work.missing,
-        kinds,
-        _interference_notes(work.used),
-        not_explained,
-        traced,
-        {name: code for name, (code, _) in work.withheld.items()},
-        idle,
+        probe=r.probe,
+        params=dict(work.params),
+        median_ns=median,
+        status=r.verdict.status,
+        parts=work.parts,
+        not_separated=work.missing,
+        switches_per_round_trip=_switch_kinds(r),
+        notes=_interference_notes(work.used),
+        not_explained=not_explained,
+        traced=traced,
+        withheld={name: code for name, (code, _) in work.withheld.items()},
+        idle=idle,
     )
 
 
-def _entry_part(work: _Work, bare: dict[str, Any] | None) -> None:
+def _switch_kinds(r: Result) -> dict[str, float] | None:
+    """Voluntary and involuntary switches per round trip, where the record counted them."""
+    derived = r.block("derived")
+    if "voluntary_switches_per_round_trip" not in derived:
+        return None
+    return {
+        "voluntary": float(derived["voluntary_switches_per_round_trip"]),
+        "involuntary": float(derived.get("involuntary_switches_per_round_trip", 0.0)),
+    }
+
+
+def _take(work: _Work, found: Part | Missing | None) -> Part | None:
+    """A part measured joins the parts, a part not separated the missing ones."""
+    if isinstance(found, Part):
+        work.parts.append(found)
+        return found
+    if found is not None:
+        work.missing.append(found)
+    return None
+
+
+def _entry_part(r: Result, bare: Result | None) -> Part | Missing:
     """Kernel entry/exit of the system calls the switch makes."""
-    calls = work.record.get("derived", {}).get("syscalls_per_op")
+    calls = r.block("derived").get("syscalls_per_op")
     if calls is None:
-        work.missing.append(Missing(KERNEL_ENTRY, ENTRY_TIMING))
-        return
+        return Missing(KERNEL_ENTRY, ENTRY_TIMING)
     if bare is None:
-        work.missing.append(Missing(KERNEL_ENTRY, NO_BARE, bare_syscall()))
-        return
+        return Missing(KERNEL_ENTRY, NO_BARE, bare_syscall())
     bare_ns = _median(bare)
     assert bare_ns is not None
-    work.entry = float(calls) * bare_ns
-    work.parts.append(
-        Part(
-            "kernel entry/exit",
-            work.entry,
-            Source(CALLS_PRICED, (float(calls), bare_ns), bare_syscall()),
-            [term(float(calls), bare)],
-        )
+    return Part(
+        "kernel entry/exit",
+        float(calls) * bare_ns,
+        Source(CALLS_PRICED, (float(calls), bare_ns), bare_syscall()),
+        [term(float(calls), bare)],
     )
 
 
-def _own_work_part(work: _Work) -> None:
+def _own_work_part(r: Result, entry: Part | None) -> Part | Missing:
     """The primitive's own work: its baseline, less the entry/exit priced above."""
-    r, base = work.record, _baseline(work.record)
+    base = _baseline(r)
     if base is None:
-        work.missing.append(Missing("the primitive's own work", NO_BASELINE))
-        return
-    name = ((r.get("baseline") or {}).get("name") or "baseline").split(" (")[0]
-    if work.entry is None:
-        work.parts.append(
-            Part(
-                "primitive's own work, its system calls included",
-                base,
-                Source(WHOLE_BASELINE, name=name),
-                [term(1.0, r, BASELINE)],
-            )
+        return Missing("the primitive's own work", NO_BASELINE)
+    name = (r.block("baseline").get("name") or "baseline").split(" (")[0]
+    if entry is None:
+        return Part(
+            "primitive's own work, its system calls included",
+            base,
+            Source(WHOLE_BASELINE, name=name),
+            [term(1.0, r, BASELINE)],
         )
-        return
-    entry_terms = work.parts[-1].terms
-    work.parts.append(
-        Part(
-            "primitive's own work",
-            base - work.entry,
-            Source(BASELINE_LESS_ENTRY, (base, work.entry), name),
-            [term(1.0, r, BASELINE), *[(-c, k, w) for c, k, w in entry_terms]],
-        )
+    return Part(
+        "primitive's own work",
+        base - entry.ns,
+        Source(BASELINE_LESS_ENTRY, (base, entry.ns), name),
+        [term(1.0, r, BASELINE), *[(-c, k, w) for c, k, w in entry.terms]],
     )
 
 
-def _address_space_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> None:
+def _address_space_part(work: _Work, by_key: dict[tuple, Result]) -> None:
     """Processes against threads, all else equal. For a cross-CPU figure whose
     idle share is measured, the pair is taken with idle held, so the two parts
     do not overlap."""
     r, params = work.record, work.params
     if params.get("between") != "processes":
-        if params.get("between") is None and has_role(r["probe"], "explain:ring"):
+        if params.get("between") is None and has_role(r.probe, "explain:ring"):
             work.missing.append(Missing(ADDRESS_SPACE, RING_PROCESSES))
         return
     mine_record, basis = r, params
     if params.get("cpus") == "cross" and params.get("idle") == "free":
         held_params = {**params, "idle": "held"}
-        held_pair = by_key.get(_key({**r, "params": held_params}))
-        held_twin = by_key.get(_key({**r, "params": {**held_params, "between": "threads"}}))
+        held_pair = by_key.get(_variant(r.probe, held_params))
+        held_twin = by_key.get(_variant(r.probe, {**held_params, "between": "threads"}))
         if held_pair is not None and held_twin is not None:
             mine_record, basis = held_pair, held_params
-    twin = by_key.get(_key({**r, "params": {**basis, "between": "threads"}}))
+    twin = by_key.get(_variant(r.probe, {**basis, "between": "threads"}))
     if twin is None:
         work.missing.append(Missing(ADDRESS_SPACE, NO_THREAD_TWIN))
         return
@@ -480,12 +490,12 @@ def _address_space_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> Non
         work.withheld[part.name] = (code, NotExplained(WITHHELD, part.name, withheld=why))
 
 
-def _idle_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> None:
+def _idle_part(work: _Work, by_key: dict[tuple, Result]) -> None:
     """Waking an idle CPU: idle=free against idle=held, all else equal."""
     r, params = work.record, work.params
     if not (params.get("cpus") == "cross" and params.get("idle") == "free"):
         return
-    held = by_key.get(_key({**r, "params": {**params, "idle": "held"}}))
+    held = by_key.get(_variant(r.probe, {**params, "idle": "held"}))
     if held is None:
         work.missing.append(Missing(IDLE_PART, NO_HELD))
         return
@@ -507,23 +517,20 @@ def _idle_part(work: _Work, by_key: dict[tuple, dict[str, Any]]) -> None:
         work.withheld[IDLE_PART] = (code, NotExplained(WITHHELD, part.name, withheld=why))
 
 
-def _cache_part(work: _Work, ring_slopes: dict[tuple, tuple[float, int]]) -> None:
-    """Cache refill for a ring hop with a working set."""
-    r, size = work.record, work.params.get("size_kib")
-    if not has_role(r["probe"], "explain:ring") or size is None:
-        return
+def _cache_part(r: Result, ring_slopes: dict[tuple, tuple[float, int]]) -> Part | Missing | None:
+    """Cache refill for a ring hop with a working set (None: not a ring with one)."""
+    size = r.params.get("size_kib")
+    if not has_role(r.probe, "explain:ring") or size is None or float(size) <= 0:
+        return None
     fit = ring_slopes.get(_key(r, without=("size_kib",)))
-    if fit is not None and float(size) > 0:
-        slope, n = fit
-        work.parts.append(
-            Part(
-                "cache refill of the working set",
-                slope * float(size),
-                Source(RING_SLOPE, (slope, n, float(size))),
-            )
-        )
-    elif float(size) > 0:
-        work.missing.append(Missing("cache refill", FEW_SIZES))
+    if fit is None:
+        return Missing("cache refill", FEW_SIZES)
+    slope, n = fit
+    return Part(
+        "cache refill of the working set",
+        slope * float(size),
+        Source(RING_SLOPE, (slope, n, float(size))),
+    )
 
 
 def _rest_part(work: _Work) -> list[NotExplained]:
@@ -617,7 +624,8 @@ def idle_finding(work: _Work, traced: TracedView | None) -> IdleFinding:
     held = work.held
     assert held is not None
     held_ns = _median(held) or 0.0
-    free_ci, held_ci = work.record["summary"].get("median_ci"), held["summary"].get("median_ci")
+    assert work.record.summary is not None and held.summary is not None  # both measured
+    free_ci, held_ci = work.record.summary.median_ci, held.summary.median_ci
     low = high = None
     if free_ci and held_ci:
         low = float(free_ci["low"]) - float(held_ci["high"])
@@ -655,9 +663,8 @@ def idle_finding(work: _Work, traced: TracedView | None) -> IdleFinding:
     )
 
 
-def _switched_too_little(record: dict[str, Any]) -> bool:
-    codes = {reason["code"] for reason in record.get("verdict", {}).get("reasons", [])}
-    return "too_few_switches" in codes
+def _switched_too_little(record: Result) -> bool:
+    return record.verdict.has("too_few_switches")
 
 
 def _standing(
@@ -679,14 +686,14 @@ def _standing(
     return kept, others
 
 
-def _interference_notes(used: list[dict[str, Any]]) -> list[SlowedNote]:
+def _interference_notes(used: list[Result]) -> list[SlowedNote]:
     """Where the host slowed the CPU while a record the parts use was measured:
     its difference from the others then carries that, not only the mechanism."""
     notes: list[SlowedNote] = []
     seen = set()
     for rec in used:
-        inter = rec.get("interference") or {}
-        key = (rec["probe"], _params_text(rec.get("params", {})))
+        inter = rec.block("interference")
+        key = (rec.probe, _params_text(rec.params))
         if key in seen or not inter.get("slowed"):
             continue
         seen.add(key)
@@ -697,19 +704,15 @@ def _interference_notes(used: list[dict[str, Any]]) -> list[SlowedNote]:
     return notes
 
 
-def _ring_slopes(results: list[dict[str, Any]]) -> dict[tuple, tuple[float, int]]:
+def _ring_slopes(results: Sequence[Result]) -> dict[tuple, tuple[float, int]]:
     groups: dict[tuple, list[tuple[float, float]]] = {}
     for r in results:
-        if (
-            not has_role(r["probe"], "explain:ring")
-            or not _measured(r)
-            or "size_kib" not in r.get("params", {})
-        ):
+        if not has_role(r.probe, "explain:ring") or not _measured(r) or "size_kib" not in r.params:
             continue
         corrected = _corrected(r)
         assert corrected is not None
         key = _key(r, without=("size_kib",))
-        groups.setdefault(key, []).append((float(r["params"]["size_kib"]), corrected))
+        groups.setdefault(key, []).append((float(r.params["size_kib"]), corrected))
     slopes = {}
     for key, points in groups.items():
         if len({x for x, _ in points}) >= 2:
@@ -720,19 +723,17 @@ def _ring_slopes(results: list[dict[str, Any]]) -> dict[tuple, tuple[float, int]
     return slopes
 
 
-def _fork(results: list[dict[str, Any]]) -> ForkScaling | None:
+def _fork(results: Sequence[Result]) -> ForkScaling | None:
     points = sorted(
-        (float(r["params"]["parent_mib"]), float(_median(r) or 0))
+        (float(r.params["parent_mib"]), float(_median(r) or 0))
         for r in results
-        if has_role(r["probe"], "explain:fork_size")
-        and _measured(r)
-        and "parent_mib" in r.get("params", {})
+        if has_role(r.probe, "explain:fork_size") and _measured(r) and "parent_mib" in r.params
     )
     minimal = next(
         (
             _median(r)
             for r in results
-            if has_role(r["probe"], "explain:fork_minimal_parent") and _measured(r)
+            if has_role(r.probe, "explain:fork_minimal_parent") and _measured(r)
         ),
         None,
     )

@@ -11,7 +11,8 @@ are the facts they word.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from ctxbench.records.environment import Environment
 
 CONTAINERS = ("docker", "podman", "lxc", "container", "wsl", "none")
 EMULATOR_VENDORS = ("TCGTCGTCGTCG",)  # envparts.EMULATOR_VENDORS
@@ -36,12 +37,12 @@ class Guest:
     cpus: int | None  # logical CPUs the guest has
 
 
-def guest_of(env: dict[str, Any]) -> Guest | None:
+def guest_of(env: Environment) -> Guest | None:
     """The run's virtual machine, or None where its env shows none (bare
     metal, or a container on it)."""
-    virt = env.get("virtualization") or {}
-    vendor = virt.get("hypervisor_vendor")
-    detected = virt.get("detected")
+    virt = env.virtualization
+    vendor = virt.hypervisor_vendor
+    detected = virt.detected
     if not vendor and (not detected or detected in CONTAINERS):
         return None
     hypervisor = (
@@ -49,11 +50,10 @@ def guest_of(env: dict[str, Any]) -> Guest | None:
         if detected and detected not in CONTAINERS
         else VENDORS.get(str(vendor).strip(), str(vendor))
     )
-    model = str((env.get("cpu") or {}).get("model") or "")
     return Guest(
         hypervisor=hypervisor,
         vendor=vendor,
-        emulated=vendor in EMULATOR_VENDORS or "TCG" in model.split(),
-        cpuidle_driver=(env.get("frequency") or {}).get("cpuidle_driver"),
-        cpus=(env.get("cpu") or {}).get("logical"),
+        emulated=vendor in EMULATOR_VENDORS or "TCG" in env.cpu_model.split(),
+        cpuidle_driver=env.idle_driver,
+        cpus=env.cpu_logical,
     )

@@ -24,7 +24,8 @@ overstated. Nothing here is estimated: every number comes from the record.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from ctxbench.records.result import Result
 
 NOT_TILED = "not tiled"  # a traced pass recorded before the engine tiled the samples
 
@@ -92,9 +93,9 @@ class TracedView:
     ring_full: bool = False
 
 
-def traced_view(record: dict[str, Any]) -> TracedView | None:
+def traced_view(record: Result) -> TracedView | None:
     """The view of a record's trace block; None when the record has none."""
-    block = record.get("trace")
+    block = record.block("trace")
     if not block:
         return None
     if block.get("status") != "ok":
@@ -103,7 +104,8 @@ def traced_view(record: dict[str, Any]) -> TracedView | None:
     if not tiling:
         return TracedView(status=NOT_TILED)  # views.traced says why
     switches = block.get("switches") or {}
-    untraced = float((record.get("summary") or {})["median"])
+    assert record.summary is not None  # a traced pass runs beside a measured one
+    untraced = float(record.summary.median)
     stats = {(p["from"], p["to"]): p for p in block.get("phases", [])}
     matched = int(switches.get("matched", 0))
     phases = []
@@ -162,9 +164,7 @@ def wake_to_switch(phases: list[TracedPhase], *, traced: bool = False) -> float:
     )
 
 
-def compare_idle(
-    free: dict[str, Any], held: dict[str, Any], free_view: TracedView | None
-) -> IdleComparison | None:
+def compare_idle(free: Result, held: Result, free_view: TracedView | None) -> IdleComparison | None:
     """The idle target's cost from the events of an idle=free record and its
     idle=held twin, against the difference of their untraced medians; None
     unless both have tiled phases."""
@@ -173,9 +173,10 @@ def compare_idle(
         return None
     free_ns = wake_to_switch(free_view.phases, traced=True)
     held_ns = wake_to_switch(held_view.phases, traced=True)
-    free_summary, held_summary = free["summary"], held["summary"]
-    subtraction = float(free_summary["median"]) - float(held_summary["median"])
-    free_ci, held_ci = free_summary.get("median_ci"), held_summary.get("median_ci")
+    free_summary, held_summary = free.summary, held.summary
+    assert free_summary is not None and held_summary is not None  # both traced: measured
+    subtraction = float(free_summary.median) - float(held_summary.median)
+    free_ci, held_ci = free_summary.median_ci, held_summary.median_ci
     low = high = None
     if free_ci and held_ci:
         low = float(free_ci["low"]) - float(held_ci["high"])
@@ -186,17 +187,17 @@ def compare_idle(
     return IdleComparison(events, free_ns, held_ns, subtraction, low, high, agree)
 
 
-def measured_placement(record: dict[str, Any]) -> str | None:
+def measured_placement(record: Result) -> str | None:
     """Where a two-task switch figure's tasks really ran: 'same' or 'cross'
     CPU. From the traced pass's switches when it followed any (most of them
     across CPUs or not), else from the CPUs the tasks were seen on at the
     start and end of the measurement; None when the record cannot say (one
     task, or the two sightings disagree)."""
-    trace = record.get("trace") or {}
+    trace = record.block("trace")
     switches = trace.get("switches") or {}
     if trace.get("status") == "ok" and switches.get("matched"):
         return "cross" if 2 * switches["cross_cpu"] > switches["matched"] else "same"
-    placement = record.get("placement") or {}
+    placement = record.block("placement")
     seen = [placement.get("observed_start") or [], placement.get("observed_end") or []]
     if any(len(cpus) != 2 or min(cpus) < 0 for cpus in seen):
         return None

@@ -13,10 +13,10 @@ Nothing is estimated: a figure without its twin is left out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ctxbench import units
+from ctxbench.records.result import ParamValue, Result
 from ctxbench.records.roles import probes_with
 
 FILTERS = ("allow", "profile")
@@ -28,7 +28,7 @@ MEASURED = ("ok", "suspect")
 @dataclass
 class FilterCost:
     probe: str
-    params: dict[str, Any]  # the variant's params, seccomp left out
+    params: dict[str, ParamValue]  # the variant's params, seccomp left out
     mode: str  # allow | profile
     median_ns: float
     unfiltered_ns: float
@@ -52,23 +52,18 @@ class FilterCost:
         return self.added_ns / self.syscalls_per_op
 
 
-def _median(record: dict[str, Any]) -> float | None:
-    value = (record.get("summary") or {}).get("median")
-    return float(value) if value is not None else None
+def _measured(record: Result) -> bool:
+    return record.verdict.measured and record.median is not None
 
 
-def _measured(record: dict[str, Any]) -> bool:
-    return record.get("verdict", {}).get("status") in MEASURED and _median(record) is not None
-
-
-def _interval(record: dict[str, Any]) -> tuple[float, float] | None:
-    ci = (record.get("summary") or {}).get("median_ci") or {}
+def _interval(record: Result) -> tuple[float, float] | None:
+    ci = (record.summary.median_ci if record.summary else None) or {}
     if ci.get("low") is None or ci.get("high") is None:
         return None
     return float(ci["low"]), float(ci["high"])
 
 
-def _apart(a: dict[str, Any], b: dict[str, Any]) -> bool | None:
+def _apart(a: Result, b: Result) -> bool | None:
     """Whether the two medians' confidence intervals are disjoint."""
     first, second = _interval(a), _interval(b)
     if first is None or second is None:
@@ -76,44 +71,41 @@ def _apart(a: dict[str, Any], b: dict[str, Any]) -> bool | None:
     return first[1] < second[0] or second[1] < first[0]
 
 
-def _unfiltered_key(record: dict[str, Any]) -> tuple:
-    params = record.get("params", {})
+def _unfiltered_key(record: Result) -> tuple:
     return (
-        record["probe"],
-        tuple(sorted((k, str(v)) for k, v in params.items() if k != "seccomp")),
+        record.probe,
+        tuple(sorted((k, str(v)) for k, v in record.params.items() if k != "seccomp")),
     )
 
 
-def filter_costs(results: list[dict[str, Any]]) -> list[FilterCost]:
+def filter_costs(results: Sequence[Result]) -> list[FilterCost]:
     """Every filtered system-call or switch figure of the run against its twin."""
     unfiltered = {
-        _unfiltered_key(r): r
-        for r in results
-        if _measured(r) and r.get("params", {}).get("seccomp") == "none"
+        _unfiltered_key(r): r for r in results if _measured(r) and r.params.get("seccomp") == "none"
     }
     costs: list[FilterCost] = []
     for r in results:
-        mode = r.get("params", {}).get("seccomp")
-        family = r.get("family")
-        if mode not in FILTERS or family not in ("syscall", "switch") or r.get("unit") != "ns":
+        mode = r.params.get("seccomp")
+        family = r.family
+        if mode not in FILTERS or family not in ("syscall", "switch") or r.unit != "ns":
             continue
         twin = unfiltered.get(_unfiltered_key(r))
         if twin is None or not _measured(r):
             continue
-        median, base = _median(r), _median(twin)
+        median, base = r.median, twin.median
         assert median is not None and base is not None
-        calls = 1.0 if family == "syscall" else r.get("derived", {}).get("syscalls_per_op")
-        statuses = {r["verdict"]["status"], twin["verdict"]["status"]}
+        calls = 1.0 if family == "syscall" else r.block("derived").get("syscalls_per_op")
+        statuses = {r.verdict.status, twin.verdict.status}
         costs.append(
             FilterCost(
-                probe=r["probe"],
-                params={k: v for k, v in r.get("params", {}).items() if k != "seccomp"},
-                mode=mode,
+                probe=r.probe,
+                params={k: v for k, v in r.params.items() if k != "seccomp"},
+                mode=str(mode),
                 median_ns=median,
                 unfiltered_ns=base,
                 syscalls_per_op=float(calls) if calls is not None else None,
                 per_op="system call" if family == "syscall" else "switch",
-                cache=r.get("derived", {}).get("seccomp_cache"),
+                cache=r.block("derived").get("seccomp_cache"),
                 status="suspect" if "suspect" in statuses else "ok",
                 beyond_noise=_apart(r, twin),
             )
@@ -129,43 +121,3 @@ def filter_costs(results: list[dict[str, Any]]) -> list[FilterCost]:
             c.expected_ns = c.syscalls_per_op * reference.added_ns
             c.expected_from = reference.probe
     return costs
-
-
-def _signed(value: float) -> str:
-    return ("+" if value >= 0 else "-") + units.value(abs(value), "ns")
-
-
-def cost_lines(costs: list[FilterCost]) -> list[str]:
-    """The section of ``ctxbench explain``: one line per filtered figure."""
-    if not costs:
-        return []
-    lines = [
-        "what a seccomp filter adds (each filtered figure against its seccomp=none twin in "
-        "this run):"
-    ]
-    for c in costs:
-        params = " ".join(f"{k}={v}" for k, v in sorted(c.params.items()))
-        head = f"  {c.probe}{' ' + params if params else ''}, {c.mode}: "
-        text = (
-            f"{_signed(c.added_ns)} per {c.per_op} ({units.value(c.median_ns, 'ns')} against "
-            f"{units.value(c.unfiltered_ns, 'ns')})"
-        )
-        if c.per_op == "switch":
-            if c.syscalls_per_op is None:
-                text += "; how many system calls a switch makes depends on timing here"
-            else:
-                calls = f"{c.syscalls_per_op:g}"
-                text += f", {calls} system calls per switch: {_signed(c.per_call_ns or 0)} per call"
-                if c.expected_ns is not None:
-                    text += (
-                        f"; {calls} calls at the filter's cost per call in {c.expected_from} "
-                        f"would add {_signed(c.expected_ns)}"
-                    )
-        if c.beyond_noise is False:
-            text += "; within this run's noise: the two medians' confidence intervals overlap"
-        if c.status != "ok":
-            text += " [suspect: see the records' verdicts]"
-        lines.append(head + text)
-        if c.cache:
-            lines.append(f"    {c.cache}")
-    return lines

@@ -18,7 +18,8 @@ them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from ctxbench.records.result import Result
 
 OVERLAP = "overlap"  # their intervals of the median overlap
 NO_IDLE_DRIVER = "no_idle_driver"  # idle share with no cpuidle driver active
@@ -28,23 +29,23 @@ SUSPECT = "suspect"  # a figure is suspect for a reason that says it measured so
 SPREAD_ONLY = frozenset({"unstable"})
 
 
-def _interval(record: dict[str, Any], shift: float | None) -> tuple[float, float] | None:
+def _interval(record: Result, shift: float | None) -> tuple[float, float] | None:
     """The record's interval of the median, less SHIFT (its baseline) where given."""
-    ci = (record.get("summary") or {}).get("median_ci") or {}
+    ci = (record.summary.median_ci if record.summary else None) or {}
     if ci.get("low") is None or ci.get("high") is None:
         return None
     return float(ci["low"]) - (shift or 0.0), float(ci["high"]) - (shift or 0.0)
 
 
-def _not_measuring(record: dict[str, Any]) -> list[str]:
+def _not_measuring(record: Result) -> list[str]:
     """The reason codes of a record's verdict that say it measured something else."""
-    codes = dict.fromkeys(r["code"] for r in record.get("verdict", {}).get("reasons", []))
+    codes = dict.fromkeys(record.verdict.codes)
     return [code for code in codes if code not in SPREAD_ONLY]
 
 
 def share_withheld(
-    first: dict[str, Any],
-    second: dict[str, Any],
+    first: Result,
+    second: Result,
     *,
     shifts: tuple[float | None, float | None] = (None, None),
     idle: bool = False,
@@ -54,7 +55,7 @@ def share_withheld(
     idle=free less idle=held; SHIFTS: each figure's baseline, where the
     difference is of the figures less their baselines."""
     if idle and any(
-        (rec.get("derived") or {}).get("cpuidle_driver") == "none" for rec in (first, second)
+        rec.block("derived").get("cpuidle_driver") == "none" for rec in (first, second)
     ):
         return NO_IDLE_DRIVER
     if any(_not_measuring(rec) for rec in (first, second)):
@@ -91,7 +92,7 @@ def withheld(
     code: str,
     name: str,
     ns: float,
-    sides: tuple[tuple[str, dict[str, Any], float], tuple[str, dict[str, Any], float]],
+    sides: tuple[tuple[str, Result, float], tuple[str, Result, float]],
     shifts: tuple[float | None, float | None] = (None, None),
 ) -> Withheld:
     """The withheld part NAME (NS: the difference), both figures (SIDES:

@@ -12,18 +12,21 @@ a share only where ``analysis.explain.shares`` says it holds; a step that does n
 is named in words and the next step spans both. A C++20 coroutine's transfer
 is compiled into the coroutines' code: nothing of it is measured apart.
 
-* ``chain_parts(record, find)``: (parts as (name, ns, source), not
-  explained in words, not separated in words); ``find(probe, params)`` gives
-  the run's measured record of that variant, or None.
+* ``chain_parts(record, find)``: (parts as ``ChainPart``: a name, its ns
+  and the figures it is the difference of; what is not a share, as
+  ``Withheld``; what cannot be split, as ``ChainGap`` codes);
+  ``find(probe, params)`` gives the run's measured record of that variant,
+  or None. Numbers and codes: ``views.explain`` words them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from ctxbench import units
 from ctxbench.analysis.explain.shares import Withheld, share_withheld, withheld
+from ctxbench.records.result import ParamValue, Result
 from ctxbench.records.roles import has_role, probe_with
 
 FLOOR = {"fpstate": "abi", "fpcontrol": "same"}
@@ -37,12 +40,54 @@ FIBER_SCHEDULER = "the fiber scheduler's own work"
 GLIBC = "glibc's own work, its rt_sigprocmask system call included"
 STEPS = (SAVE, FP_STATE, FP_CONTROL, BOOST_CONTEXT, BOOST_BEYOND, FIBER_SCHEDULER, GLIBC)
 
-Stage = tuple[str, str, dict[str, Any] | None]  # part name, probe, params (None: the figure)
+Params = Mapping[str, ParamValue]
+Stage = tuple[str, str, Params | None]  # part name, probe, params (None: the figure)
+Find = Callable[[str, Params], Result | None]
+
+# Why a switch, or a step of its chain, is not split (``ChainGap.code``);
+# views.explain words them.
+FLOOR_WHOLE = "floor"  # the own asm switch is the floor: nothing smaller measured apart
+COMPILED = "compiled"  # a C++20 coroutine's transfer is compiled into the coroutines' code
+NO_SMALLER = "no smaller"  # no smaller figure of this switch is measured apart
+NOTHING_BELOW = "nothing below"  # no smaller figure of its chain was measured in this run
+NOT_MEASURED = "not measured"  # a stage (step) of the chain: its variant not measured here
+
+# The code of a switch not split, by the role of its probe (records.roles).
+WHOLE = {"uswitch:floor": FLOOR_WHOLE, "uswitch:compiled": COMPILED}
 
 
-def _stages(record: dict[str, Any]) -> list[Stage] | None:
+@dataclass(frozen=True)
+class ChainGap:
+    """What of a user-level chain cannot be split, and why (a code); NOT_MEASURED
+    names the step and the variant (probe, params) the run lacks."""
+
+    code: str
+    step: str = ""
+    probe: str = ""
+    params: tuple[tuple[str, ParamValue], ...] = ()
+
+
+@dataclass(frozen=True)
+class ChainFigure:
+    """One figure of a chain: its variant and its median."""
+
+    probe: str
+    params: tuple[tuple[str, ParamValue], ...]
+    ns: float
+
+
+@dataclass(frozen=True)
+class ChainPart:
+    """A step of the chain: the figure it ends at, less the one below (if any)."""
+
+    name: str
+    ns: float
+    figures: tuple[ChainFigure, ...]  # (the figure,) or (the figure, the one below)
+
+
+def _stages(record: Result) -> list[Stage] | None:
     """The chain of figures up to RECORD, smallest first; None: it cannot be split."""
-    probe, params = record["probe"], record.get("params", {})
+    probe, params = record.probe, record.params
     asm = probe_with("uswitch:floor")
     floor: Stage = (SAVE, asm, FLOOR)
     if probe == asm:
@@ -70,54 +115,55 @@ def _stages(record: dict[str, Any]) -> list[Stage] | None:
     return None
 
 
-# Why a switch is not split, by the role of its probe (records.roles).
-WHOLE = {
-    "uswitch:floor": "the own asm switch is the floor: the callee-saved registers and the "
-    "stack pointer saved and restored, nothing smaller measured apart",
-    "uswitch:compiled": "a C++20 coroutine's transfer is compiled into the coroutines' "
-    "code: no save/restore of its own is measured apart, so it is not split",
-}
+def _median(record: Result) -> float:
+    assert record.median is not None  # find gives measured records only
+    return record.median
 
 
-NOTHING_BELOW = (
-    "no smaller figure of its chain was measured in this run, so no step of it is separated"
-)
-
-
-def _median(record: dict[str, Any]) -> float:
-    return float(record["summary"]["median"])
+def _figure(record: Result) -> ChainFigure:
+    return ChainFigure(record.probe, tuple(record.params.items()), _median(record))
 
 
 def chain_parts(
-    record: dict[str, Any], find: Callable[[str, dict[str, Any]], dict[str, Any] | None]
-) -> tuple[list[tuple[str, float, str]], list[str], list[str]]:
+    record: Result, find: Find
+) -> tuple[list[ChainPart], list[Withheld], list[ChainGap]]:
     """RECORD's parts along its chain (name, ns, the figures it comes from),
-    what is not a share (in words), and what cannot be split (in words)."""
+    what is not a share, and what cannot be split (codes)."""
     stages = _stages(record)
     if stages is None:
-        words = next(
-            (w for role, w in WHOLE.items() if has_role(record["probe"], role)),
-            "no smaller figure of this switch is measured apart",
-        )
-        return [], [], [words]
-    figures: list[tuple[str, dict[str, Any] | None]] = []
+        code = next((c for role, c in WHOLE.items() if has_role(record.probe, role)), NO_SMALLER)
+        return [], [], [ChainGap(code)]
+    figures: list[tuple[str, Result | None]] = []
     missing = []
     for name, probe, params in stages[:-1]:
         found = find(probe, params or {})
         if found is None:
-            missing.append(f"{name}: {units.params(params or {})} of {probe} not measured here")
+            missing.append(ChainGap(NOT_MEASURED, name, probe, tuple((params or {}).items())))
         figures.append((name, found))
     if all(found is None for _, found in figures):
         # Nothing below the figure was measured: no step of it is separated, so
         # no part is named after one (the fiber's whole time is not its scheduler's).
-        return [], [], [NOTHING_BELOW, *missing]
-    figures.append((stages[-1][0], record))
-    # From the figure down: keep a smaller figure only where the step to it holds;
-    # a stage not measured joins the step above it.
-    kept: list[tuple[str, dict[str, Any]]] = [(stages[-1][0], record)]
+        return [], [], [ChainGap(NOTHING_BELOW), *missing]
+    kept, not_explained = _kept(record, stages[-1][0], figures)
+    parts, below = [], None
+    for name, found in kept:
+        mine = _figure(found)
+        ns = mine.ns - (below.ns if below else 0.0)
+        parts.append(ChainPart(name, ns, (mine, below) if below else (mine,)))
+        below = mine
+    return parts, not_explained, missing
+
+
+def _kept(
+    record: Result, top: str, figures: list[tuple[str, Result | None]]
+) -> tuple[list[tuple[str, Result]], list[Withheld]]:
+    """From the figure down: keep a smaller figure only where the step to it
+    holds; a stage not measured, or a step that is not a share, joins the
+    step above it. Smallest first, with what is not a share."""
+    kept: list[tuple[str, Result]] = [(top, record)]
     not_explained: list[Withheld] = []
-    pending = [stages[-1][0]]
-    for name, found in reversed(figures[:-1]):
+    pending = [top]
+    for name, found in reversed(figures):
         if found is None:
             pending.append(name)
             continue
@@ -137,17 +183,13 @@ def chain_parts(
             pending.append(name)
     kept[-1] = (" + ".join(reversed(pending)), kept[-1][1])
     kept.reverse()
-    parts, below = [], 0.0
-    for index, (name, found) in enumerate(kept):
-        ns = _median(found) - below
-        source = f"{_label(found)} ({units.value(_median(found), 'ns')})"
-        if index:
-            source += f" - {_label(kept[index - 1][1])} ({units.value(below, 'ns')})"
-        parts.append((name, ns, source))
-        below = _median(found)
-    return parts, not_explained, missing
+    return kept, not_explained
 
 
-def _label(record: dict[str, Any]) -> str:
-    params = record.get("params") or {}
-    return f"{record['probe']} {units.params(params)}" if params else record["probe"]
+def _label(record: Result) -> str:
+    """The variant as a Withheld figure's label: 'probe k=v ...' (a name, not a sentence)."""
+    return variant_label(record.probe, record.params)
+
+
+def variant_label(probe: str, params: Params) -> str:
+    return f"{probe} {units.params(dict(params))}" if params else probe

@@ -26,7 +26,7 @@ API (stable; later changes only add)::
       .timer: list[str]                the timer the ladder's figures were corrected for
       .answers: list[Answer]           the seed questions the run answers (analysis.summary.answers)
       .same_vs_cross: list[SameVsCross]
-      .explained: Explained | None     explain(run.records.results) when it explains anything
+      .explained: Explained | None     explain(run.results) when it explains anything
       .explanation: Explanation | None the switch drawn as a waterfall (WATERFALL_PREFERENCE)
       .verdicts: Verdicts
       .sandbox: list[str]              what sat on every system call (ctxbench.sandbox.warnings)
@@ -250,8 +250,8 @@ def summarize_run(index: int, run: StoredRun, like: list[Rung] | None = None) ->
     results = run.results
     rungs = ladder(results, like)
     explained = explain(
-        run.records.results, run.run_id, fork=False
-    )  # the fork fit: explain's, not the summary's (explain reads the records as written)
+        results, run.run_id, fork=False
+    )  # the fork fit: explain's, not the summary's
     has_any = bool(explained.explanations) or explained.fork is not None
     return RunSummary(
         name=run_name(index, run),

@@ -10,7 +10,7 @@ from ctxbench import units
 from ctxbench.analysis.compare.comparison import Comparison, Row
 from ctxbench.analysis.compare.noise import Noise
 from ctxbench.analysis.explain.explanation import Explained, Explanation
-from ctxbench.records.result import Result
+from ctxbench.records.result import ParamValue, Result
 from ctxbench.stats import RatioInterval, bootstrap_ratio_of_medians
 
 
@@ -19,7 +19,7 @@ class Point:
     """One record's figure, as the summary shows it."""
 
     probe: str
-    params: dict[str, Any]
+    params: dict[str, ParamValue]
     family: str
     unit: str
     median: float | None
@@ -146,7 +146,7 @@ class MachineFigure:
     key: str
     label: str
     probe: str
-    params: dict[str, Any]
+    params: dict[str, ParamValue]
     unit: str
     reference_median: float | None
     cells: list[MachineCell]  # one per run after the reference

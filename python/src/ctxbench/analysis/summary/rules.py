@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from ctxbench.records.result import Result
+from ctxbench.records.result import ParamValue, Result
 from ctxbench.records.roles import probes_with
 
 # Which record stands for a rung: the first candidate probe the run measured
@@ -14,7 +13,10 @@ from ctxbench.records.roles import probes_with
 # with params matching ``match``. A match value is a tuple of accepted values
 # in order of preference; None accepts a record without that param (older
 # records, or a probe that has no such knob). Params not named are free.
-DEFAULT_SWITCH = {"policy": ("normal", "batch", None), "idle": ("free", None)}
+# Per parameter, the values a rung accepts, best first (None: the parameter absent).
+Match = dict[str, tuple[ParamValue | None, ...]]
+
+DEFAULT_SWITCH: Match = {"policy": ("normal", "batch", None), "idle": ("free", None)}
 # On one CPU the CPU never idles between hand-offs, so a same-CPU switch with
 # idle held is the same experiment; a run made with --hold-idle has only that.
 SAME_CPU_SWITCH = {**DEFAULT_SWITCH, "idle": ("free", None, "held")}
@@ -32,7 +34,7 @@ class RungSpec:
     # the probes with the role ladder:ROLE stand for it (records.roles); a
     # role with its own prefix ("answer:futex") is taken as it is
     role: str
-    match: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    match: Match = field(default_factory=dict)
 
     @property
     def full_role(self) -> str:
@@ -111,7 +113,7 @@ LADDER: tuple[RungSpec, ...] = (
 # Knobs an older engine did not have: a record without one was measured the way
 # this value says (no engine held idle before the knob existed), so for machine
 # vs machine it is the same variant as one that names the value.
-ABSENT_MEANS: dict[str, Any] = {"idle": "free"}
+ABSENT_MEANS: dict[str, ParamValue] = {"idle": "free"}
 
 # The same-vs-cross view: switch probes whose params are only these knobs.
 SWITCH_FAMILY = "switch"
@@ -145,7 +147,7 @@ ENV_OF_INTEREST = (
 )
 
 
-def _rank(result: Result, match: dict[str, tuple[Any, ...]]) -> tuple[int, ...] | None:
+def _rank(result: Result, match: Match) -> tuple[int, ...] | None:
     """Preference of a record under a match (lower is better); None: it does not match."""
     rank = []
     for name, accepted in match.items():
@@ -158,7 +160,7 @@ def _rank(result: Result, match: dict[str, tuple[Any, ...]]) -> tuple[int, ...] 
     return tuple(rank)
 
 
-def pick(results: Sequence[Result], probe: str, match: dict[str, tuple[Any, ...]]) -> Result | None:
+def pick(results: Sequence[Result], probe: str, match: Match) -> Result | None:
     """The record of PROBE that best fits MATCH (first in the run among equals), or None."""
     best = None
     best_rank = None

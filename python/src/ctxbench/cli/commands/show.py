@@ -106,11 +106,11 @@ def explain(
     if note:
         say(note)
     if trace_detail and not as_json:
-        click.echo(render_trace_detail(stored.records.results), nl=False)
+        click.echo(render_trace_detail(stored.results), nl=False)
         return
     if as_json:
-        data = explain_view.run_dict(stored.records.results, stored.run_id, globs, chosen)
+        data = explain_view.run_dict(stored.results, stored.run_id, globs, chosen)
         click.echo(json.dumps(data, indent=2, sort_keys=True))
     else:
-        text = explain_view.run_text(stored.records.results, stored.run_id, globs, chosen, show_all)
+        text = explain_view.run_text(stored.results, stored.run_id, globs, chosen, show_all)
         click.echo(text, nl=False)
