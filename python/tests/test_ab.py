@@ -1,4 +1,4 @@
-"""The in-run A/B: the paired ratio (analysis.compare.paired), its words (views.paired)
+"""The in-run A/B: the paired ratio (analysis.compare.paired), its words (views.compare.paired)
 and `compare RUN --ab`, on synthetic rounds built from real engine records.
 
 The rounds are made from run_a.jsonl's records (real engine output): one

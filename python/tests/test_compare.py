@@ -27,7 +27,7 @@ from ctxbench.records.naming import params_key
 from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 from ctxbench.views import machines as machines_view
-from ctxbench.views.comparison import describe, summary_line, summary_lines
+from ctxbench.views.compare.comparison import describe, summary_line, summary_lines
 
 
 def stored(store, run, label=None):

@@ -30,7 +30,7 @@ from ctxbench.analysis.compare.envparts import (
 from ctxbench.analysis.compare.pairs import pair_runs, waive_placement
 from ctxbench.cli.main import cli as main
 from ctxbench.records.reading import read_run_file
-from ctxbench.views.difference import row_lines
+from ctxbench.views.compare.difference import row_lines
 
 WHY = FIXTURES / "why"
 REFERENCE = FIXTURES.parent.parent.parent / "docs" / "data" / "reference-run.jsonl"
@@ -407,7 +407,7 @@ def test_pair_outcomes_are_the_gates_and_absent_values_say_absent(store, tmp_pat
     assert said and all("seccomp=absent→allow" in line for line in said)
     assert "None" not in result.output
     from ctxbench.analysis.compare.gate import NOT_SLOWER
-    from ctxbench.views.difference import NEITHER, UNDECIDED, pair_outcome
+    from ctxbench.views.compare.difference import NEITHER, UNDECIDED, pair_outcome
 
     for names, pair in (
         (("seccomp",), runs),

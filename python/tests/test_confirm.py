@@ -38,8 +38,8 @@ from ctxbench.analysis.compare.gate import (
 from ctxbench.records.naming import params_key
 from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
+from ctxbench.views.compare.gate import gate_lines
 from ctxbench.views.export import comparison_dict
-from ctxbench.views.gate import gate_lines
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
 HISTORY = [100.0, 101.0, 99.0, 100.5, 99.5]  # the machine's p10s of getpid: a 0.8% spread

@@ -15,7 +15,7 @@ import pytest
 from conftest import fixture_path, invoke, real_run, summary_figures
 from ctxbench.analysis.explain.explanation import REST, REST_INSIDE, explain
 from ctxbench.records.reading import read_run_file
-from ctxbench.views.explain import (
+from ctxbench.views.explain.explanation import (
     missing_words,
     narrow,
     not_explained_words,

@@ -24,9 +24,9 @@ from ctxbench.analysis.explain.phases import (
 from ctxbench.cli.main import cli
 from ctxbench.records.result import result_of
 from ctxbench.store.db import Store
-from ctxbench.views.explain import explanation_lines, not_explained_words, render_text
+from ctxbench.views.explain.explanation import explanation_lines, not_explained_words, render_text
+from ctxbench.views.explain.phases import render_traced
 from ctxbench.views.report import render
-from ctxbench.views.traced import render_traced
 
 
 @pytest.fixture(scope="module")
@@ -401,7 +401,7 @@ def test_the_summary_waterfall_draws_the_phases_of_a_traced_figure(tmp_path):
 def test_every_traced_phase_has_a_plain_name_with_its_event_pair_beside_it():
     # Issue 30.5: 'run-queue wait (wakeup → switch)', not the event pair alone.
     from ctxbench.analysis.explain.phases import traced_view
-    from ctxbench.views.traced import PHASE_NAMES
+    from ctxbench.views.explain.phases import PHASE_NAMES
 
     seen = 0
     for record in real_run("traced.jsonl").results:

@@ -39,8 +39,8 @@ from ctxbench.records.naming import params_key
 from ctxbench.records.result import result_of
 from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
+from ctxbench.views.compare.gate import gate_lines
 from ctxbench.views.export import comparison_dict
-from ctxbench.views.gate import gate_lines
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
 

@@ -25,9 +25,9 @@ from ctxbench.records.result import Result, result_of
 from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 from ctxbench.store.earlier_runs import history_runs
-from ctxbench.views.comparison import noise_words
+from ctxbench.views.compare.comparison import noise_words
+from ctxbench.views.compare.gate import gate_lines
 from ctxbench.views.export import comparison_dict
-from ctxbench.views.gate import gate_lines
 
 COMPARE_SCHEMA = json.loads((REPO / "schema" / "compare.schema.json").read_text())
 

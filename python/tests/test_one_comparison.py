@@ -26,7 +26,7 @@ from ctxbench.records.naming import variant_name
 from ctxbench.records.reading import read_run_file
 from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
-from ctxbench.views.comparison import SHORT_WORDS
+from ctxbench.views.compare.comparison import SHORT_WORDS
 from ctxbench.views.export import comparison_dict
 
 HISTORY = FIXTURES / "why" / "history_same"

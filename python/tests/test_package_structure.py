@@ -268,7 +268,37 @@ def test_an_import_against_the_rooms_is_found(module, source):
 def test_an_import_down_the_rooms_is_allowed():
     source = "from ctxbench.analysis.explain.explanation import explain\n"
     assert not imports_across_rooms("ctxbench.analysis.summary.build", source)
-    assert not imports_across_rooms("ctxbench.views.explain", source)
+    assert not imports_across_rooms("ctxbench.views.explain.explanation", source)
+
+
+def test_the_rooms_of_views_mirror_those_of_analysis():
+    # views words what analysis decides: each of its rooms is one of
+    # analysis's, and its lowest room (explain) words one run alone, so it
+    # imports no other room of views (compare and summary draw on it, and
+    # on each other, for a comparison inside a summary and the reverse).
+    rooms = {path.parent.name for path in (PACKAGE / "views").glob("*/__init__.py")}
+    assert rooms and rooms <= set(ANALYSIS_ROOMS), rooms
+    across = against_the_package(views_explain_imports)
+    assert not across, "\n".join(across)
+
+
+def views_explain_imports(module: str, source: str) -> list[str]:
+    """Every import of another room of views from views's explain room."""
+    if not module.startswith("ctxbench.views.explain"):
+        return []
+    return [
+        f"{module} line {line} imports {target}"
+        for target, _, line in imports_of(module, source)
+        if target.startswith("ctxbench.views.")
+        and target.split(".")[2] in ANALYSIS_ROOMS
+        and target.split(".")[2] != "explain"
+    ]
+
+
+def test_an_import_from_views_explain_into_another_room_is_found():
+    source = "def f():\n    from ctxbench.views.summary import why\n"
+    assert views_explain_imports("ctxbench.views.explain.explanation", source)
+    assert not views_explain_imports("ctxbench.views.summary.text", source)
 
 
 def test_architecture_names_every_stage():

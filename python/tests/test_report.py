@@ -21,7 +21,7 @@ from ctxbench.records.reading import read_run_file
 from ctxbench.records.runs import group_run
 from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
-from ctxbench.views.comparison import cell_words
+from ctxbench.views.compare.comparison import cell_words
 from ctxbench.views.report import render
 
 EVIL = "</script><img src=x onerror=alert(1)><script>alert('xss')</script>&amp;"

@@ -23,7 +23,7 @@ from ctxbench.records.schema import validate
 from ctxbench.store.db import Store
 from ctxbench.views.machines import machine_lines
 from ctxbench.views.report import render
-from ctxbench.views.summary import as_dict, plain, run_lines
+from ctxbench.views.summary.text import as_dict, plain, run_lines
 
 UNFILTERED = {
     "seccomp": {"mode": "disabled", "filters": 0, "source": "/proc/thread-self/status"},

@@ -18,7 +18,7 @@ from conftest import real_run
 from ctxbench.analysis.explain.explanation import explain
 from ctxbench.analysis.explain.seccomp_cost import filter_costs
 from ctxbench.records.result import results_of
-from ctxbench.views.explain import (
+from ctxbench.views.explain.explanation import (
     cost_lines,
     explained_dict,
     headline,

@@ -21,9 +21,9 @@ from ctxbench.records.runs import group_run
 from ctxbench.records.schema import record_problem
 from ctxbench.store.db import Store
 from ctxbench.views import machines as machines_view
-from ctxbench.views import summary as summary_view
 from ctxbench.views import tables
 from ctxbench.views.report import render
+from ctxbench.views.summary.text import text as summary_view
 
 # The thread switch on one CPU: run A's ladder shows it.
 PROBE, PARAMS = "switch.pipe", {"between": "threads", "cpus": "same"}

@@ -20,9 +20,9 @@ from ctxbench.records.reading import read_run_file
 from ctxbench.records.runs import group_run
 from ctxbench.records.schema import schema
 from ctxbench.store.db import Store
-from ctxbench.views import summary_why as why
-from ctxbench.views.comparison import cell_words, describe
+from ctxbench.views.compare.comparison import cell_words, describe
 from ctxbench.views.reasons import REASON_SENTENCES, reason_sentence
+from ctxbench.views.summary import why
 
 REFERENCE_RUN = REPO / "docs" / "data" / "reference-run.jsonl"
 
@@ -314,7 +314,7 @@ def test_the_fibers_vs_threads_preset_has_its_four_figures_on_the_ladder_and_no_
     CPU vs another CPU" table (and a one-bar chart) for a run with no
     cross-CPU variant."""
     from ctxbench.views.report import render
-    from ctxbench.views.summary import run_lines
+    from ctxbench.views.summary.text import run_lines
 
     run = stored(store, read_run_file(PRESET_RUN))
     summary = summarize([run])

@@ -172,7 +172,7 @@ def test_the_ladder_bars_follow_the_medians_on_a_log_scale(tmp_path):
     ten times larger gets a longer one."""
     from ctxbench.analysis.summary.build import summarize
     from ctxbench.store.db import Store
-    from ctxbench.views.summary import ladder_lines
+    from ctxbench.views.summary.text import ladder_lines
 
     with Store.open(str(tmp_path / "ladder.db")) as store:
         store.add_run(read_run_file(REFERENCE), origin="import")

@@ -1,4 +1,4 @@
-"""show's answers in words (ctxbench.views.summary_why), on a fresh default run recorded on
+"""show's answers in words (ctxbench.views.summary.why), on a fresh default run recorded on
 the development VM (fixtures/default_quick.jsonl) and on that run with one
 figure changed: why another CPU is slower, in one line with the measured
 share; the words the ladder uses defined where it shows them; the ladder
@@ -18,9 +18,9 @@ from ctxbench.analysis.summary.build import summarize
 from ctxbench.records.reading import read_run_file
 from ctxbench.records.runs import RunRecords
 from ctxbench.store.db import Store
-from ctxbench.views import summary_why as why
-from ctxbench.views.explain import not_explained_words
-from ctxbench.views.summary import plain, run_lines
+from ctxbench.views.explain.explanation import not_explained_words
+from ctxbench.views.summary import why
+from ctxbench.views.summary.text import plain, run_lines
 
 DEFAULT_QUICK = "default_quick.jsonl"
 REFERENCE = str(Path(__file__).resolve().parents[2] / "docs" / "data" / "reference-run.jsonl")

@@ -48,10 +48,11 @@ double time_cpu_loop(Clock& clock);
 // predictors, the return stack and the front end, which the plain loop
 // leaves alone: on a vCPU whose host core is shared (a busy sibling thread
 // on the host) it runs slower while the plain loop does not, and so do the
-// switch paths. Timed beside the plain loop before every sample; the median
-// over a variant's kept samples is its `derived.cpu_calls_ns`, and compare
-// widens a row whose B side ran its call loop slower than A's (the host's
-// state moved between them). Returns ns.
+// switch paths. Timed beside the plain loop before every sample; the fastest
+// timing over a variant's kept samples is its `derived.cpu_calls_ns` (the
+// median moved with what each sample's workload left in the predictors),
+// and compare widens a row whose two sides ran their call loops apart (the
+// host's state moved between them). Returns ns.
 inline constexpr std::uint64_t call_loop_iterations = 1024;
 double time_call_loop(Clock& clock);
 

@@ -1,6 +1,6 @@
 """`compare RUN --ab [NAME=A:B]`: an A/B run judged by its paired ratio, round by round.
 
-The numbers are ``analysis.compare.paired``'s, the words ``views.paired``'s; the
+The numbers are ``analysis.compare.paired``'s, the words ``views.compare.paired``'s; the
 exit statuses are the gate's (0 passed, 1 failed, 4 inconclusive; 0 without
 --fail-above).
 """
@@ -28,7 +28,7 @@ from ctxbench.cli.console import QuietStream, new_console
 from ctxbench.cli.gate_status import gate_status
 from ctxbench.errors import BadInput
 from ctxbench.records.result import Result
-from ctxbench.views.paired import alone_line, paired_dict, paired_lines
+from ctxbench.views.compare.paired import alone_line, paired_dict, paired_lines
 
 
 def compare_ab(

@@ -29,7 +29,7 @@ def print_run(stored: StoredRun, show_all: bool = False, title: str | None = Non
     then, with SHOW_ALL, the full table of every result and the reasons in the
     records' own words (else one line that says how to get it)."""
     from ctxbench.analysis.summary.build import summarize
-    from ctxbench.views.summary import run_lines
+    from ctxbench.views.summary.text import run_lines
 
     console = new_console()
     console.print(title or _run_header(stored), markup=False)

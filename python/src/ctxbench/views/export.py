@@ -32,7 +32,7 @@ from ctxbench.analysis.compare.noise import Noise, detectable
 from ctxbench.records.naming import variant_name
 from ctxbench.records.runs import StoredRun
 from ctxbench.records.strict_json import dumps
-from ctxbench.views.comparison import summary_line, summary_lines
+from ctxbench.views.compare.comparison import summary_line, summary_lines
 
 if TYPE_CHECKING:  # numpy and ruptures load with them: imported where --why or --changes runs
     from ctxbench.analysis.compare.changes import Change, MachineChanges
@@ -387,7 +387,7 @@ def _matrix_dict(compared: MatrixComparison) -> dict[str, Any]:
 
 # ---- compare --why and --pair, history --changes ---------------------------------------
 def _part_dict(p: PartDifference) -> dict[str, Any]:
-    from ctxbench.views.difference import reason_words
+    from ctxbench.views.compare.difference import reason_words
 
     out = {
         "name": p.name,
@@ -408,7 +408,7 @@ def _part_dict(p: PartDifference) -> dict[str, Any]:
 
 
 def _row_dict(row: RowWhy) -> dict[str, Any]:
-    from ctxbench.views.difference import unsplit_words
+    from ctxbench.views.compare.difference import unsplit_words
 
     return {
         "probe": row.probe,
@@ -435,7 +435,7 @@ def why_dict(result: Why | None, pairing: Pairing | None = None) -> dict[str, An
     from dataclasses import asdict
 
     from ctxbench.analysis.compare.pairs import measured_as
-    from ctxbench.views.difference import METHOD, unsplit_words
+    from ctxbench.views.compare.difference import METHOD, unsplit_words
 
     out: dict[str, Any] = {}
     if pairing is not None:

@@ -19,9 +19,9 @@ from ctxbench.analysis.compare.pairs import measured_as
 from ctxbench.analysis.summary.data import Machines, Summary
 from ctxbench.records.naming import params_key, variant_name
 from ctxbench.records.runs import StoredRun
-from ctxbench.views.comparison import cell_words, describe, noise_words
-from ctxbench.views.comparison import summary_lines as comparison_summary_lines
-from ctxbench.views.summary import (
+from ctxbench.views.compare.comparison import cell_words, describe, noise_words
+from ctxbench.views.compare.comparison import summary_lines as comparison_summary_lines
+from ctxbench.views.summary.text import (
     MIN_WIDTH,
     heading_line,
     styled_line,

@@ -45,10 +45,14 @@ from ctxbench.records.runs import StoredRun
 from ctxbench.riscv.answer import is_lab_run, lab_answer, lab_targets, measured
 from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import parts_rows
-from ctxbench.views import summary_why as why
-from ctxbench.views.answers import sentences
-from ctxbench.views.comparison import cell_words, describe, summary_lines
-from ctxbench.views.explain import missing_words, not_explained_words, note_words, source_words
+from ctxbench.views.compare.comparison import cell_words, describe, summary_lines
+from ctxbench.views.explain.explanation import (
+    missing_words,
+    not_explained_words,
+    note_words,
+    source_words,
+)
+from ctxbench.views.explain.phases import traced_line
 from ctxbench.views.reasons import reason_sentences
 from ctxbench.views.report_families import (
     BLOCK_LEGEND,
@@ -63,13 +67,14 @@ from ctxbench.views.report_families import (
 from ctxbench.views.report_figures import (
     Figures,
 )
-from ctxbench.views.report_summary import (
+from ctxbench.views.summary import why
+from ctxbench.views.summary.answers import sentences
+from ctxbench.views.summary.report import (
     comparison_figure,
     ladder_labels,
     point_text,
     summary_figures,
 )
-from ctxbench.views.traced import traced_line
 
 
 def build_context(

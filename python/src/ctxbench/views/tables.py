@@ -204,7 +204,7 @@ def matrix_comparison_tables(comparison: Comparison) -> list[Table]:
 
 def _matrix_comparison_table(comparison: Comparison, compared: MatrixComparison) -> Table:
     from ctxbench.analysis.compare import noise
-    from ctxbench.views.comparison import describe
+    from ctxbench.views.compare.comparison import describe
 
     title = f"{compared.probe} ({units.params(compared.params)}) per pair class (ratio = other / A)"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
@@ -432,8 +432,8 @@ def _compared_cells(
 ) -> list[Any]:
     """Run INDEX's cells of a row: its median, ratio [CI] to A, p, and the
     decision in words (or why there is no ratio)."""
-    # views.comparison needs compare's statistics (numpy): only `compare` loads it
-    from ctxbench.views.comparison import describe, noise_words
+    # views.compare.comparison needs compare's statistics (numpy): only `compare` loads it
+    from ctxbench.views.compare.comparison import describe, noise_words
 
     median = _median_text(cell, row.unit) if cell.result and cell.median is not None else "—"
     difference = cell.difference

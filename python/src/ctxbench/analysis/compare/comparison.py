@@ -25,7 +25,7 @@ the time ratios over the comparable rows.
 
 The environment diff is ``envdiff``; the CI gate of ``--fail-above`` is
 ``gate``; the JSON form of a comparison is ``export.comparison_dict``, its
-words ``views.comparison``.
+words ``views.compare.comparison``.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ spread, not beyond run-to-run noise, which the row's decision
 Before the machine, the load: each run's own records are counted
 (``interference.run_load``). The environment keys that differ are ranked by
 the parts they act on (``envparts``). Numbers and reason codes;
-``views.difference`` words them.
+``views.compare.difference`` words them.
 """
 
 from __future__ import annotations

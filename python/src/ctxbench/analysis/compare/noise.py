@@ -100,7 +100,7 @@ CPU_SLOWED = "cpu slowed"
 CORE_MOVED = "core moved"
 
 # The host's state of a vCPU's core, from the call loop (``derived.cpu_calls_ns``:
-# the median, over a variant's kept samples, of a chain of indirect calls
+# the fastest, over a variant's kept samples, of a chain of indirect calls
 # timed before each): on this project's 2-vCPU KVM guest it sat at one of two
 # levels about 1.5x apart from minute to minute (1947-1979 ns and 2830-3266
 # ns over 10 quick runs beside other work), while the plain loop moved under

@@ -12,11 +12,11 @@ difference of two records is a share only where ``analysis.explain.shares`` says
 holds (the one rule); otherwise, and where a difference comes out below zero
 or above the figure, it moves to ``not_explained`` (a reason code and the
 two figures), and the remainder is taken over the parts that stand. Numbers
-and codes only: ``views.explain`` words each part's ``Source`` and each
+and codes only: ``views.explain.explanation`` words each part's ``Source`` and each
 ``NotExplained``.
 
 It also fits how ``create.fork`` grows (``analysis.explain.fork_scaling``) and says
-what a seccomp filter adds (``analysis.explain.seccomp_cost``); ``views.explain``
+what a seccomp filter adds (``analysis.explain.seccomp_cost``); ``views.explain.explanation``
 prints the figures a reader asked for.
 """
 
@@ -69,7 +69,7 @@ Term = tuple[float, tuple[str, str], str]
 MEDIAN, BASELINE = "median", "baseline"
 
 
-# What a run could not separate (``Missing.code``); views.explain words them.
+# What a run could not separate (``Missing.code``); views.explain.explanation words them.
 ENTRY_TIMING = "entry timing"  # how many calls one switch makes depends on timing
 NO_BARE = "no bare call"  # the bare system call (detail: its probe) was not measured
 NO_BASELINE = "no baseline"  # the probe has no baseline
@@ -94,7 +94,7 @@ class Missing:
 
 
 # How a part was computed (``Source.code``), with the figures each names
-# (``Source.values``, in this order); views.explain words them.
+# (``Source.values``, in this order); views.explain.explanation words them.
 CALLS_PRICED = "calls priced"  # (calls, bare call ns); name: the bare call's probe
 WHOLE_BASELINE = "whole baseline"  # (); name: the baseline's name
 BASELINE_LESS_ENTRY = "baseline less entry"  # (baseline ns, entry ns); name: the baseline's
@@ -121,7 +121,7 @@ class Source:
     joined: tuple[Source, ...] = ()  # JOINED
 
 
-# Why a part measured is not a share (``NotExplained.code``); views.explain words them.
+# Why a part measured is not a share (``NotExplained.code``); views.explain.explanation words them.
 WITHHELD = "withheld"  # withheld: shares' code and the two figures (shares.Withheld)
 NO_IDLE_EXIT = "no idle exit"  # values: (idle=free - idle=held ns, switches traced)
 BELOW_ZERO_PART = "below zero"  # values: (the part's ns,); source: the part's

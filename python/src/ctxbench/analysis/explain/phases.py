@@ -35,7 +35,7 @@ WAKE_TO_SWITCH = ("waking", "IPI entry", "poll wake", "wakeup", "IPI exit", "idl
 
 @dataclass
 class TracedPhase:
-    name: str  # "from → to" (views.traced names it in words)
+    name: str  # "from → to" (views.explain.phases names it in words)
     share: float  # of the tiled (median) traced sample's time (0..1)
     traced_ns: float  # per switch as measured under tracing
     ns: float  # share x the untraced median
@@ -102,7 +102,7 @@ def traced_view(record: Result) -> TracedView | None:
         return TracedView(status=block.get("status", "?"), reason=block.get("reason"))
     tiling = block.get("tiling")
     if not tiling:
-        return TracedView(status=NOT_TILED)  # views.traced says why
+        return TracedView(status=NOT_TILED)  # views.explain.phases says why
     switches = block.get("switches") or {}
     assert record.summary is not None  # a traced pass runs beside a measured one
     untraced = float(record.summary.median)

@@ -11,7 +11,7 @@ the idle share, a cpuidle driver is active (with none, holding the latency
 request cannot change the idle path). ``ctxbench.analysis.explain.explanation`` applies it to
 every such part; the summary's "Why", ``show``, ``explain`` and the report
 read explain's parts, so they all say the same. Where it is not a share it
-returns why (a code) and the two figures (``Withheld``); views.explain words
+returns why (a code) and the two figures (``Withheld``); views.explain.explanation words
 them.
 """
 
@@ -80,7 +80,7 @@ class Figure:
 @dataclass(frozen=True)
 class Withheld:
     """A difference of two figures that is not a share (OVERLAP, NO_IDLE_DRIVER,
-    SUSPECT), with the two figures; views.explain words it."""
+    SUSPECT), with the two figures; views.explain.explanation words it."""
 
     code: str
     part: str  # the part's name

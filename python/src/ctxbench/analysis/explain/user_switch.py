@@ -16,7 +16,7 @@ is compiled into the coroutines' code: nothing of it is measured apart.
   and the figures it is the difference of; what is not a share, as
   ``Withheld``; what cannot be split, as ``ChainGap`` codes);
   ``find(probe, params)`` gives the run's measured record of that variant,
-  or None. Numbers and codes: ``views.explain`` words them.
+  or None. Numbers and codes: ``views.explain.explanation`` words them.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ Stage = tuple[str, str, Params | None]  # part name, probe, params (None: the fi
 Find = Callable[[str, Params], Result | None]
 
 # Why a switch, or a step of its chain, is not split (``ChainGap.code``);
-# views.explain words them.
+# views.explain.explanation words them.
 FLOOR_WHOLE = "floor"  # the own asm switch is the floor: nothing smaller measured apart
 COMPILED = "compiled"  # a C++20 coroutine's transfer is compiled into the coroutines' code
 NO_SMALLER = "no smaller"  # no smaller figure of this switch is measured apart

@@ -12,7 +12,7 @@ by its status, never dropped.
 * ``answers(results) -> list[Answer]``: the questions this run answers, in
   the order of QUESTIONS.
 
-``ctxbench.views.answers`` words them; ``show``, ``run`` and the report print
+``ctxbench.views.summary.answers`` words them; ``show``, ``run`` and the report print
 them first.
 """
 

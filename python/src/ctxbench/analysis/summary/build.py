@@ -38,7 +38,7 @@ API (stable; later changes only add)::
     Rung       key, label, point
     SameVsCross probe, primitive, between, same: Point | None, cross: Point | None,
                ratio (cross median / same median, None unless both measured switches),
-               no_ratio (a side did not switch: views/summary_why.py says so in words)
+               no_ratio (a side did not switch: views/summary/why.py says so in words)
     Verdicts   counts {status: n} (every status of records.STATUSES), notes: list[VerdictNote]
     VerdictNote point, reasons (each distinct reason code once; views.reasons words them)
     Machines   reference: str, others: list[str] (run names), comparison: Comparison

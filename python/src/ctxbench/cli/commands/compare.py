@@ -18,7 +18,7 @@ from ctxbench.cli.option_types import FiniteFloat
 from ctxbench.errors import BadInput
 from ctxbench.records.runs import StoredRun
 from ctxbench.views import tables
-from ctxbench.views.comparison import summary_lines
+from ctxbench.views.compare.comparison import summary_lines
 
 
 @click.command()
@@ -344,7 +344,7 @@ def gate_exit(comparison: Comparison, judged: Any, as_json: bool) -> int:
     """The gate's tail, whatever was printed before it: its lines (after the
     tables on stdout, or on stderr beside --json's data) and the exit status
     (0 passed, 1 failed, EXIT_INCONCLUSIVE); 0 without --fail-above."""
-    from ctxbench.views.gate import gate_lines
+    from ctxbench.views.compare.gate import gate_lines
 
     if judged is None:
         return 0
@@ -423,7 +423,7 @@ def _print_why_or_pairs(
     from rich.text import Text
 
     from ctxbench.analysis.compare.difference_parts import why
-    from ctxbench.views.difference import pair_lines, why_lines
+    from ctxbench.views.compare.difference import pair_lines, why_lines
     from ctxbench.views.export import comparison_dict, why_dict
 
     split_result = why(comparison, measured=runs) if split else None

@@ -74,7 +74,7 @@ def _print_changes(
     machine could be judged (no all-clear over what was not looked at)."""
     from ctxbench.analysis.compare.changes import find_changes, machine_groups
     from ctxbench.cli.gate_status import EXIT_INCONCLUSIVE
-    from ctxbench.views.difference import changes_lines
+    from ctxbench.views.compare.difference import changes_lines
     from ctxbench.views.export import changes_dict
 
     with open_store(db, create=False) as store:

@@ -13,8 +13,8 @@ from ctxbench.cli.run_output import print_run
 from ctxbench.records.runs import StoredRun
 from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.store import run_choice
-from ctxbench.views import explain as explain_view
-from ctxbench.views.traced import render_trace_detail
+from ctxbench.views.explain.explanation import explanation as explain_view
+from ctxbench.views.explain.phases import render_trace_detail
 
 
 @click.command()
@@ -52,7 +52,7 @@ def show(run_ref: str, db: str | None, as_json: bool, show_all: bool) -> None:
 
 def _run_json(stored: StoredRun) -> dict[str, Any]:
     from ctxbench.analysis.summary.build import summarize
-    from ctxbench.views.summary import as_dict
+    from ctxbench.views.summary.text import as_dict
 
     data = {
         "schema": 1,

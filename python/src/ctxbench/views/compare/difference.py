@@ -28,11 +28,11 @@ from ctxbench.analysis.explain.explanation import Missing, NotExplained
 from ctxbench.analysis.explain.interference import RunLoad
 from ctxbench.records.naming import variant_name
 from ctxbench.records.result import ParamValue, Result
-from ctxbench.views.comparison import SHORT_WORDS, describe, noise_words
-from ctxbench.views.explain import missing_reason, missing_words, not_explained_words
+from ctxbench.views.compare.comparison import SHORT_WORDS, describe, noise_words
+from ctxbench.views.explain.explanation import missing_reason, missing_words, not_explained_words
 from ctxbench.views.machines import options_text
-from ctxbench.views.summary import MIN_WIDTH, heading_line, styled_line, wrapped_lines
-from ctxbench.views.summary_why import load_words
+from ctxbench.views.summary.text import MIN_WIDTH, heading_line, styled_line, wrapped_lines
+from ctxbench.views.summary.why import load_words
 
 KEYS_SHOWN = 6  # environment differences listed under the rows
 METHOD = (
@@ -372,7 +372,7 @@ def pair_outcome(row: Any, comparison: Comparison, judged: Any = None) -> tuple[
 
 
 def _pair_words(outcome: str, verdict: Any, change: str, row: Any, comparison: Comparison) -> str:
-    from ctxbench.views.gate import inconclusive_words
+    from ctxbench.views.compare.gate import inconclusive_words
 
     cell = row.cells[1]
     if outcome == UNDECIDED:

@@ -23,7 +23,7 @@ from ctxbench.analysis.compare.gate import (
     GateRow,
 )
 from ctxbench.records.naming import variant_name
-from ctxbench.views.comparison import SHORT_WORDS, noise_words
+from ctxbench.views.compare.comparison import SHORT_WORDS, noise_words
 
 
 def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str]:

@@ -49,7 +49,7 @@ from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import explain_lines
 from ctxbench.units import param_value
-from ctxbench.views.traced import render_traced
+from ctxbench.views.explain.phases import render_traced
 
 # What a run could not separate, per explain's Missing code (TRACE_HINT added where
 # no traced pass was tried).

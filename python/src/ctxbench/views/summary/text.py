@@ -29,10 +29,15 @@ from ctxbench.analysis.explain.explanation import Explanation
 from ctxbench.analysis.summary.data import Point, RunSummary, Summary
 from ctxbench.records.naming import variant_name
 from ctxbench.records.strict_json import JsonObject
-from ctxbench.views import summary_why as why
-from ctxbench.views.answers import sentences as answer_sentences
-from ctxbench.views.explain import missing_words, not_explained_words, note_words, source_words
+from ctxbench.views.explain.explanation import (
+    missing_words,
+    not_explained_words,
+    note_words,
+    source_words,
+)
 from ctxbench.views.reasons import reason_sentence, reason_sentences
+from ctxbench.views.summary import why
+from ctxbench.views.summary.answers import sentences as answer_sentences
 from ctxbench.views.tables import STATUS_STYLE
 
 MIN_WIDTH = 80
@@ -332,7 +337,7 @@ def sandbox_lines(run: RunSummary, width: int) -> list[Text]:
 
 def answer_lines(run: RunSummary, width: int) -> list[Text]:
     """The seed questions this run answers, first: figures, ratios with their
-    intervals, what the run lacks (views.answers)."""
+    intervals, what the run lacks (views.summary.answers)."""
     if not run.answers:
         return []
     lines = [heading_line("Answers")]

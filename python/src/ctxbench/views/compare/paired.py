@@ -2,7 +2,7 @@
 
 Built from ``analysis.compare.paired``: each pair's paired ratio of B over A with
 its interval, its rounds and detectable slowdown, and with --fail-above its
-outcome, in the words and outcome names of the gate (``views.gate``).
+outcome, in the words and outcome names of the gate (``views.compare.gate``).
 """
 
 from __future__ import annotations

@@ -22,8 +22,9 @@ from ctxbench.records.naming import params_key
 from ctxbench.records.runs import StoredRun
 from ctxbench.records.strict_json import JsonObject
 from ctxbench.units import params_text
-from ctxbench.views.comparison import describe, noise_words
-from ctxbench.views.explain import source_words
+from ctxbench.views.compare.comparison import describe, noise_words
+from ctxbench.views.explain.explanation import source_words
+from ctxbench.views.explain.phases import phase_words
 from ctxbench.views.reasons import reason_sentence
 from ctxbench.views.report_figures import (
     PALETTE,
@@ -33,7 +34,6 @@ from ctxbench.views.report_figures import (
     esc,
     rows_height,
 )
-from ctxbench.views.traced import phase_words
 
 
 def row_label(row: Any) -> str:

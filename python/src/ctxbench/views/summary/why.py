@@ -34,7 +34,7 @@ from ctxbench.analysis.explain.interference import RunLoad
 from ctxbench.analysis.summary.build import not_a_switch
 from ctxbench.analysis.summary.data import Point, Rung, RunSummary, ratio
 from ctxbench.records.naming import params_key
-from ctxbench.views.explain import not_explained_words
+from ctxbench.views.explain.explanation import not_explained_words
 
 ADDRESS_SPACE_PART = "address-space switch"
 

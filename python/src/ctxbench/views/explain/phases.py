@@ -138,7 +138,7 @@ def _ns(value: float) -> str:
 
 def render_traced(view: TracedView, idle_said: bool = False) -> list[str]:
     """Lines (indented two spaces) for one figure's traced pass. IDLE_SAID: the
-    block states the idle share once elsewhere (``views.explain.idle_words``),
+    block states the idle share once elsewhere (``views.explain.explanation.idle_words``),
     the idle exit of these phases with it."""
     if view.status != "ok":
         return [f"  traced pass: {_status(view)}"]

@@ -1,0 +1,1 @@
+"""Two runs or more in words: a comparison, the gate, an A/B run's pairs, a difference by part."""
