@@ -23,7 +23,7 @@ from ctxbench.store.db import Store
 from ctxbench.views import machines as machines_view
 from ctxbench.views import tables
 from ctxbench.views.report import render
-from ctxbench.views.summary.text import text as summary_view
+from ctxbench.views.summary import text as summary_view
 
 # The thread switch on one CPU: run A's ladder shows it.
 PROBE, PARAMS = "switch.pipe", {"between": "threads", "cpus": "same"}

@@ -13,7 +13,7 @@ from ctxbench.cli.run_output import print_run
 from ctxbench.records.runs import StoredRun
 from ctxbench.riscv.answer import is_lab_run, lab_dict
 from ctxbench.store import run_choice
-from ctxbench.views.explain.explanation import explanation as explain_view
+from ctxbench.views.explain import explanation as explain_view
 from ctxbench.views.explain.phases import render_trace_detail
 
 
