@@ -36,13 +36,10 @@ counted as judged or inconclusive.
 
 --confirm takes, right after A' and after each B, two more runs of the
 same kind (its "again" and "third" runs, the whole selection, the same
-conditions); a gate that failed, or has a row measured in another state of
-the host's core than A (`core moved`), is then judged again as `compare
---confirm` judges it (analysis.compare.gate.confirm and decide: a row stays
-slower when the again run against A calls it slower too; one that is not is
-slower or not slower as two of the three runs say, else inconclusive; a
-moved row takes its again run's word where that run is back in A's state),
-and the tables
+conditions); a gate that failed is then judged again as `compare --confirm`
+judges it (analysis.compare.gate.confirm and decide: a row stays slower when the
+again run against A calls it slower too; one that is not is slower or not
+slower as two of the three runs say, else inconclusive), and the tables
 give the gates both ways. These runs never join the history. (`compare
 --confirm` measures only the rows called slower, and a third time only
 those not slower again, when the compare runs; here both runs are taken
@@ -95,7 +92,6 @@ from ctxbench.analysis.compare.gate import (  # noqa: E402
     confirm,
     decide,
     gate,
-    needs_confirming,
 )
 from ctxbench.cli.commands.compare import build_comparison  # noqa: E402
 from ctxbench.records.reading import read_run_file  # noqa: E402
@@ -310,7 +306,7 @@ def judge(directory: str, manifest: dict, thresholds: list[float], allow: float)
                 for percent in thresholds:
                     judged = gate(comparison, percent, allow)
                     tallies["first"][(percent, kind)][judged.outcome] += 1
-                    if seconds and needs_confirming(judged):
+                    if seconds and judged.failed:
                         judged = judged_again(judged, seconds, taken, percent, allow)
                     tally(tallies, kind, percent, judged)
                 for row in comparison.rows:

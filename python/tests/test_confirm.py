@@ -29,11 +29,8 @@ from ctxbench.analysis.compare.gate import (
     SLOWER,
     Gate,
     confirm,
-    confirm_variants,
-    core_moved,
     decide,
     gate,
-    needs_confirming,
 )
 from ctxbench.records.naming import params_key
 from ctxbench.records.runs import group_run
@@ -343,59 +340,3 @@ def test_a_row_not_slower_in_its_second_and_third_runs_is_not_slower(
     assert "1 measured a third time" in done.stderr
     assert "0 slower and 1 not slower in two of three, 0 not repeated" in done.stderr
     assert "not slower by 15% in two of three: syscall.getpid" in done.stderr
-
-
-# ---- a row measured in another state of the host's core --------------------------
-CALLS_FAST, CALLS_SLOW = 1960.0, 2950.0  # derived.cpu_calls_ns in the core's two states
-
-
-def _judged_in(directory: Path, b_median: float, b_calls: float) -> tuple[object, Gate]:
-    """``_judged`` with A's call loop in the fast state and B's at B_CALLS."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with Store.open(directory / "rules.db") as store:
-        runs = []
-        for name, median, calls in (("a", 100.0, CALLS_FAST), ("b", b_median, b_calls)):
-            run = _getpid_run(name, median)
-            for record in run.results:
-                record["derived"]["cpu_calls_ns"] = calls
-            runs.append(store.load(store.add_run(run, origin="import")))
-    key = ("syscall.getpid", params_key(runs[0].results[0].params))
-    comparison = compare_runs(runs, history={key: HISTORY})
-    return comparison, gate(comparison, 15)
-
-
-def test_a_row_measured_in_another_state_of_the_core_is_decided_by_its_run_again(tmp_path):
-    comparison, first = _judged_in(tmp_path / "first", 160.0, CALLS_SLOW)
-    (row,) = first.rows
-    assert row.outcome == INCONCLUSIVE and core_moved(row)
-    assert needs_confirming(first) and confirm_variants(first) == [(row.row.probe, row.row.params)]
-    # Its run again back in A's state, not slower: not slower.
-    _, back = _judged_in(tmp_path / "back", 100.5, CALLS_FAST)
-    passed = confirm(first, back, "again-1")
-    assert [(r.outcome, r.why) for r in passed.rows] == [(NOT_SLOWER, None)]
-    assert passed.outcome == PASSED
-    lines = gate_lines(comparison, passed)
-    assert any(line.startswith("not slower by 15% in its run again") for line in lines), lines
-    jsonschema.validate(comparison_dict(comparison, passed), COMPARE_SCHEMA)
-    # Back in A's state and slower: a third run decides it, as any row not repeated.
-    _, slower = _judged_in(tmp_path / "slower", 130.0, CALLS_FAST)
-    not_repeated = confirm(first, slower, "again-2")
-    assert [(r.outcome, r.why) for r in not_repeated.rows] == [(INCONCLUSIVE, NOT_REPEATED)]
-    text = "\n".join(gate_lines(comparison, not_repeated))
-    assert "measured in another state of the host's core than A" in text, text
-    _, slower_third = _judged_in(tmp_path / "third", 128.0, CALLS_FAST)
-    assert decide(not_repeated, slower_third, "third").outcome == FAILED
-    # Its run again moved as well: it stays inconclusive, and says what the run again saw.
-    _, moved = _judged_in(tmp_path / "moved", 100.5, CALLS_SLOW)
-    kept = confirm(first, moved, "again-3")
-    assert [(r.outcome, r.why) for r in kept.rows] == [(INCONCLUSIVE, row.why)]
-    assert "its run again" in "\n".join(gate_lines(comparison, kept))
-
-
-def test_a_row_inconclusive_for_another_reason_is_not_measured_again(tmp_path):
-    # The same pair with the call loops alike is slower, and a plain
-    # inconclusive row (B within-run only) is left as it is.
-    _, alike = _judged_in(tmp_path / "alike", 160.0, CALLS_FAST * 1.02)
-    assert alike.outcome == FAILED and not any(core_moved(r) for r in alike.rows)
-    _, passed = _judged(tmp_path / "quiet", 100.5)
-    assert not needs_confirming(passed) and confirm_variants(passed) == []

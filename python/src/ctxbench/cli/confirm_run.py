@@ -98,14 +98,14 @@ def measure_again(
         command = [sys.executable, "-m", "ctxbench", "run", *words, "--json", out]
         label = f"{'third' if third else 'again'}: {first.run_id}"
         command += ["--label", label] + (["--db", db] if db else [])
-        what = "row(s) not repeated a third time" if third else "row(s) to confirm again"
+        what = "row(s) not repeated a third time" if third else "slower row(s) again"
         print(f"measuring {len(variants)} {what}: ctxbench {' '.join(words)}", file=sys.stderr)
         status = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=_stderr_fd(), check=False)
         if status.returncode != 0:
             raise EngineError(
-                "measuring the rows again failed "
+                "measuring the slower rows again failed "
                 f"(ctxbench run exited {status.returncode}); "
-                "the gate stands as first judged"
+                "the gate stands as first judged: failed"
             )
         try:
             with open(out, encoding="utf-8") as lines:

@@ -47,15 +47,7 @@ se its standard error and df its degrees of freedom:
    decides (rule 6). A real slowdown repeats; a single run in a slow spell
    of the host, or a row that sits at one of two levels, seldom does twice.
    The other rows keep the first run's outcome: only a failure is
-   re-examined, and a row measured in another state of the host's core
-   than the reference (``core_moved``: its noise widened by ``core moved``,
-   inconclusive): the run again, taken a few seconds later, is often back
-   in the reference's state. Such a row is ``not slower`` when its run
-   again, in the reference's state, is not slower; ``inconclusive`` (``not
-   repeated``) when that run calls it slower, so that a third decides it
-   as any other (rule 6); and stays inconclusive when the run again moved
-   too or decided nothing. A confirmation is taken when the gate failed or
-   has such a row (``needs_confirming``).
+   re-examined.
 6. Two of three (``decide``): a row not repeated is measured a third time
    (`compare --confirm` does so at once; `--confirm-with` takes a second
    RUN). It is ``slower`` when the third run calls it slower (slower in two
@@ -140,13 +132,6 @@ class GateRow:
     def cell(self) -> Cell:
         return self.row.cells[self.index]
 
-    @property
-    def cell_moved(self) -> bool:
-        """Its two sides were measured in different states of the host's
-        core (the row's noise widened by ``noise.CORE_MOVED``)."""
-        judged_by = self.cell.noise
-        return judged_by is not None and any(w.cause == noise.CORE_MOVED for w in judged_by.widened)
-
 
 @dataclass(frozen=True)
 class Gate:
@@ -215,34 +200,12 @@ def confirm(first: Gate, again: Gate, run_id: str) -> Gate:
     docstring). RUN_ID names that run."""
 
     def judged(verdict: GateRow, second: GateRow) -> GateRow:
-        if verdict.outcome != SLOWER:  # a row the core's state left undecided
-            if core_moved(second) or second.outcome == INCONCLUSIVE:
-                return replace(verdict, again=second)
-            if second.outcome == NOT_SLOWER:
-                return replace(verdict, outcome=NOT_SLOWER, why=None, again=second)
-            return replace(verdict, why=NOT_REPEATED, again=second)
         if second.outcome == SLOWER:
             return replace(verdict, again=second)
         return replace(verdict, outcome=INCONCLUSIVE, why=NOT_REPEATED, again=second)
 
-    rows = _judged_by(first, again, _confirmed_here, judged)
+    rows = _judged_by(first, again, lambda verdict: verdict.outcome == SLOWER, judged)
     return replace(first, rows=rows, confirmed_by=run_id)
-
-
-def core_moved(verdict: GateRow) -> bool:
-    """An inconclusive row whose two sides were measured in different states
-    of the host's core (its noise widened by ``noise.CORE_MOVED``)."""
-    return verdict.outcome == INCONCLUSIVE and verdict.cell_moved
-
-
-def _confirmed_here(verdict: GateRow) -> bool:
-    return verdict.outcome == SLOWER or core_moved(verdict)
-
-
-def needs_confirming(judged: Gate) -> bool:
-    """The gate failed, or has a row the core's state left undecided: what
-    ``compare --confirm`` measures again (``confirm_variants``)."""
-    return any(_confirmed_here(verdict) for verdict in judged.rows)
 
 
 def decide(confirmed: Gate, third: Gate, run_id: str) -> Gate:
@@ -282,15 +245,10 @@ def _judged_by(
     return rows
 
 
-def confirm_variants(judged: Gate) -> list[tuple[str, dict]]:
-    """The (probe, params) of the rows JUDGED called slower, and of those the
-    core's state left undecided (``core_moved``): what a confirmation
-    measures again."""
-    return [
-        (verdict.row.probe, verdict.row.params)
-        for verdict in judged.rows
-        if _confirmed_here(verdict)
-    ]
+def slower_variants(judged: Gate) -> list[tuple[str, dict]]:
+    """The (probe, params) of the rows JUDGED called slower: what a
+    confirmation measures again."""
+    return [(verdict.row.probe, verdict.row.params) for verdict in judged.of(SLOWER)]
 
 
 def not_repeated_variants(confirmed: Gate) -> list[tuple[str, dict]]:

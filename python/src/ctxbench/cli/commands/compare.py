@@ -152,7 +152,7 @@ def compare(
     Rows whose tasks ran on a different number of CPUs measure something
     else: they are marked, left out of the summary line, and inconclusive
     for --fail-above. A suspect row is compared with its spread in its noise."""
-    from ctxbench.analysis.compare.gate import gate, needs_confirming
+    from ctxbench.analysis.compare.gate import gate
     from ctxbench.views.export import comparison_dict
 
     if allow_inconclusive is not None and fail_above is None:
@@ -196,7 +196,7 @@ def compare(
         print_profile_comparison(profiles[0], profiles[1], db, as_json)
         return 0
     judged = None if fail_above is None else gate(comparison, fail_above, allow_inconclusive or 0.0)
-    if judged is not None and needs_confirming(judged) and (confirm or confirm_with):
+    if judged is not None and judged.failed and (confirm or confirm_with):
         judged = _confirmed(judged, runs, db, confirm_with, alpha, min_effect)
     if pairing is not None or split:
         _print_why_or_pairs(runs, pairing, split, as_json, comparison, judged)
@@ -281,15 +281,14 @@ def _confirmed(
     alpha: float,
     min_effect: float,
 ) -> Any:
-    """JUDGED with its slower rows, and those the core's state left undecided, judged
-    again (``analysis.compare.gate.confirm``)
+    """JUDGED with its slower rows judged again (``analysis.compare.gate.confirm``)
     and those not repeated a third time (``analysis.compare.gate.decide``): by the
     runs CONFIRM_WITH names, or by runs that measure them now."""
     from ctxbench.analysis.compare.gate import (
         confirm,
-        confirm_variants,
         decide,
         not_repeated_variants,
+        slower_variants,
     )
 
     first = runs[1]
@@ -297,7 +296,7 @@ def _confirmed(
     if again_id is None:
         from ctxbench.cli.confirm_run import measure_again
 
-        again_id = measure_again(first, confirm_variants(judged), db)
+        again_id = measure_again(first, slower_variants(judged), db)
     second, again_id = _judged_again(judged, runs, db, again_id, (), alpha, min_effect)
     judged = confirm(judged, second, again_id)
     variants = not_repeated_variants(judged)

@@ -54,11 +54,6 @@ def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str
                 f"{ratio_words(verdict)} slower in {units.run_letter(verdict.index)}, "
                 + again_words(verdict, judged)
             )
-        elif verdict.again is not None:  # the core's state, then not slower
-            lines.append(
-                f"not slower by {percent} in its run again: {_name(verdict)}: {MOVED_WORDS}; "
-                f"its run again {ratio_words(verdict.again)}, {verdict.again.outcome}"
-            )
     inconclusive = judged.of(INCONCLUSIVE)
     for verdict in inconclusive[:shown]:
         lines.append(f"inconclusive at {percent}: {_name(verdict)}: {inconclusive_words(verdict)}")
@@ -80,11 +75,6 @@ def inconclusive_words(verdict: GateRow) -> str:
     """Why a row is inconclusive and what would decide it."""
     if verdict.why in (EXCLUDED, NOT_COMPARED):
         return f"not compared ({verdict.detail})"
-    if verdict.why == NOT_REPEATED and verdict.cell_moved:
-        return (
-            f"{ratio_words(verdict)}, {MOVED_WORDS}; {again_words(verdict, None)}; "
-            "would decide it: " + ("another run" if verdict.third is None else "more runs")
-        )
     if verdict.why == NOT_REPEATED:
         return (
             f"{ratio_words(verdict)} slower in {units.run_letter(verdict.index)}, "
@@ -103,8 +93,6 @@ def inconclusive_words(verdict: GateRow) -> str:
     text = f"{shown}{could} ({SOURCE_WORDS[cell.noise.source] if cell.noise else '?'}"
     widened = widening_words(cell.noise, verdict.index)
     text += (f"; {widened}" if widened else "") + ")"
-    if verdict.again is not None:  # measured again for the core's state, moved again
-        text += f"; its run again {ratio_words(verdict.again)}, {verdict.again.outcome}"
     decider = verdict.decider
     if decider is None:
         return text
@@ -131,8 +119,6 @@ def again_words(verdict: GateRow, judged: Gate | None) -> str:
     if again is None:
         return "not measured again" if judged is None or judged.confirmed_by else ""
     said = "confirmed by" if again.outcome == SLOWER else "not in"
-    if verdict.cell_moved:
-        said = "slower in" if again.outcome == SLOWER else "not slower in"
     text = f"{said} its run again ({ratio_words(again)}, {again.outcome})"
     third = verdict.third
     if third is not None:
@@ -143,7 +129,6 @@ def again_words(verdict: GateRow, judged: Gate | None) -> str:
 
 
 SOURCE_WORDS = SHORT_WORDS
-MOVED_WORDS = "measured in another state of the host's core than A (their call loops apart)"
 CAUSE_WORDS = {
     noise.SUSPECT: "{run} suspect, its median unsure by {spread:.0%}",
     noise.SLOWED: "{run}'s host reference still ran {spread:.0%} slow",
