@@ -379,62 +379,6 @@ def test_a_run_whose_cpu_ran_slowed_is_not_called_slower_on_that_alone(tmp_path)
         jsonschema.validate(comparison_dict(slowed, judged), COMPARE_SCHEMA)
 
 
-# The call loops (derived.cpu_calls_ns, ns) of one row in the two states of
-# the host's core this project's KVM guest showed (1950-2070 and 2670-3160).
-CALLS_FAST, CALLS_SLOW = 1960.0, 2950.0
-
-
-def _calls(record: dict, calls: float | None) -> Result:
-    record = copy.deepcopy(record)
-    if calls is not None:
-        record["derived"]["cpu_calls_ns"] = calls
-    return result_of(record)
-
-
-def test_a_row_whose_call_loops_moved_apart_is_widened_on_the_slower_side():
-    fast, slow = _calls(record_of(100.0), CALLS_FAST), _calls(record_of(100.0), CALLS_SLOW)
-    moved = noise.core_widenings(fast, slow)
-    assert [(w.side, w.cause) for w in moved] == [(1, noise.CORE_MOVED)]
-    assert moved[0].spread == pytest.approx(noise.CALLS_REACH * math.log(CALLS_SLOW / CALLS_FAST))
-    # A slow A can hide a slowdown as a slow B can fake one: A's side widened.
-    assert [w.side for w in noise.core_widenings(slow, fast)] == [0]
-    # Within the limit, or a side without a call loop (an older run): nothing.
-    near = _calls(record_of(100.0), CALLS_FAST * noise.CALLS_MOVED_LIMIT * 0.999)
-    assert noise.core_widenings(fast, near) == []
-    assert noise.core_widenings(_calls(record_of(100.0), None), slow) == []
-    assert noise.call_loop(_calls(record_of(100.0), None)) is None
-
-
-def test_a_row_measured_in_two_states_of_the_core_is_not_called_slower_on_that_alone(tmp_path):
-    # B's row sat 60 % higher (a Boost.Fiber yield's 53 -> 86 ns) with its call
-    # loop 1.5x A's: inconclusive, not slower, and the gate says why; the same
-    # 60 % with the call loops alike is slower, and so is a 4x slowdown with
-    # them apart. The row's history is tight (taken in the fast state).
-    history = [100.0, 100.5, 99.6, 100.2, 99.8, 100.1, 100.3, 99.9]
-    fast_a = _run("run_a.jsonl", {"syscall.getuid": (100.0, None)})
-    for figure, calls, outcome in (
-        (160.0, CALLS_SLOW, INCONCLUSIVE),
-        (160.0, CALLS_FAST * 1.02, GATE_SLOWER),
-        (400.0, CALLS_SLOW, GATE_SLOWER),
-    ):
-        b = _run("run_b.jsonl", {"syscall.getuid": (figure, None)})
-        for records, loop in ((fast_a, CALLS_FAST), (b, calls)):
-            for record in records.results:
-                record["derived"]["cpu_calls_ns"] = loop
-        with Store.open(tmp_path / f"{figure}-{calls}.db") as store:
-            runs = [store.load(store.add_run(run, origin="import")) for run in (fast_a, b)]
-        key = ("syscall.getuid", params_key(runs[0].results[0].params))
-        compared = compare_runs(runs, history={key: history})
-        judged = gate(compared, 15)
-        assert judged.rows[0].outcome == outcome, (figure, calls)
-        causes = [w.cause for w in compared.rows[0].cells[1].noise.widened]
-        assert causes == ([noise.CORE_MOVED] if calls == CALLS_SLOW else []), causes
-        text = "\n".join(gate_lines(compared, judged))
-        if outcome == INCONCLUSIVE:
-            assert "B's call loop ran slower than the other run's on this row" in text, text
-        jsonschema.validate(comparison_dict(compared, judged), COMPARE_SCHEMA)
-
-
 # ---- the history: earlier runs of the same machine -------------------------------
 def _relabel(run_records, run_id: str, started_at: str, **env_edits):
     records = copy.deepcopy(run_records.all())

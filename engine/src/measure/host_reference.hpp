@@ -50,9 +50,9 @@ double time_cpu_loop(Clock& clock);
 // on the host) it runs slower while the plain loop does not, and so do the
 // switch paths. Timed beside the plain loop before every sample; the fastest
 // timing over a variant's kept samples is its `derived.cpu_calls_ns` (the
-// median moved with what each sample's workload left in the predictors),
-// and compare widens a row whose two sides ran their call loops apart (the
-// host's state moved between them). Returns ns.
+// median moved with what each sample's workload left in the predictors).
+// Recorded for the reader and for a later rule; compare does not judge by it
+// yet (docs/accuracy.md says why). Returns ns.
 inline constexpr std::uint64_t call_loop_iterations = 1024;
 double time_call_loop(Clock& clock);
 

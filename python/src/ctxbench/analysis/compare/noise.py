@@ -97,20 +97,6 @@ WIDENED_METHOD = "bootstrap of the ratio of medians, widened by the suspect or s
 # What widened a row's noise (``Widening.cause``).
 SUSPECT, SLOWED, HOST_SLOWED, TAKEN = "suspect", "slowed", "host slowed", "cpu taken"
 CPU_SLOWED = "cpu slowed"
-CORE_MOVED = "core moved"
-
-# The host's state of a vCPU's core, from the call loop (``derived.cpu_calls_ns``:
-# the fastest, over a variant's kept samples, of a chain of indirect calls
-# timed before each): on this project's 2-vCPU KVM guest it sat at one of two
-# levels about 1.5x apart from minute to minute (1947-1979 ns and 2830-3266
-# ns over 10 quick runs beside other work), while the plain loop moved under
-# 3 %; the same rows moved with it, a Boost.Fiber yield 53-60 -> 79-89 ns and
-# getppid 193-195 -> 254-270 ns, with nothing the kernel's counters saw
-# (docs/notes/2026-11-28-core-state.md). A row whose two sides' call loops
-# differ by more than CALLS_MOVED_LIMIT was measured in two states of the
-# host; it is widened by CALLS_REACH times the log of their ratio.
-CALLS_MOVED_LIMIT = 1.10
-CALLS_REACH = 1.5
 
 # A run's CPU is slowed as a whole when its plain loop (``derived.cpu_loop_ns``,
 # the fastest of the loop's timings before each kept sample; the median over
@@ -408,26 +394,6 @@ def cpu_widenings(speeds: Sequence[CpuSpeed | None]) -> list[Widening]:
     ]
 
 
-def call_loop(result: Result) -> float | None:
-    """A result's call loop (``derived.cpu_calls_ns``); None where it has none."""
-    value = result.block("derived").get("cpu_calls_ns")
-    return float(value) if isinstance(value, (int, float)) and value > 0 else None
-
-
-def core_widenings(reference: Result, other: Result) -> list[Widening]:
-    """A row whose two sides ran their call loops more than CALLS_MOVED_LIMIT
-    apart was measured in two states of the host's core: the slower side is
-    widened by CALLS_REACH times the log of the ratio, whichever side it is
-    (a slow A can hide a slowdown as a slow B can fake one)."""
-    a, b = call_loop(reference), call_loop(other)
-    if a is None or b is None:
-        return []
-    moved = math.log(b / a)
-    if abs(moved) <= math.log(CALLS_MOVED_LIMIT):
-        return []
-    return [Widening(1 if moved > 0 else 0, CORE_MOVED, CALLS_REACH * abs(moved))]
-
-
 def host_widenings(hosts: Sequence[HostState | None]) -> list[Widening]:
     return [
         Widening(side, HOST_SLOWED, math.log(host.reference_ratio))
@@ -520,7 +486,6 @@ def judge(
             + side_widenings(other, 1)
             + host_widenings(hosts)
             + cpu_widenings(speeds)
-            + core_widenings(reference, other)
         )
         parts = [(pooled.spread * factor, pooled.df)] + [(w.spread, w.df) for w in widened]
         se = math.sqrt(sum(part**2 for part, _ in parts))
@@ -568,7 +533,6 @@ def _judge_within_run(
             + side_widenings(other, 1)
             + host_widenings(hosts)
             + cpu_widenings(speeds)
-            + core_widenings(reference, other)
         )
         if widened and se > 0:
             # The bootstrap's spread and the widenings in quadrature: each end

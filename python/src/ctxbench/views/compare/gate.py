@@ -139,10 +139,6 @@ CAUSE_WORDS = {
         "touches, against this machine's earlier runs), so its figures may sit up to {spread:.0%} "
         "higher"
     ),
-    noise.CORE_MOVED: (
-        "{run}'s call loop ran slower than the other run's on this row (the host's core in another "
-        "state), so its figures may sit up to {spread:.0%} higher"
-    ),
 }
 
 
