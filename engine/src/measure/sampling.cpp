@@ -113,7 +113,7 @@ void keep(const Taken& t, const HarnessOptions& options, std::vector<TimedBatch>
   if (kept_batches) kept_batches->push_back(t.readings);
   out.total_iterations += out.iterations_per_sample;
   if (t.cpu_loop_ns > 0) out.cpu_loop_ns = std::min(out.cpu_loop_ns.value_or(t.cpu_loop_ns), t.cpu_loop_ns);
-  if (t.cpu_calls_ns > 0) out.cpu_calls_ns.push_back(t.cpu_calls_ns);
+  if (t.cpu_calls_ns > 0) out.cpu_calls_ns = std::min(out.cpu_calls_ns.value_or(t.cpu_calls_ns), t.cpu_calls_ns);
   add_switches(out.kept_switches, {}, t.switches);
   if (t.cycles && out.kept_cycles)
     *out.kept_cycles += *t.cycles;

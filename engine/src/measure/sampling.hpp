@@ -59,7 +59,7 @@ struct Sampled {
   std::optional<CounterTotals> counters;          // the kernel's counters, where read
   std::optional<CleanSampling> clean;             // set where interfered samples are taken again
   std::optional<double> cpu_loop_ns;              // the plain loop's fastest timing before a kept sample
-  std::vector<double> cpu_calls_ns;               // the call loop's timings before the kept samples
+  std::optional<double> cpu_calls_ns;             // the call loop's fastest timing before a kept sample
 };
 
 // Which tasks and CPUs the kernel's counters are read for, and by which rule
