@@ -3,6 +3,7 @@ with figures given by hand: each event priced once, the parts adding up to
 the estimate, the interval from the figures' intervals, the primitive read
 from the calls; and `ctxbench profile --from` end to end on an empty store."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,7 +11,11 @@ import pytest
 
 from conftest import a_result, import_runs, invoke
 from ctxbench.analysis.profile_price import (
+    NO_FIGURE_ALONE,
+    NOT_COUNTED,
+    USER_LEVEL,
     Figure,
+    NotPriced,
     Wanted,
     counterfactuals,
     find_figures,
@@ -18,7 +23,7 @@ from ctxbench.analysis.profile_price import (
     primitive_of,
     wanted_for,
 )
-from ctxbench.records.profile import read_profile
+from ctxbench.records.profile import SyscallCount, profile_of, read_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -38,8 +43,8 @@ def lookup_from(table):
 
 def test_futex_carries_the_hand_offs_where_its_calls_can():
     record = read_profile(FIXTURES / "profile_pingpong.json")
-    record["syscalls_by_call"].append({"nr": 202, "name": "futex", "count": 10**6})
-    assert primitive_of(record)[0] == "futex"
+    calls = (*record.syscalls_by_call, SyscallCount(nr=202, name="futex", count=10**6))
+    assert primitive_of(dataclasses.replace(record, syscalls_by_call=calls))[0] == "futex"
 
 
 def test_the_primitive_is_read_from_the_calls(pingpong):
@@ -60,25 +65,34 @@ def test_each_event_is_priced_once_and_the_parts_add_up(pingpong):
         w["cross_wait"]: figure(w["cross_wait"], 30000, 25000, 40000),
     }
     p = price(pingpong, lookup_from(table))
-    counts = pingpong["counts"]
+    counts = pingpong.counts
     parts = {part.kind: part for part in p.parts}
-    assert parts["hand_off"].count == counts["wakeups"]
+    assert parts["hand_off"].count == counts.wakeups
     # A hand-off's wake and wait calls are in its switch figure, not priced again.
-    assert parts["syscall"].count == counts["syscalls"] - 2 * counts["wakeups"]
+    assert parts["syscall"].count == counts.syscalls - 2 * counts.wakeups
     expected = (
-        counts["wakeups"] * 1000
-        + (counts["syscalls"] - 2 * counts["wakeups"]) * 100
-        + counts["minor_faults"] * 500
-        + counts["threads_created"] * 20000
+        counts.wakeups * 1000
+        + (counts.syscalls - 2 * counts.wakeups) * 100
+        + counts.minor_faults * 500
+        + counts.threads_created * 20000
     ) / 1e9
     assert p.estimate_s == pytest.approx(expected)
     assert sum(part.cpu_s or 0 for part in p.parts) == pytest.approx(p.estimate_s)
     low, high = p.interval_s
     assert low < p.estimate_s < high
-    cpu = pingpong["cpu_user_s"] + pingpong["cpu_system_s"]
+    cpu = pingpong.cpu_user_s + pingpong.cpu_system_s
     assert p.share == pytest.approx(p.estimate_s / cpu)
     assert not p.missing
-    assert ("preemption", counts["involuntary_switches"]) in [(k, c) for k, c, _ in p.not_priced]
+    assert NotPriced("preemption", counts.involuntary_switches, NO_FIGURE_ALONE) in p.not_priced
+
+
+def test_what_is_not_counted_is_not_priced_and_says_so():
+    unprivileged = read_profile(FIXTURES / "profile_unprivileged.json")
+    p = price(unprivileged, lookup_from({}))
+    assert [(n.kind, n.count, n.why) for n in p.not_priced if n.why == NOT_COUNTED] == [
+        ("syscalls", 0, NOT_COUNTED),
+        ("wakeups", 0, NOT_COUNTED),
+    ]
 
 
 def test_missing_figures_are_named(pingpong):
@@ -96,7 +110,8 @@ def test_counterfactuals_name_their_figures(pingpong):
     }
     p = price(pingpong, lookup_from(table))
     (c,) = counterfactuals(p, lookup_from(table))
-    assert c.saved_s == pytest.approx(pingpong["counts"]["wakeups"] * 950 / 1e9)
+    assert c.change == USER_LEVEL
+    assert c.saved_s == pytest.approx(pingpong.counts.wakeups * 950 / 1e9)
     assert [f.probe for f in c.figures] == ["switch.pipe", "uswitch.boost_fiber"]
 
 
@@ -143,32 +158,31 @@ def test_profiles_are_stored_listed_shown_and_compared(tmp_path):
     a = read_profile(FIXTURES / "profile_pingpong.json")
     b = read_profile(FIXTURES / "profile_getppid.json")
     with Store.open(db) as store:
-        assert store.add_profile(a) == a["run_id"]
+        assert store.add_profile(a) == a.run_id
         store.add_profile(b)
-        assert [row[0] for row in store.profiles()] == sorted([a["run_id"], b["run_id"]])
-        assert store.load_profile(a["run_id"][:20])["run_id"] == a["run_id"]
+        assert [row[0] for row in store.profiles()] == sorted([a.run_id, b.run_id])
+        assert store.load_profile(a.run_id[:20]) == a
     listed = json.loads(invoke("profile", "--list", "--json", "--db", db).stdout)
-    assert {row["id"] for row in listed} == {a["run_id"], b["run_id"]}
-    shown = invoke("profile", "--show", a["run_id"], "--db", db)
+    assert {row["id"] for row in listed} == {a.run_id, b.run_id}
+    shown = invoke("profile", "--show", a.run_id, "--db", db)
     assert shown.exit_code == 0 and "context switches" in shown.stdout
     compared = json.loads(
-        invoke("profile", "--compare", a["run_id"], b["run_id"], "--json", "--db", db).stdout
+        invoke("profile", "--compare", a.run_id, b.run_id, "--json", "--db", db).stdout
     )
     rows = {row["name"]: (row["a"], row["b"]) for row in compared["rows"]}
-    assert rows["syscalls"] == (a["counts"]["syscalls"], b["counts"]["syscalls"])
+    assert rows["syscalls"] == (a.counts.syscalls, b.counts.syscalls)
     missing = invoke("profile", "--show", "nosuchprofile", "--db", db)
     assert missing.exit_code == 2 and "no stored profile" in missing.output
 
 
 def test_in_place_latencies_sit_beside_the_figures_that_price_them():
-    from ctxbench.records.profile import in_place
     from ctxbench.views import profile as view
 
     record = read_profile(FIXTURES / "profile_traced.json")
     wanted = wanted_for(record)
     table = {w: figure(w, 5000.0, 4000.0, 6000.0) for w in wanted.values()}
     p = price(record, lookup_from(table))
-    traced = in_place(record)
+    traced = record.wakeup_latency
     text = view.counts_text(record) + view.price_text(p, [], traced)
     assert "Its wake-ups in place (--trace)" in text
     cross = traced.cross_cpu
@@ -179,7 +193,7 @@ def test_in_place_latencies_sit_beside_the_figures_that_price_them():
     # Untraced: nothing of the kind, and the counts say what --trace would add.
     plain = read_profile(FIXTURES / "profile_getppid.json")
     p = price(plain, lookup_from(table))
-    text = view.counts_text(plain) + view.price_text(p, [], in_place(plain))
+    text = view.counts_text(plain) + view.price_text(p, [], plain.wakeup_latency)
     assert "in place" not in text
 
 
@@ -189,7 +203,7 @@ def test_compare_puts_the_in_place_medians_side_by_side():
     a = read_profile(FIXTURES / "profile_pingpong.json")
     b = read_profile(FIXTURES / "profile_traced.json")
     rows = {name: (x, y) for name, x, y in compare_counts(a, b)}
-    expected = round(b["wakeup_latency"]["cross_cpu"]["median_us"] * 1e3)
+    expected = round(b.wakeup_latency.cross_cpu.median_us * 1e3)
     assert rows["wakeup_cross_cpu_median_ns"] == (None, expected)
 
 
@@ -202,35 +216,35 @@ def test_show_compare_and_report_take_a_stored_profiles_id(tmp_path):
     with Store.open(db) as store:
         store.add_profile(a)
         store.add_profile(b)
-    shown = invoke("show", b["run_id"][:22], "--db", db)
+    shown = invoke("show", b.run_id[:22], "--db", db)
     assert shown.exit_code == 0, shown.output
     assert "Its wake-ups in place (--trace)" in shown.stdout
-    assert shown.stdout == invoke("profile", "--show", b["run_id"], "--db", db).stdout
-    compared = invoke("compare", a["run_id"], b["run_id"], "--json", "--db", db)
+    assert shown.stdout == invoke("profile", "--show", b.run_id, "--db", db).stdout
+    compared = invoke("compare", a.run_id, b.run_id, "--json", "--db", db)
     assert compared.exit_code == 0, compared.output
     assert json.loads(compared.stdout)["kind"] == "profile_comparison"
-    mixed = invoke("compare", a["run_id"], "latest", "--db", db)
+    mixed = invoke("compare", a.run_id, "latest", "--db", db)
     assert mixed.exit_code == 2 and "is a stored profile, not a run" in mixed.output
     assert len(mixed.output.strip().splitlines()) == 1
-    gated = invoke("compare", a["run_id"], b["run_id"], "--fail-above", "10", "--db", db)
+    gated = invoke("compare", a.run_id, b.run_id, "--fail-above", "10", "--db", db)
     assert gated.exit_code == 2 and "count by count" in gated.output
     page = tmp_path / "p.html"
-    made = invoke("report", a["run_id"], b["run_id"], "-o", str(page), "--db", db)
+    made = invoke("report", a.run_id, b.run_id, "-o", str(page), "--db", db)
     assert made.exit_code == 0, made.output
     text = page.read_text()
-    assert text.startswith("<!DOCTYPE html>") and b["run_id"] in text and "context switches" in text
+    assert text.startswith("<!DOCTYPE html>") and b.run_id in text and "context switches" in text
     # A prefix of several runs' ids is the run commands' (ambiguous), even
     # where it names one profile only.
     run_ids = import_runs(db, "run_a.jsonl", "run_b.jsonl")
     prefix = run_ids[0][:13]  # 20261122T0637, both runs' (made a second apart)
     assert all(r.startswith(prefix) for r in run_ids)
-    c = dict(a, run_id=prefix + "99Z-0000beef")
+    c = profile_of(dict(a.raw, run_id=prefix + "99Z-0000beef"))
     with Store.open(db) as store:
         store.add_profile(c)
     assert invoke("show", prefix + "99", "--db", db).exit_code == 0  # that profile alone
     ambiguous = invoke("show", prefix, "--db", db)
     assert ambiguous.exit_code == 2 and "Profile of" not in ambiguous.output
-    onto_store = invoke("report", a["run_id"], "-o", db, "--db", db)
+    onto_store = invoke("report", a.run_id, "-o", db, "--db", db)
     assert onto_store.exit_code == 2
     with Store.open(db) as store:
         assert len(store.profiles()) == 3
@@ -261,3 +275,32 @@ def test_measure_fills_the_missing_figures_then_prices(tmp_path):
     assert {w["probe"] for w in data["price"]["missing"]}.isdisjoint(
         r.probe for r in measured.results
     )
+
+
+def test_the_json_words_the_codes_and_keeps_the_record_as_written():
+    """The price and counterfactuals are numbers and codes; profile --json's
+    document words them (views/profile.py) and carries the record verbatim."""
+    from ctxbench.views import profile as view
+
+    record = read_profile(FIXTURES / "profile_traced.json")
+    wanted = wanted_for(record)
+    fiber = Wanted.of("uswitch.boost_fiber")
+    filtered = Wanted.of("syscall.getppid", seccomp="profile")
+    table = {w: figure(w, 5000.0, 4000.0, 6000.0) for w in wanted.values()}
+    table[wanted["hand_off"]] = figure(wanted["hand_off"], 1500.0, 1400.0, 1600.0)
+    table[fiber] = figure(fiber, 40.0, 35.0, 45.0)
+    table[filtered] = figure(filtered, 9000.0, 8000.0, 10000.0)
+    p = price(record, lookup_from(table))
+    changes = counterfactuals(p, lookup_from(table))
+    data = view.profile_dict(record, p, changes)
+    assert data["profile"] == json.loads((FIXTURES / "profile_traced.json").read_text())
+    assert [c["name"] for c in data["counterfactuals"]] == [
+        "the hand-offs as user-level switches",
+        "the cross-CPU wake-ups made same-CPU (pinning)",
+        "the system calls under a container-like seccomp filter",
+    ]
+    assert all(c["leaves_out"] for c in data["counterfactuals"])
+    assert data["price"]["not_priced"] == [
+        {"kind": "preemption", "count": 92, "why": "no figure measures a preemption alone"}
+    ]
+    assert data["price"]["not_included"].startswith("what caches and TLBs lose")

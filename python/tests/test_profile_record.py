@@ -8,13 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxbench.errors import RecordError
-from ctxbench.records.profile import (
-    in_place,
-    parse_profile,
-    program_time,
-    read_profile,
-    syscall_counts,
-)
+from ctxbench.records.profile import Profile, parse_profile, profile_of, read_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -29,26 +23,34 @@ FIXTURES = Path(__file__).parent / "fixtures"
     ],
 )
 def test_the_engines_records_pass(name):
-    record = read_profile(FIXTURES / name)
-    assert record["kind"] == "profile"
+    profile = read_profile(FIXTURES / name)
+    assert isinstance(profile, Profile) and profile.raw["kind"] == "profile"
+    assert profile.env.run_id and profile.target.pid >= 1
 
 
 def test_counts_read_from_a_recorded_profile():
-    record = read_profile(FIXTURES / "profile_getppid.json")
-    assert syscall_counts(record)["getppid"] == 20000
-    assert program_time(record).cpu_s > 0
+    profile = read_profile(FIXTURES / "profile_getppid.json")
+    assert profile.syscall_counts()["getppid"] == 20000
+    assert profile.program_time.cpu_s > 0
+    assert profile.schema == 1 and profile.target.command and profile.samples.taken
+    # A schema-1 record holds no target-state counts: read as None, and not held.
+    assert profile.counts.wakeups_idle_target is None
+    assert not profile.counts.holds("wakeups_idle_target")
+    assert [name for name, _ in profile.counts.named()] == list(profile.raw["counts"])
 
 
 def test_a_traced_profile_reads_its_wake_ups_in_place():
-    record = read_profile(FIXTURES / "profile_traced.json")
-    traced = in_place(record)
+    profile = read_profile(FIXTURES / "profile_traced.json")
+    traced = profile.wakeup_latency
     assert traced is not None and traced.cross_cpu is not None
     group = traced.cross_cpu
     assert group.p10_us <= group.median_us <= group.p90_us <= group.max_us
-    counts = record["counts"]
-    assert counts["wakeups_idle_target"] + counts["wakeups_busy_target"] <= counts["wakeups"]
+    assert traced.group("cross_cpu") is group and traced.group("nothing") is None
+    counts = profile.counts
+    assert counts.holds("wakeups_idle_target")
+    assert counts.wakeups_idle_target + counts.wakeups_busy_target <= counts.wakeups
     # Untraced, version 1 and 2 alike: no latencies.
-    assert in_place(read_profile(FIXTURES / "profile_pingpong.json")) is None
+    assert read_profile(FIXTURES / "profile_pingpong.json").wakeup_latency is None
 
 
 def test_a_traced_record_with_a_broken_latency_is_refused():
@@ -67,7 +69,7 @@ def test_a_childs_counts_before_its_exec_are_read_and_checked():
     child = {"tid": 4242, "voluntary_switches": 1, "involuntary_switches": 0, "syscalls": 14,
              "wakeups": 1, "migrations": 1}  # fmt: skip
     record["execs"] = [child]
-    assert parse_profile(json.dumps(record), "p.json")["execs"][0]["migrations"] == 1
+    assert parse_profile(json.dumps(record), "p.json").execs[0].migrations == 1
     record["execs"] = [dict(child, syscalls=-1)]
     with pytest.raises(RecordError) as caught:
         parse_profile(json.dumps(record), "p.json")
@@ -75,10 +77,10 @@ def test_a_childs_counts_before_its_exec_are_read_and_checked():
 
 
 def test_unprivileged_leaves_out_what_it_could_not_count():
-    record = read_profile(FIXTURES / "profile_unprivileged.json")
-    assert record["counts"]["syscalls"] is None
-    assert record["sources"]["voluntary_switches"] == "rusage"
-    assert any("not counted" in note for note in record["notes"])
+    profile = read_profile(FIXTURES / "profile_unprivileged.json")
+    assert profile.counts.syscalls is None
+    assert profile.sources["voluntary_switches"] == "rusage"
+    assert any("not counted" in note for note in profile.notes)
 
 
 @pytest.mark.parametrize(
@@ -99,3 +101,19 @@ def test_a_broken_record_is_refused_in_one_line(change, says):
         parse_profile(json.dumps(record), "p.json")
     message = str(caught.value)
     assert "\n" not in message and says in message and message.startswith("p.json")
+
+
+def test_a_record_without_a_key_it_must_have_is_refused_naming_the_key():
+    """profile_of, for a record that was not checked against the schema (as
+    the store's rows are read): the missing key named in one line."""
+    record = json.loads((FIXTURES / "profile_pingpong.json").read_text())
+    del record["samples"]
+    with pytest.raises(RecordError) as caught:
+        profile_of(record)
+    message = str(caught.value)
+    assert "'samples'" in message and record["run_id"] in message and "\n" not in message
+    record = json.loads((FIXTURES / "profile_pingpong.json").read_text())
+    del record["env"]["kernel"]
+    with pytest.raises(RecordError) as caught:
+        parse_profile(json.dumps(record), "p.json")
+    assert str(caught.value).startswith("p.json: ") and "'kernel'" in str(caught.value)

@@ -21,15 +21,21 @@ run of the same machine (host, CPU, virtualization and kernel release):
 
 Involuntary switches (preemptions) are not priced: no figure measures one
 alone. What caches lose is not included (ring probe: the bound where stored).
+
+It takes the typed profile (records/profile.py) and the stored results
+(records/result.py) and returns numbers and codes: what is not priced says
+why as a code (``NotPriced.why``), a counterfactual names its change as a
+code (``Counterfactual.change``); views/profile.py words both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from ctxbench.records.environment import Environment
 from ctxbench.records.machines import machine_name
+from ctxbench.records.profile import LATENCY_GROUPS, Counts, Profile
 from ctxbench.records.result import ParamValue, Result
 from ctxbench.records.roles import probe_with
 
@@ -49,6 +55,16 @@ EVENT_ROLES = {
     "process": "profile:process",
     "signal": "profile:signal",
 }
+
+# Why a count is not priced (``NotPriced.why``); views.profile words them.
+NO_FIGURE_ALONE = "no figure alone"  # preemptions: no figure measures one alone
+WAITS_FOR_IO = "waits for I/O"  # major faults: I/O, not CPU
+NOT_COUNTED = "not counted"  # the count itself is null (not counted here)
+
+# The changes a counterfactual prices (``Counterfactual.change``); views.profile words them.
+USER_LEVEL = "user-level"  # the hand-offs as user-level switches
+PINNED = "pinned"  # the cross-CPU wake-ups made same-CPU
+SECCOMP_FILTER = "seccomp filter"  # the system calls under a container-like seccomp filter
 
 
 @dataclass(frozen=True)
@@ -71,10 +87,10 @@ class Wanted:
     unfiltered."""
 
     probe: str
-    params: tuple[tuple[str, Any], ...] = ()
+    params: tuple[tuple[str, ParamValue], ...] = ()
 
     @staticmethod
-    def of(probe: str, **params: Any) -> Wanted:
+    def of(probe: str, **params: ParamValue) -> Wanted:
         return Wanted(probe, tuple(sorted(params.items())))
 
     def matches(self, probe: str, params: Mapping[str, ParamValue]) -> bool:
@@ -82,17 +98,6 @@ class Wanted:
         if probe != self.probe or params.get("seccomp", "none") != mine.get("seccomp", "none"):
             return False
         return all(params.get(k) == v for k, v in mine.items())
-
-    def selection(self) -> str:
-        """The `ctxbench run` arguments that measure it."""
-        mine = dict(self.params)
-        words = [self.probe]
-        if "cpus" in mine:
-            words.append(f"--cpus {mine.pop('cpus')}")
-        if "between" in mine:
-            words.append(f"--between {mine.pop('between')}")
-        words += [f"--param {k}={v}" for k, v in mine.items() if k not in ("idle", "policy")]
-        return " ".join(words)
 
 
 @dataclass
@@ -115,6 +120,16 @@ class Part:
         return (self.count * self.figure.low_ns / 1e9, self.count * self.figure.high_ns / 1e9)
 
 
+@dataclass(frozen=True)
+class NotPriced:
+    """A kind of event counted (or not) but not priced: its count (0 where
+    not counted) and why, a code (NO_FIGURE_ALONE, WAITS_FOR_IO, NOT_COUNTED)."""
+
+    kind: str  # preemption, major_fault; syscalls, wakeups (not counted)
+    count: int
+    why: str
+
+
 @dataclass
 class Price:
     primitive: str
@@ -123,7 +138,7 @@ class Price:
     parts: list[Part]
     wait: Part | None  # cross-CPU hand-offs' latency (not CPU time)
     program_cpu_s: float | None
-    not_priced: list[tuple[str, int, str]] = field(default_factory=list)  # kind, count, why
+    not_priced: list[NotPriced] = field(default_factory=list)
     missing: list[Wanted] = field(default_factory=list)
 
     @property
@@ -152,51 +167,11 @@ class Price:
             return None
         return self.estimate_s / self.program_cpu_s
 
-    def as_dict(self) -> dict[str, Any]:
-        def figure(f: Figure | None) -> dict[str, Any] | None:
-            if f is None:
-                return None
-            return {
-                "probe": f.probe,
-                "params": f.params,
-                "median_ns": f.median_ns,
-                "interval_ns": [f.low_ns, f.high_ns],
-                "run_id": f.run_id,
-                "status": f.status,
-            }
 
-        def part(p: Part) -> dict[str, Any]:
-            return {
-                "kind": p.kind,
-                "count": p.count,
-                "seconds": p.cpu_s,
-                "interval_s": list(p.interval_s) if p.interval_s else None,
-                "figure": figure(p.figure),
-            }
-
-        low, high = self.interval_s
-        return {
-            "primitive": self.primitive,
-            "primitive_calls": self.primitive_calls,
-            "between": self.between,
-            "estimate_cpu_s": self.estimate_s,
-            "interval_cpu_s": [low, high],
-            "program_cpu_s": self.program_cpu_s,
-            "share_of_cpu": self.share,
-            "parts": [part(p) for p in self.parts],
-            "cross_cpu_wait": part(self.wait) if self.wait else None,
-            "not_priced": [{"kind": k, "count": c, "why": w} for k, c, w in self.not_priced],
-            "missing": [{"probe": w.probe, "params": dict(w.params)} for w in self.missing],
-            "not_included": "what caches and TLBs lose to switching (indirect cost)",
-        }
-
-
-def same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Two env records of one machine as pricing needs it: host, CPU and
+def same_machine(a: Environment, b: Environment) -> bool:
+    """Two environments of one machine as pricing needs it: host, CPU and
     virtualization (machine_name) and the kernel release."""
-    return machine_name(a) == machine_name(b) and (a.get("kernel") or {}).get("release") == (
-        b.get("kernel") or {}
-    ).get("release")
+    return machine_name(a) == machine_name(b) and a.kernel_release == b.kernel_release
 
 
 def figure_of(result: Result, run_id: str) -> Figure | None:
@@ -234,28 +209,28 @@ def find_figures(
     return found
 
 
-def primitive_of(profile: dict[str, Any]) -> tuple[str, dict[str, int]]:
+def primitive_of(profile: Profile) -> tuple[str, dict[str, int]]:
     """The primitive the program's hand-offs mostly go through, from its calls.
     read and write are mostly file I/O in a program that also waits on
     futexes, so futex is taken wherever its calls could carry the hand-offs
     (at least one call per wake-up); else the primitive with most calls."""
-    calls = {c["name"]: c["count"] for c in profile["syscalls_by_call"]}
+    calls = profile.syscall_counts()
     per = {name: sum(calls.get(c, 0) for c in names) for name, names in PRIMITIVE_CALLS.items()}
-    wakeups = profile["counts"].get("wakeups") or 0
+    wakeups = profile.counts.wakeups or 0
     if per["futex"] and per["futex"] >= wakeups:
         return "futex", per
     best = max(per, key=lambda name: (per[name], name == "futex"))
     return best, per
 
 
-def between_of(profile: dict[str, Any]) -> str:
-    counts = profile["counts"]
-    if (counts.get("processes_created") or 0) > 0 and not counts.get("threads_created"):
+def between_of(profile: Profile) -> str:
+    counts = profile.counts
+    if (counts.processes_created or 0) > 0 and not counts.threads_created:
         return "processes"
     return "threads"
 
 
-def wanted_for(profile: dict[str, Any]) -> dict[str, Wanted]:
+def wanted_for(profile: Profile) -> dict[str, Wanted]:
     primitive, _ = primitive_of(profile)
     between = between_of(profile)
     switch = {"between": between, "idle": "free", "policy": "normal"}
@@ -271,27 +246,38 @@ def wanted_for(profile: dict[str, Any]) -> dict[str, Wanted]:
     }
 
 
-def price(profile: dict[str, Any], lookup: Callable[[list[Wanted]], dict[Wanted, Figure]]) -> Price:
+Lookup = Callable[[list[Wanted]], dict[Wanted, Figure]]
+
+
+def _not_priced(counts: Counts) -> list[NotPriced]:
+    """What is counted but not priced, and the counts the pricing lacks."""
+    not_priced = []
+    if counts.involuntary_switches:
+        not_priced.append(NotPriced("preemption", counts.involuntary_switches, NO_FIGURE_ALONE))
+    if counts.major_faults:
+        not_priced.append(NotPriced("major_fault", counts.major_faults, WAITS_FOR_IO))
+    for name, value in (("syscalls", counts.syscalls), ("wakeups", counts.wakeups)):
+        if value is None:
+            not_priced.append(NotPriced(name, 0, NOT_COUNTED))
+    return not_priced
+
+
+def price(profile: Profile, lookup: Lookup) -> Price:
     """The profile's direct cost from the figures ``lookup`` finds."""
-    counts = profile["counts"]
+    counts = profile.counts
     wanted = wanted_for(profile)
     figures = lookup(list(wanted.values()))
     primitive, per = primitive_of(profile)
-
-    def count(name: str) -> int:
-        return int(counts.get(name) or 0)
-
-    wakeups = count("wakeups")
-    syscalls_left = max(
-        0, count("syscalls") - 2 * wakeups
-    )  # a hand-off's two calls are in its figure
+    wakeups = counts.wakeups or 0
+    # A hand-off's two calls are in its figure.
+    syscalls_left = max(0, (counts.syscalls or 0) - 2 * wakeups)
     plan = [
         ("hand_off", wakeups),
         ("syscall", syscalls_left),
-        ("minor_fault", count("minor_faults")),
-        ("thread", count("threads_created")),
-        ("process", count("processes_created")),
-        ("signal", count("signals")),
+        ("minor_fault", counts.minor_faults or 0),
+        ("thread", counts.threads_created or 0),
+        ("process", counts.processes_created or 0),
+        ("signal", counts.signals or 0),
     ]
     parts = []
     missing = []
@@ -301,52 +287,38 @@ def price(profile: dict[str, Any], lookup: Callable[[list[Wanted]], dict[Wanted,
         if n and f is None:
             missing.append(w)
         parts.append(Part(kind, n, f, w))
-    cross = count("wakeups_cross_cpu")
+    cross = counts.wakeups_cross_cpu or 0
     wait = None
     if cross:
         w = wanted["cross_wait"]
         wait = Part("cross_cpu_wait", cross, figures.get(w), w)
         if wait.figure is None:
             missing.append(w)
-    not_priced = []
-    if count("involuntary_switches"):
-        not_priced.append(
-            ("preemption", count("involuntary_switches"), "no figure measures a preemption alone")
-        )
-    if count("major_faults"):
-        not_priced.append(("major_fault", count("major_faults"), "waits for I/O"))
-    for name, why in (
-        ("syscalls", "system calls were not counted"),
-        ("wakeups", "wake-ups were not counted"),
-    ):
-        if counts.get(name) is None:
-            not_priced.append((name, 0, why))
-    cpu = profile.get("cpu_user_s"), profile.get("cpu_system_s")
-    program_cpu = None if None in cpu else cpu[0] + cpu[1]
     return Price(
         primitive=primitive,
         primitive_calls=per,
         between=between_of(profile),
         parts=parts,
         wait=wait,
-        program_cpu_s=program_cpu,
-        not_priced=not_priced,
+        program_cpu_s=profile.program_time.cpu_s,
+        not_priced=_not_priced(counts),
         missing=missing,
     )
 
 
 @dataclass(frozen=True)
 class Counterfactual:
-    name: str
+    """A change to the program priced from measured figures: which change
+    (USER_LEVEL, PINNED, SECCOMP_FILTER), the seconds it saves, the figures
+    it is the difference of."""
+
+    change: str
     saved_s: float  # seconds (negative: costs more)
     figures: tuple[Figure, ...]
-    leaves_out: str
     of: str = "cpu"  # what the seconds are: "cpu", or "wait" (latency)
 
 
-def counterfactuals(
-    p: Price, lookup: Callable[[list[Wanted]], dict[Wanted, Figure]]
-) -> list[Counterfactual]:
+def counterfactuals(p: Price, lookup: Lookup) -> list[Counterfactual]:
     """What would change, from measured figures only."""
     result = []
     hand = p.hand_off
@@ -357,26 +329,10 @@ def counterfactuals(
         fiber = found.get(fiber_w) or found.get(asm_w)
         if fiber:
             saved = hand.count * (hand.figure.median_ns - fiber.median_ns) / 1e9
-            result.append(
-                Counterfactual(
-                    "the hand-offs as user-level switches",
-                    saved,
-                    (hand.figure, fiber),
-                    "the work that would move into the program's own scheduler, and a "
-                    "blocking call's wait, which a fiber cannot make without a thread",
-                )
-            )
+            result.append(Counterfactual(USER_LEVEL, saved, (hand.figure, fiber)))
     if p.wait and p.wait.figure and hand and hand.figure:
         saved = p.wait.count * (p.wait.figure.median_ns - hand.figure.median_ns) / 1e9
-        result.append(
-            Counterfactual(
-                "the cross-CPU wake-ups made same-CPU (pinning)",
-                saved,
-                (p.wait.figure, hand.figure),
-                "that one CPU then runs both sides, one after the other",
-                of="wait",
-            )
-        )
+        result.append(Counterfactual(PINNED, saved, (p.wait.figure, hand.figure), of="wait"))
     sys_part = next((x for x in p.parts if x.kind == "syscall"), None)
     if sys_part and sys_part.count:
         filtered_w = Wanted.of(probe_with(EVENT_ROLES["syscall"]), seccomp="profile")
@@ -384,41 +340,35 @@ def counterfactuals(
         filtered = found.get(filtered_w)
         if filtered and sys_part.figure:
             extra = sys_part.count * (filtered.median_ns - sys_part.figure.median_ns) / 1e9
-            result.append(
-                Counterfactual(
-                    "the system calls under a container-like seccomp filter",
-                    -extra,
-                    (sys_part.figure, filtered),
-                    "calls the filter treats apart: measured on getppid only",
-                )
-            )
+            result.append(Counterfactual(SECCOMP_FILTER, -extra, (sys_part.figure, filtered)))
     return result
 
 
-def compare_counts(
-    a: dict[str, Any], b: dict[str, Any]
-) -> list[tuple[str, int | None, int | None]]:
+# One count of two profiles side by side: (name, A's, B's); None where not counted.
+CountRow = tuple[str, int | None, int | None]
+
+
+def compare_counts(a: Profile, b: Profile) -> list[CountRow]:
     """Two profiles' counts side by side, (name, a, b), in the record's order;
     CPU time and wall time first, in microseconds."""
 
-    def micro(record: dict[str, Any], key: str) -> int | None:
-        value = record.get(key)
+    def micro(value: float | None) -> int | None:
         return None if value is None else round(value * 1e6)
 
     rows = [
-        (f"{key}_us", micro(a, key), micro(b, key))
-        for key in ("wall_s", "cpu_user_s", "cpu_system_s")
+        ("wall_s_us", micro(a.wall_s), micro(b.wall_s)),
+        ("cpu_user_s_us", micro(a.cpu_user_s), micro(b.cpu_user_s)),
+        ("cpu_system_s_us", micro(a.cpu_system_s), micro(b.cpu_system_s)),
     ]
-    rows += [(name, a["counts"].get(name), b["counts"].get(name)) for name in a["counts"]]
+    rows += [(name, value, getattr(b.counts, name)) for name, value in a.counts.named()]
 
-    def median_ns(record: dict[str, Any], group: str) -> int | None:
-        latency = record.get("wakeup_latency") or {}
-        value = latency.get(group)
-        return None if value is None else round(value["median_us"] * 1e3)
+    def median_ns(profile: Profile, group: str) -> int | None:
+        latency = profile.wakeup_latency.group(group) if profile.wakeup_latency else None
+        return None if latency is None else round(latency.median_us * 1e3)
 
-    if a.get("wakeup_latency") or b.get("wakeup_latency"):
+    if a.wakeup_latency or b.wakeup_latency:
         rows += [
             (f"wakeup_{group}_median_ns", median_ns(a, group), median_ns(b, group))
-            for group in ("all", "same_cpu", "cross_cpu", "idle_target", "busy_target")
+            for group in LATENCY_GROUPS
         ]
     return rows

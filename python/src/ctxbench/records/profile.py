@@ -1,18 +1,25 @@
-"""Reads the profile record strictly and gives the facts the pricing reads.
+"""The profile record read strictly into frozen types (``Profile``), once, where it is read.
 
 A profile record is what ``ctxbench-engine profile`` counted of one program
 (schema/profile.schema.json, shared with the engine); it is parsed as a
-run's records are (records.strict_json), then checked against its schema.
+run's records are (records.strict_json), checked against its schema, and
+read into ``Profile`` once, where it is read (``read_profile``, the store's
+``load_profile``), then passed inward. The JSON it came from stays beside it
+(``Profile.raw``) for the edges that write JSON or rows. A key the record
+must have and lacks is a ``RecordError`` here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ctxbench.errors import RecordError
+from ctxbench.records.environment import Environment, environment_of
+from ctxbench.records.result import Verbatim
 from ctxbench.records.schema import data_path
 from ctxbench.records.strict_json import loads_record
 
@@ -56,8 +63,8 @@ def profile_problem(record: Any) -> str | None:
     return f"profile record, at {where}: {error.message[:200]}"
 
 
-def parse_profile(text: str, origin: str) -> dict[str, Any]:
-    """One profile record from its JSON text; RecordError naming ``origin``."""
+def parse_profile(text: str, origin: str) -> Profile:
+    """One profile from its record's JSON text; RecordError naming ``origin``."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_PROFILE_BYTES:
         raise RecordError(f"{origin}: a profile record over {MAX_PROFILE_BYTES} bytes")
     try:
@@ -67,10 +74,13 @@ def parse_profile(text: str, origin: str) -> dict[str, Any]:
     problem = profile_problem(record)
     if problem is not None:
         raise RecordError(f"{origin}: {problem}")
-    return record
+    try:
+        return profile_of(record)
+    except RecordError as error:
+        raise RecordError(f"{origin}: {error}") from None
 
 
-def read_profile(path: Path) -> dict[str, Any]:
+def read_profile(path: Path) -> Profile:
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -78,7 +88,103 @@ def read_profile(path: Path) -> dict[str, Any]:
     return parse_profile(text, str(path))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What was profiled: a command run, or a process attached to for a window."""
+
+    command: tuple[str, ...] | None  # None: attached to a running process
+    pid: int
+    duration_s: float | None  # the window asked for when attached; None for a command
+
+
+# The counts a profile record holds, as the schema names them; the last two
+# only from schema 2 on (profile --trace's target-state counts).
+COUNT_NAMES = (
+    "context_switches",
+    "voluntary_switches",
+    "involuntary_switches",
+    "migrations",
+    "page_faults",
+    "minor_faults",
+    "major_faults",
+    "syscalls",
+    "creations",
+    "threads_created",
+    "processes_created",
+    "signals",
+    "wakeups",
+    "wakeups_same_cpu",
+    "wakeups_cross_cpu",
+    "wakeups_idle_target",
+    "wakeups_busy_target",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """What the kernel counted of the program (the record's ``counts``); None: not counted."""
+
+    context_switches: int | None
+    voluntary_switches: int | None
+    involuntary_switches: int | None
+    migrations: int | None
+    page_faults: int | None
+    minor_faults: int | None
+    major_faults: int | None
+    syscalls: int | None
+    creations: int | None
+    threads_created: int | None
+    processes_created: int | None
+    signals: int | None
+    wakeups: int | None
+    wakeups_same_cpu: int | None
+    wakeups_cross_cpu: int | None
+    wakeups_idle_target: int | None  # --trace only; None also where the record has none
+    wakeups_busy_target: int | None
+    names: tuple[str, ...]  # the counts the record holds, in its order (schema 1: not the last two)
+
+    def named(self) -> tuple[tuple[str, int | None], ...]:
+        """(name, count) of each count the record holds, in its order."""
+        return tuple((name, getattr(self, name)) for name in self.names)
+
+    def holds(self, name: str) -> bool:
+        """Whether the record holds this count (null or not): a schema-1 record
+        holds no target-state counts."""
+        return name in self.names
+
+
+@dataclass(frozen=True, slots=True)
+class SyscallCount:
+    """One of the most frequent system calls (sampled)."""
+
+    nr: int
+    name: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCounts:
+    """One task's counts from the samples (a thread of ``threads``, or an exec of ``execs``)."""
+
+    tid: int
+    voluntary_switches: int
+    involuntary_switches: int
+    syscalls: int
+    wakeups: int
+    migrations: int | None = None  # None: a profile written before it was counted
+
+
+@dataclass(frozen=True, slots=True)
+class Samples:
+    """Whether samples were taken, and what of them was lost or written twice."""
+
+    taken: bool
+    lost: int
+    duplicates: int
+    complete: bool
+
+
+@dataclass(frozen=True, slots=True)
 class ProgramTime:
     """The program's CPU time (user + system), None when not counted."""
 
@@ -92,11 +198,7 @@ class ProgramTime:
         return self.user_s + self.system_s
 
 
-def program_time(record: dict[str, Any]) -> ProgramTime:
-    return ProgramTime(record["cpu_user_s"], record["cpu_system_s"])
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Latency:
     """Wake-up latencies in place (profile --trace), microseconds."""
 
@@ -109,7 +211,10 @@ class Latency:
     max_us: float
 
 
-@dataclass(frozen=True)
+LATENCY_GROUPS = ("all", "same_cpu", "cross_cpu", "idle_target", "busy_target")
+
+
+@dataclass(frozen=True, slots=True)
 class InPlace:
     """What --trace measured of the program's wake-ups: latencies of all of
     them, by where the task was woken and by the target CPU's state (None:
@@ -121,21 +226,100 @@ class InPlace:
     idle_target: Latency | None
     busy_target: Latency | None
 
+    def group(self, name: str) -> Latency | None:
+        """A group by its name in the record ('all', 'same_cpu', ...)."""
+        return getattr(self, name) if name in LATENCY_GROUPS else None
 
-def in_place(record: dict[str, Any]) -> InPlace | None:
-    """The in-place latencies, None when the profile was not traced."""
-    latency = record.get("wakeup_latency")
-    if not latency:
+
+@dataclass(frozen=True, slots=True)
+class Profile(Verbatim):
+    """One program profiled: what it was, how it ended, what was counted, on which machine."""
+
+    schema: int
+    run_id: str
+    producer: str
+    started_at: str
+    finished_at: str
+    env: Environment  # the machine a stored figure must match to price it
+    target: Target
+    ended: str  # exited, killed, interrupted, window or target_ended
+    exit_status: int | None
+    signal: int | None
+    wall_s: float
+    cpu_user_s: float | None
+    cpu_system_s: float | None
+    run_queue_wait_s: float | None
+    counts: Counts
+    sources: Mapping[str, str | None]  # where each count came from (perf_counter, samples, ...)
+    syscalls_by_call: tuple[SyscallCount, ...]  # the most frequent, most first
+    threads: tuple[TaskCounts, ...]
+    execs: tuple[TaskCounts, ...] | None  # None: no samples, or a record before execs
+    samples: Samples
+    notes: tuple[str, ...]
+    wakeup_latency: InPlace | None  # None: not traced (or a schema-1 record)
+    raw: Mapping[str, Any] = field(repr=False, compare=False)  # the record, verbatim
+
+    @property
+    def program_time(self) -> ProgramTime:
+        return ProgramTime(self.cpu_user_s, self.cpu_system_s)
+
+    def syscall_counts(self) -> dict[str, int]:
+        """The sampled system calls by name (the most frequent ones)."""
+        return {call.name: call.count for call in self.syscalls_by_call}
+
+
+def _counts(block: Mapping[str, Any]) -> Counts:
+    values = {name: block.get(name) for name in COUNT_NAMES}
+    return Counts(**values, names=tuple(name for name in block if name in COUNT_NAMES))
+
+
+def _in_place(block: Mapping[str, Any] | None) -> InPlace | None:
+    if not block:
         return None
-
-    def group(name: str) -> Latency | None:
-        value = latency[name]
-        return None if value is None else Latency(**value)
-
-    names = ("all", "same_cpu", "cross_cpu", "idle_target", "busy_target")
-    return InPlace(*(group(n) for n in names))
+    groups = (block[name] for name in LATENCY_GROUPS)
+    return InPlace(*(None if group is None else Latency(**group) for group in groups))
 
 
-def syscall_counts(record: dict[str, Any]) -> dict[str, int]:
-    """The sampled system calls by name (the most frequent ones)."""
-    return {c["name"]: c["count"] for c in record["syscalls_by_call"]}
+# The record's values typed as they are written, under their own names.
+AS_WRITTEN = (
+    "schema",
+    "run_id",
+    "producer",
+    "started_at",
+    "finished_at",
+    "ended",
+    "exit_status",
+    "signal",
+    "wall_s",
+    "cpu_user_s",
+    "cpu_system_s",
+    "run_queue_wait_s",
+)
+
+
+def _target(block: Mapping[str, Any]) -> Target:
+    command = block["command"]
+    return Target(None if command is None else tuple(command), block["pid"], block["duration_s"])
+
+
+def profile_of(record: Mapping[str, Any]) -> Profile:
+    """The profile a record holds; a key it must have and lacks raises RecordError."""
+    try:
+        execs = record.get("execs")
+        return Profile(
+            **{name: record[name] for name in AS_WRITTEN},
+            env=environment_of(record["env"]),
+            target=_target(record["target"]),
+            counts=_counts(record["counts"]),
+            sources=dict(record["sources"]),
+            syscalls_by_call=tuple(SyscallCount(**call) for call in record["syscalls_by_call"]),
+            threads=tuple(TaskCounts(**thread) for thread in record["threads"]),
+            execs=None if execs is None else tuple(TaskCounts(**task) for task in execs),
+            samples=Samples(**record["samples"]),
+            notes=tuple(record["notes"]),
+            wakeup_latency=_in_place(record.get("wakeup_latency")),
+            raw=record,
+        )
+    except (KeyError, TypeError) as error:
+        name = record.get("run_id", "?") if isinstance(record, Mapping) else "?"
+        raise RecordError(f"profile record of run {name}: missing or malformed {error}") from None

@@ -35,6 +35,7 @@ from sqlalchemy import exc as sa_exc
 
 from ctxbench.errors import BadInput, StoreError, StoreUnreachable, StoreWriteError
 from ctxbench.records.naming import params_key
+from ctxbench.records.profile import Profile, profile_of
 from ctxbench.records.runs import RunInfo, RunRecords, StoredRun, group_run
 from ctxbench.store.dialects import (
     Dialect,
@@ -430,22 +431,22 @@ class Store:
         return StoredRun(info=run_info(tuple(row[:9]), counts, env), records=records)
 
     # ---- profiles (ctxbench profile) ---------------------------------------
-    def add_profile(self, record: dict[str, Any]) -> str:
-        """Stores a profile record (already validated); its id."""
-        target = record["target"]
-        shown = " ".join(target["command"]) if target["command"] else f"PID {target['pid']}"
+    def add_profile(self, profile: Profile) -> str:
+        """Stores a profile (its record, already validated); its id."""
+        target = profile.target
+        shown = " ".join(target.command) if target.command else f"PID {target.pid}"
         with self._write() as conn:
             conn.execute(
                 sa.insert(PROFILES).values(
-                    profile_id=record["run_id"],
-                    started_at=record.get("started_at"),
-                    hostname=(record.get("env") or {}).get("hostname"),
+                    profile_id=profile.run_id,
+                    started_at=profile.started_at,
+                    hostname=profile.env.hostname,
                     target=shown,
                     stored_at=_now(),
-                    record=json.dumps(record, allow_nan=False),
+                    record=json.dumps(profile.raw, allow_nan=False),
                 )
             )
-        return record["run_id"]
+        return profile.run_id
 
     def profiles(self) -> list[tuple[str, str | None, str]]:
         """(id, started_at, target) of every stored profile, oldest first."""
@@ -464,7 +465,7 @@ class Store:
         chosen = [i for i in ids if i == reference] or [i for i in ids if i.startswith(reference)]
         return chosen[0] if len(chosen) == 1 and reference != "latest" else None
 
-    def load_profile(self, reference: str) -> dict[str, Any]:
+    def load_profile(self, reference: str) -> Profile:
         """A stored profile by id, unique id prefix, or 'latest'."""
         ids = [row[0] for row in self.profiles()]
         if reference == "latest" and ids:
@@ -480,7 +481,7 @@ class Store:
             text = conn.execute(
                 sa.select(PROFILES.c.record).where(PROFILES.c.profile_id == chosen[0])
             ).scalar_one()
-        return json.loads(text)
+        return profile_of(json.loads(text))
 
 
 def _now() -> str:

@@ -1,12 +1,25 @@
-"""Words for a profile: what the program did, what it cost, what would change it."""
+"""Words for a profile: what the program did, what it cost, what would change it.
+
+Text for the terminal and the report, and the JSON documents of ``profile
+--json`` and ``profile --compare --json`` (``JsonObject``s built here from
+the types: the profile as its record was written, ``Profile.raw``).
+"""
 
 from __future__ import annotations
 
 import html
-from typing import Any
 
-from ctxbench.analysis.profile_price import Counterfactual, Price
-from ctxbench.records.profile import InPlace, Latency, in_place
+from ctxbench.analysis import profile_price as pp
+from ctxbench.analysis.profile_price import (
+    Counterfactual,
+    CountRow,
+    Figure,
+    NotPriced,
+    Part,
+    Price,
+)
+from ctxbench.records.profile import InPlace, Latency, Profile
+from ctxbench.records.strict_json import JsonObject
 
 KIND_WORDS = {
     "hand_off": "hand-offs (wake-ups of its tasks)",
@@ -17,6 +30,33 @@ KIND_WORDS = {
     "signal": "signals",
     "cross_cpu_wait": "cross-CPU wake-ups",
 }
+# What is not priced, and why: by the reason's code (analysis.profile_price),
+# a count not counted by the count's name.
+NOT_PRICED_WHY = {
+    pp.NO_FIGURE_ALONE: "no figure measures a preemption alone",
+    pp.WAITS_FOR_IO: "waits for I/O",
+}
+NOT_COUNTED_WHY = {
+    "syscalls": "system calls were not counted",
+    "wakeups": "wake-ups were not counted",
+}
+# A counterfactual's change (its code), and what its figures leave out.
+CHANGE_WORDS = {
+    pp.USER_LEVEL: (
+        "the hand-offs as user-level switches",
+        "the work that would move into the program's own scheduler, and a "
+        "blocking call's wait, which a fiber cannot make without a thread",
+    ),
+    pp.PINNED: (
+        "the cross-CPU wake-ups made same-CPU (pinning)",
+        "that one CPU then runs both sides, one after the other",
+    ),
+    pp.SECCOMP_FILTER: (
+        "the system calls under a container-like seccomp filter",
+        "calls the filter treats apart: measured on getppid only",
+    ),
+}
+NOT_INCLUDED = "what caches and TLBs lose to switching (indirect cost)"
 COUNT_ROWS = [
     ("context_switches", "context switches"),
     ("voluntary_switches", "  voluntary (it waited)"),
@@ -90,31 +130,33 @@ def in_place_text(price: Price, traced: InPlace | None) -> list[str]:
     return lines
 
 
-def counts_text(profile: dict[str, Any]) -> str:
-    counts = profile["counts"]
-    target = profile["target"]
-    what = " ".join(target["command"]) if target["command"] else f"PID {target['pid']}"
-    lines = [f"Profile of {what}: {profile['ended']}, {profile['wall_s']:.3f} s wall"]
-    user, system = profile["cpu_user_s"], profile["cpu_system_s"]
+def _target(profile: Profile) -> str:
+    """The command profiled, or the process attached to."""
+    command = profile.target.command
+    return " ".join(command) if command else f"PID {profile.target.pid}"
+
+
+def counts_text(profile: Profile) -> str:
+    counts = profile.counts
+    lines = [f"Profile of {_target(profile)}: {profile.ended}, {profile.wall_s:.3f} s wall"]
+    user, system = profile.cpu_user_s, profile.cpu_system_s
     if user is not None and system is not None:
         lines.append(f"CPU time {user + system:.3f} s (user {user:.3f} s, system {system:.3f} s)")
-    if profile["run_queue_wait_s"] is not None:
-        lines.append(f"waited for a CPU {profile['run_queue_wait_s']:.3f} s")
+    if profile.run_queue_wait_s is not None:
+        lines.append(f"waited for a CPU {profile.run_queue_wait_s:.3f} s")
     lines.append("")
     for key, words in COUNT_ROWS:
-        if key not in counts:
+        if not counts.holds(key):
             continue  # a schema-1 profile: counted before --trace existed
-        value = counts[key]
+        value = getattr(counts, key)
         shown = f"{value:,}" if value is not None else "not counted"
         if value is None and key in ("wakeups_idle_target", "wakeups_busy_target"):
             shown += " (profile --trace counts it)"
         lines.append(f"  {words:<28} {shown}")
-    top = profile["syscalls_by_call"][:5]
+    top = profile.syscalls_by_call[:5]
     if top:
-        lines.append(
-            "  most frequent calls: " + ", ".join(f"{c['name']} {c['count']:,}" for c in top)
-        )
-    traced = in_place(profile)
+        lines.append("  most frequent calls: " + ", ".join(f"{c.name} {c.count:,}" for c in top))
+    traced = profile.wakeup_latency
     if traced is not None:
         lines.append("")
         lines.append("Its wake-ups in place (--trace), from the wake to the woken task running:")
@@ -126,10 +168,16 @@ def counts_text(profile: dict[str, Any]) -> str:
             ("target CPU busy", traced.busy_target),
         ):
             lines.append(f"  {words:<28} {_latency(group)}")
-    lost = profile["samples"]["lost"]
+    lost = profile.samples.lost
     if lost:
         lines.append(f"  {lost:,} samples lost: the splits are short by as many events")
     return "\n".join(lines) + "\n"
+
+
+def _why(item: NotPriced) -> str:
+    if item.why == pp.NOT_COUNTED:
+        return NOT_COUNTED_WHY[item.kind]
+    return NOT_PRICED_WHY[item.why]
 
 
 def price_text(
@@ -172,8 +220,9 @@ def price_text(
             f" {_ns(price.wait.figure.median_ns)} on this machine (latency, not CPU time)"
         )
     lines += in_place_text(price, traced)
-    for kind, count, why in price.not_priced:
-        lines.append(f"  not priced: {kind}{f' ({count:,})' if count else ''}: {why}")
+    for item in price.not_priced:
+        count = f" ({item.count:,})" if item.count else ""
+        lines.append(f"  not priced: {item.kind}{count}: {_why(item)}")
     lines.append(
         "  not included: what caches and TLBs lose to switching (the indirect cost);"
         " ctxbench run switch.ring measures it by working-set size"
@@ -191,44 +240,101 @@ def price_text(
             verb = "saves" if c.saved_s >= 0 else "costs"
             used = ", ".join(f"{f.probe} {_ns(f.median_ns)}" for f in c.figures)
             of = "of CPU" if c.of == "cpu" else "of waiting (latency, not CPU)"
-            lines.append(f"  {c.name}: {verb} {_seconds(abs(c.saved_s))} {of} (figures: {used});")
-            lines.append(f"    leaves out {c.leaves_out}")
+            name, leaves_out = CHANGE_WORDS[c.change]
+            lines.append(f"  {name}: {verb} {_seconds(abs(c.saved_s))} {of} (figures: {used});")
+            lines.append(f"    leaves out {leaves_out}")
     return "\n".join(lines) + "\n"
 
 
-def profile_dict(
-    profile: dict[str, Any], price: Price | None, counterfactuals: list[Counterfactual]
-) -> dict[str, Any]:
+def _figure_dict(f: Figure | None) -> JsonObject | None:
+    if f is None:
+        return None
     return {
-        "schema": 1,
-        "kind": "priced_profile",
-        "profile": profile,
-        "price": price.as_dict() if price else None,
-        "counterfactuals": [
-            {
-                "name": c.name,
-                "saved_s": c.saved_s,
-                "of": c.of,
-                "figures": [
-                    {"probe": f.probe, "params": f.params, "median_ns": f.median_ns}
-                    for f in c.figures
-                ],
-                "leaves_out": c.leaves_out,
-            }
-            for c in counterfactuals
-        ],
+        "probe": f.probe,
+        "params": f.params,
+        "median_ns": f.median_ns,
+        "interval_ns": [f.low_ns, f.high_ns],
+        "run_id": f.run_id,
+        "status": f.status,
     }
 
 
-def compare_text(
-    a: dict[str, Any],
-    b: dict[str, Any],
-    rows: list[tuple[str, int | None, int | None]],
-    prices: tuple[Price, Price],
-) -> str:
+def _part_dict(p: Part) -> JsonObject:
+    return {
+        "kind": p.kind,
+        "count": p.count,
+        "seconds": p.cpu_s,
+        "interval_s": list(p.interval_s) if p.interval_s else None,
+        "figure": _figure_dict(p.figure),
+    }
+
+
+def price_dict(price: Price) -> JsonObject:
+    """A profile's price as --json writes it."""
+    low, high = price.interval_s
+    return {
+        "primitive": price.primitive,
+        "primitive_calls": price.primitive_calls,
+        "between": price.between,
+        "estimate_cpu_s": price.estimate_s,
+        "interval_cpu_s": [low, high],
+        "program_cpu_s": price.program_cpu_s,
+        "share_of_cpu": price.share,
+        "parts": [_part_dict(p) for p in price.parts],
+        "cross_cpu_wait": _part_dict(price.wait) if price.wait else None,
+        "not_priced": [
+            {"kind": item.kind, "count": item.count, "why": _why(item)} for item in price.not_priced
+        ],
+        "missing": [{"probe": w.probe, "params": dict(w.params)} for w in price.missing],
+        "not_included": NOT_INCLUDED,
+    }
+
+
+def _counterfactual_dict(c: Counterfactual) -> JsonObject:
+    name, leaves_out = CHANGE_WORDS[c.change]
+    return {
+        "name": name,
+        "saved_s": c.saved_s,
+        "of": c.of,
+        "figures": [
+            {"probe": f.probe, "params": f.params, "median_ns": f.median_ns} for f in c.figures
+        ],
+        "leaves_out": leaves_out,
+    }
+
+
+def profile_dict(
+    profile: Profile, price: Price | None, counterfactuals: list[Counterfactual]
+) -> JsonObject:
+    """A profile with its price and counterfactuals, as `profile --json` writes it
+    (the profile as its record was written)."""
+    return {
+        "schema": 1,
+        "kind": "priced_profile",
+        "profile": profile.raw,
+        "price": price_dict(price) if price else None,
+        "counterfactuals": [_counterfactual_dict(c) for c in counterfactuals],
+    }
+
+
+def comparison_dict(
+    a: Profile, b: Profile, rows: list[CountRow], prices: tuple[Price, Price]
+) -> JsonObject:
+    """Two profiles side by side, as `profile --compare --json` writes them."""
+    return {
+        "schema": 1,
+        "kind": "profile_comparison",
+        "a": a.run_id,
+        "b": b.run_id,
+        "rows": [{"name": n, "a": x, "b": y} for n, x, y in rows],
+        "prices": [price_dict(p) for p in prices],
+    }
+
+
+def compare_text(a: Profile, b: Profile, rows: list[CountRow], prices: tuple[Price, Price]) -> str:
     lines = [
-        f"A {a['run_id']}  {' '.join(a['target']['command'] or ['PID', str(a['target']['pid'])])}",
-        f"B {b['run_id']}  {' '.join(b['target']['command'] or ['PID', str(b['target']['pid'])])}",
+        f"A {a.run_id}  {_target(a)}",
+        f"B {b.run_id}  {_target(b)}",
         "",
         f"  {'':<24} {'A':>14} {'B':>14} {'B / A':>8}",
     ]

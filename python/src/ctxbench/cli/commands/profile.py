@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +18,12 @@ from ctxbench.analysis import profile_price
 from ctxbench.cli.commands.db import db_option, open_store
 from ctxbench.cli.console import say
 from ctxbench.errors import BadInput, StoreError
-from ctxbench.records.environment import environment_of
-from ctxbench.records.profile import in_place, read_profile
+from ctxbench.records.environment import Environment
+from ctxbench.records.profile import Profile, read_profile
 from ctxbench.views import profile as view
 
 
-def run_engine_profile(args: list[str]) -> dict[str, Any]:
+def run_engine_profile(args: list[str]) -> Profile:
     """The engine's profile record, read back from a file so that the
     program's own output stays on the terminal."""
     with tempfile.TemporaryDirectory(prefix="ctxbench-profile-") as tmp:
@@ -33,11 +32,12 @@ def run_engine_profile(args: list[str]) -> dict[str, Any]:
         return read_profile(out)
 
 
-def store_lookup(db: str | None, env_record: Mapping[str, Any]):
-    """Figures from the store's runs of the machine of a profile's env record, newest first."""
-    env = environment_of(env_record)
+def store_lookup(db: str | None, env: Environment) -> profile_price.Lookup:
+    """Figures from the store's runs of the machine of a profile's environment, newest first."""
 
-    def lookup(wanted: list[profile_price.Wanted]) -> dict[Any, profile_price.Figure]:
+    def lookup(
+        wanted: list[profile_price.Wanted],
+    ) -> dict[profile_price.Wanted, profile_price.Figure]:
         try:
             store = open_store(db, create=False)
         except StoreError:
@@ -56,7 +56,7 @@ def store_lookup(db: str | None, env_record: Mapping[str, Any]):
     return lookup
 
 
-def stored_profiles(db: str | None, refs: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
+def stored_profiles(db: str | None, refs: tuple[str, ...] | list[str]) -> list[Profile]:
     """The stored profiles REFS name, when every one names a profile and none
     a run (so that `show` and `report` take a profile's id as they take a
     run's); else an empty list."""
@@ -68,7 +68,7 @@ def stored_profiles(db: str | None, refs: tuple[str, ...] | list[str]) -> list[d
         return _all_profiles(store, refs)
 
 
-def profiles_compared(store: Any, refs: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
+def profiles_compared(store: Any, refs: tuple[str, ...] | list[str]) -> list[Profile]:
     """For `compare`, in the store it has open: the two stored profiles REFS
     name (before and after a change to the program); an empty list when they
     name runs; one line (BadInput) for a stored profile's id given among runs
@@ -85,7 +85,7 @@ def profiles_compared(store: Any, refs: tuple[str, ...] | list[str]) -> list[dic
     return []
 
 
-def _all_profiles(store: Any, refs: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
+def _all_profiles(store: Any, refs: tuple[str, ...] | list[str]) -> list[Profile]:
     ids = [store.profile_id(ref) for ref in refs]
     if not all(ids) or any(_names_a_run(store, ref) for ref in refs):
         return []  # a run's reference too: the run wins
@@ -102,18 +102,18 @@ def _names_a_run(store: Any, reference: str) -> bool:
     return True
 
 
-def profile_text(record: dict[str, Any], db: str | None) -> str:
+def profile_text(record: Profile, db: str | None) -> str:
     """What `show` prints of a profile: its counts, price and counterfactuals."""
-    lookup = store_lookup(db, record["env"])
+    lookup = store_lookup(db, record.env)
     price = profile_price.price(record, lookup)
     counterfactuals = profile_price.counterfactuals(price, lookup)
-    return view.counts_text(record) + view.price_text(price, counterfactuals, in_place(record))
+    return view.counts_text(record) + view.price_text(price, counterfactuals, record.wakeup_latency)
 
 
-def print_profile(record: dict[str, Any], db: str | None, as_json: bool) -> None:
+def print_profile(record: Profile, db: str | None, as_json: bool) -> None:
     """A stored or recorded profile with its price and what would change it."""
     if as_json:
-        lookup = store_lookup(db, record["env"])
+        lookup = store_lookup(db, record.env)
         price = profile_price.price(record, lookup)
         counterfactuals = profile_price.counterfactuals(price, lookup)
         click.echo(json.dumps(view.profile_dict(record, price, counterfactuals), indent=2))
@@ -121,24 +121,14 @@ def print_profile(record: dict[str, Any], db: str | None, as_json: bool) -> None
     click.echo(profile_text(record, db), nl=False)
 
 
-def print_profile_comparison(
-    a: dict[str, Any], b: dict[str, Any], db: str | None, as_json: bool
-) -> None:
+def print_profile_comparison(a: Profile, b: Profile, db: str | None, as_json: bool) -> None:
     """Two profiles side by side, count by count, and the direct cost of each."""
     rows = profile_price.compare_counts(a, b)
-    prices = tuple(profile_price.price(r, store_lookup(db, r["env"])) for r in (a, b))
+    pa, pb = (profile_price.price(r, store_lookup(db, r.env)) for r in (a, b))
     if as_json:
-        data = {
-            "schema": 1,
-            "kind": "profile_comparison",
-            "a": a["run_id"],
-            "b": b["run_id"],
-            "rows": [{"name": n, "a": x, "b": y} for n, x, y in rows],
-            "prices": [p.as_dict() for p in prices],
-        }
-        click.echo(json.dumps(data, indent=2))
+        click.echo(json.dumps(view.comparison_dict(a, b, rows, (pa, pb)), indent=2))
     else:
-        click.echo(view.compare_text(a, b, rows, prices), nl=False)
+        click.echo(view.compare_text(a, b, rows, (pa, pb)), nl=False)
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -216,7 +206,7 @@ def profile(
     if not no_store and not from_file:
         with open_store(db) as store:
             say(f"stored profile {store.add_profile(record)} in {store.location}")
-    lookup = store_lookup(db, record["env"])
+    lookup = store_lookup(db, record.env)
     price = profile_price.price(record, lookup)
     if price.missing and measure:
         _measure_missing(price, db)
@@ -235,7 +225,7 @@ def _print_profile_list(db: str | None, as_json: bool) -> None:
 
 def _profile_now(
     command: tuple[str, ...], pid: int | None, duration: float | None, trace: bool
-) -> dict[str, Any]:
+) -> Profile:
     """The engine's profile of COMMAND (or of the process PID): the usual
     mistakes refused in one line before the engine starts."""
     if command and "/" not in command[0] and shutil.which(command[0]) is None:

@@ -37,7 +37,7 @@ def report(run_refs: tuple[str, ...], output: Path, title: str | None, db: str |
 
         with open_store(db, create=False):
             check_output_path(output, "-o")  # not the store, nor a file beside it
-        sections = [(f"profile {p['run_id']}", profile_text(p, db)) for p in profiles]
+        sections = [(f"profile {p.run_id}", profile_text(p, db)) for p in profiles]
         write_text(output, profile_html(sections, title), "report")
         if str(output) != "-":
             say(f"report written to {output}")
