@@ -19,7 +19,7 @@ from ctxbench.analysis.compare.pairs import measured_as
 from ctxbench.analysis.summary.data import Machines, Summary
 from ctxbench.records.naming import params_key, variant_name
 from ctxbench.records.runs import StoredRun
-from ctxbench.views.compare.comparison import cell_words, describe, noise_words
+from ctxbench.views.compare.comparison import cell_words, describe, excluded_words, noise_words
 from ctxbench.views.compare.comparison import summary_lines as comparison_summary_lines
 from ctxbench.views.summary.text import (
     MIN_WIDTH,
@@ -147,7 +147,7 @@ def _other_difference_lines(machines: Machines, width: int) -> list[Text]:
 def _cell_words(cell: Any, words: str) -> tuple[str, str]:
     """'B ran 1.94× (1.24–3.96) slower than A, p = 0.031', styled by the decision."""
     if cell.excluded:
-        return f"{words}, not comparable: {'; '.join(cell.excluded)}", "yellow"
+        return f"{words}, not comparable: {'; '.join(excluded_words(cell.excluded))}", "yellow"
     if cell.note and cell.ratio is None:
         return cell.note, "dim"
     if not cell.significant and cell.note and not cell.note.startswith("p = "):

@@ -433,7 +433,7 @@ def _compared_cells(
     """Run INDEX's cells of a row: its median, ratio [CI] to A, p, and the
     decision in words (or why there is no ratio)."""
     # views.compare.comparison needs compare's statistics (numpy): only `compare` loads it
-    from ctxbench.views.compare.comparison import describe, noise_words
+    from ctxbench.views.compare.comparison import describe, excluded_words, noise_words
 
     median = _median_text(cell, row.unit) if cell.result and cell.median is not None else "—"
     difference = cell.difference
@@ -455,7 +455,7 @@ def _compared_cells(
     words.append("\n" + noise_words(cell.noise), style="dim")
     if cell.excluded:
         words.stylize("dim")
-        words.append("\nexcluded: " + "; ".join(cell.excluded), style="yellow")
+        words.append("\nexcluded: " + "; ".join(excluded_words(cell.excluded)), style="yellow")
     if narrow:
         return [median, f"{ratio}\n{p}", words]
     return [median, ratio, p, words]

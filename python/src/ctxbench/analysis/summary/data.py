@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench import units
-from ctxbench.analysis.compare.comparison import Comparison, Row
+from ctxbench.analysis.compare.comparison import Comparison, Exclusion, Row
 from ctxbench.analysis.compare.noise import Noise
 from ctxbench.analysis.explain.explanation import Explained, Explanation
 from ctxbench.records.result import ParamValue, Result
@@ -134,7 +134,7 @@ class MachineCell:
     p_value: float | None
     significant: bool
     decision: str | None  # compare.SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE
-    excluded: tuple[str, ...]
+    excluded: tuple[Exclusion, ...]
     note: str | None  # why there is no ratio
     noise: Noise | None = None  # what judged the difference (repeats, history, within-run)
     # the run's own variant, where it did not measure run A's and its ladder drew this one

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from ctxbench import stats, units
 from ctxbench.analysis.compare.comparison import (
+    CPU_COUNT,
     DEFAULT_MIN_EFFECT,
     MEASUREMENT_OPTIONS,
     NO_DIFFERENCE,
+    NOT_THE_OPERATION_SIDE,
+    PLACEMENT,
     Comparison,
+    Exclusion,
     Summary,
     decide,
     effect_needed,
@@ -25,6 +29,30 @@ SHORT_WORDS = {
     HISTORY: "p10s by history",
     WITHIN_RUN: "within-run only",
 }
+
+
+def exclusion_words(exclusion: Exclusion) -> str:
+    """'placement: A ran on one CPU, B on 2 CPUs', 'CPU count: A was allowed 2
+    CPUs, B 4', 'A made too few switches per operation: not the operation (...)'."""
+    if exclusion.code == NOT_THE_OPERATION_SIDE:
+        return (
+            f"{exclusion.names[0]} made too few switches per operation: not the operation "
+            f"({', '.join(exclusion.codes)})"
+        )
+    (a, b), (n_a, n_b) = exclusion.names, exclusion.values
+    if exclusion.code == PLACEMENT:
+        return f"placement: {a} ran on {_cpus(n_a)}, {b} on {_cpus(n_b)}"
+    assert exclusion.code == CPU_COUNT, exclusion.code
+    return f"CPU count: {a} was allowed {n_a} CPUs, {b} {n_b}"
+
+
+def _cpus(n: int) -> str:
+    return "one CPU" if n == 1 else f"{n} CPUs"
+
+
+def excluded_words(excluded: tuple[Exclusion, ...]) -> list[str]:
+    """Each reason a cell is left out, in words (``exclusion_words``)."""
+    return [exclusion_words(exclusion) for exclusion in excluded]
 
 
 def noise_words(noise: Noise | None, short: bool = False) -> str:
