@@ -323,12 +323,14 @@ def test_a_key_figure_not_significant_beside_a_small_p_says_why():
     """A user read 'not significant, p = 0.00018' (a suspect side widened the interval
     past 1, 2026-11-27): the key figure says the reason; a large p is its own reason."""
 
-    def cell(p_value: float, note: str) -> MachineCell:
-        return MachineCell(11.6e3, 5.27, 0.9, 12.0, p_value, False, NO_DIFFERENCE, (), note)
+    def cell(p_value: float, why_not: stats.NotSignificant) -> MachineCell:
+        return MachineCell(
+            11.6e3, 5.27, 0.9, 12.0, p_value, False, NO_DIFFERENCE, (), None, why_not=why_not
+        )
 
-    widened, _ = machines_view._cell_words(
-        cell(0.00018, "95% interval, widened, includes 1"), "not significant"
-    )
+    wide = stats.NotSignificant(noise.WIDENED_INCLUDES_ONE, (0.95,))
+    widened, _ = machines_view._cell_words(cell(0.00018, wide), "not significant")
     assert widened.startswith("not significant (95% interval, widened, includes 1), p = 0.00018")
-    large, _ = machines_view._cell_words(cell(0.104, "p = 0.104 >= 0.05"), "not significant")
+    p_large = stats.NotSignificant(stats.P_AT_LEAST_ALPHA, (0.104, 0.05))
+    large, _ = machines_view._cell_words(cell(0.104, p_large), "not significant")
     assert large == "not significant, p = 0.1"

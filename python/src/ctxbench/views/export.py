@@ -32,7 +32,12 @@ from ctxbench.analysis.compare.noise import Noise, detectable
 from ctxbench.records.naming import variant_name
 from ctxbench.records.runs import StoredRun
 from ctxbench.records.strict_json import dumps
-from ctxbench.views.compare.comparison import excluded_words, summary_line, summary_lines
+from ctxbench.views.compare.comparison import (
+    excluded_words,
+    summary_line,
+    summary_lines,
+    why_not_words,
+)
 from ctxbench.views.compare.gate import gate_detail
 
 if TYPE_CHECKING:  # numpy and ruptures load with them: imported where --why or --changes runs
@@ -182,7 +187,7 @@ def _difference_dict(difference: stats.Difference | None) -> dict[str, Any]:
         },
         "p_value": None if u_test is None else _finite(u_test.p_value),
         "significant": bool(difference and difference.significant),
-        "why_not_significant": difference.why_not if difference else None,
+        "why_not_significant": why_not_words(difference.why_not) if difference else None,
     }
 
 

@@ -11,7 +11,7 @@ from ctxbench.analysis.compare.comparison import Comparison, Exclusion, Row
 from ctxbench.analysis.compare.noise import Noise
 from ctxbench.analysis.explain.explanation import Explained, Explanation
 from ctxbench.records.result import ParamValue, Result
-from ctxbench.stats import RatioInterval, bootstrap_ratio_of_medians
+from ctxbench.stats import NotSignificant, RatioInterval, bootstrap_ratio_of_medians
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,7 @@ class MachineCell:
     noise: Noise | None = None  # what judged the difference (repeats, history, within-run)
     # the run's own variant, where it did not measure run A's and its ladder drew this one
     variant: str | None = None
+    why_not: NotSignificant | None = None  # why the difference is not significant
 
 
 @dataclass(frozen=True)

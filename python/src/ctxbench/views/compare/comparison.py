@@ -21,7 +21,16 @@ from ctxbench.analysis.compare.comparison import (
     decide,
     effect_needed,
 )
-from ctxbench.analysis.compare.noise import HISTORY, REPEATS, WITHIN_RUN, Noise, detectable
+from ctxbench.analysis.compare.noise import (
+    HISTORY,
+    NOISE_INCLUDES_ONE,
+    NOT_POSITIVE,
+    REPEATS,
+    WIDENED_INCLUDES_ONE,
+    WITHIN_RUN,
+    Noise,
+    detectable,
+)
 from ctxbench.analysis.summary.data import MachineFigure, Machines
 
 SHORT_WORDS = {
@@ -48,6 +57,32 @@ def exclusion_words(exclusion: Exclusion) -> str:
 
 def _cpus(n: int) -> str:
     return "one CPU" if n == 1 else f"{n} CPUs"
+
+
+def why_not_words(why: stats.NotSignificant | None) -> str | None:
+    """Why a difference is not significant: 'p = 0.41 >= 0.05', '95% interval
+    from the repeats includes 1', 'too few samples (1 vs 2; need 2 on each side)'."""
+    if why is None:
+        return None
+    values = why.values
+    if why.code == stats.TOO_FEW_SAMPLES:
+        n_ref, n_other, least = (int(v) for v in values)
+        return f"too few samples ({n_ref} vs {n_other}; need {least} on each side)"
+    if why.code == stats.P_AT_LEAST_ALPHA:
+        return f"p = {values[0]:.3g} >= {values[1]:g}"
+    if why.code == stats.CI_INCLUDES_ONE:
+        return f"{values[0]:.0%} CI of the ratio includes 1"
+    if why.code == WIDENED_INCLUDES_ONE:
+        return f"{values[0]:.0%} interval, widened, includes 1"
+    if why.code == NOISE_INCLUDES_ONE:
+        return f"{values[0]:.0%} interval from the {why.source} includes 1"
+    return UNDEFINED_WORDS[why.code]
+
+
+UNDEFINED_WORDS = {
+    stats.ZERO_MEDIAN: "ratio undefined (zero median)",
+    NOT_POSITIVE: "ratio undefined (a figure is not positive)",
+}
 
 
 def excluded_words(excluded: tuple[Exclusion, ...]) -> list[str]:

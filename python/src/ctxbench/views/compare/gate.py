@@ -23,7 +23,12 @@ from ctxbench.analysis.compare.gate import (
     GateRow,
 )
 from ctxbench.records.naming import variant_name
-from ctxbench.views.compare.comparison import SHORT_WORDS, excluded_words, noise_words
+from ctxbench.views.compare.comparison import (
+    SHORT_WORDS,
+    excluded_words,
+    noise_words,
+    why_not_words,
+)
 
 
 def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str]:
@@ -77,7 +82,8 @@ def not_judged_words(cell: Cell) -> str:
         return ONLY_ONE
     if cell.excluded:
         return "excluded: " + "; ".join(excluded_words(cell.excluded))
-    return cell.note or (cell.difference.why_not if cell.difference else None) or "no ratio"
+    why_not = why_not_words(cell.difference.why_not) if cell.difference else None
+    return cell.note or why_not or "no ratio"
 
 
 def gate_detail(verdict: GateRow) -> str | None:
