@@ -13,8 +13,11 @@ from ctxbench.analysis.compare import noise
 from ctxbench.analysis.compare.comparison import (
     FASTER,
     NO_DIFFERENCE,
+    NOT_THE_OPERATION_SIDE,
     ONLY_ONE,
+    PLACEMENT,
     SLOWER,
+    Exclusion,
     Summary,
     compare_runs,
     decide,
@@ -27,7 +30,12 @@ from ctxbench.records.naming import params_key
 from ctxbench.records.runs import group_run
 from ctxbench.store.db import Store
 from ctxbench.views import machines as machines_view
-from ctxbench.views.compare.comparison import describe, summary_line, summary_lines
+from ctxbench.views.compare.comparison import (
+    describe,
+    excluded_words,
+    summary_line,
+    summary_lines,
+)
 
 
 def stored(store, run, label=None):
@@ -230,10 +238,14 @@ def test_summary_of_a_fixture_pair_matches_hand_computed_values(store):
     # A side whose tasks switched too few times per operation measured something else.
     suspect = cell("switch.pipe", between="processes", cpus="same", policy="batch")
     assert suspect.excluded == (
-        "A made too few switches per operation: not the operation (too_few_switches)",
+        Exclusion(NOT_THE_OPERATION_SIDE, ("A",), codes=("too_few_switches",)),
     )
+    assert excluded_words(suspect.excluded) == [
+        "A made too few switches per operation: not the operation (too_few_switches)"
+    ]
     moved = cell("switch.pipe", between="threads", cpus="any", policy="batch")
-    assert moved.excluded == ("placement: A ran on one CPU, B on 2 CPUs",)
+    assert moved.excluded == (Exclusion(PLACEMENT, ("A", "B"), (1, 2)),)
+    assert excluded_words(moved.excluded) == ["placement: A ran on one CPU, B on 2 CPUs"]
     unsupported = cell("create.pthread_scope_process")
     assert unsupported.excluded == () and unsupported.note == "unsupported"
     for probe in ("syscall.getpid", "syscall.getppid", "syscall.getsid", "syscall.getuid"):
@@ -287,9 +299,10 @@ def test_a_different_cpu_count_excludes_only_rows_whose_cpus_were_chosen(store):
     a, b = pair(more_cpus)
     comparison = compare_runs([stored(store, a), stored(store, b)])
     excluded = {
-        (row.probe, row.params.get("cpus")): row.cells[1].excluded for row in comparison.rows
+        (row.probe, row.params.get("cpus")): excluded_words(row.cells[1].excluded)
+        for row in comparison.rows
     }
-    assert excluded[("syscall.getpid", None)] == ()
+    assert excluded[("syscall.getpid", None)] == []
     assert not any("CPU count" in why for why in excluded[("switch.pipe", "same")])
     assert "CPU count: A was allowed 2 CPUs, B 4" in excluded[("switch.pipe", "any")]
 
@@ -310,12 +323,14 @@ def test_a_key_figure_not_significant_beside_a_small_p_says_why():
     """A user read 'not significant, p = 0.00018' (a suspect side widened the interval
     past 1, 2026-11-27): the key figure says the reason; a large p is its own reason."""
 
-    def cell(p_value: float, note: str) -> MachineCell:
-        return MachineCell(11.6e3, 5.27, 0.9, 12.0, p_value, False, NO_DIFFERENCE, (), note)
+    def cell(p_value: float, why_not: stats.NotSignificant) -> MachineCell:
+        return MachineCell(
+            11.6e3, 5.27, 0.9, 12.0, p_value, False, NO_DIFFERENCE, (), None, why_not=why_not
+        )
 
-    widened, _ = machines_view._cell_words(
-        cell(0.00018, "95% interval, widened, includes 1"), "not significant"
-    )
+    wide = stats.NotSignificant(noise.WIDENED_INCLUDES_ONE, (0.95,))
+    widened, _ = machines_view._cell_words(cell(0.00018, wide), "not significant")
     assert widened.startswith("not significant (95% interval, widened, includes 1), p = 0.00018")
-    large, _ = machines_view._cell_words(cell(0.104, "p = 0.104 >= 0.05"), "not significant")
+    p_large = stats.NotSignificant(stats.P_AT_LEAST_ALPHA, (0.104, 0.05))
+    large, _ = machines_view._cell_words(cell(0.104, p_large), "not significant")
     assert large == "not significant, p = 0.1"

@@ -126,7 +126,7 @@ def test_same_distribution_is_not_significant():
 def test_too_few_samples_says_so():
     difference = stats.compare_samples([1.0], [2.0, 3.0])
     assert not difference.significant
-    assert "too few samples" in difference.why_not
+    assert difference.why_not == stats.NotSignificant(stats.TOO_FEW_SAMPLES, (1, 2, 2))
     assert difference.ratio is None and difference.u_test is None
 
 

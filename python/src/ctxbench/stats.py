@@ -74,6 +74,24 @@ class UTest:
     method: str = U_TEST_METHOD
 
 
+# Why a difference is not significant (``NotSignificant.code``), with the
+# figures each names; the views word them (views.compare.comparison.why_not_words).
+TOO_FEW_SAMPLES = "too few samples"  # values: (reference's n, other's n, MIN_SAMPLES)
+ZERO_MEDIAN = "zero median"  # the ratio is undefined: a median is zero
+P_AT_LEAST_ALPHA = "p at least alpha"  # values: (p, alpha)
+CI_INCLUDES_ONE = "ci includes 1"  # values: (level,)
+
+
+@dataclass(frozen=True)
+class NotSignificant:
+    """Why a difference is not significant: a code (this module's, or
+    analysis.compare.noise's), its figures and, for a noise, its source."""
+
+    code: str
+    values: tuple[float, ...] = ()
+    source: str = ""
+
+
 @dataclass(frozen=True)
 class Difference:
     """Everything a comparison of two sample sets says."""
@@ -83,7 +101,7 @@ class Difference:
     ratio: RatioInterval | None
     u_test: UTest | None
     significant: bool
-    why_not: str | None  # when not significant: the reason, in words
+    why_not: NotSignificant | None  # when not significant: why
 
 
 def _as_array(samples: Sequence[float]) -> np.ndarray:
@@ -194,14 +212,14 @@ def compare_samples(
     if ratio is None or u_test is None:
         n_ref, n_other = len(reference), len(other)
         if min(n_ref, n_other) < MIN_SAMPLES:
-            why = f"too few samples ({n_ref} vs {n_other}; need {MIN_SAMPLES} on each side)"
+            why = NotSignificant(TOO_FEW_SAMPLES, (n_ref, n_other, MIN_SAMPLES))
         else:
-            why = "ratio undefined (zero median)"
+            why = NotSignificant(ZERO_MEDIAN)
         significant = False
     elif u_test.p_value >= alpha:
-        why, significant = f"p = {u_test.p_value:.3g} >= {alpha:g}", False
+        why, significant = NotSignificant(P_AT_LEAST_ALPHA, (u_test.p_value, alpha)), False
     elif not ratio.excludes_one():
-        why, significant = f"{level:.0%} CI of the ratio includes 1", False
+        why, significant = NotSignificant(CI_INCLUDES_ONE, (level,)), False
     else:
         why, significant = None, True
     return Difference(

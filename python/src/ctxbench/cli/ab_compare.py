@@ -18,6 +18,7 @@ from ctxbench import units
 from ctxbench.analysis.compare.paired import (
     WRAPPER_AXIS,
     Axis,
+    AxisRefused,
     axes_of,
     pair_records,
     paired_gate,
@@ -28,7 +29,12 @@ from ctxbench.cli.console import QuietStream, new_console
 from ctxbench.cli.gate_status import gate_status
 from ctxbench.errors import BadInput
 from ctxbench.records.result import Result
-from ctxbench.views.compare.paired import alone_line, paired_dict, paired_lines
+from ctxbench.views.compare.paired import (
+    alone_line,
+    axis_refused_words,
+    paired_dict,
+    paired_lines,
+)
 
 
 def compare_ab(
@@ -82,10 +88,10 @@ def compare_ab(
 def _axis(text: str, results: Sequence[Result], run_id: str) -> Axis:
     """--ab's axis: as given, or arm=A:B for a run --ab-wrapper run."""
     if text.strip():
-        try:
-            return parse_axis(text)
-        except ValueError as error:
-            raise BadInput(str(error)) from None
+        axis = parse_axis(text)
+        if isinstance(axis, AxisRefused):
+            raise BadInput(axis_refused_words(axis))
+        return axis
     axes = axes_of(results)
     name, a, b = WRAPPER_AXIS
     if name in axes:

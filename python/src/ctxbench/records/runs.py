@@ -36,6 +36,16 @@ class RunRecords:
     def all(self) -> list[dict[str, Any]]:
         return [self.env, *self.results, *([self.end] if self.end else [])]
 
+    @cached_property
+    def environment(self) -> Environment:
+        """The env record as its type, read once (``group_run`` reads it to check it)."""
+        return environment_of(self.env)
+
+    @cached_property
+    def typed_results(self) -> tuple[Result, ...]:
+        """The result records as types, read once (``group_run`` reads them to check them)."""
+        return results_of(self.results)
+
 
 def shared_unsupported_reason(results: list[dict[str, Any]]) -> str | None:
     """The one reason every result is unsupported for ("code: detail"), or
@@ -82,10 +92,11 @@ def group_run(records: Iterable[dict[str, Any]], origin: str = "input") -> RunRe
         # others; the run's results are its selection's variants, in order.
         results.sort(key=lambda r: r["variant_index"])
     # A key the types need and a record lacks is refused here, as the run is
-    # read, not where a view first looks (StoredRun reads them into its types).
-    environment_of(env)
-    results_of(results)
-    return RunRecords(env=env, results=results, end=end)
+    # read, not where a view first looks; the types read here are the ones
+    # StoredRun hands out.
+    grouped = RunRecords(env=env, results=results, end=end)
+    _ = grouped.environment, grouped.typed_results
+    return grouped
 
 
 @dataclass(frozen=True)
@@ -134,10 +145,10 @@ class StoredRun:
     def run_id(self) -> str:
         return self.info.run_id
 
-    @cached_property
+    @property
     def env(self) -> Environment:
-        return environment_of(self.records.env)
+        return self.records.environment
 
-    @cached_property
+    @property
     def results(self) -> tuple[Result, ...]:
-        return results_of(self.records.results)
+        return self.records.typed_results

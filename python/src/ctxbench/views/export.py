@@ -27,12 +27,18 @@ from typing import TYPE_CHECKING, Any
 
 from ctxbench import stats, units
 from ctxbench.analysis.compare.comparison import Comparison, MatrixComparison, time_ratio
-from ctxbench.analysis.compare.gate import Gate, GateRow, not_judged_reason
+from ctxbench.analysis.compare.gate import Gate, GateRow, judged
 from ctxbench.analysis.compare.noise import Noise, detectable
 from ctxbench.records.naming import variant_name
 from ctxbench.records.runs import StoredRun
 from ctxbench.records.strict_json import dumps
-from ctxbench.views.compare.comparison import summary_line, summary_lines
+from ctxbench.views.compare.comparison import (
+    excluded_words,
+    summary_line,
+    summary_lines,
+    why_not_words,
+)
+from ctxbench.views.compare.gate import gate_detail
 
 if TYPE_CHECKING:  # numpy and ruptures load with them: imported where --why or --changes runs
     from ctxbench.analysis.compare.changes import Change, MachineChanges
@@ -181,7 +187,7 @@ def _difference_dict(difference: stats.Difference | None) -> dict[str, Any]:
         },
         "p_value": None if u_test is None else _finite(u_test.p_value),
         "significant": bool(difference and difference.significant),
-        "why_not_significant": difference.why_not if difference else None,
+        "why_not_significant": why_not_words(difference.why_not) if difference else None,
     }
 
 
@@ -216,7 +222,7 @@ def _gate_row_dict(verdict: GateRow) -> dict[str, Any]:
         "run": units.run_letter(verdict.index),
         **_gate_judgment(verdict),
         "why": verdict.why,
-        "detail": verdict.detail,
+        "detail": gate_detail(verdict),
         "decided_by": None
         if decider is None
         else {
@@ -311,8 +317,8 @@ def _row_dicts(comparison: Comparison) -> list[dict[str, Any]]:
                     "time_ratio": _finite(ratio),
                     "decision": cell.decision,
                     "note": cell.note,
-                    "excluded": list(cell.excluded),
-                    "judged": not_judged_reason(cell) is None,
+                    "excluded": excluded_words(cell.excluded),
+                    "judged": judged(cell),
                     "noise": _noise_dict(cell.noise, index),
                     "detectable_slowdown": _finite(detectable(cell.noise, comparison.level)),
                 }
@@ -425,7 +431,7 @@ def _row_dict(row: RowWhy) -> dict[str, Any]:
         "phases": [_part_dict(p) for p in row.phases],
         "not_split": [unsplit_words(entry) for entry in row.not_split],
         "selected": row.selected,
-        "excluded": list(row.excluded),
+        "excluded": excluded_words(row.excluded),
     }
 
 

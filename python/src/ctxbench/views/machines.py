@@ -13,13 +13,19 @@ from typing import Any
 
 from rich.text import Text
 
-from ctxbench import units
+from ctxbench import stats, units
 from ctxbench.analysis.compare.comparison import FASTER, SLOWER
 from ctxbench.analysis.compare.pairs import measured_as
 from ctxbench.analysis.summary.data import Machines, Summary
 from ctxbench.records.naming import params_key, variant_name
 from ctxbench.records.runs import StoredRun
-from ctxbench.views.compare.comparison import cell_words, describe, noise_words
+from ctxbench.views.compare.comparison import (
+    cell_words,
+    describe,
+    excluded_words,
+    noise_words,
+    why_not_words,
+)
 from ctxbench.views.compare.comparison import summary_lines as comparison_summary_lines
 from ctxbench.views.summary.text import (
     MIN_WIDTH,
@@ -147,13 +153,15 @@ def _other_difference_lines(machines: Machines, width: int) -> list[Text]:
 def _cell_words(cell: Any, words: str) -> tuple[str, str]:
     """'B ran 1.94× (1.24–3.96) slower than A, p = 0.031', styled by the decision."""
     if cell.excluded:
-        return f"{words}, not comparable: {'; '.join(cell.excluded)}", "yellow"
-    if cell.note and cell.ratio is None:
-        return cell.note, "dim"
-    if not cell.significant and cell.note and not cell.note.startswith("p = "):
+        return f"{words}, not comparable: {'; '.join(excluded_words(cell.excluded))}", "yellow"
+    note = cell.note or why_not_words(cell.why_not)
+    if note and cell.ratio is None:
+        return note, "dim"
+    large_p = not cell.note and cell.why_not and cell.why_not.code == stats.P_AT_LEAST_ALPHA
+    if not cell.significant and note and not large_p:
         # Beside a small p, a bare 'not significant' reads as a contradiction: say why
         # (a large p is its own reason, printed next).
-        words += f" ({cell.note})"
+        words += f" ({note})"
     p = f", {units.p_value(cell.p_value)}" if cell.p_value is not None else ""
     source = f", {noise_words(cell.noise, short=True)}" if cell.noise else ""
     style = {"slower": "red", "faster": "green"}.get(cell.decision or "", "dim")

@@ -45,7 +45,13 @@ from ctxbench.records.runs import StoredRun
 from ctxbench.riscv.answer import is_lab_run, lab_answer, lab_targets, measured
 from ctxbench.riscv.catalog import CALLS
 from ctxbench.riscv.report import parts_rows
-from ctxbench.views.compare.comparison import cell_words, describe, summary_lines
+from ctxbench.views.compare.comparison import (
+    cell_words,
+    describe,
+    excluded_words,
+    summary_lines,
+    why_not_words,
+)
 from ctxbench.views.explain.explanation import (
     missing_words,
     not_explained_words,
@@ -138,6 +144,8 @@ def build_context(
         "units": units,
         "describe": describe,
         "cell_words": cell_words,
+        "excluded_words": excluded_words,
+        "why_not_words": why_not_words,
         "summary_lines": summary_lines(comparison) if comparison else [],
         "letter": units.run_letter,
         "plotly_js": Markup(packed(chart_library())),

@@ -204,7 +204,7 @@ def matrix_comparison_tables(comparison: Comparison) -> list[Table]:
 
 def _matrix_comparison_table(comparison: Comparison, compared: MatrixComparison) -> Table:
     from ctxbench.analysis.compare import noise
-    from ctxbench.views.compare.comparison import describe
+    from ctxbench.views.compare.comparison import describe, why_not_words
 
     title = f"{compared.probe} ({units.params(compared.params)}) per pair class (ratio = other / A)"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
@@ -227,7 +227,9 @@ def _matrix_comparison_table(comparison: Comparison, compared: MatrixComparison)
             median = units.value(cell.median, compared.unit) if cell.note is None else "—"
             difference = cell.difference
             if difference is None or difference.ratio is None:
-                note = cell.note or (difference.why_not if difference else None) or "—"
+                note = (
+                    cell.note or (why_not_words(difference.why_not) if difference else None) or "—"
+                )
                 cells += [median, "—", Text(note, style="dim")]
                 continue
             ratio = units.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
@@ -433,12 +435,17 @@ def _compared_cells(
     """Run INDEX's cells of a row: its median, ratio [CI] to A, p, and the
     decision in words (or why there is no ratio)."""
     # views.compare.comparison needs compare's statistics (numpy): only `compare` loads it
-    from ctxbench.views.compare.comparison import describe, noise_words
+    from ctxbench.views.compare.comparison import (
+        describe,
+        excluded_words,
+        noise_words,
+        why_not_words,
+    )
 
     median = _median_text(cell, row.unit) if cell.result and cell.median is not None else "—"
     difference = cell.difference
     if difference is None or difference.ratio is None:
-        note = cell.note or (difference.why_not if difference else None) or "—"
+        note = cell.note or (why_not_words(difference.why_not) if difference else None) or "—"
         return [median, "—"] + ([] if narrow else ["—"]) + [Text(note, style="dim")]
     ratio = units.ratio(difference.ratio.low, difference.ratio.ratio, difference.ratio.high)
     p = units.p_value(difference.u_test.p_value) if difference.u_test else "—"
@@ -455,7 +462,7 @@ def _compared_cells(
     words.append("\n" + noise_words(cell.noise), style="dim")
     if cell.excluded:
         words.stylize("dim")
-        words.append("\nexcluded: " + "; ".join(cell.excluded), style="yellow")
+        words.append("\nexcluded: " + "; ".join(excluded_words(cell.excluded)), style="yellow")
     if narrow:
         return [median, f"{ratio}\n{p}", words]
     return [median, ratio, p, words]

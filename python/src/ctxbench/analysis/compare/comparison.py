@@ -69,6 +69,23 @@ NOT_THE_OPERATION = ("too_few_switches",)
 SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE = "slower", "faster", "no difference", "only in one run"
 
 
+# Why a row's two sides do not measure the same thing (``Exclusion.code``), with
+# what each names; views.compare.comparison words them.
+NOT_THE_OPERATION_SIDE = "not the operation"  # names: (the run,); codes: its NOT_THE_OPERATION
+PLACEMENT = "placement"  # names: (reference, other); values: the CPUs each was observed on
+CPU_COUNT = "cpu count"  # names: (reference, other); values: the CPUs each was allowed
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """Why a cell is left out of the summary: a code, the runs it names and its figures."""
+
+    code: str
+    names: tuple[str, ...]
+    values: tuple[int, ...] = ()
+    codes: tuple[str, ...] = ()  # NOT_THE_OPERATION_SIDE: the verdict's codes that say so
+
+
 @dataclass(frozen=True)
 class Cell:
     """One run's side of a row."""
@@ -76,8 +93,8 @@ class Cell:
     result: Result | None  # None: the run has no such variant
     difference: stats.Difference | None  # vs the reference; None for it or when not comparable
     note: str | None  # why no comparison (missing, unsupported, failed)
-    # Why this cell is left out of the summary (verdicts, placement, options); empty: comparable.
-    excluded: tuple[str, ...] = ()  # placement or CPU count
+    # Why this cell is left out of the summary (verdicts, placement, CPU count); empty: comparable.
+    excluded: tuple[Exclusion, ...] = ()
     decision: str | None = None  # SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE; None for the reference
     noise: Noise | None = None  # what judged the difference; None without one
 
@@ -205,7 +222,7 @@ def judge_cell(
             speeds=(speeds[0], speeds[index]),
         )
     if reference is None or other is None:
-        excluded: tuple[str, ...] = ()  # placement or CPU count
+        excluded: tuple[Exclusion, ...] = ()
         decision: str | None = ONLY_ONE
     else:
         excluded = exclusions(
@@ -302,8 +319,8 @@ def run_options(env: Environment) -> dict[str, object]:
     return {name: env.options[name] for name in SHOWN_OPTIONS if name in env.options}
 
 
-def observed_placement(result: Result) -> str | None:
-    """Where the tasks actually ran, as a class: 'one CPU' or 'N CPUs'."""
+def observed_cpus(result: Result) -> int | None:
+    """On how many distinct CPUs the tasks were observed; None: not observed."""
     placement = result.block("placement")
     seen = [
         cpu
@@ -315,8 +332,7 @@ def observed_placement(result: Result) -> str | None:
     ]
     if not seen:
         return None
-    distinct = len(set(seen))
-    return "one CPU" if distinct == 1 else f"{distinct} CPUs"
+    return len(set(seen))
 
 
 def allowed_cpus(env: Environment) -> int | None:
@@ -330,32 +346,28 @@ def exclusions(
     cpu_counts: tuple[int | None, int | None] = (None, None),
     reference_name: str = "A",
     other_name: str = "B",
-) -> tuple[str, ...]:
+) -> tuple[Exclusion, ...]:
     """Why two results of one variant do not measure the same thing; empty
     when they do. Run options are never a reason, nor a suspect verdict,
     except one that says the operation did not switch as it should
     (NOT_THE_OPERATION: fewer switches per operation than it makes)."""
     why = []
     for name, result in ((reference_name, reference), (other_name, other)):
-        codes = set(result.verdict.codes)
-        if codes & set(NOT_THE_OPERATION):
-            why.append(
-                f"{name} made too few switches per operation: not the operation "
-                f"({', '.join(sorted(codes & set(NOT_THE_OPERATION)))})"
-            )
+        codes = set(result.verdict.codes) & set(NOT_THE_OPERATION)
+        if codes:
+            why.append(Exclusion(NOT_THE_OPERATION_SIDE, (name,), codes=tuple(sorted(codes))))
+    names = (reference_name, other_name)
     requested = reference.block("placement").get("requested")
-    placements = observed_placement(reference), observed_placement(other)
+    placements = observed_cpus(reference), observed_cpus(other)
     if requested == "any" and None not in placements and placements[0] != placements[1]:
-        why.append(
-            f"placement: {reference_name} ran on {placements[0]}, {other_name} on {placements[1]}"
-        )
-    requested = reference.block("placement").get("requested")
+        why.append(Exclusion(PLACEMENT, names, _known(placements)))
     if requested in CHOSEN_PLACEMENTS and None not in cpu_counts and cpu_counts[0] != cpu_counts[1]:
-        why.append(
-            f"CPU count: {reference_name} was allowed {cpu_counts[0]} CPUs, "
-            f"{other_name} {cpu_counts[1]}"
-        )
+        why.append(Exclusion(CPU_COUNT, names, _known(cpu_counts)))
     return tuple(why)
+
+
+def _known(pair: tuple[int | None, int | None]) -> tuple[int, ...]:
+    return tuple(value for value in pair if value is not None)
 
 
 def time_ratio(difference: stats.Difference, unit: str) -> float | None:

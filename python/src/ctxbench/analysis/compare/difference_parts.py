@@ -48,7 +48,7 @@ import numpy as np
 
 from ctxbench import stats
 from ctxbench.analysis.compare import envparts
-from ctxbench.analysis.compare.comparison import FASTER, SLOWER, Comparison, Row
+from ctxbench.analysis.compare.comparison import FASTER, SLOWER, Comparison, Exclusion, Row
 from ctxbench.analysis.compare.pairs import measured_as
 from ctxbench.analysis.explain.explanation import (
     BASELINE,
@@ -148,7 +148,7 @@ class RowWhy:
     parts: list[PartDifference] = field(default_factory=list)  # they add up to the difference
     phases: list[PartDifference] = field(default_factory=list)  # both traced
     not_split: list[Unsplit] = field(default_factory=list)
-    excluded: tuple[str, ...] = ()  # why compare leaves the row out of its summary
+    excluded: tuple[Exclusion, ...] = ()  # why compare leaves the row out of its summary
     selected: bool = False  # a probe either run named in its selection
 
     @property

@@ -117,8 +117,9 @@ class GateRow:
     outcome: str  # SLOWER, NOT_SLOWER, INCONCLUSIVE
     time_ratio: float | None  # >1: slower
     detectable: float | None  # the smallest slowdown the row could detect (0.08: 8 %)
-    why: str | None = None  # for INCONCLUSIVE: NOISE, UNSURE, EXCLUDED, NOT_COMPARED
-    detail: str | None = None  # the exclusion or the note, for EXCLUDED and NOT_COMPARED
+    # for INCONCLUSIVE: NOISE, UNSURE, EXCLUDED, NOT_COMPARED (the cell says why:
+    # its exclusions, its note; views.compare.gate words them)
+    why: str | None = None
     decider: Decider | None = None
     # The ratio's interval, oriented like time_ratio (low, high); None without one.
     interval: tuple[float, float] | None = None
@@ -269,15 +270,9 @@ def _measured_by_neither(row: Row, index: int) -> bool:
     return all(cell.status not in ("ok", "suspect") for cell in (row.cells[0], row.cells[index]))
 
 
-def not_judged_reason(cell: Cell) -> str | None:
-    """Why a cell has no decision to judge (only in one run, excluded, a note)."""
-    if cell.decision == ONLY_ONE:
-        return ONLY_ONE
-    if cell.excluded:
-        return "excluded: " + "; ".join(cell.excluded)
-    if cell.decision is None:
-        return cell.note or (cell.difference.why_not if cell.difference else None) or "no ratio"
-    return None
+def judged(cell: Cell) -> bool:
+    """A cell has a decision to judge: in both runs, not excluded, compared."""
+    return cell.decision not in (ONLY_ONE, None) and not cell.excluded
 
 
 def judge_row(row: Row, index: int, percent: float, level: float, power: float) -> GateRow:
@@ -288,10 +283,9 @@ def judge_row(row: Row, index: int, percent: float, level: float, power: float) 
         if cell.difference and cell.difference.ratio
         else None
     )
-    why = not_judged_reason(cell)
-    if why is not None:
+    if not judged(cell):
         code = EXCLUDED if cell.excluded else NOT_COMPARED
-        return GateRow(row, index, INCONCLUSIVE, ratio, None, code, why, interval=interval)
+        return GateRow(row, index, INCONCLUSIVE, ratio, None, code, interval=interval)
     difference, judged_by = cell.difference, cell.noise
     assert difference is not None and difference.ratio is not None and judged_by is not None
     assert interval is not None

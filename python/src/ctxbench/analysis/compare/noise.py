@@ -94,6 +94,11 @@ GATE_POWER = 0.80
 # median (repeats, within-run).
 P10, MEDIAN = "p10", "median"
 WIDENED_METHOD = "bootstrap of the ratio of medians, widened by the suspect or slowed sides"
+# Why a row judged here is not significant (``stats.NotSignificant.code``,
+# beside stats's own codes); views.compare.comparison words them.
+WIDENED_INCLUDES_ONE = "widened includes 1"  # values: (level,)
+NOT_POSITIVE = "not positive"  # the ratio is undefined: a figure is not positive
+NOISE_INCLUDES_ONE = "noise includes 1"  # values: (level,); source: the noise's
 # What widened a row's noise (``Widening.cause``).
 SUSPECT, SLOWED, HOST_SLOWED, TAKEN = "suspect", "slowed", "host slowed", "cpu taken"
 CPU_SLOWED = "cpu slowed"
@@ -554,7 +559,7 @@ def _judge_within_run(
                 ratio=interval,
                 significant=difference.significant and wide_enough,
                 why_not=difference.why_not
-                or (None if wide_enough else f"{level:.0%} interval, widened, includes 1"),
+                or (None if wide_enough else stats.NotSignificant(WIDENED_INCLUDES_ONE, (level,))),
             )
     noise = Noise(
         WITHIN_RUN,
@@ -571,11 +576,11 @@ def _between_runs(
     a: float, b: float, interval: stats.RatioInterval | None, level: float, noise: Noise
 ) -> stats.Difference:
     if interval is None:
-        significant, why = False, "ratio undefined (a figure is not positive)"
+        significant, why = False, stats.NotSignificant(NOT_POSITIVE)
     elif interval.excludes_one():
         significant, why = True, None
     else:
-        significant, why = False, f"{level:.0%} interval from the {noise.source} includes 1"
+        significant, why = False, stats.NotSignificant(NOISE_INCLUDES_ONE, (level,), noise.source)
     return stats.Difference(
         reference_median=a,
         other_median=b,

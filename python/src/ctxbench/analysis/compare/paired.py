@@ -92,22 +92,28 @@ class Axis:
     a: str
     b: str
 
-    def text(self) -> str:
-        return f"{self.name}={self.a}:{self.b}"
+
+# Why a text is not an A/B axis (``AxisRefused.code``); views.compare.paired words them.
+NOT_AN_AXIS, SAME_VALUE = "not an axis", "same value"
 
 
-def parse_axis(text: str) -> Axis:
-    """'seccomp=none:profile' as an Axis; ValueError naming the form otherwise."""
+@dataclass(frozen=True)
+class AxisRefused:
+    """A text given as an axis that is not one: why (a code), and the text."""
+
+    code: str
+    text: str
+
+
+def parse_axis(text: str) -> Axis | AxisRefused:
+    """'seccomp=none:profile' as an Axis; otherwise why it is not one."""
     name, _, values = text.partition("=")
     a, _, b = values.partition(":")
     name, a, b = name.strip(), a.strip(), b.strip()
     if not name or not a or not b or ":" in b:
-        raise ValueError(
-            f"{text!r} is not an A/B axis; give NAME=A:B, e.g. seccomp=none:profile "
-            "(or nothing, for a run --ab-wrapper run)"
-        )
+        return AxisRefused(NOT_AN_AXIS, text)
     if a == b:
-        raise ValueError(f"{text!r} names the same value twice; A and B must differ")
+        return AxisRefused(SAME_VALUE, text)
     return Axis(name, a, b)
 
 

@@ -353,8 +353,10 @@ def _explain_one(
     work = _Work(r, median, used=[r])
     entry = _take(work, _entry_part(r, bare))
     _take(work, _own_work_part(r, entry))
-    _address_space_part(work, by_key)
-    _idle_part(work, by_key)
+    _take(work, _address_space_part(r, by_key))
+    idle_part = _idle_part(r, median, by_key)
+    _take(work, idle_part)
+    work.held = idle_part.used[0] if isinstance(idle_part, _Paired) else None
     _take(work, _cache_part(r, ring_slopes))
     traced = traced_view(r)
     _idle_events_check(work, traced)
@@ -393,12 +395,21 @@ def _switch_kinds(r: Result) -> dict[str, float] | None:
     }
 
 
-def _take(work: _Work, found: Part | Missing | None) -> Part | None:
-    """A part measured joins the parts, a part not separated the missing ones."""
+def _take(work: _Work, found: Part | _Paired | Missing | NotExplained | None) -> Part | None:
+    """A part measured joins the parts (a difference of two records: with the
+    records it uses, and why it is not a share), a part not separated the
+    missing ones, a difference of unlike placements the unlike ones."""
+    if isinstance(found, _Paired):
+        work.used += found.used
+        if found.withheld is not None:
+            work.withheld[found.part.name] = found.withheld
+        found = found.part
     if isinstance(found, Part):
         work.parts.append(found)
         return found
-    if found is not None:
+    if isinstance(found, NotExplained):
+        work.unlike.append(found)
+    elif found is not None:
         work.missing.append(found)
     return None
 
@@ -441,15 +452,28 @@ def _own_work_part(r: Result, entry: Part | None) -> Part | Missing:
     )
 
 
-def _address_space_part(work: _Work, by_key: dict[tuple, Result]) -> None:
-    """Processes against threads, all else equal. For a cross-CPU figure whose
+@dataclass(frozen=True)
+class _Paired:
+    """A part that is the difference of two records: the part, the records it
+    uses besides the figure explained, and why it is not a share (None: it is)."""
+
+    part: Part
+    used: tuple[Result, ...]
+    withheld: tuple[str, NotExplained] | None = None
+
+
+def _address_space_part(
+    r: Result, by_key: dict[tuple, Result]
+) -> _Paired | Missing | NotExplained | None:
+    """Processes against threads, all else equal (None: not a processes figure;
+    NotExplained: the two ran on unlike CPUs). For a cross-CPU figure whose
     idle share is measured, the pair is taken with idle held, so the two parts
     do not overlap."""
-    r, params = work.record, work.params
+    params = r.params
     if params.get("between") != "processes":
         if params.get("between") is None and has_role(r.probe, "explain:ring"):
-            work.missing.append(Missing(ADDRESS_SPACE, RING_PROCESSES))
-        return
+            return Missing(ADDRESS_SPACE, RING_PROCESSES)
+        return None
     mine_record, basis = r, params
     if params.get("cpus") == "cross" and params.get("idle") == "free":
         held_params = {**params, "idle": "held"}
@@ -459,62 +483,56 @@ def _address_space_part(work: _Work, by_key: dict[tuple, Result]) -> None:
             mine_record, basis = held_pair, held_params
     twin = by_key.get(_variant(r.probe, {**basis, "between": "threads"}))
     if twin is None:
-        work.missing.append(Missing(ADDRESS_SPACE, NO_THREAD_TWIN))
-        return
+        return Missing(ADDRESS_SPACE, NO_THREAD_TWIN)
     mine, theirs = _corrected(mine_record), _corrected(twin)
     placed = (measured_placement(mine_record), measured_placement(twin))
     if None not in placed and placed[0] != placed[1]:
-        work.unlike.append(
-            NotExplained(UNLIKE_PLACEMENT, ADDRESS_SPACE, names=(str(placed[0]), str(placed[1])))
-        )
-        return
+        return NotExplained(UNLIKE_PLACEMENT, ADDRESS_SPACE, names=(str(placed[0]), str(placed[1])))
     if mine is None or theirs is None:
-        work.missing.append(Missing(ADDRESS_SPACE, NO_THREAD_TWIN))
-        return
-    work.used += [mine_record, twin]
+        return Missing(ADDRESS_SPACE, NO_THREAD_TWIN)
     part = Part(
         ADDRESS_SPACE,
         mine - theirs,
         Source(PROCESSES_LESS_THREADS, (mine, theirs), held=basis is not params),
         [*_corrected_terms(mine_record, 1.0), *_corrected_terms(twin, -1.0)],
     )
-    work.parts.append(part)
     shifts = (_baseline(mine_record), _baseline(twin))
     code = share_withheld(mine_record, twin, shifts=shifts)
-    if code is not None:
-        sides = (
-            ("corrected between=processes", mine_record, mine),
-            ("between=threads", twin, theirs),
-        )
-        why = withheld(code, part.name, part.ns, sides, shifts=shifts)
-        work.withheld[part.name] = (code, NotExplained(WITHHELD, part.name, withheld=why))
+    if code is None:
+        return _Paired(part, (mine_record, twin))
+    sides = (
+        ("corrected between=processes", mine_record, mine),
+        ("between=threads", twin, theirs),
+    )
+    why = withheld(code, part.name, part.ns, sides, shifts=shifts)
+    return _Paired(
+        part, (mine_record, twin), (code, NotExplained(WITHHELD, part.name, withheld=why))
+    )
 
 
-def _idle_part(work: _Work, by_key: dict[tuple, Result]) -> None:
-    """Waking an idle CPU: idle=free against idle=held, all else equal."""
-    r, params = work.record, work.params
+def _idle_part(r: Result, median: float, by_key: dict[tuple, Result]) -> _Paired | Missing | None:
+    """Waking an idle CPU: idle=free against idle=held, all else equal (None:
+    not an idle=free cross-CPU figure). The held record is the part's one used."""
+    params = r.params
     if not (params.get("cpus") == "cross" and params.get("idle") == "free"):
-        return
+        return None
     held = by_key.get(_variant(r.probe, {**params, "idle": "held"}))
     if held is None:
-        work.missing.append(Missing(IDLE_PART, NO_HELD))
-        return
-    work.used.append(held)
-    work.held = held
+        return Missing(IDLE_PART, NO_HELD)
     held_median = _median(held)
     assert held_median is not None
     part = Part(
         IDLE_PART,
-        work.median - held_median,
-        Source(FREE_LESS_HELD, (work.median, held_median)),
+        median - held_median,
+        Source(FREE_LESS_HELD, (median, held_median)),
         [term(1.0, r), term(-1.0, held)],
     )
-    work.parts.append(part)
     code = share_withheld(r, held, idle=True)
-    if code is not None:
-        sides = (("idle=free", r, work.median), ("idle=held", held, held_median))
-        why = withheld(code, part.name, part.ns, sides)
-        work.withheld[IDLE_PART] = (code, NotExplained(WITHHELD, part.name, withheld=why))
+    if code is None:
+        return _Paired(part, (held,))
+    sides = (("idle=free", r, median), ("idle=held", held, held_median))
+    why = withheld(code, part.name, part.ns, sides)
+    return _Paired(part, (held,), (code, NotExplained(WITHHELD, part.name, withheld=why)))
 
 
 def _cache_part(r: Result, ring_slopes: dict[tuple, tuple[float, int]]) -> Part | Missing | None:

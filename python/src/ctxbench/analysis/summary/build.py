@@ -366,7 +366,8 @@ def machines(
                     decision=cell.decision,
                     excluded=cell.excluded,
                     noise=cell.noise,
-                    note=cell.note or (difference.why_not if difference else None),
+                    note=cell.note,
+                    why_not=difference.why_not if difference else None,
                     variant=_variant_of(stand_ins[index].get(variant_key(rung.point.result))),
                 )
             )

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxbench import units
-from ctxbench.analysis.compare.comparison import Comparison, Row
+from ctxbench.analysis.compare.comparison import Comparison, Exclusion, Row
 from ctxbench.analysis.compare.noise import Noise
 from ctxbench.analysis.explain.explanation import Explained, Explanation
 from ctxbench.records.result import ParamValue, Result
-from ctxbench.stats import RatioInterval, bootstrap_ratio_of_medians
+from ctxbench.stats import NotSignificant, RatioInterval, bootstrap_ratio_of_medians
 
 
 @dataclass(frozen=True)
@@ -134,11 +134,12 @@ class MachineCell:
     p_value: float | None
     significant: bool
     decision: str | None  # compare.SLOWER, FASTER, NO_DIFFERENCE, ONLY_ONE
-    excluded: tuple[str, ...]
+    excluded: tuple[Exclusion, ...]
     note: str | None  # why there is no ratio
     noise: Noise | None = None  # what judged the difference (repeats, history, within-run)
     # the run's own variant, where it did not measure run A's and its ladder drew this one
     variant: str | None = None
+    why_not: NotSignificant | None = None  # why the difference is not significant
 
 
 @dataclass(frozen=True)

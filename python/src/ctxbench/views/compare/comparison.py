@@ -9,15 +9,28 @@ from __future__ import annotations
 
 from ctxbench import stats, units
 from ctxbench.analysis.compare.comparison import (
+    CPU_COUNT,
     DEFAULT_MIN_EFFECT,
     MEASUREMENT_OPTIONS,
     NO_DIFFERENCE,
+    NOT_THE_OPERATION_SIDE,
+    PLACEMENT,
     Comparison,
+    Exclusion,
     Summary,
     decide,
     effect_needed,
 )
-from ctxbench.analysis.compare.noise import HISTORY, REPEATS, WITHIN_RUN, Noise, detectable
+from ctxbench.analysis.compare.noise import (
+    HISTORY,
+    NOISE_INCLUDES_ONE,
+    NOT_POSITIVE,
+    REPEATS,
+    WIDENED_INCLUDES_ONE,
+    WITHIN_RUN,
+    Noise,
+    detectable,
+)
 from ctxbench.analysis.summary.data import MachineFigure, Machines
 
 SHORT_WORDS = {
@@ -25,6 +38,56 @@ SHORT_WORDS = {
     HISTORY: "p10s by history",
     WITHIN_RUN: "within-run only",
 }
+
+
+def exclusion_words(exclusion: Exclusion) -> str:
+    """'placement: A ran on one CPU, B on 2 CPUs', 'CPU count: A was allowed 2
+    CPUs, B 4', 'A made too few switches per operation: not the operation (...)'."""
+    if exclusion.code == NOT_THE_OPERATION_SIDE:
+        return (
+            f"{exclusion.names[0]} made too few switches per operation: not the operation "
+            f"({', '.join(exclusion.codes)})"
+        )
+    (a, b), (n_a, n_b) = exclusion.names, exclusion.values
+    if exclusion.code == PLACEMENT:
+        return f"placement: {a} ran on {_cpus(n_a)}, {b} on {_cpus(n_b)}"
+    assert exclusion.code == CPU_COUNT, exclusion.code
+    return f"CPU count: {a} was allowed {n_a} CPUs, {b} {n_b}"
+
+
+def _cpus(n: int) -> str:
+    return "one CPU" if n == 1 else f"{n} CPUs"
+
+
+def why_not_words(why: stats.NotSignificant | None) -> str | None:
+    """Why a difference is not significant: 'p = 0.41 >= 0.05', '95% interval
+    from the repeats includes 1', 'too few samples (1 vs 2; need 2 on each side)'."""
+    if why is None:
+        return None
+    values = why.values
+    if why.code == stats.TOO_FEW_SAMPLES:
+        n_ref, n_other, least = (int(v) for v in values)
+        return f"too few samples ({n_ref} vs {n_other}; need {least} on each side)"
+    if why.code == stats.P_AT_LEAST_ALPHA:
+        return f"p = {values[0]:.3g} >= {values[1]:g}"
+    if why.code == stats.CI_INCLUDES_ONE:
+        return f"{values[0]:.0%} CI of the ratio includes 1"
+    if why.code == WIDENED_INCLUDES_ONE:
+        return f"{values[0]:.0%} interval, widened, includes 1"
+    if why.code == NOISE_INCLUDES_ONE:
+        return f"{values[0]:.0%} interval from the {why.source} includes 1"
+    return UNDEFINED_WORDS[why.code]
+
+
+UNDEFINED_WORDS = {
+    stats.ZERO_MEDIAN: "ratio undefined (zero median)",
+    NOT_POSITIVE: "ratio undefined (a figure is not positive)",
+}
+
+
+def excluded_words(excluded: tuple[Exclusion, ...]) -> list[str]:
+    """Each reason a cell is left out, in words (``exclusion_words``)."""
+    return [exclusion_words(exclusion) for exclusion in excluded]
 
 
 def noise_words(noise: Noise | None, short: bool = False) -> str:

@@ -28,7 +28,7 @@ from ctxbench.analysis.explain.explanation import Missing, NotExplained
 from ctxbench.analysis.explain.interference import RunLoad
 from ctxbench.records.naming import variant_name
 from ctxbench.records.result import ParamValue, Result
-from ctxbench.views.compare.comparison import SHORT_WORDS, describe, noise_words
+from ctxbench.views.compare.comparison import SHORT_WORDS, describe, excluded_words, noise_words
 from ctxbench.views.explain.explanation import missing_reason, missing_words, not_explained_words
 from ctxbench.views.machines import options_text
 from ctxbench.views.summary.text import MIN_WIDTH, heading_line, styled_line, wrapped_lines
@@ -234,7 +234,9 @@ def row_lines(row: RowWhy, comparison: Comparison, width: int) -> list[Text]:
     )
     lines = wrapped_lines(head, width, 2)
     if row.excluded:
-        lines += wrapped_lines(f"not comparable: {'; '.join(row.excluded)}", width, 4, "yellow")
+        lines += wrapped_lines(
+            f"not comparable: {'; '.join(excluded_words(row.excluded))}", width, 4, "yellow"
+        )
     label_w = max(len(part_label(p)) for p in [*row.parts, *row.phases])
     style = {SLOWER: "red", FASTER: "green"}
     for part in row.parts:
@@ -446,7 +448,7 @@ def pair_lines(
         text, style = _pair_words(outcome, verdict, change, row, comparison), styles[outcome]
         # A suspect side is judged beside its partner all the same, and marked
         # (issue 30): the answer is never dropped, nor stated as if it held.
-        marks = list(cell.excluded) or _suspect_sides(a.result, cell.result)
+        marks = excluded_words(cell.excluded) or _suspect_sides(a.result, cell.result)
         if marks:
             marked += 1
             text += f" [marked: {'; '.join(marks)}]"

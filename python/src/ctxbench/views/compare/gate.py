@@ -10,7 +10,7 @@ import math
 
 from ctxbench import units
 from ctxbench.analysis.compare import noise
-from ctxbench.analysis.compare.comparison import Comparison
+from ctxbench.analysis.compare.comparison import ONLY_ONE, Cell, Comparison
 from ctxbench.analysis.compare.gate import (
     EXCLUDED,
     INCONCLUSIVE,
@@ -23,7 +23,12 @@ from ctxbench.analysis.compare.gate import (
     GateRow,
 )
 from ctxbench.records.naming import variant_name
-from ctxbench.views.compare.comparison import SHORT_WORDS, noise_words
+from ctxbench.views.compare.comparison import (
+    SHORT_WORDS,
+    excluded_words,
+    noise_words,
+    why_not_words,
+)
 
 
 def gate_lines(comparison: Comparison, judged: Gate, shown: int = 5) -> list[str]:
@@ -71,10 +76,25 @@ def _name(verdict: GateRow) -> str:
     return name if verdict.index == 1 else f"{name} (run {units.run_letter(verdict.index)})"
 
 
+def not_judged_words(cell: Cell) -> str:
+    """Why a cell has no decision to judge (only in one run, excluded, a note)."""
+    if cell.decision == ONLY_ONE:
+        return ONLY_ONE
+    if cell.excluded:
+        return "excluded: " + "; ".join(excluded_words(cell.excluded))
+    why_not = why_not_words(cell.difference.why_not) if cell.difference else None
+    return cell.note or why_not or "no ratio"
+
+
+def gate_detail(verdict: GateRow) -> str | None:
+    """What a row not compared says of why (``--json``'s ``detail``); None for the others."""
+    return not_judged_words(verdict.cell) if verdict.why in (EXCLUDED, NOT_COMPARED) else None
+
+
 def inconclusive_words(verdict: GateRow) -> str:
     """Why a row is inconclusive and what would decide it."""
     if verdict.why in (EXCLUDED, NOT_COMPARED):
-        return f"not compared ({verdict.detail})"
+        return f"not compared ({not_judged_words(verdict.cell)})"
     if verdict.why == NOT_REPEATED:
         return (
             f"{ratio_words(verdict)} slower in {units.run_letter(verdict.index)}, "

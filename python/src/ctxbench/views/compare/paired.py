@@ -14,8 +14,11 @@ from ctxbench.analysis.compare.paired import (
     FEW_ROUNDS,
     MEDIAN,
     MIN_ROUNDS,
+    NOT_AN_AXIS,
     ROUND_SLOWED,
+    SAME_VALUE,
     Axis,
+    AxisRefused,
     Paired,
     PairedGate,
     PairedVerdict,
@@ -24,6 +27,22 @@ from ctxbench.records.environment import Environment
 from ctxbench.records.naming import variant_name
 from ctxbench.records.result import Result
 from ctxbench.records.strict_json import JsonObject
+
+
+def axis_text(axis: Axis) -> str:
+    """'seccomp=none:profile': the axis as --ab takes it."""
+    return f"{axis.name}={axis.a}:{axis.b}"
+
+
+def axis_refused_words(refused: AxisRefused) -> str:
+    """Why --ab's text is not an A/B axis, naming the form."""
+    if refused.code == NOT_AN_AXIS:
+        return (
+            f"{refused.text!r} is not an A/B axis; give NAME=A:B, e.g. seccomp=none:profile "
+            "(or nothing, for a run --ab-wrapper run)"
+        )
+    assert refused.code == SAME_VALUE, refused.code
+    return f"{refused.text!r} names the same value twice; A and B must differ"
 
 
 def arms_line(run_id: str, axis: Axis, env: Environment) -> str:
@@ -113,7 +132,7 @@ def outcome_line(judged: PairedGate) -> str:
     """'--fail-above 2 --ab arm=A:B: FAILED (exit 1): 1 slower, ...'."""
     counts = judged.counts
     text = (
-        f"--fail-above {judged.percent:g} --ab {judged.axis.text()}: {judged.outcome.upper()}: "
+        f"--fail-above {judged.percent:g} --ab {axis_text(judged.axis)}: {judged.outcome.upper()}: "
         f"{counts[SLOWER]} slower, {counts[NOT_SLOWER]} not slower, "
         f"{counts[INCONCLUSIVE]} inconclusive of {len(judged.rows)} pair(s)"
     )

@@ -22,7 +22,7 @@ from ctxbench.records.naming import params_key
 from ctxbench.records.runs import StoredRun
 from ctxbench.records.strict_json import JsonObject
 from ctxbench.units import params_text
-from ctxbench.views.compare.comparison import describe, noise_words
+from ctxbench.views.compare.comparison import describe, excluded_words, noise_words
 from ctxbench.views.explain.explanation import source_words
 from ctxbench.views.explain.phases import phase_words
 from ctxbench.views.reasons import reason_sentence
@@ -133,7 +133,7 @@ def _ratio_hover(comparison: Comparison, row: Any, index: int) -> str:
         )
         + "; "
         + noise_words(cell.noise)
-        + ("; excluded: " + "; ".join(cell.excluded)) * bool(cell.excluded)
+        + ("; excluded: " + "; ".join(excluded_words(cell.excluded))) * bool(cell.excluded)
     )
 
 
