@@ -38,8 +38,9 @@ counted as judged or inconclusive.
 same kind (its "again" and "third" runs, the whole selection, the same
 conditions); a gate that failed is then judged again as `compare --confirm`
 judges it (analysis.compare.gate.confirm and decide: a row stays slower when the
-again run against A calls it slower too; one that is not is slower or not
-slower as two of the three runs say, else inconclusive), and the tables
+again run against A calls it slower too, unless the third calls it not
+slower; one that is not is slower or not slower as two of the three runs
+say, else inconclusive), and the tables
 give the gates both ways. These runs never join the history. (`compare
 --confirm` measures only the rows called slower, and a third time only
 those not slower again, when the compare runs; here both runs are taken
@@ -86,12 +87,12 @@ from ctxbench.acquire.runner import find_engine  # noqa: E402
 from ctxbench.analysis.compare.comparison import time_ratio  # noqa: E402
 from ctxbench.analysis.compare.gate import (  # noqa: E402
     INCONCLUSIVE,
-    NOT_REPEATED,
     NOT_SLOWER,
     SLOWER,
     confirm,
     decide,
     gate,
+    third_variants,
 )
 from ctxbench.cli.commands.compare import build_comparison  # noqa: E402
 from ctxbench.records.reading import read_run_file  # noqa: E402
@@ -323,9 +324,10 @@ def judge(directory: str, manifest: dict, thresholds: list[float], allow: float)
 
 def judged_again(judged, seconds, taken, percent: float, allow: float):
     """A failed gate judged as `compare --confirm` judges it: its again run
-    (SECONDS[0]), then, for the rows not repeated, its third (SECONDS[1])."""
+    (SECONDS[0]), then, for the rows not repeated and those slower twice,
+    its third (SECONDS[1])."""
     judged = confirm(judged, gate(seconds[0], percent, allow), taken[0].run_id)
-    if len(seconds) > 1 and any(verdict.why == NOT_REPEATED for verdict in judged.rows):
+    if len(seconds) > 1 and third_variants(judged):
         judged = decide(judged, gate(seconds[1], percent, allow), taken[1].run_id)
     return judged
 

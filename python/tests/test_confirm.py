@@ -31,6 +31,7 @@ from ctxbench.analysis.compare.gate import (
     confirm,
     decide,
     gate,
+    third_variants,
 )
 from ctxbench.records.naming import params_key
 from ctxbench.records.runs import group_run
@@ -153,6 +154,48 @@ def test_a_third_run_that_is_not_clear_leaves_the_row_not_repeated(tmp_path):
                   outcome=INCONCLUSIVE)]), "third")  # fmt: skip
     (row,) = kept.rows
     assert (row.outcome, row.why, row.third.outcome) == (INCONCLUSIVE, NOT_REPEATED, INCONCLUSIVE)
+
+
+def test_a_third_run_takes_back_a_row_slower_twice_only_by_calling_it_not_slower(tmp_path):
+    """Rule 7: slower in B and in its run again, then a third run: not
+    slower there makes the row inconclusive (two runs back to back in one
+    slow spell); slower or unclear there keeps it slower."""
+    comparison, first = _judged(tmp_path / "first", 130.0)
+    _, slower_again = _judged(tmp_path / "again", 128.0)
+    twice = confirm(first, slower_again, "again")
+    assert twice.rows[0].outcome == SLOWER
+
+    _, same_third = _judged(tmp_path / "same-third", 100.5)
+    taken_back = decide(twice, same_third, "third-1")
+    (row,) = taken_back.rows
+    assert (row.outcome, row.why, row.again.outcome, row.third.outcome) == (
+        INCONCLUSIVE, NOT_REPEATED, SLOWER, NOT_SLOWER
+    )  # fmt: skip
+    assert taken_back.outcome == INCONCLUSIVE
+    lines = gate_lines(comparison, taken_back)
+    assert any("two runs in one slow spell of the host" in line for line in lines), lines
+
+    _, slower_third = _judged(tmp_path / "slower-third", 131.0)
+    kept = decide(twice, slower_third, "third-2")
+    assert (kept.rows[0].outcome, kept.outcome) == (SLOWER, FAILED)
+    assert any("slower in three of three" in line for line in gate_lines(comparison, kept))
+
+    _, unclear = _judged(tmp_path / "unclear", 112.0)
+    unclear = replace(unclear, rows=[replace(unclear.rows[0], outcome=INCONCLUSIVE)])
+    still = decide(twice, unclear, "third-3")
+    assert (still.rows[0].outcome, still.rows[0].third.outcome) == (SLOWER, INCONCLUSIVE)
+    assert any("slower in two of three" in line for line in gate_lines(comparison, still))
+
+
+def test_a_third_run_measures_the_rows_not_repeated_and_those_slower_twice(tmp_path):
+    _, first = _judged(tmp_path / "first", 130.0)
+    _, slower_again = _judged(tmp_path / "again", 128.0)
+    _, same_again = _judged(tmp_path / "same", 100.5)
+    variant = [("syscall.getpid", first.rows[0].row.params)]
+    assert third_variants(confirm(first, slower_again, "again")) == variant
+    assert third_variants(confirm(first, same_again, "again")) == variant
+    _, passed = _judged(tmp_path / "passed", 100.5)
+    assert third_variants(confirm(passed, slower_again, "again")) == []
 
 
 def test_only_a_confirmed_gate_is_decided_by_a_third_run(tmp_path):
@@ -338,5 +381,5 @@ def test_a_row_not_slower_in_its_second_and_third_runs_is_not_slower(
     assert (row["outcome"], row["why"]) == (NOT_SLOWER, None), done.stderr
     assert row["again"]["outcome"] == row["third"]["outcome"] == NOT_SLOWER
     assert "1 measured a third time" in done.stderr
-    assert "0 slower and 1 not slower in two of three, 0 not repeated" in done.stderr
+    assert "0 slower and 1 not slower by at least two of three, 0 not repeated" in done.stderr
     assert "not slower by 15% in two of three: syscall.getpid" in done.stderr

@@ -124,6 +124,21 @@ def test_a_history_whose_runs_fill_the_gap_between_two_levels_is_still_two_level
     assert not stats.two_levels(one_slow, noise.HISTORY_LEVEL_GAP, noise.HISTORY_LEVEL_RUNS)
 
 
+# A Boost.Fiber yield's p10s in a history of ten quick runs on the quiet 2-vCPU
+# guest (ns; docs/notes/2026-11-28-third-look.md): three at the upper level,
+# 1.50x the lower one, a step no wider than that.
+NARROW_LEVELS = [57.0, 53.0, 76.0, 53.0, 54.0, 52.0, 53.0, 78.0, 53.0, 80.0]
+
+
+def test_a_history_whose_two_levels_are_1_5x_apart_is_two_levels():
+    """Its second-highest (78) is 1.50x its second-lowest (52): at two levels,
+    so a run at the upper one (81 ns against A's 53) is not called slower."""
+    assert stats.two_levels(NARROW_LEVELS, noise.HISTORY_LEVEL_GAP, noise.HISTORY_LEVEL_RUNS)
+    difference, judged_by = noise.judge(result(53.0), result(81.0), history=NARROW_LEVELS)
+    assert judged_by.levels == 2
+    assert decide(difference, "ns", 0.15, judged_by) != SLOWER
+
+
 def _shifted(fast: float, rest: float) -> Result:
     """A result whose fastest sample is FAST and whose nine others sit at REST
     (interference added to most samples, not to the fastest tenth)."""

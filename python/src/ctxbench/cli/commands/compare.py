@@ -282,13 +282,14 @@ def _confirmed(
     min_effect: float,
 ) -> Any:
     """JUDGED with its slower rows judged again (``analysis.compare.gate.confirm``)
-    and those not repeated a third time (``analysis.compare.gate.decide``): by the
+    and those not repeated or slower twice a third time (``analysis.compare.gate.decide``):
+    by the
     runs CONFIRM_WITH names, or by runs that measure them now."""
     from ctxbench.analysis.compare.gate import (
         confirm,
         decide,
-        not_repeated_variants,
         slower_variants,
+        third_variants,
     )
 
     first = runs[1]
@@ -299,7 +300,7 @@ def _confirmed(
         again_id = measure_again(first, slower_variants(judged), db)
     second, again_id = _judged_again(judged, runs, db, again_id, (), alpha, min_effect)
     judged = confirm(judged, second, again_id)
-    variants = not_repeated_variants(judged)
+    variants = third_variants(judged)
     if not variants or len(confirm_with) == 1:
         return judged
     third_id = confirm_with[1] if confirm_with else None

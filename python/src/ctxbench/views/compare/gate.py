@@ -98,8 +98,13 @@ def inconclusive_words(verdict: GateRow) -> str:
     if verdict.why == NOT_REPEATED:
         return (
             f"{ratio_words(verdict)} slower in {units.run_letter(verdict.index)}, "
-            f"{again_words(verdict, None)}: one run's excursion or a change near the "
-            "threshold; would decide it: "
+            f"{again_words(verdict, None)}: "
+            + (
+                "two runs in one slow spell of the host, or a change near the threshold"
+                if verdict.again is not None and verdict.again.outcome == SLOWER
+                else "one run's excursion or a change near the threshold"
+            )
+            + "; would decide it: "
             + ("another run" if verdict.third is None else "more runs, at a quieter moment")
         )
     cell = verdict.cell
@@ -144,8 +149,13 @@ def again_words(verdict: GateRow, judged: Gate | None) -> str:
     if third is not None:
         text += f", its third run {ratio_words(third)}, {third.outcome}"
         if verdict.outcome != INCONCLUSIVE:
-            text += f": {verdict.outcome} in two of three"
+            agreeing = 1 if verdict.outcome == SLOWER else 0  # the first run called it slower
+            agreeing += (again.outcome == verdict.outcome) + (third.outcome == verdict.outcome)
+            text += f": {verdict.outcome} in {RUN_COUNT_WORDS[agreeing]} of three"
     return text
+
+
+RUN_COUNT_WORDS = {2: "two", 3: "three"}
 
 
 SOURCE_WORDS = SHORT_WORDS
@@ -217,7 +227,7 @@ def outcome_line(judged: Gate) -> str:
             passed = sum(1 for verdict in thirds if verdict.outcome == NOT_SLOWER)
             text += (
                 f"{len(thirds)} measured a third time ({judged.third_by}): {twice} slower and "
-                f"{passed} not slower in two of three, {not_repeated} not repeated"
+                f"{passed} not slower by at least two of three, {not_repeated} not repeated"
             )
         else:
             text += f"{not_repeated} not repeated"
