@@ -90,7 +90,8 @@ def measure_again(
     third: bool = False,
 ) -> str:
     """Measure VARIANTS again as FIRST measured them; store the run; its id.
-    THIRD: the run that measures the rows not repeated a third time."""
+    THIRD: the run that measures a third time the rows not repeated and
+    those slower twice (``analysis.compare.gate.third_variants``)."""
     check_here(first)
     words = run_words(first, variants)
     with tempfile.TemporaryDirectory(prefix="ctxbench-confirm-") as directory:
@@ -98,12 +99,12 @@ def measure_again(
         command = [sys.executable, "-m", "ctxbench", "run", *words, "--json", out]
         label = f"{'third' if third else 'again'}: {first.run_id}"
         command += ["--label", label] + (["--db", db] if db else [])
-        what = "row(s) not repeated a third time" if third else "slower row(s) again"
+        what = "row(s) a third time" if third else "slower row(s) again"
         print(f"measuring {len(variants)} {what}: ctxbench {' '.join(words)}", file=sys.stderr)
         status = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=_stderr_fd(), check=False)
         if status.returncode != 0:
             raise EngineError(
-                "measuring the slower rows again failed "
+                f"measuring the {'rows a third time' if third else 'slower rows again'} failed "
                 f"(ctxbench run exited {status.returncode}); "
                 "the gate stands as first judged: failed"
             )

@@ -158,7 +158,8 @@ class Gate:
     level: float = stats.DEFAULT_LEVEL
     # The run that measured the slower rows again (``confirm``); None: none did.
     confirmed_by: str | None = None
-    # The run that measured the rows not repeated a third time (``decide``).
+    # The run that measured a third time the rows not repeated and those slower
+    # twice (``decide``).
     third_by: str | None = None
 
     def of(self, outcome: str) -> list[GateRow]:
