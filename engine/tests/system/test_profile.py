@@ -148,8 +148,15 @@ def test_trace_gives_each_sleep_its_wake_up_latency(engine, known, cpus):
     assert latency["cross_cpu" if cpus == "cross" else "same_cpu"]["n"] >= 0.98 * every["n"]
     found = counts["wakeups_idle_target"] + counts["wakeups_busy_target"]
     assert counts["wakeups"] - 2 <= found <= counts["wakeups"], counts
-    if cpus == "same":  # the waker is on the target CPU: never idle
-        assert counts["wakeups_idle_target"] == 0
+    if cpus == "same":
+        # A hand-off's waker runs on the target CPU, so it never finds it idle.
+        # One wake-up may come from the other CPU: the program's own pin() at
+        # its start, when it began on that CPU (the migration's completion wakes
+        # it onto the pinned CPU, which may be idle). Started already on it
+        # (the engine under `taskset -c 0`) there was none in 12 of 12 runs;
+        # unpinned, 7 of 12 runs had that one cross-CPU wake-up, 1 of them to
+        # an idle CPU. So an idle target is only ever that cross-CPU wake-up.
+        assert counts["wakeups_idle_target"] <= counts["wakeups_cross_cpu"] <= 1, counts
     for group in filter(None, latency.values()):
         assert group["p10_us"] <= group["median_us"] <= group["p90_us"] <= group["max_us"]
     assert not any("not counted" in note for note in record["notes"]), record["notes"]
